@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control protocol between libibverbs.so.1 (softverbs) and softverbsd.
+ *
+ * One definition, included by both sides. Every message on the control
+ * socket (AF_UNIX, SOCK_SEQPACKET) is exactly one struct sv_cmd (client to
+ * daemon) or one struct sv_rsp (daemon to client): fixed size, fixed-width
+ * fields, no pointers that the other side follows. File descriptors (memfds,
+ * event sockets) travel beside a message as SCM_RIGHTS, at most one each way.
+ *
+ * Everything in a command is untrusted input to the daemon: it checks the
+ * size, magic and version (sv_cmd_check), then each handler checks its own
+ * fields. A response's status is 0 or a negative errno.
+ */
+#ifndef SV_ABI_CMD_H
+#define SV_ABI_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
+#define SV_PROTO_VERSION 1u
+
+/* Object types of the per-client tables, ordered by dependency: an object
+ * may depend only on objects of lower types, so teardown goes high to low. */
+enum sv_obj_type {
+	SV_OBJ_NONE = 0,
+	SV_OBJ_CHANNEL,   /* completion channel */
+	SV_OBJ_PD,
+	SV_OBJ_XRCD,
+	SV_OBJ_CQ,
+	SV_OBJ_MR,
+	SV_OBJ_SRQ,
+	SV_OBJ_QP,
+	SV_OBJ_MW,
+	SV_OBJ_AH,
+	SV_OBJ_TYPE_MAX
+};
+
+#define SV_OBJ_NAMES_INIT                                                    \
+	{ [SV_OBJ_NONE] = "none", [SV_OBJ_CHANNEL] = "channel",              \
+	  [SV_OBJ_PD] = "pd", [SV_OBJ_XRCD] = "xrcd", [SV_OBJ_CQ] = "cq",     \
+	  [SV_OBJ_MR] = "mr", [SV_OBJ_SRQ] = "srq", [SV_OBJ_QP] = "qp",       \
+	  [SV_OBJ_MW] = "mw", [SV_OBJ_AH] = "ah" }
+
+/* X-macro: every command, its number and its name. */
+#define SV_CMD_LIST(X)                                                       \
+	X(HELLO, 1)                                                          \
+	X(QUERY_DEVICE, 2)                                                   \
+	X(QUERY_PORT, 3)                                                     \
+	X(QUERY_GID, 4)                                                      \
+	X(OPEN_CONTEXT, 5)                                                   \
+	X(ALLOC_PD, 6)                                                       \
+	X(DEALLOC_PD, 7)                                                     \
+	X(REG_MR, 8)                                                         \
+	X(REREG_MR, 9)                                                       \
+	X(DEREG_MR, 10)                                                      \
+	X(CREATE_CHANNEL, 11)                                                \
+	X(DESTROY_CHANNEL, 12)                                               \
+	X(CREATE_CQ, 13)                                                     \
+	X(RESIZE_CQ, 14)                                                     \
+	X(DESTROY_CQ, 15)                                                    \
+	X(STAT, 16)
+
+enum sv_cmd_op {
+#define SV_X(name, num) SV_CMD_##name = num,
+	SV_CMD_LIST(SV_X)
+#undef SV_X
+	SV_CMD_MAX
+};
+
+const char *sv_cmd_name(unsigned int op);
+
+/* ---- limits that size the messages ---- */
+#define SV_GID_TBL_LEN      16
+#define SV_STAT_PAGE        7   /* clients per STAT response (64 + 7 * 56 <= 496) */
+#define SV_DEV_NAME_MAX     32
+
+/* ---- command payloads (client to daemon) ---- */
+
+struct sv_cmd_hello {
+	uint32_t abi;          /* SV_PROTO_VERSION */
+	uint32_t flags;        /* SV_HELLO_* */
+};
+#define SV_HELLO_PROBE 1u      /* device list or stat: no objects expected */
+
+struct sv_cmd_query_port {
+	uint32_t port_num;
+	uint32_t rsvd;
+};
+
+struct sv_cmd_query_gid {
+	uint32_t port_num;
+	uint32_t index;
+};
+
+/* OPEN_CONTEXT carries the client's end of its async event socket. */
+struct sv_cmd_open_context {
+	uint32_t rsvd[2];
+};
+
+struct sv_cmd_handle {
+	uint64_t handle;
+};
+
+struct sv_cmd_reg_mr {
+	uint64_t pd;
+	uint64_t addr;
+	uint64_t length;
+	uint64_t iova;
+	uint32_t access;       /* enum ibv_access_flags */
+	uint32_t rsvd;
+};
+
+struct sv_cmd_rereg_mr {
+	uint64_t mr;
+	uint64_t pd;           /* with IBV_REREG_MR_CHANGE_PD */
+	uint64_t addr;         /* with IBV_REREG_MR_CHANGE_TRANSLATION */
+	uint64_t length;
+	uint64_t iova;
+	uint32_t flags;        /* enum ibv_rereg_mr_flags */
+	uint32_t access;       /* with IBV_REREG_MR_CHANGE_ACCESS */
+};
+
+/* CREATE_CHANNEL carries the client's end of the channel's event socket. */
+
+struct sv_cmd_create_cq {
+	uint64_t cookie;       /* returned in events: the library's ibv_cq * */
+	uint64_t channel;      /* 0 or a CHANNEL handle */
+	uint32_t cqe;          /* minimum entries asked for */
+	uint32_t comp_vector;
+	uint32_t flags;        /* enum ibv_create_cq_attr_flags */
+	uint32_t rsvd;
+};
+
+struct sv_cmd_resize_cq {
+	uint64_t cq;
+	uint32_t cqe;
+	uint32_t rsvd;
+};
+
+struct sv_cmd_stat {
+	uint32_t first;        /* index of the first client to list */
+	uint32_t rsvd;
+};
+
+struct sv_cmd_hdr {
+	uint32_t magic;        /* SV_PROTO_MAGIC */
+	uint16_t op;           /* enum sv_cmd_op */
+	uint16_t version;      /* SV_PROTO_VERSION */
+	uint32_t seq;          /* echoed in the response */
+	uint32_t rsvd;
+};
+
+#define SV_CMD_SIZE 256
+struct sv_cmd {
+	struct sv_cmd_hdr hdr;
+	union {
+		struct sv_cmd_hello hello;
+		struct sv_cmd_query_port query_port;
+		struct sv_cmd_query_gid query_gid;
+		struct sv_cmd_open_context open_context;
+		struct sv_cmd_handle handle;    /* DEALLOC_PD, DEREG_MR, ... */
+		struct sv_cmd_reg_mr reg_mr;
+		struct sv_cmd_rereg_mr rereg_mr;
+		struct sv_cmd_create_cq create_cq;
+		struct sv_cmd_resize_cq resize_cq;
+		struct sv_cmd_stat stat;
+		uint8_t raw[SV_CMD_SIZE - sizeof(struct sv_cmd_hdr)];
+	} u;
+};
+
+/* ---- response payloads (daemon to client) ---- */
+
+struct sv_rsp_hello {
+	uint32_t abi;
+	uint32_t daemon_pid;
+	uint64_t client_id;    /* the daemon's number for this connection */
+	char dev_name[SV_DEV_NAME_MAX];
+	uint64_t node_guid;    /* big-endian, as ibv_get_device_guid returns */
+	uint32_t dev_index;
+	uint32_t rsvd;
+};
+
+/* The device's attributes, in host byte order except the GUIDs. */
+struct sv_dev_attr {
+	char fw_ver[64];
+	uint64_t node_guid;        /* big-endian */
+	uint64_t sys_image_guid;   /* big-endian */
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint64_t device_cap_flags; /* ibv_device_attr_ex.device_cap_flags_ex */
+	uint32_t vendor_id;
+	uint32_t vendor_part_id;
+	uint32_t hw_ver;
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_sge_rd;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_qp_rd_atom;
+	uint32_t max_res_rd_atom;
+	uint32_t max_qp_init_rd_atom;
+	uint32_t atomic_cap;       /* enum ibv_atomic_cap */
+	uint32_t max_mw;
+	uint32_t max_mcast_grp;
+	uint32_t max_mcast_qp_attach;
+	uint32_t max_total_mcast_qp_attach;
+	uint32_t max_ah;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_inline_data;
+	uint16_t max_pkeys;
+	uint8_t local_ca_ack_delay;
+	uint8_t phys_port_cnt;
+	uint32_t max_comp_vectors;
+	uint64_t hca_core_clock;   /* kHz */
+	uint64_t completion_timestamp_mask;
+};
+
+struct sv_port_attr {
+	uint32_t state;            /* enum ibv_port_state */
+	uint32_t max_mtu;          /* enum ibv_mtu */
+	uint32_t active_mtu;
+	uint32_t gid_tbl_len;
+	uint32_t port_cap_flags;
+	uint32_t max_msg_sz;
+	uint32_t bad_pkey_cntr;
+	uint32_t qkey_viol_cntr;
+	uint16_t pkey_tbl_len;
+	uint16_t lid;
+	uint16_t sm_lid;
+	uint8_t lmc;
+	uint8_t max_vl_num;
+	uint8_t sm_sl;
+	uint8_t subnet_timeout;
+	uint8_t init_type_reply;
+	uint8_t active_width;
+	uint8_t active_speed;
+	uint8_t phys_state;
+	uint8_t link_layer;
+	uint8_t flags;
+	uint16_t port_cap_flags2;
+	uint16_t rsvd;
+	uint32_t active_speed_ex;
+	uint32_t rsvd2;
+};
+
+struct sv_rsp_gid {
+	uint8_t gid[16];
+	uint32_t gid_type;         /* enum ibv_gid_type (IBV_GID_TYPE_*) */
+	uint32_t valid;            /* 0: an empty entry */
+	uint32_t ndev_ifindex;
+	uint32_t rsvd;
+};
+
+struct sv_rsp_obj {
+	uint64_t handle;
+};
+
+struct sv_rsp_mr {
+	uint64_t handle;
+	uint32_t lkey;
+	uint32_t rkey;
+};
+
+/* A CQ's ring memfd comes with this response. */
+struct sv_rsp_cq {
+	uint64_t handle;
+	uint32_t cqe;              /* usable entries (>= asked) */
+	uint32_t ring_entries;     /* slots in the ring, a power of two */
+	uint64_t ring_bytes;       /* size of the memfd to map */
+};
+
+struct sv_stat_client {
+	uint64_t client_id;
+	uint32_t pid;
+	uint32_t uid;
+	uint32_t count[SV_OBJ_TYPE_MAX];
+};
+
+struct sv_rsp_stat {
+	uint32_t nclients;         /* clients connected in all */
+	uint32_t nlisted;          /* entries filled in this page */
+	uint32_t total[SV_OBJ_TYPE_MAX]; /* objects of every client */
+	uint32_t keys_live;        /* lkeys/rkeys in the device key table */
+	uint32_t daemon_pid;
+	uint64_t refused;          /* commands refused since start */
+	struct sv_stat_client client[SV_STAT_PAGE];
+};
+
+struct sv_rsp_hdr {
+	uint32_t magic;
+	uint16_t op;               /* the command's op */
+	uint16_t version;
+	uint32_t seq;              /* the command's seq */
+	int32_t status;            /* 0 or -errno */
+};
+
+#define SV_RSP_SIZE 512
+struct sv_rsp {
+	struct sv_rsp_hdr hdr;
+	union {
+		struct sv_rsp_hello hello;
+		struct sv_dev_attr dev;
+		struct sv_port_attr port;
+		struct sv_rsp_gid gid;
+		struct sv_rsp_obj obj;
+		struct sv_rsp_mr mr;
+		struct sv_rsp_cq cq;
+		struct sv_rsp_stat stat;
+		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
+	} u;
+};
+
+_Static_assert(sizeof(struct sv_cmd_hdr) == 16, "cmd hdr");
+_Static_assert(sizeof(struct sv_cmd) == SV_CMD_SIZE, "cmd size");
+_Static_assert(sizeof(struct sv_rsp_hdr) == 16, "rsp hdr");
+_Static_assert(sizeof(struct sv_rsp) == SV_RSP_SIZE, "rsp size");
+_Static_assert(sizeof(struct sv_dev_attr) <= sizeof(((struct sv_rsp *)0)->u.raw), "dev attr fits");
+_Static_assert(sizeof(struct sv_rsp_stat) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat fits");
+_Static_assert(offsetof(struct sv_cmd, u) == 16, "cmd payload offset");
+_Static_assert(offsetof(struct sv_rsp, u) == 16, "rsp payload offset");
+
+/*
+ * Events the daemon sends on a context's async socket and on a completion
+ * channel's socket: one fixed-size message each.
+ */
+struct sv_event {
+	uint32_t magic;            /* SV_PROTO_MAGIC */
+	uint32_t type;             /* enum ibv_event_type; for channels 0 */
+	uint64_t cookie;           /* the library's object pointer (cq, qp, srq) */
+	uint64_t handle;           /* the object's handle */
+	uint32_t port_num;         /* port events */
+	uint32_t rsvd;
+};
+_Static_assert(sizeof(struct sv_event) == 32, "event size");
+
+/* Outcome of checking a received message before any handler sees it. */
+enum sv_cmd_verdict {
+	SV_CMD_OK = 0,
+	SV_CMD_SHORT,          /* fewer bytes than a struct sv_cmd */
+	SV_CMD_LONG,           /* more bytes (the socket truncated it) */
+	SV_CMD_BAD_MAGIC,
+	SV_CMD_BAD_VERSION,
+	SV_CMD_BAD_OP,
+};
+
+/* Check a message of n bytes (n may exceed the buffer if the socket said
+ * MSG_TRUNC). Reads only the header, only when n covers it. */
+enum sv_cmd_verdict sv_cmd_check(const struct sv_cmd *cmd, size_t n);
+const char *sv_cmd_verdict_str(enum sv_cmd_verdict v);
+
+/* Fill the header of a command / of the response to cmd. */
+void sv_cmd_init(struct sv_cmd *cmd, unsigned int op);
+void sv_rsp_init(struct sv_rsp *rsp, const struct sv_cmd *cmd, int status);
+
+#endif

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "abi/sv_sock.h"
+
+int sv_sock_path(char *buf, size_t len)
+{
+	const char *env = getenv("SOFTVERBS_SOCKET");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (xdg && *xdg)
+		n = snprintf(buf, len, "%s/softverbs/%s", xdg, SV_SOCK_NAME);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/softverbs/%s", SV_SOCK_NAME);
+	else
+		n = snprintf(buf, len, "/tmp/softverbs-%u/%s",
+			     (unsigned int)geteuid(), SV_SOCK_NAME);
+	if (n < 0 || (size_t)n >= len ||
+	    (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int sv_sock_dir(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash) {
+		if (len < 2)
+			return -ENAMETOOLONG;
+		strcpy(dir, ".");
+		return 0;
+	}
+	n = (size_t)(slash - path);
+	if (n == 0)
+		n = 1; /* "/control" lives in "/" */
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(dir, path, n);
+	dir[n] = 0;
+	return 0;
+}
+
+int sv_sock_sibling(const char *path, const char *name, char *buf, size_t len)
+{
+	char dir[256];
+	int n, ret;
+
+	ret = sv_sock_dir(path, dir, sizeof(dir));
+	if (ret)
+		return ret;
+	n = snprintf(buf, len, "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int sv_send_msg(int sock, const void *buf, size_t len, int fd, int flags)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	do {
+		n = sendmsg(sock, &msg, flags | MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+ssize_t sv_recv_msg(int sock, void *buf, size_t len, int *fd, int flags)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+	};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*fd = -1;
+	do {
+		n = recvmsg(sock, &msg, flags | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		size_t nfd, i;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfd; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*fd < 0)
+				*fd = f;
+			else
+				close(f); /* one descriptor per message */
+		}
+	}
+	if (msg.msg_flags & MSG_TRUNC && (size_t)n <= len)
+		n = (ssize_t)len + 1; /* kernel did not report the real size */
+	return n;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where the control socket lives, and moving one fixed-size message with at
+ * most one file descriptor over it. Shared by the library, the daemon and the
+ * softverbs tool.
+ */
+#ifndef SV_ABI_SOCK_H
+#define SV_ABI_SOCK_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SV_SOCK_NAME "control"
+#define SV_LOCK_NAME "control.lock"
+#define SV_LOG_NAME  "softverbsd.log"
+
+/* The control socket's path: $SOFTVERBS_SOCKET, else
+ * $XDG_RUNTIME_DIR/softverbs/control, else /run/softverbs/control for root,
+ * else /tmp/softverbs-UID/control. 0 or -ENAMETOOLONG. */
+int sv_sock_path(char *buf, size_t len);
+
+/* The folder that holds path (the lock and log live beside the socket). */
+int sv_sock_dir(const char *path, char *dir, size_t len);
+
+/* Path of a file beside the socket: DIR/name. */
+int sv_sock_sibling(const char *path, const char *name, char *buf, size_t len);
+
+/* Send len bytes as one message, with fd attached when fd >= 0.
+ * Returns 0 or -errno (-EAGAIN with MSG_DONTWAIT in flags). */
+int sv_send_msg(int sock, const void *buf, size_t len, int fd, int flags);
+
+/* Receive one message into buf. Returns its real length (which may exceed
+ * len: the rest was discarded), 0 on EOF, or -errno. *fd receives an
+ * attached descriptor or -1; any further descriptors are closed. */
+ssize_t sv_recv_msg(int sock, void *buf, size_t len, int *fd, int flags);
+
+#endif

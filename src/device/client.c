@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Clients: one per connection on the control socket. A client's identity is
+ * its peer credentials (SO_PEERCRED) held as a pidfd, so that its death is
+ * seen even while its socket lives on in a child, and so that the daemon never
+ * mistakes a recycled pid for it. When a client goes, every object it created
+ * goes with it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "device/sv_dev.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+static int peer_pidfd(int fd, pid_t pid)
+{
+	socklen_t len = sizeof(int);
+	int pidfd = -1;
+
+	/* Linux 6.5+: the kernel pins the very process that connected */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 &&
+	    pidfd >= 0)
+		return pidfd;
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+struct sv_client *sv_client_new(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct sv_client *c;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		sv_log(SV_LOG_WARN, "refused a connection: no peer credentials");
+		return NULL;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		sv_log(SV_LOG_WARN, "refused pid %d: uid %u is not the daemon's uid %u",
+		       (int)cred.pid, cred.uid, geteuid());
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (sv_objtab_init(&c->objs, SV_MAX_OBJS_CLIENT)) {
+		free(c);
+		return NULL;
+	}
+	c->fd = fd;
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	c->async_fd = -1;
+	c->pidfd = peer_pidfd(fd, cred.pid);
+	if (c->pidfd < 0)
+		sv_log(SV_LOG_WARN, "pid %d: no pidfd (%s); watching the socket only",
+		       (int)c->pid, strerror(errno));
+	c->id = ++sv_dev.next_client_id;
+	c->next = &sv_dev.clients;
+	c->prev = sv_dev.clients.prev;
+	c->prev->next = c;
+	sv_dev.clients.prev = c;
+	sv_dev.nclients++;
+	return c;
+}
+
+int sv_client_add_obj(struct sv_client *c, unsigned int type, void *obj,
+		      uint64_t *handle)
+{
+	int ret = sv_objtab_insert(&c->objs, type, obj, handle);
+
+	if (ret)
+		return ret == -ENOSPC ? -ENOMEM : ret;
+	sv_dev.total[type]++;
+	return 0;
+}
+
+void sv_client_del_obj(struct sv_client *c, unsigned int type, uint64_t handle)
+{
+	if (sv_objtab_remove(&c->objs, handle, type))
+		sv_dev.total[type]--;
+}
+
+static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
+{
+	(void)arg;
+	(void)h;
+	sv_dev.total[type]--;
+	switch (type) {
+	case SV_OBJ_MR:
+		sv_mr_destroy(obj);
+		break;
+	case SV_OBJ_CQ:
+		sv_cq_destroy(obj);
+		break;
+	case SV_OBJ_CHANNEL:
+		sv_channel_destroy(obj);
+		break;
+	default:
+		free(obj);
+		break;
+	}
+}
+
+void sv_client_teardown(struct sv_client *c)
+{
+	uint32_t live = c->objs.live;
+
+	/* higher types first: nothing is freed before what depends on it */
+	sv_objtab_foreach(&c->objs, destroy_obj, NULL);
+	sv_objtab_fini(&c->objs);
+	if (live || !c->probe)
+		sv_log(SV_LOG_INFO, "client %llu (pid %d) gone: %u objects freed",
+		       (unsigned long long)c->id, (int)c->pid, live);
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	sv_dev.nclients--;
+	if (c->async_fd >= 0)
+		close(c->async_fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	close(c->fd);
+	c->dead = true;
+}
+
+void sv_client_free(struct sv_client *c)
+{
+	free(c->ev_sock);
+	free(c->ev_pid);
+	free(c);
+}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The control path: one fixed-size command in, one fixed-size response out.
+ * Every field is checked by the handler that uses it; a refused command gets
+ * its errno back and a line in the log saying why.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "device/sv_dev.h"
+
+typedef int (*sv_handler)(struct sv_req *r);
+
+static int cmd_hello(struct sv_req *r)
+{
+	const struct sv_cmd_hello *a = &r->cmd->u.hello;
+	struct sv_rsp_hello *h = &r->rsp->u.hello;
+
+	if (a->abi != SV_PROTO_VERSION) {
+		r->why = "protocol version mismatch";
+		return -EPROTO;
+	}
+	if (a->flags & ~SV_HELLO_PROBE) {
+		r->why = "unknown hello flags";
+		return -EINVAL;
+	}
+	r->client->probe = a->flags & SV_HELLO_PROBE;
+	h->abi = SV_PROTO_VERSION;
+	h->daemon_pid = (uint32_t)getpid();
+	h->client_id = r->client->id;
+	memcpy(h->dev_name, sv_dev.name, sizeof(h->dev_name));
+	h->node_guid = sv_dev.attr.node_guid;
+	h->dev_index = 0;
+	return 0;
+}
+
+static int cmd_query_device(struct sv_req *r)
+{
+	r->rsp->u.dev = sv_dev.attr;
+	return 0;
+}
+
+static int cmd_query_port(struct sv_req *r)
+{
+	if (r->cmd->u.query_port.port_num != 1) {
+		r->why = "no such port";
+		return -EINVAL;
+	}
+	r->rsp->u.port = sv_dev.port;
+	return 0;
+}
+
+static int cmd_query_gid(struct sv_req *r)
+{
+	const struct sv_cmd_query_gid *a = &r->cmd->u.query_gid;
+
+	if (a->port_num != 1) {
+		r->why = "no such port";
+		return -EINVAL;
+	}
+	if (a->index >= SV_GID_TBL_LEN) {
+		r->why = "gid index out of range";
+		return -EINVAL;
+	}
+	r->rsp->u.gid = sv_dev.gid[a->index];
+	return 0;
+}
+
+static int cmd_open_context(struct sv_req *r)
+{
+	int ret;
+
+	if (r->client->async_fd >= 0) {
+		r->why = "context already open on this connection";
+		return -EBUSY;
+	}
+	ret = sv_check_event_socket(r->fd_in, &r->why);
+	if (ret)
+		return ret;
+	r->client->async_fd = r->fd_in;
+	r->fd_in = -1;
+	return 0;
+}
+
+static int cmd_alloc_pd(struct sv_req *r)
+{
+	struct sv_pd *pd;
+	int ret;
+
+	if (sv_dev.total[SV_OBJ_PD] >= SV_MAX_PD) {
+		r->why = "max_pd reached";
+		return -ENOMEM;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return -ENOMEM;
+	pd->owner = r->client;
+	ret = sv_client_add_obj(r->client, SV_OBJ_PD, pd, &pd->handle);
+	if (ret) {
+		free(pd);
+		return ret;
+	}
+	r->rsp->u.obj.handle = pd->handle;
+	return 0;
+}
+
+static int cmd_dealloc_pd(struct sv_req *r)
+{
+	uint64_t h = r->cmd->u.handle.handle;
+	struct sv_pd *pd = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_PD);
+
+	if (!pd) {
+		r->why = "no such pd";
+		return -EINVAL;
+	}
+	if (pd->refs) {
+		r->why = "pd still has objects";
+		return -EBUSY;
+	}
+	sv_client_del_obj(r->client, SV_OBJ_PD, h);
+	free(pd);
+	return 0;
+}
+
+static void stat_fill(struct sv_rsp_stat *s, uint32_t first)
+{
+	struct sv_client *c;
+	uint32_t i = 0;
+
+	s->nclients = sv_dev.nclients;
+	memcpy(s->total, sv_dev.total, sizeof(s->total));
+	s->keys_live = sv_dev.keys.live;
+	s->daemon_pid = (uint32_t)getpid();
+	s->refused = sv_dev.refused;
+	for (c = sv_dev.clients.next; c != &sv_dev.clients; c = c->next, i++) {
+		struct sv_stat_client *e;
+
+		if (i < first)
+			continue;
+		if (s->nlisted == SV_STAT_PAGE)
+			break;
+		e = &s->client[s->nlisted++];
+		e->client_id = c->id;
+		e->pid = (uint32_t)c->pid;
+		e->uid = (uint32_t)c->uid;
+		memcpy(e->count, c->objs.count, sizeof(e->count));
+	}
+}
+
+static int cmd_stat(struct sv_req *r)
+{
+	stat_fill(&r->rsp->u.stat, r->cmd->u.stat.first);
+	return 0;
+}
+
+enum {
+	F_FD = 1 << 0,      /* takes a descriptor */
+	F_PROBE = 1 << 1,   /* no objects: allowed on a probe connection */
+};
+
+static const struct {
+	sv_handler fn;
+	unsigned int flags;
+} handlers[SV_CMD_MAX] = {
+	[SV_CMD_HELLO] = { cmd_hello, F_PROBE },
+	[SV_CMD_QUERY_DEVICE] = { cmd_query_device, F_PROBE },
+	[SV_CMD_QUERY_PORT] = { cmd_query_port, F_PROBE },
+	[SV_CMD_QUERY_GID] = { cmd_query_gid, F_PROBE },
+	[SV_CMD_OPEN_CONTEXT] = { cmd_open_context, F_FD },
+	[SV_CMD_ALLOC_PD] = { cmd_alloc_pd, 0 },
+	[SV_CMD_DEALLOC_PD] = { cmd_dealloc_pd, 0 },
+	[SV_CMD_REG_MR] = { sv_cmd_reg_mr, 0 },
+	[SV_CMD_REREG_MR] = { sv_cmd_rereg_mr, 0 },
+	[SV_CMD_DEREG_MR] = { sv_cmd_dereg_mr, 0 },
+	[SV_CMD_CREATE_CHANNEL] = { sv_cmd_create_channel, F_FD },
+	[SV_CMD_DESTROY_CHANNEL] = { sv_cmd_destroy_channel, 0 },
+	[SV_CMD_CREATE_CQ] = { sv_cmd_create_cq, 0 },
+	[SV_CMD_RESIZE_CQ] = { sv_cmd_resize_cq, 0 },
+	[SV_CMD_DESTROY_CQ] = { sv_cmd_destroy_cq, 0 },
+	[SV_CMD_STAT] = { cmd_stat, F_PROBE },
+};
+
+void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
+		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out)
+{
+	enum sv_cmd_verdict v = sv_cmd_check(cmd, (size_t)n);
+	struct sv_req r = {
+		.client = c, .cmd = cmd, .rsp = rsp, .fd_in = fd_in, .fd_out = -1,
+	};
+	unsigned int op = 0;
+	int ret;
+
+	if (v != SV_CMD_OK) {
+		/* answer with what can be read of the header */
+		struct sv_cmd hdr_only;
+
+		memset(&hdr_only, 0, sizeof(hdr_only));
+		if (n >= (ssize_t)sizeof(cmd->hdr))
+			hdr_only.hdr = cmd->hdr;
+		sv_rsp_init(rsp, &hdr_only, -EINVAL);
+		r.why = sv_cmd_verdict_str(v);
+		ret = -EINVAL;
+		op = hdr_only.hdr.op;
+		goto out;
+	}
+	op = cmd->hdr.op;
+	sv_rsp_init(rsp, cmd, 0);
+	if (!handlers[op].fn) {
+		r.why = "unknown command";
+		ret = -EOPNOTSUPP;
+	} else if (c->probe && !(handlers[op].flags & F_PROBE)) {
+		r.why = "probe connections create no objects";
+		ret = -EPERM;
+	} else if (r.fd_in >= 0 && !(handlers[op].flags & F_FD)) {
+		r.why = "unexpected descriptor";
+		ret = -EINVAL;
+	} else {
+		ret = handlers[op].fn(&r);
+	}
+	rsp->hdr.status = ret;
+out:
+	if (r.fd_in >= 0)
+		close(r.fd_in);
+	if (ret) {
+		sv_dev.refused++;
+		sv_log(SV_LOG_INFO, "client %llu (pid %d): %s refused: %s (%s)",
+		       (unsigned long long)c->id, (int)c->pid, sv_cmd_name(op),
+		       strerror(-ret), r.why ? r.why : "see errno");
+		if (r.fd_out >= 0)
+			close(r.fd_out);
+		r.fd_out = -1;
+	}
+	*fd_out = r.fd_out;
+}

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues and completion channels.
+ *
+ * A CQ's ring is a memfd that the daemon creates, sizes and seals (no shrink,
+ * no grow: the client can never make the daemon's mapping fault) and hands to
+ * the client, which maps it. A completion channel is a socket pair: the
+ * client keeps one end (the channel's fd) and gives the daemon the other.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "abi/sv_ring.h"
+#include "device/sv_dev.h"
+
+int sv_check_event_socket(int fd, const char **why)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	if (fd < 0) {
+		*why = "no event socket attached";
+		return -EINVAL;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
+	    type != SOCK_SEQPACKET) {
+		*why = "event descriptor is not a seqpacket socket";
+		return -EINVAL;
+	}
+	/* the daemon never blocks on a client's socket */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+int sv_cmd_create_channel(struct sv_req *r)
+{
+	struct sv_channel *ch;
+	int ret;
+
+	ret = sv_check_event_socket(r->fd_in, &r->why);
+	if (ret)
+		return ret;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->owner = r->client;
+	ret = sv_client_add_obj(r->client, SV_OBJ_CHANNEL, ch, &ch->handle);
+	if (ret) {
+		free(ch);
+		return ret;
+	}
+	ch->fd = r->fd_in;
+	r->fd_in = -1;
+	r->rsp->u.obj.handle = ch->handle;
+	return 0;
+}
+
+void sv_channel_destroy(struct sv_channel *ch)
+{
+	close(ch->fd);
+	free(ch);
+}
+
+int sv_cmd_destroy_channel(struct sv_req *r)
+{
+	uint64_t h = r->cmd->u.handle.handle;
+	struct sv_channel *ch = sv_objtab_lookup(&r->client->objs, h,
+						 SV_OBJ_CHANNEL);
+
+	if (!ch) {
+		r->why = "no such channel";
+		return -EINVAL;
+	}
+	if (ch->refs) {
+		r->why = "channel still has CQs";
+		return -EBUSY;
+	}
+	sv_client_del_obj(r->client, SV_OBJ_CHANNEL, h);
+	sv_channel_destroy(ch);
+	return 0;
+}
+
+static uint32_t ring_entries_for(uint32_t cqe)
+{
+	uint32_t n = 16;
+
+	while (n < cqe + 1)
+		n <<= 1;
+	return n;
+}
+
+/* A sealed memfd of bytes, mapped here. */
+static int ring_alloc(size_t bytes, int *memfd, void **map)
+{
+	int fd = memfd_create("softverbs-cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *p;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	*memfd = fd;
+	*map = p;
+	return 0;
+}
+
+static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
+{
+	uint32_t entries = ring_entries_for(cqe);
+	size_t bytes = sv_cq_ring_bytes(entries);
+	struct sv_cq_ring *ring;
+	void *map = NULL;
+	int fd = -1, ret;
+
+	ret = ring_alloc(bytes, &fd, &map);
+	if (ret) {
+		r->why = "cannot allocate the ring";
+		return ret;
+	}
+	ring = map;
+	ring->entries = entries;
+	ring->cqe_size = sizeof(struct sv_cqe);
+	if (cq->ring) {
+		/* resize: carry over what the client has not consumed yet */
+		struct sv_cq_ring *old = cq->ring;
+		uint32_t prod = old->prod;
+		uint32_t cons = __atomic_load_n(&old->cons, __ATOMIC_ACQUIRE);
+		uint32_t pending = prod - cons;
+
+		if (pending > cq->entries)      /* never trust cons */
+			pending = cq->entries;
+		if (pending > cqe) {
+			munmap(map, bytes);
+			close(fd);
+			r->why = "new size below the completions outstanding";
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < pending; i++)
+			*sv_cq_slot(map, entries, i) =
+				*sv_cq_slot(old, cq->entries, prod - pending + i);
+		ring->prod = pending;
+		ring->cons = 0;
+		ring->arm_sn = old->arm_sn;
+		ring->arm_flags = old->arm_flags;
+		munmap(cq->ring, cq->ring_bytes);
+		close(cq->memfd);
+	}
+	cq->ring = map;
+	cq->ring_bytes = bytes;
+	cq->memfd = fd;
+	cq->entries = entries;
+	cq->cqe = entries - 1;
+	r->rsp->u.cq.handle = cq->handle;
+	r->rsp->u.cq.cqe = cq->cqe;
+	r->rsp->u.cq.ring_entries = entries;
+	r->rsp->u.cq.ring_bytes = bytes;
+	r->fd_out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return r->fd_out < 0 ? -errno : 0;
+}
+
+int sv_cmd_create_cq(struct sv_req *r)
+{
+	const struct sv_cmd_create_cq *a = &r->cmd->u.create_cq;
+	struct sv_client *c = r->client;
+	struct sv_channel *ch = NULL;
+	struct sv_cq *cq;
+	int ret;
+
+	if (a->cqe < 1 || a->cqe > SV_MAX_CQE) {
+		r->why = "cqe out of range";
+		return -EINVAL;
+	}
+	if (a->comp_vector >= sv_dev.attr.max_comp_vectors) {
+		r->why = "comp_vector out of range";
+		return -EINVAL;
+	}
+	if (a->flags & ~3u) {
+		r->why = "unknown cq flags";
+		return -EINVAL;
+	}
+	if (a->channel) {
+		ch = sv_objtab_lookup(&c->objs, a->channel, SV_OBJ_CHANNEL);
+		if (!ch) {
+			r->why = "no such channel";
+			return -EINVAL;
+		}
+	}
+	if (sv_dev.total[SV_OBJ_CQ] >= SV_MAX_CQ) {
+		r->why = "max_cq reached";
+		return -ENOMEM;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->owner = c;
+	cq->cookie = a->cookie;
+	cq->channel = ch;
+	cq->flags = a->flags;
+	cq->memfd = -1;
+	ret = sv_client_add_obj(c, SV_OBJ_CQ, cq, &cq->handle);
+	if (ret)
+		goto err_free;
+	ret = cq_set_ring(cq, a->cqe, r);
+	if (ret)
+		goto err_del;
+	if (ch)
+		ch->refs++;
+	return 0;
+
+err_del:
+	sv_client_del_obj(c, SV_OBJ_CQ, cq->handle);
+err_free:
+	free(cq);
+	return ret;
+}
+
+int sv_cmd_resize_cq(struct sv_req *r)
+{
+	const struct sv_cmd_resize_cq *a = &r->cmd->u.resize_cq;
+	struct sv_cq *cq = sv_objtab_lookup(&r->client->objs, a->cq, SV_OBJ_CQ);
+
+	if (!cq) {
+		r->why = "no such cq";
+		return -EINVAL;
+	}
+	if (a->cqe < 1 || a->cqe > SV_MAX_CQE) {
+		r->why = "cqe out of range";
+		return -EINVAL;
+	}
+	return cq_set_ring(cq, a->cqe, r);
+}
+
+void sv_cq_destroy(struct sv_cq *cq)
+{
+	if (cq->channel)
+		cq->channel->refs--;
+	munmap(cq->ring, cq->ring_bytes);
+	close(cq->memfd);
+	free(cq);
+}
+
+int sv_cmd_destroy_cq(struct sv_req *r)
+{
+	uint64_t h = r->cmd->u.handle.handle;
+	struct sv_cq *cq = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_CQ);
+
+	if (!cq) {
+		r->why = "no such cq";
+		return -EINVAL;
+	}
+	if (cq->refs) {
+		r->why = "cq still in use";
+		return -EBUSY;
+	}
+	sv_client_del_obj(r->client, SV_OBJ_CQ, h);
+	sv_cq_destroy(cq);
+	return 0;
+}

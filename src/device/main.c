@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softverbsd: the device. One control thread serves every client's commands
+ * from an epoll loop; it also watches each client's pidfd, SIGTERM/SIGINT
+ * (clean shutdown) and an idle timer (--idle-exit).
+ *
+ * One daemon per socket path: a daemon holds an exclusive flock on the lock
+ * file beside the socket for its whole life. A second one started at the same
+ * time waits for that lock, finds a live daemon answering and leaves quietly,
+ * so two clients that auto-start at once end up on one daemon.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abi/sv_sock.h"
+#include "device/sv_dev.h"
+
+struct sv_device sv_dev;
+
+enum sv_evkind { EV_LISTEN, EV_SIGNAL, EV_IDLE, EV_SOCK, EV_PID };
+
+struct sv_evtag {
+	enum sv_evkind kind;
+	struct sv_client *client;
+};
+
+static struct {
+	char sock_path[108];
+	char lock_path[300];
+	int listen_fd, lock_fd, epfd, sig_fd, idle_fd;
+	unsigned int idle_exit;   /* seconds; 0 = never */
+	struct sv_evtag t_listen, t_signal, t_idle;
+} d = { .listen_fd = -1, .lock_fd = -1, .epfd = -1, .sig_fd = -1,
+	.idle_fd = -1 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: softverbsd [options]\n"
+"  the softverbs device: serves sv0 to verbs programs on this host\n"
+"  --socket PATH        control socket (default: $SOFTVERBS_SOCKET, else\n"
+"                       $XDG_RUNTIME_DIR/softverbs/control, else\n"
+"                       /run/softverbs/control as root)\n"
+"  --idle-exit SECONDS  leave once no client has been connected for SECONDS\n"
+"  --ip ADDR            the IPv4 address the device serves (GID index 0)\n"
+"  --log FILE           log here instead of stderr\n"
+"  --verbose            log every command\n"
+"  --help               this text\n");
+}
+
+static int ep_add(int fd, uint32_t events, struct sv_evtag *tag)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = tag };
+
+	return epoll_ctl(d.epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void idle_arm(bool on)
+{
+	struct itimerspec its = { 0 };
+
+	if (!d.idle_exit)
+		return;
+	if (on)
+		its.it_value.tv_sec = d.idle_exit;
+	timerfd_settime(d.idle_fd, 0, &its, NULL);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char tmp[300];
+
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Is a daemon answering on path? */
+static bool daemon_alive(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool alive;
+
+	if (fd < 0)
+		return false;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return alive;
+}
+
+/* 1: we are the daemon for this path; 0: another one is; <0: error. */
+static int claim_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ret;
+
+	ret = sv_sock_sibling(d.sock_path, SV_LOCK_NAME, d.lock_path,
+			      sizeof(d.lock_path));
+	if (ret)
+		return ret;
+	d.lock_fd = open(d.lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (d.lock_fd < 0)
+		return -errno;
+	/* a daemon on its way out still holds it: wait for it to go */
+	while (flock(d.lock_fd, LOCK_EX) && errno == EINTR)
+		;
+	if (daemon_alive(d.sock_path))
+		return 0;
+	unlink(d.sock_path);
+	d.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
+			     SOCK_NONBLOCK, 0);
+	if (d.listen_fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.sock_path);
+	if (bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(d.sock_path, 0600) || listen(d.listen_fd, 128))
+		return -errno;
+	return 1;
+}
+
+static struct sv_client *grave;
+
+static void client_drop(struct sv_client *c)
+{
+	epoll_ctl(d.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->pidfd >= 0)
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+	sv_client_teardown(c);
+	c->next = grave;
+	grave = c;
+	if (!sv_dev.nclients)
+		idle_arm(true);
+}
+
+static void on_accept(void)
+{
+	for (;;) {
+		int fd = accept4(d.listen_fd, NULL, NULL,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct sv_client *c;
+		struct sv_evtag *ts, *tp;
+
+		if (fd < 0)
+			return;
+		if (sv_dev.nclients >= SV_MAX_CLIENTS) {
+			sv_log(SV_LOG_WARN, "refused a connection: %u clients",
+			       sv_dev.nclients);
+			close(fd);
+			continue;
+		}
+		c = sv_client_new(fd);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		ts = calloc(1, sizeof(*ts));
+		tp = calloc(1, sizeof(*tp));
+		c->ev_sock = ts;
+		c->ev_pid = tp;
+		if (!ts || !tp) {
+			sv_client_teardown(c);
+			sv_client_free(c);
+			continue;
+		}
+		*ts = (struct sv_evtag){ EV_SOCK, c };
+		*tp = (struct sv_evtag){ EV_PID, c };
+		if (ep_add(fd, EPOLLIN | EPOLLRDHUP, ts) ||
+		    (c->pidfd >= 0 && ep_add(c->pidfd, EPOLLIN, tp))) {
+			sv_log(SV_LOG_ERR, "epoll: %s", strerror(errno));
+			client_drop(c);
+			continue;
+		}
+		idle_arm(false);
+		sv_log(SV_LOG_DEBUG, "client %llu: pid %d uid %u connected",
+		       (unsigned long long)c->id, (int)c->pid, c->uid);
+	}
+}
+
+static void on_command(struct sv_client *c)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int fd_in, fd_out, ret;
+	ssize_t n;
+
+	for (;;) {
+		n = sv_recv_msg(c->fd, &cmd, sizeof(cmd), &fd_in, MSG_DONTWAIT);
+		if (n == -EAGAIN)
+			return;
+		if (n <= 0) {
+			client_drop(c);
+			return;
+		}
+		if ((size_t)n < sizeof(cmd)) /* never read past what came */
+			memset((char *)&cmd + n, 0, sizeof(cmd) - (size_t)n);
+		sv_control_handle(c, &cmd, n, fd_in, &rsp, &fd_out);
+		if (sv_log_level >= SV_LOG_DEBUG)
+			sv_log(SV_LOG_DEBUG, "client %llu: %s -> %d",
+			       (unsigned long long)c->id,
+			       sv_cmd_name(rsp.hdr.op), rsp.hdr.status);
+		/* a client that does not read its responses is dropped, never
+		 * waited for: one client cannot stall the device */
+		ret = sv_send_msg(c->fd, &rsp, sizeof(rsp), fd_out, MSG_DONTWAIT);
+		if (fd_out >= 0)
+			close(fd_out);
+		if (ret) {
+			sv_log(SV_LOG_WARN, "client %llu (pid %d): dropped: %s",
+			       (unsigned long long)c->id, (int)c->pid,
+			       strerror(-ret));
+			client_drop(c);
+			return;
+		}
+	}
+}
+
+static int serve(void)
+{
+	struct epoll_event evs[32];
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	d.idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	d.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d.sig_fd < 0 || d.idle_fd < 0 || d.epfd < 0)
+		return -errno;
+	d.t_listen.kind = EV_LISTEN;
+	d.t_signal.kind = EV_SIGNAL;
+	d.t_idle.kind = EV_IDLE;
+	if (ep_add(d.listen_fd, EPOLLIN, &d.t_listen) ||
+	    ep_add(d.sig_fd, EPOLLIN, &d.t_signal) ||
+	    ep_add(d.idle_fd, EPOLLIN, &d.t_idle))
+		return -errno;
+	idle_arm(true);
+
+	for (;;) {
+		int n = epoll_wait(d.epfd, evs, 32, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (int i = 0; i < n; i++) {
+			struct sv_evtag *t = evs[i].data.ptr;
+			struct signalfd_siginfo si;
+
+			switch (t->kind) {
+			case EV_LISTEN:
+				on_accept();
+				break;
+			case EV_SIGNAL:
+				if (read(d.sig_fd, &si, sizeof(si)) > 0)
+					sv_log(SV_LOG_INFO, "signal %u: shutting down",
+					       si.ssi_signo);
+				return 0;
+			case EV_IDLE:
+				if (!sv_dev.nclients) {
+					sv_log(SV_LOG_INFO, "idle for %us: exiting",
+					       d.idle_exit);
+					return 0;
+				}
+				break;
+			case EV_SOCK:
+				if (!t->client->dead)
+					on_command(t->client);
+				break;
+			case EV_PID:
+				if (t->client->dead)
+					break;
+				sv_log(SV_LOG_INFO, "client %llu: pid %d exited",
+				       (unsigned long long)t->client->id,
+				       (int)t->client->pid);
+				client_drop(t->client);
+				break;
+			}
+		}
+		/* clients dropped in this batch may still have had events in
+		 * it; only now is their memory freed */
+		while (grave) {
+			struct sv_client *c = grave;
+
+			grave = c->next;
+			sv_client_free(c);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "idle-exit", required_argument, NULL, 'i' },
+		{ "ip", required_argument, NULL, 'a' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *ip = NULL, *log_path = NULL;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "s:i:a:l:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			snprintf(d.sock_path, sizeof(d.sock_path), "%s", optarg);
+			break;
+		case 'i': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || v > 86400 * 365) {
+				fprintf(stderr, "softverbsd: bad --idle-exit '%s'\n",
+					optarg);
+				return 2;
+			}
+			d.idle_exit = (unsigned int)v;
+			break;
+		}
+		case 'a':
+			ip = optarg;
+			break;
+		case 'l':
+			log_path = optarg;
+			break;
+		case 'v':
+			sv_log_level = SV_LOG_DEBUG;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!d.sock_path[0] && sv_sock_path(d.sock_path, sizeof(d.sock_path))) {
+		fprintf(stderr, "softverbsd: socket path too long\n");
+		return 2;
+	}
+	{
+		char dir[256];
+
+		if (sv_sock_dir(d.sock_path, dir, sizeof(dir)) || mkdir_p(dir)) {
+			fprintf(stderr, "softverbsd: cannot create the folder of %s\n",
+				d.sock_path);
+			return 1;
+		}
+	}
+	if (log_path && sv_log_open(log_path)) {
+		fprintf(stderr, "softverbsd: cannot open log %s: %s\n", log_path,
+			strerror(errno));
+		return 1;
+	}
+	sv_dev.clients.next = sv_dev.clients.prev = &sv_dev.clients;
+	if (sv_keytab_init(&sv_dev.keys, SV_MAX_MR) ||
+	    (ret = sv_identity_init(ip))) {
+		sv_log(SV_LOG_ERR, "cannot set up the device%s%s", ip ? " on " : "",
+		       ip ? ip : "");
+		return 1;
+	}
+	ret = claim_socket();
+	if (ret == 0) {
+		sv_log(SV_LOG_INFO, "a daemon already serves %s", d.sock_path);
+		return 0;
+	}
+	if (ret < 0) {
+		sv_log(SV_LOG_ERR, "cannot serve %s: %s", d.sock_path,
+		       strerror(-ret));
+		return 1;
+	}
+	sv_log(SV_LOG_INFO, "serving %s (pid %d, idle exit %us)", d.sock_path,
+	       (int)getpid(), d.idle_exit);
+	ret = serve();
+	/* stop new clients first, then free everything the old ones held */
+	unlink(d.sock_path);
+	close(d.listen_fd);
+	while (sv_dev.clients.next != &sv_dev.clients)
+		client_drop(sv_dev.clients.next);
+	while (grave) {
+		struct sv_client *c = grave;
+
+		grave = c->next;
+		sv_client_free(c);
+	}
+	sv_keytab_fini(&sv_dev.keys);
+	if (ret)
+		sv_log(SV_LOG_ERR, "event loop: %s", strerror(-ret));
+	sv_log(SV_LOG_INFO, "stopped");
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softverbs: the command-line tool.
+ *   softverbs daemon [ARGS]   run softverbsd in the foreground
+ *   softverbs devinfo         what the device says about itself
+ *   softverbs stat            objects per client and totals
+ *   softverbs run -- CMD      run an unmodified verbs program on softverbs
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/tool.h"
+
+/* The folder holding this executable. */
+static int self_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = 0;
+	return 0;
+}
+
+int sv_tool_sibling(const char *rel, char *buf, size_t len)
+{
+	char dir[PATH_MAX];
+	int ret = self_dir(dir, sizeof(dir));
+
+	if (ret)
+		return ret;
+	if (snprintf(buf, len, "%s/%s", dir, rel) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: softverbs COMMAND [ARGS]\n"
+"  daemon [ARGS]     run the device (softverbsd) in the foreground;\n"
+"                    'softverbs daemon --help' lists its options\n"
+"  devinfo           show the device, its port and its GIDs\n"
+"  stat              objects held per client, and totals\n"
+"  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
+"  help              this text\n"
+"Each command takes --help.\n");
+}
+
+static int cmd_daemon(int argc, char **argv)
+{
+	char exe[PATH_MAX];
+
+	if (sv_tool_sibling("softverbsd", exe, sizeof(exe)) ||
+	    access(exe, X_OK))
+		snprintf(exe, sizeof(exe), "softverbsd");
+	argv[0] = exe;
+	(void)argc;
+	execvp(exe, argv);
+	fprintf(stderr, "softverbs: cannot run %s: %s\n", exe, strerror(errno));
+	return 127;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	char lib[PATH_MAX], daemon[PATH_MAX], path[PATH_MAX * 2];
+	const char *old = getenv("LD_LIBRARY_PATH");
+	int first = 1;
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: softverbs run [--] CMD [ARGS]\n"
+		       "  runs CMD with softverbs' libibverbs.so.1 first on the\n"
+		       "  library path; the device starts by itself if needed\n");
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "--"))
+		first = 2;
+	if (first >= argc) {
+		fprintf(stderr, "softverbs run: no command given\n");
+		return 2;
+	}
+	if (sv_tool_sibling("../lib", lib, sizeof(lib)) ||
+	    sv_tool_sibling("softverbsd", daemon, sizeof(daemon))) {
+		fprintf(stderr, "softverbs run: cannot find my own folder\n");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s%s%s", lib, old && *old ? ":" : "",
+		 old && *old ? old : "");
+	setenv("LD_LIBRARY_PATH", path, 1);
+	if (!getenv("SOFTVERBSD") && access(daemon, X_OK) == 0)
+		setenv("SOFTVERBSD", daemon, 1);
+#ifdef SV_ASAN_RUNTIME
+	/* a sanitized libibverbs in an uninstrumented program needs the
+	 * runtime loaded first */
+	if (!getenv("LD_PRELOAD"))
+		setenv("LD_PRELOAD", SV_ASAN_RUNTIME, 1);
+#endif
+	execvp(argv[first], &argv[first]);
+	fprintf(stderr, "softverbs run: %s: %s\n", argv[first], strerror(errno));
+	return 127;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "daemon"))
+		return cmd_daemon(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "devinfo"))
+		return sv_tool_devinfo(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stat"))
+		return sv_tool_stat(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "softverbs: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

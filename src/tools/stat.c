@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softverbs devinfo / stat: talk to the daemon directly over the control
+ * socket (a probe connection: it creates nothing), so they also work when no
+ * verbs library is around.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "abi/sv_cmd.h"
+#include "abi/sv_sock.h"
+#include "tools/tool.h"
+
+static const char *const obj_names[SV_OBJ_TYPE_MAX] = SV_OBJ_NAMES_INIT;
+
+struct probe {
+	int fd;
+	uint32_t seq;
+};
+
+static int probe_open(struct probe *p)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[108];
+
+	if (sv_sock_path(path, sizeof(path)))
+		return -ENAMETOOLONG;
+	p->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (p->fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(p->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = -errno;
+
+		fprintf(stderr, "softverbs: no device answers on %s: %s\n", path,
+			strerror(-e));
+		close(p->fd);
+		return e;
+	}
+	p->seq = 0;
+	return 0;
+}
+
+static int probe_call(struct probe *p, struct sv_cmd *cmd, struct sv_rsp *rsp)
+{
+	int fd, ret;
+	ssize_t n;
+
+	cmd->hdr.seq = ++p->seq;
+	ret = sv_send_msg(p->fd, cmd, sizeof(*cmd), -1, 0);
+	if (ret)
+		return ret;
+	n = sv_recv_msg(p->fd, rsp, sizeof(*rsp), &fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof(*rsp) || rsp->hdr.seq != cmd->hdr.seq)
+		return -EIO;
+	return rsp->hdr.status;
+}
+
+static int probe_hello(struct probe *p, struct sv_rsp *rsp)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, SV_CMD_HELLO);
+	cmd.u.hello.abi = SV_PROTO_VERSION;
+	cmd.u.hello.flags = SV_HELLO_PROBE;
+	return probe_call(p, &cmd, rsp);
+}
+
+static int want_help(int argc, char **argv, const char *text)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(text, stdout);
+		return 1;
+	}
+	return 0;
+}
+
+int sv_tool_devinfo(int argc, char **argv)
+{
+	struct probe p;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint64_t guid;
+	int ret;
+
+	if (want_help(argc, argv,
+		      "usage: softverbs devinfo\n"
+		      "  the device's identity, limits, port and GID table,\n"
+		      "  from the running daemon\n"))
+		return 0;
+	if (probe_open(&p))
+		return 1;
+	ret = probe_hello(&p, &rsp);
+	if (ret)
+		goto fail;
+	rsp.u.hello.dev_name[SV_DEV_NAME_MAX - 1] = 0;
+	printf("device:   %s (daemon pid %u)\n", rsp.u.hello.dev_name,
+	       rsp.u.hello.daemon_pid);
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	ret = probe_call(&p, &cmd, &rsp);
+	if (ret)
+		goto fail;
+	guid = be64toh(rsp.u.dev.node_guid);
+	rsp.u.dev.fw_ver[sizeof(rsp.u.dev.fw_ver) - 1] = 0;
+	printf("guid:     %04x:%04x:%04x:%04x\n", (unsigned int)(guid >> 48),
+	       (unsigned int)(guid >> 32) & 0xffff,
+	       (unsigned int)(guid >> 16) & 0xffff, (unsigned int)guid & 0xffff);
+	printf("fw:       %s\n", rsp.u.dev.fw_ver);
+	printf("limits:   qp %u, qp_wr %u, sge %u, cq %u, cqe %u, mr %u, pd %u,"
+	       " inline %u\n", rsp.u.dev.max_qp, rsp.u.dev.max_qp_wr,
+	       rsp.u.dev.max_sge, rsp.u.dev.max_cq, rsp.u.dev.max_cqe,
+	       rsp.u.dev.max_mr, rsp.u.dev.max_pd, rsp.u.dev.max_inline_data);
+	sv_cmd_init(&cmd, SV_CMD_QUERY_PORT);
+	cmd.u.query_port.port_num = 1;
+	ret = probe_call(&p, &cmd, &rsp);
+	if (ret)
+		goto fail;
+	printf("port 1:   %s, link layer %s, active mtu %u\n",
+	       rsp.u.port.state == 4 ? "ACTIVE" : "not active",
+	       rsp.u.port.link_layer == 2 ? "Ethernet" : "InfiniBand",
+	       128u << rsp.u.port.active_mtu);
+	for (uint32_t i = 0; i < SV_GID_TBL_LEN; i++) {
+		char buf[INET6_ADDRSTRLEN];
+
+		sv_cmd_init(&cmd, SV_CMD_QUERY_GID);
+		cmd.u.query_gid.port_num = 1;
+		cmd.u.query_gid.index = i;
+		ret = probe_call(&p, &cmd, &rsp);
+		if (ret)
+			goto fail;
+		if (!rsp.u.gid.valid)
+			continue;
+		inet_ntop(AF_INET6, rsp.u.gid.gid, buf, sizeof(buf));
+		printf("gid[%2u]:  %s (RoCE v2)\n", i, buf);
+	}
+	close(p.fd);
+	return 0;
+fail:
+	fprintf(stderr, "softverbs devinfo: %s\n", strerror(-ret));
+	close(p.fd);
+	return 1;
+}
+
+int sv_tool_stat(int argc, char **argv)
+{
+	struct probe p;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint32_t first = 0, type;
+	int ret;
+
+	if (want_help(argc, argv,
+		      "usage: softverbs stat\n"
+		      "  objects held by each client of the device, and totals\n"))
+		return 0;
+	if (probe_open(&p))
+		return 1;
+	ret = probe_hello(&p, &rsp);
+	if (ret)
+		goto fail;
+	for (;;) {
+		sv_cmd_init(&cmd, SV_CMD_STAT);
+		cmd.u.stat.first = first;
+		ret = probe_call(&p, &cmd, &rsp);
+		if (ret)
+			goto fail;
+		if (first == 0) {
+			printf("daemon pid %u, %u clients (this one included), "
+			       "%llu commands refused\n", rsp.u.stat.daemon_pid,
+			       rsp.u.stat.nclients,
+			       (unsigned long long)rsp.u.stat.refused);
+			printf("%-8s %-8s %-6s", "client", "pid", "uid");
+			for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
+				printf(" %7s", obj_names[type]);
+			printf("\n");
+		}
+		for (uint32_t i = 0; i < rsp.u.stat.nlisted; i++) {
+			const struct sv_stat_client *c = &rsp.u.stat.client[i];
+
+			printf("%-8llu %-8u %-6u", (unsigned long long)c->client_id,
+			       c->pid, c->uid);
+			for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
+				printf(" %7u", c->count[type]);
+			printf("\n");
+		}
+		first += rsp.u.stat.nlisted;
+		if (!rsp.u.stat.nlisted || first >= rsp.u.stat.nclients)
+			break;
+	}
+	printf("%-8s %-8s %-6s", "total", "", "");
+	for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
+		printf(" %7u", rsp.u.stat.total[type]);
+	printf("\nkeys live: %u\n", rsp.u.stat.keys_live);
+	close(p.fd);
+	return 0;
+fail:
+	fprintf(stderr, "softverbs stat: %s\n", strerror(-ret));
+	close(p.fd);
+	return 1;
+}

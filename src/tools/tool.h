@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SV_TOOLS_TOOL_H
+#define SV_TOOLS_TOOL_H
+
+#include <stddef.h>
+
+int sv_tool_sibling(const char *rel, char *buf, size_t len);
+int sv_tool_devinfo(int argc, char **argv);
+int sv_tool_stat(int argc, char **argv);
+
+#endif

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device contexts. Each context is one connection to the daemon (one client
+ * there, with its own object table) plus an async event socket.
+ *
+ * struct verbs_context is filled so that the inline calls of rdma-core's
+ * <infiniband/verbs.h> reach us: abi_compat marks the context extended, sz
+ * covers the whole struct, and every op is either ours or a typed stub that
+ * returns EOPNOTSUPP, so no caller ever finds a NULL.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "verbs/sv_verbs.h"
+
+void sv_context_set_ops(struct sv_context *ctx)
+{
+	struct verbs_context *v = &ctx->vctx;
+	struct ibv_context *c = &v->context;
+
+	sv_fill_unsupported_ops(v);
+	c->ops.poll_cq = sv_poll_cq;
+	c->ops.req_notify_cq = sv_req_notify_cq;
+	v->query_port = sv_query_port;
+	v->query_device_ex = sv_query_device_ex;
+	v->create_cq_ex = sv_create_cq_ex;
+	v->modify_cq = sv_modify_cq;
+	v->sz = sizeof(*v);
+	c->abi_compat = (void *)UINTPTR_MAX; /* __VERBS_ABI_IS_EXTENDED */
+}
+
+static int open_context(struct sv_context *ctx)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int sp[2], ret;
+
+	ret = sv_conn_open(&ctx->conn, 0, NULL);
+	if (ret)
+		return ret;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp)) {
+		ret = -errno;
+		goto err_conn;
+	}
+	sv_cmd_init(&cmd, SV_CMD_OPEN_CONTEXT);
+	ret = sv_conn_call(&ctx->conn, &cmd, sp[1], &rsp, NULL);
+	close(sp[1]);
+	if (ret)
+		goto err_sock;
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+	if (ret)
+		goto err_sock;
+	ctx->attr = rsp.u.dev;
+	ctx->vctx.context.async_fd = sp[0];
+	ctx->vctx.context.cmd_fd = ctx->conn.fd;
+	return 0;
+
+err_sock:
+	close(sp[0]);
+err_conn:
+	sv_conn_close(&ctx->conn);
+	return ret;
+}
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct sv_context *ctx;
+	struct ibv_context *c;
+	int ret;
+
+	if (device != &sv_device0.ibdev)
+		return sv_err_ptr(-ENODEV);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return sv_err_ptr(-ENOMEM);
+	ret = open_context(ctx);
+	if (ret) {
+		free(ctx);
+		return sv_err_ptr(ret == -ETIMEDOUT ? -ENODEV : ret);
+	}
+	c = &ctx->vctx.context;
+	c->device = device;
+	c->num_comp_vectors = (int)ctx->attr.max_comp_vectors;
+	pthread_mutex_init(&c->mutex, NULL);
+	pthread_mutex_init(&ctx->lock, NULL);
+	sv_context_set_ops(ctx);
+	return c;
+}
+
+SV_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	struct sv_context *ctx = to_sv_ctx(context);
+
+	/* the daemon frees whatever the application left behind */
+	close(context->async_fd);
+	sv_conn_close(&ctx->conn);
+	pthread_mutex_destroy(&context->mutex);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+	return 0;
+}

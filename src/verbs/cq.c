@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues: a ring the daemon writes and the library reads.
+ *
+ * Polling touches only shared memory: an acquire load of the device's
+ * producer counter (pairs with the engine's release store after it wrote the
+ * CQE), copies, then a release store of our consumer counter (pairs with the
+ * engine's acquire load before it reuses a slot). No system call, no
+ * allocation; a spinlock unless the CQ was created single-threaded.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "verbs/sv_verbs.h"
+
+#define SV_CQ_WC_FLAGS_SUPPORTED                                             \
+	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |       \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+static inline void cq_lock(struct sv_cq *cq)
+{
+	if (!cq->single_threaded)
+		pthread_spin_lock(&cq->lock);
+}
+
+static inline void cq_unlock(struct sv_cq *cq)
+{
+	if (!cq->single_threaded)
+		pthread_spin_unlock(&cq->lock);
+}
+
+static inline uint32_t cq_avail(struct sv_cq *cq)
+{
+	/* acquire: pairs with the engine's release store of prod */
+	uint32_t n = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE) -
+		     cq->cons;
+
+	return n > cq->entries ? cq->entries : n;
+}
+
+static inline void cq_consume(struct sv_cq *cq, uint32_t n)
+{
+	cq->cons += n;
+	/* release: the engine may reuse the slots only after we read them */
+	__atomic_store_n(&cq->ring->cons, cq->cons, __ATOMIC_RELEASE);
+}
+
+static inline void cqe_to_wc(const struct sv_cqe *e, struct ibv_wc *wc)
+{
+	wc->wr_id = e->wr_id;
+	wc->status = (enum ibv_wc_status)e->status;
+	wc->opcode = (enum ibv_wc_opcode)e->opcode;
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	wc->imm_data = e->imm_data;
+	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
+	wc->wc_flags = e->wc_flags;
+	wc->pkey_index = e->pkey_index;
+	wc->slid = e->slid;
+	wc->sl = e->sl;
+	wc->dlid_path_bits = e->dlid_path_bits;
+}
+
+int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct sv_cq *cq = to_sv_cq(ibcq);
+	uint32_t avail, i;
+
+	if (n <= 0)
+		return 0;
+	cq_lock(cq);
+	avail = cq_avail(cq);
+	if (avail > (uint32_t)n)
+		avail = (uint32_t)n;
+	for (i = 0; i < avail; i++)
+		cqe_to_wc(sv_cq_slot(cq->ring, cq->entries, cq->cons + i),
+			  &wc[i]);
+	if (avail)
+		cq_consume(cq, avail);
+	cq_unlock(cq);
+	return (int)avail;
+}
+
+int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct sv_cq *cq = to_sv_cq(ibcq);
+
+	cq_lock(cq);
+	cq->ring->arm_flags = solicited_only ? SV_CQ_ARM_SOLICITED :
+					       SV_CQ_ARM_NEXT;
+	/* release: the engine reads the flags after it sees the new arm_sn */
+	__atomic_store_n(&cq->ring->arm_sn, ++cq->arm_sn, __ATOMIC_RELEASE);
+	cq_unlock(cq);
+	return 0;
+}
+
+int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr)
+{
+	(void)cq;
+	(void)attr;
+	return EOPNOTSUPP; /* no completion moderation yet */
+}
+
+/* ---- the extended polling API ---- */
+
+static inline struct sv_cq *ex_to_sv(struct ibv_cq_ex *ex)
+{
+	return (struct sv_cq *)ex;
+}
+
+static inline void ex_load(struct sv_cq *cq)
+{
+	cq->cur = sv_cq_slot(cq->ring, cq->entries, cq->cons);
+	cq->ex.status = (enum ibv_wc_status)cq->cur->status;
+	cq->ex.wr_id = cq->cur->wr_id;
+}
+
+static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+	struct sv_cq *cq = ex_to_sv(ex);
+
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	cq_lock(cq);
+	if (!cq_avail(cq)) {
+		cq_unlock(cq);
+		return ENOENT; /* and the caller must not call end_poll */
+	}
+	ex_load(cq);
+	return 0;
+}
+
+static int ex_next_poll(struct ibv_cq_ex *ex)
+{
+	struct sv_cq *cq = ex_to_sv(ex);
+
+	cq_consume(cq, 1);
+	if (!cq_avail(cq)) {
+		cq->cur = NULL;
+		return ENOENT;
+	}
+	ex_load(cq);
+	return 0;
+}
+
+static void ex_end_poll(struct ibv_cq_ex *ex)
+{
+	struct sv_cq *cq = ex_to_sv(ex);
+
+	if (cq->cur)
+		cq_consume(cq, 1);
+	cq->cur = NULL;
+	cq_unlock(cq);
+}
+
+#define SV_EX_READER(name, type, expr)                                       \
+	static type ex_read_##name(struct ibv_cq_ex *ex)                    \
+	{                                                                    \
+		const struct sv_cqe *e = ex_to_sv(ex)->cur;                  \
+		return (type)(expr);                                         \
+	}
+
+SV_EX_READER(opcode, enum ibv_wc_opcode, e->opcode)
+SV_EX_READER(vendor_err, uint32_t, e->vendor_err)
+SV_EX_READER(byte_len, uint32_t, e->byte_len)
+SV_EX_READER(imm_data, __be32, e->imm_data)
+SV_EX_READER(qp_num, uint32_t, e->qp_num)
+SV_EX_READER(src_qp, uint32_t, e->src_qp)
+SV_EX_READER(wc_flags, unsigned int, e->wc_flags)
+SV_EX_READER(slid, uint32_t, e->slid)
+SV_EX_READER(sl, uint8_t, e->sl)
+SV_EX_READER(dlid_path_bits, uint8_t, e->dlid_path_bits)
+SV_EX_READER(completion_ts, uint64_t, e->timestamp)
+
+static uint16_t ex_read_cvlan(struct ibv_cq_ex *ex)
+{
+	(void)ex;
+	return 0; /* no VLANs on this device */
+}
+
+static uint32_t ex_read_flow_tag(struct ibv_cq_ex *ex)
+{
+	(void)ex;
+	return 0; /* no flow steering */
+}
+
+static uint64_t ex_read_wallclock_ns(struct ibv_cq_ex *ex)
+{
+	/* CQE timestamps are CLOCK_MONOTONIC ns; translate to real time */
+	struct timespec m, r;
+	const struct sv_cqe *e = ex_to_sv(ex)->cur;
+
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &r);
+	return e->timestamp + ((uint64_t)r.tv_sec * 1000000000ull + r.tv_nsec) -
+	       ((uint64_t)m.tv_sec * 1000000000ull + m.tv_nsec);
+}
+
+static void ex_read_tm_info(struct ibv_cq_ex *ex, struct ibv_wc_tm_info *tm)
+{
+	(void)ex;
+	memset(tm, 0, sizeof(*tm));
+}
+
+static void set_ex_ops(struct ibv_cq_ex *ex)
+{
+	ex->start_poll = ex_start_poll;
+	ex->next_poll = ex_next_poll;
+	ex->end_poll = ex_end_poll;
+	ex->read_opcode = ex_read_opcode;
+	ex->read_vendor_err = ex_read_vendor_err;
+	ex->read_byte_len = ex_read_byte_len;
+	ex->read_imm_data = ex_read_imm_data;
+	ex->read_qp_num = ex_read_qp_num;
+	ex->read_src_qp = ex_read_src_qp;
+	ex->read_wc_flags = ex_read_wc_flags;
+	ex->read_slid = ex_read_slid;
+	ex->read_sl = ex_read_sl;
+	ex->read_dlid_path_bits = ex_read_dlid_path_bits;
+	ex->read_completion_ts = ex_read_completion_ts;
+	ex->read_cvlan = ex_read_cvlan;
+	ex->read_flow_tag = ex_read_flow_tag;
+	ex->read_tm_info = ex_read_tm_info;
+	ex->read_completion_wallclock_ns = ex_read_wallclock_ns;
+}
+
+/* ---- create, resize, destroy ---- */
+
+static int map_ring(struct sv_cq *cq, int fd, const struct sv_rsp_cq *r)
+{
+	void *p;
+
+	if (fd < 0 || r->ring_entries == 0 ||
+	    (r->ring_entries & (r->ring_entries - 1)) ||
+	    r->ring_bytes != sv_cq_ring_bytes(r->ring_entries))
+		return -EIO;
+	p = mmap(NULL, r->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (cq->ring)
+		munmap(cq->ring, cq->ring_bytes);
+	cq->ring = p;
+	cq->ring_bytes = r->ring_bytes;
+	cq->entries = r->ring_entries;
+	cq->cons = __atomic_load_n(&cq->ring->cons, __ATOMIC_RELAXED);
+	cq->arm_sn = cq->ring->arm_sn;
+	cq->ex.cqe = (int)r->cqe;
+	return 0;
+}
+
+static void ctx_add_cq(struct sv_context *ctx, struct sv_cq *cq)
+{
+	pthread_mutex_lock(&ctx->lock);
+	cq->next = ctx->cqs;
+	ctx->cqs = cq;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void ctx_del_cq(struct sv_context *ctx, struct sv_cq *cq)
+{
+	pthread_mutex_lock(&ctx->lock);
+	for (struct sv_cq **p = &ctx->cqs; *p; p = &(*p)->next) {
+		if (*p == cq) {
+			*p = cq->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
+				  struct ibv_cq_init_attr_ex *attr)
+{
+	struct sv_context *ctx = to_sv_ctx(context);
+	struct sv_cq *cq;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret, fd;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					  IBV_CQ_INIT_ATTR_MASK_PD))
+		return sv_err_ptr(-EOPNOTSUPP);
+	if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS_SUPPORTED)
+		return sv_err_ptr(-EOPNOTSUPP);
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+		return sv_err_ptr(-EOPNOTSUPP); /* parent domains: not yet */
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return sv_err_ptr(-ENOMEM);
+	sv_cmd_init(&cmd, SV_CMD_CREATE_CQ);
+	cmd.u.create_cq.cookie = (uintptr_t)cq;
+	cmd.u.create_cq.channel = attr->channel ?
+		((struct sv_channel *)attr->channel)->handle : 0;
+	cmd.u.create_cq.cqe = attr->cqe;
+	cmd.u.create_cq.comp_vector = attr->comp_vector;
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS)
+		cmd.u.create_cq.flags = attr->flags;
+	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd);
+	if (ret)
+		goto err_free;
+	cq->handle = rsp.u.cq.handle;
+	ret = map_ring(cq, fd, &rsp.u.cq);
+	if (fd >= 0)
+		close(fd);
+	if (ret)
+		goto err_destroy;
+	cq->ex_flags = (uint32_t)attr->wc_flags;
+	cq->single_threaded = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+			      (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&cq->ex.mutex, NULL);
+	pthread_cond_init(&cq->ex.cond, NULL);
+	cq->ex.context = context;
+	cq->ex.channel = attr->channel;
+	if (attr->channel)
+		__atomic_fetch_add(&attr->channel->refcnt, 1, __ATOMIC_RELAXED);
+	cq->ex.cq_context = attr->cq_context;
+	cq->ex.handle = (uint32_t)cq->handle;
+	set_ex_ops(&cq->ex);
+	ctx_add_cq(ctx, cq);
+	return &cq->ex;
+
+err_destroy:
+	sv_cmd_init(&cmd, SV_CMD_DESTROY_CQ);
+	cmd.u.handle.handle = cq->handle;
+	sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+err_free:
+	free(cq);
+	return sv_err_ptr(ret);
+}
+
+SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+				       void *cq_context,
+				       struct ibv_comp_channel *channel,
+				       int comp_vector)
+{
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = (uint32_t)cqe,
+		.cq_context = cq_context,
+		.channel = channel,
+		.comp_vector = (uint32_t)comp_vector,
+	};
+	struct ibv_cq_ex *ex;
+
+	if (cqe < 1 || comp_vector < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ex = sv_create_cq_ex(context, &attr);
+	return ex ? ibv_cq_ex_to_cq(ex) : NULL;
+}
+
+SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct sv_cq *cq = to_sv_cq(ibcq);
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret, fd;
+
+	if (cqe < 1)
+		return EINVAL;
+	cq_lock(cq);
+	sv_cmd_init(&cmd, SV_CMD_RESIZE_CQ);
+	cmd.u.resize_cq.cq = cq->handle;
+	cmd.u.resize_cq.cqe = (uint32_t)cqe;
+	ret = sv_conn_call(&to_sv_ctx(ibcq->context)->conn, &cmd, -1, &rsp, &fd);
+	if (!ret) {
+		ret = map_ring(cq, fd, &rsp.u.cq);
+		close(fd);
+	}
+	cq_unlock(cq);
+	return -ret;
+}
+
+SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sv_cq *cq = to_sv_cq(ibcq);
+	struct sv_context *ctx = to_sv_ctx(ibcq->context);
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_DESTROY_CQ);
+	cmd.u.handle.handle = cq->handle;
+	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+	if (ret && ret != -ENOTCONN && ret != -EIO)
+		return -ret;
+	ctx_del_cq(ctx, cq);
+	if (ibcq->channel)
+		__atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
+	/* the verbs contract: wait until every event handed out is acked */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != cq->comp_events ||
+	       ibcq->async_events_completed != cq->async_events)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+	munmap(cq->ring, cq->ring_bytes);
+	pthread_spin_destroy(&cq->lock);
+	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_cond_destroy(&ibcq->cond);
+	free(cq);
+	return 0;
+}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Discovery: the device list, names, GUID and index, and the small sysfs
+ * view that verbs tools read (board_id, fw_ver, GID types ...), served from
+ * the device itself since no kernel device exists.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "verbs/sv_verbs.h"
+
+struct sv_device sv_device0;
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool have_device;
+
+/* Ask the daemon who it is. The device struct is filled once and lives as
+ * long as the process, so contexts outlive ibv_free_device_list. */
+static int probe_device(void)
+{
+	struct sv_rsp_hello h;
+	struct sv_conn c;
+	int ret;
+
+	ret = sv_conn_open(&c, SV_HELLO_PROBE, &h);
+	if (ret)
+		return ret;
+	sv_conn_close(&c);
+	if (have_device)
+		return 0;
+	h.dev_name[sizeof(h.dev_name) - 1] = 0;
+	sv_device0.ibdev.node_type = IBV_NODE_CA;
+	sv_device0.ibdev.transport_type = IBV_TRANSPORT_IB;
+	snprintf(sv_device0.ibdev.name, sizeof(sv_device0.ibdev.name), "%s",
+		 h.dev_name);
+	snprintf(sv_device0.ibdev.dev_name, sizeof(sv_device0.ibdev.dev_name),
+		 "uverbs_%s", h.dev_name);
+	snprintf(sv_device0.ibdev.dev_path, sizeof(sv_device0.ibdev.dev_path),
+		 "/sys/class/infiniband_verbs/uverbs_%s", h.dev_name);
+	snprintf(sv_device0.ibdev.ibdev_path,
+		 sizeof(sv_device0.ibdev.ibdev_path), SV_SYSFS_PREFIX "%s",
+		 h.dev_name);
+	sv_device0.guid = h.node_guid;
+	sv_device0.index = (int)h.dev_index;
+	have_device = true;
+	return 0;
+}
+
+SV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
+{
+	struct ibv_device **list;
+	int ret;
+
+	if (num)
+		*num = 0;
+	pthread_mutex_lock(&list_lock);
+	ret = probe_device();
+	pthread_mutex_unlock(&list_lock);
+	list = calloc(2, sizeof(*list));
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (ret) {
+		/* no device is not an error: an empty list */
+		if (getenv("SOFTVERBS_DEBUG"))
+			fprintf(stderr, "softverbs: no device: %s\n",
+				strerror(-ret));
+		return list;
+	}
+	list[0] = &sv_device0.ibdev;
+	if (num)
+		*num = 1;
+	return list;
+}
+
+SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+SV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device ? device->name : NULL;
+}
+
+SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	return device == &sv_device0.ibdev ? sv_device0.guid : 0;
+}
+
+SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	return device == &sv_device0.ibdev ? sv_device0.index : -1;
+}
+
+SV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
+{
+	const char *env = getenv("SYSFS_PATH");
+	int n = snprintf(buf, size, "%s", env && *env ? env : "/sys");
+
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* The sysfs files of our device, as strings. */
+static int sv_sysfs_attr(const char *rel, char *out, size_t size)
+{
+	uint64_t g = be64toh(sv_device0.guid);
+	unsigned int idx;
+	char tail[64];
+
+	if (!strcmp(rel, "board_id"))
+		return snprintf(out, size, "SOFTVERBS_SV0\n");
+	if (!strcmp(rel, "fw_ver"))
+		return snprintf(out, size, "%d\n", SV_PROTO_VERSION);
+	if (!strcmp(rel, "hca_type"))
+		return snprintf(out, size, "softverbs\n");
+	if (!strcmp(rel, "hw_rev"))
+		return snprintf(out, size, "1\n");
+	if (!strcmp(rel, "node_type"))
+		return snprintf(out, size, "1: CA\n");
+	if (!strcmp(rel, "node_desc"))
+		return snprintf(out, size, "softverbs %s\n", sv_device0.ibdev.name);
+	if (!strcmp(rel, "node_guid") || !strcmp(rel, "sys_image_guid"))
+		return snprintf(out, size, "%04x:%04x:%04x:%04x\n",
+				(unsigned int)(g >> 48) & 0xffff,
+				(unsigned int)(g >> 32) & 0xffff,
+				(unsigned int)(g >> 16) & 0xffff,
+				(unsigned int)g & 0xffff);
+	if (!strcmp(rel, "ports/1/link_layer"))
+		return snprintf(out, size, "Ethernet\n");
+	if (!strcmp(rel, "ports/1/state"))
+		return snprintf(out, size, "4: ACTIVE\n");
+	if (sscanf(rel, "ports/1/gid_attrs/types/%u%63s", &idx, tail) == 1 &&
+	    idx < SV_GID_TBL_LEN)
+		return snprintf(out, size, "RoCE v2\n");
+	return -ENOENT;
+}
+
+int sv_sysfs_read(const char *path, char *buf, size_t size)
+{
+	size_t plen = strlen(SV_SYSFS_PREFIX), nlen;
+	char tmp[256];
+	int n;
+
+	if (!have_device || strncmp(path, SV_SYSFS_PREFIX, plen))
+		return -ENOENT;
+	nlen = strlen(sv_device0.ibdev.name);
+	if (strncmp(path + plen, sv_device0.ibdev.name, nlen) ||
+	    path[plen + nlen] != '/')
+		return -ENOENT;
+	n = sv_sysfs_attr(path + plen + nlen + 1, tmp, sizeof(tmp));
+	if (n < 0)
+		return n;
+	if ((size_t)n >= sizeof(tmp))
+		n = sizeof(tmp) - 1;
+	if (size == 0)
+		return n;
+	if ((size_t)n > size)
+		n = (int)size;
+	memcpy(buf, tmp, (size_t)n);
+	return n;
+}
+
+/* Read a sysfs file into buf (NUL-terminated when it fits, trailing newline
+ * dropped), as libibverbs does: our device's files come from the device. */
+SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+				  size_t size)
+{
+	char path[512];
+	int n, fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+		return -1;
+	n = sv_sysfs_read(path, buf, size);
+	if (n == -ENOENT) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		n = (int)read(fd, buf, size);
+		close(fd);
+		if (n < 0)
+			return -1;
+	} else if (n < 0) {
+		return -1;
+	}
+	if ((size_t)n < size)
+		buf[n] = 0;
+	if (n > 0 && buf[n - 1] == '\n') {
+		buf[--n] = 0;
+	}
+	return n;
+}
+
+/* rdma-core's private helper for providers, which take a verbs_sysfs_dev we
+ * never create: nothing to read. */
+SV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev,
+					const char *fmt, ...)
+{
+	(void)buf;
+	(void)size;
+	(void)sysfs_dev;
+	(void)fmt;
+	errno = ENOENT;
+	return -1;
+}
+
+SV_EXPORT int ibv_fork_init(void)
+{
+	return 0; /* nothing is pinned: fork is always safe */
+}
+
+SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+SV_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+
+SV_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Protection domains and memory regions. Registration is one command: the
+ * daemon checks the range against the process's mappings and pins nothing.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs/sv_verbs.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+static struct sv_conn *conn_of(struct ibv_context *c)
+{
+	return &to_sv_ctx(c)->conn;
+}
+
+SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	struct sv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return sv_err_ptr(-ENOMEM);
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+	ret = sv_conn_call(conn_of(context), &cmd, -1, &rsp, NULL);
+	if (ret) {
+		free(pd);
+		return sv_err_ptr(ret);
+	}
+	pd->handle = rsp.u.obj.handle;
+	pd->ibpd.context = context;
+	pd->ibpd.handle = (uint32_t)pd->handle;
+	return &pd->ibpd;
+}
+
+static int destroy_cmd(struct ibv_context *context, unsigned int op,
+		       uint64_t handle)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, op);
+	cmd.u.handle.handle = handle;
+	return sv_conn_call(conn_of(context), &cmd, -1, &rsp, NULL);
+}
+
+/* Destroying on a dead device succeeds: the device took everything with it. */
+static int destroy_status(int ret)
+{
+	return ret == -ENOTCONN || ret == -EIO ? 0 : -ret;
+}
+
+SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct sv_pd *pd = to_sv_pd(ibpd);
+	int ret = destroy_status(destroy_cmd(ibpd->context, SV_CMD_DEALLOC_PD,
+					     pd->handle));
+
+	if (!ret)
+		free(pd);
+	return ret;
+}
+
+/* Optional access bits may be ignored by a device that lacks them. */
+static unsigned int strip_optional(unsigned int access)
+{
+	return access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
+					  size_t length, uint64_t iova,
+					  unsigned int access)
+{
+	struct sv_pd *pd = to_sv_pd(ibpd);
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	struct sv_mr *mr;
+	int ret;
+
+	if (!ibpd)
+		return sv_err_ptr(-EINVAL);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return sv_err_ptr(-ENOMEM);
+	access = strip_optional(access);
+	sv_cmd_init(&cmd, SV_CMD_REG_MR);
+	cmd.u.reg_mr.pd = pd->handle;
+	cmd.u.reg_mr.addr = (uintptr_t)addr;
+	cmd.u.reg_mr.length = length;
+	cmd.u.reg_mr.iova = iova;
+	cmd.u.reg_mr.access = access;
+	ret = sv_conn_call(conn_of(ibpd->context), &cmd, -1, &rsp, NULL);
+	if (ret) {
+		free(mr);
+		return sv_err_ptr(ret);
+	}
+	mr->handle = rsp.u.mr.handle;
+	mr->ibmr.context = ibpd->context;
+	mr->ibmr.pd = ibpd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.handle = (uint32_t)mr->handle;
+	mr->ibmr.lkey = rsp.u.mr.lkey;
+	mr->ibmr.rkey = rsp.u.mr.rkey;
+	return &mr->ibmr;
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
+					 size_t length, uint64_t iova,
+					 int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				    size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr,
+				(unsigned int)access);
+}
+
+SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
+			   void *addr, size_t length, int access)
+{
+	struct sv_mr *mr = (struct sv_mr *)ibmr;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	if (!flags || flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION |
+				IBV_REREG_MR_CHANGE_PD |
+				IBV_REREG_MR_CHANGE_ACCESS) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	sv_cmd_init(&cmd, SV_CMD_REREG_MR);
+	cmd.u.rereg_mr.mr = mr->handle;
+	cmd.u.rereg_mr.flags = (uint32_t)flags;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		cmd.u.rereg_mr.pd = to_sv_pd(pd)->handle;
+	cmd.u.rereg_mr.addr = (uintptr_t)addr;
+	cmd.u.rereg_mr.length = length;
+	cmd.u.rereg_mr.iova = (uintptr_t)addr;
+	cmd.u.rereg_mr.access = strip_optional((unsigned int)access);
+	ret = sv_conn_call(conn_of(ibmr->context), &cmd, -1, &rsp, NULL);
+	if (ret) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		ibmr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		ibmr->addr = addr;
+		ibmr->length = length;
+	}
+	ibmr->lkey = rsp.u.mr.lkey;
+	ibmr->rkey = rsp.u.mr.rkey;
+	return 0;
+}
+
+SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct sv_mr *mr = (struct sv_mr *)ibmr;
+	int ret = destroy_status(destroy_cmd(ibmr->context, SV_CMD_DEREG_MR,
+					     mr->handle));
+
+	if (!ret)
+		free(mr);
+	return ret;
+}

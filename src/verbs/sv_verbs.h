@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libibverbs.so.1 (softverbs) internals: the driver side of the device.
+ */
+#ifndef SV_VERBS_H
+#define SV_VERBS_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "abi/sv_cmd.h"
+#include "abi/sv_ring.h"
+
+#define SV_SYSFS_PREFIX "/sys/class/infiniband/"
+
+/* One connection to softverbsd: request/response under a lock. */
+struct sv_conn {
+	int fd;
+	uint32_t seq;
+	bool dead;                 /* the daemon went away */
+	pthread_mutex_t lock;
+};
+
+/* Connect (starting the daemon if none answers and autostart is allowed)
+ * and say HELLO. 0 or -errno. */
+int sv_conn_open(struct sv_conn *c, uint32_t hello_flags,
+		 struct sv_rsp_hello *hello);
+void sv_conn_close(struct sv_conn *c);
+
+/* One command, one response. fd_in (>= 0) travels with the command and is
+ * not closed; *fd_out (if fd_out) receives a descriptor or -1. Returns the
+ * response status (0 or -errno), or -EIO/-ENOTCONN on a transport failure. */
+int sv_conn_call(struct sv_conn *c, struct sv_cmd *cmd, int fd_in,
+		 struct sv_rsp *rsp, int *fd_out);
+
+/* The one device of this process, filled by ibv_get_device_list. */
+struct sv_device {
+	struct ibv_device ibdev;
+	uint64_t guid;             /* big-endian */
+	int index;
+};
+
+struct sv_cq;
+
+struct sv_context {
+	struct verbs_context vctx; /* ends with struct ibv_context */
+	struct sv_conn conn;
+	struct sv_dev_attr attr;   /* queried at open */
+	pthread_mutex_t lock;      /* cq list */
+	struct sv_cq *cqs;         /* live CQs: completion events name them */
+	bool fatal_sent;
+};
+
+static inline struct sv_context *to_sv_ctx(struct ibv_context *ctx)
+{
+	return (struct sv_context *)((char *)ctx -
+				     offsetof(struct sv_context, vctx.context));
+}
+
+struct sv_pd {
+	struct ibv_pd ibpd;
+	uint64_t handle;
+};
+
+static inline struct sv_pd *to_sv_pd(struct ibv_pd *pd)
+{
+	return (struct sv_pd *)pd;
+}
+
+struct sv_mr {
+	struct ibv_mr ibmr;
+	uint64_t handle;
+};
+
+struct sv_channel {
+	struct ibv_comp_channel ch;
+	uint64_t handle;
+};
+
+struct sv_cq {
+	struct ibv_cq_ex ex;       /* head is a struct ibv_cq */
+	uint64_t handle;
+	struct sv_cq *next;        /* in sv_context.cqs */
+	struct sv_cq_ring *ring;
+	size_t ring_bytes;
+	uint32_t entries;          /* private copy: never trust the ring's */
+	uint32_t cons;             /* private copy of the consumer counter */
+	uint32_t arm_sn;
+	uint32_t ex_flags;         /* wc_flags asked at create_cq_ex */
+	const struct sv_cqe *cur;  /* the CQE of an open poll (cq_ex) */
+	pthread_spinlock_t lock;
+	bool single_threaded;
+	uint32_t comp_events;      /* handed out by ibv_get_cq_event */
+	uint32_t async_events;     /* handed out by ibv_get_async_event */
+};
+
+static inline struct sv_cq *to_sv_cq(struct ibv_cq *cq)
+{
+	return (struct sv_cq *)cq;
+}
+
+/* device.c */
+extern struct sv_device sv_device0;
+int sv_sysfs_read(const char *path, char *buf, size_t size);
+
+/* events.c: is cookie a live CQ of ctx? (the CQ, else NULL) */
+struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie);
+
+/* context.c */
+void sv_context_set_ops(struct sv_context *ctx);
+
+/* unsupported.c: typed EOPNOTSUPP stubs behind every op we lack */
+void sv_fill_unsupported_ops(struct verbs_context *vctx);
+
+/* query.c */
+int sv_query_port(struct ibv_context *context, uint8_t port_num,
+		  struct ibv_port_attr *attr, size_t attr_len);
+int sv_query_device_ex(struct ibv_context *context,
+		       const struct ibv_query_device_ex_input *input,
+		       struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* cq.c */
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
+				  struct ibv_cq_init_attr_ex *attr);
+int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+
+/* Errors: internal functions return -errno; verbs set errno themselves. */
+static inline void *sv_err_ptr(int neg)
+{
+	errno = -neg;
+	return NULL;
+}
+
+#define SV_EXPORT __attribute__((visibility("default")))
+
+#endif

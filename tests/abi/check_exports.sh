@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# check_exports.sh LIB - check that LIB (our libibverbs.so.1) can stand in
+# for the system's rdma-core libibverbs.so.1:
+#  (a) every symbol the system library defines is defined by LIB with the
+#      same version, default (name@@VER) or compat (name@VER) alike, and
+#      every version node it defines exists in LIB;
+#  (b) LIB's SONAME is libibverbs.so.1;
+#  (c) every IBVERBS_* symbol and version imported by the consumers present
+#      on this machine (ibverbs-utils, perftest, providers, librdmacm,
+#      libibumad, pyverbs) is defined by LIB.
+# Exits 1 listing what is missing.
+#
+# SV_SYSTEM_IBVERBS overrides the reference library's path.
+
+set -o pipefail
+
+lib=$1
+sys=${SV_SYSTEM_IBVERBS:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1}
+libdir=/usr/lib/x86_64-linux-gnu
+
+if [[ -z $lib ]]; then
+	echo "usage: $0 path/to/libibverbs.so.1" >&2
+	exit 2
+fi
+for f in "$lib" "$sys"; do
+	if [[ ! -r $f ]]; then
+		echo "check_exports: cannot read $f" >&2
+		exit 1
+	fi
+done
+
+# Defined dynamic symbols as name@@VER (default) or name@VER (compat).
+defs() {
+	objdump -T "$1" | awk '
+		$0 ~ /\*UND\*/ || NF < 6 { next }
+		{
+			ver = $(NF - 1); name = $NF
+			if (ver ~ /^\(.*\)$/) {
+				gsub(/[()]/, "", ver)
+				print name "@" ver
+			} else if (ver != name && ver != "Base") {
+				print name "@@" ver
+			}
+		}'
+}
+
+# Version nodes a file defines (objdump -p "Version definitions").
+verdefs() {
+	objdump -p "$1" | awk '
+		/^Version definitions:/ { on = 1; next }
+		/^$/ || /^Version References:/ { on = 0 }
+		on && NF == 4 && $2 != "0x01" { print $4 }'
+}
+
+# IBVERBS_* imports of a file, as name@VER.
+imports() {
+	objdump -T "$1" 2>/dev/null | awk '
+		$0 ~ /\*UND\*/ && $(NF - 1) ~ /IBVERBS_/ {
+			ver = $(NF - 1); gsub(/[()]/, "", ver)
+			print $NF "@" ver
+		}'
+}
+
+# IBVERBS_* versions a file requires from libibverbs.so.1.
+verneeds() {
+	objdump -p "$1" 2>/dev/null | awk '
+		/required from / { on = ($3 == "libibverbs.so.1:"); next }
+		on && $NF ~ /^IBVERBS_/ { print $NF }'
+}
+
+ours_defs=$(defs "$lib") || { echo "check_exports: objdump failed on $lib" >&2; exit 1; }
+ours_vers=$(verdefs "$lib")
+sys_defs=$(defs "$sys") || { echo "check_exports: objdump failed on $sys" >&2; exit 1; }
+sys_vers=$(verdefs "$sys")
+
+# Any definition of name@VER, default or compat, satisfies an import.
+ours_any=$(sort -u <<<"${ours_defs//@@/@}")
+ours_defs=$(sort -u <<<"$ours_defs")
+ours_vers=$(sort -u <<<"$ours_vers")
+
+checked=0
+missing=()
+
+# want LIST HAVE WHAT: every line of LIST must be a line of HAVE.
+want() {
+	local item
+
+	while read -r item; do
+		[[ -z $item ]] && continue
+		checked=$((checked + 1))
+		grep -qxF -- "$item" <<<"$2" || missing+=("$3 $item")
+	done <<<"$1"
+}
+
+# (a) the system library's definitions and version nodes.
+want "$(sort -u <<<"$sys_defs")" "$ours_defs" "symbol"
+want "$(sort -u <<<"$sys_vers")" "$ours_vers" "version"
+
+# (b) SONAME.
+checked=$((checked + 1))
+soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
+[[ $soname == libibverbs.so.1 ]] || missing+=("soname libibverbs.so.1 (has '${soname}')")
+
+# (c) consumers present on this machine.
+consumers=()
+for f in /usr/bin/ibv_* /usr/bin/ib_* \
+	 "$libdir"/libmlx5.so.1 "$libdir"/libefa.so.1 \
+	 "$libdir"/librdmacm.so.1 "$libdir"/libibumad.so.3; do
+	[[ -f $f ]] && consumers+=("$f")
+done
+if [[ -d /usr/lib/python3/dist-packages/pyverbs ]]; then
+	while IFS= read -r -d '' f; do
+		consumers+=("$f")
+	done < <(find /usr/lib/python3/dist-packages/pyverbs -name '*.so' -print0)
+fi
+
+for f in "${consumers[@]}"; do
+	want "$(imports "$f" | sort -u)" "$ours_any" "import(${f##*/})"
+	want "$(verneeds "$f" | sort -u)" "$ours_vers" "version(${f##*/})"
+done
+
+for m in "${missing[@]}"; do
+	echo "missing: $m"
+done
+echo "exports: $checked checked (${#consumers[@]} consumers), ${#missing[@]} missing"
+[[ ${#missing[@]} -eq 0 ]]
