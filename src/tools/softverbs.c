@@ -105,6 +105,9 @@ static int cmd_run(int argc, char **argv)
 	 * runtime loaded first */
 	if (!getenv("LD_PRELOAD"))
 		setenv("LD_PRELOAD", SV_ASAN_RUNTIME, 1);
+	/* leaks of the program itself (python, say) are not ours to report */
+	if (!getenv("ASAN_OPTIONS"))
+		setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
 #endif
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "softverbs run: %s: %s\n", argv[first], strerror(errno));

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -85,7 +86,7 @@ static void find_daemon(char *buf, size_t len)
  */
 static void spawn_daemon(const char *sock_path)
 {
-	char exe[PATH_MAX], log[PATH_MAX], idle[16];
+	char exe[PATH_MAX], log[PATH_MAX], dir[PATH_MAX], idle[16];
 	const char *env_idle = getenv("SOFTVERBS_IDLE_EXIT");
 	char *argv[10];
 	int argc = 0;
@@ -104,21 +105,26 @@ static void spawn_daemon(const char *sock_path)
 		argv[argc++] = log;
 	}
 	argv[argc] = NULL;
+	if (!sv_sock_dir(sock_path, dir, sizeof(dir)))
+		mkdir(dir, 0700); /* so the log can open before the daemon runs */
 
 	pid = fork();
 	if (pid < 0)
 		return;
 	if (pid == 0) {
-		int nul;
+		int nul, err;
 
 		setsid();
 		if (fork() != 0)
 			_exit(0);
 		nul = open("/dev/null", O_RDWR);
+		/* stderr to the log: whatever the daemon says on the way out
+		 * (a sanitizer's report too) stays readable */
+		err = argc > 5 ? open(log, O_WRONLY | O_APPEND | O_CREAT, 0600) : -1;
 		if (nul >= 0) {
 			dup2(nul, 0);
 			dup2(nul, 1);
-			dup2(nul, 2);
+			dup2(err >= 0 ? err : nul, 2);
 		}
 		syscall(SYS_close_range, 3, ~0u, 0);
 		if (strchr(exe, '/'))

@@ -1,0 +1,39 @@
+# softverbs: the two commands are `make demo` and `make check`.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build demo check check-plain check-asan build-asan clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# The main job on the auto-started device: for now what Debian's unmodified
+# ibv_devinfo sees of sv0 (the daemon starts by itself and leaves when idle).
+demo: build
+	@echo "== softverbs run -- ibv_devinfo -v (the device starts by itself)"
+	@SOFTVERBS_IDLE_EXIT=2 $(BUILD)/bin/softverbs run -- ibv_devinfo -v
+
+# Every test through ctest, then the same tests again under ASan+UBSan.
+check: build
+	@$(MAKE) --no-print-directory check-plain check-asan
+
+check-plain:
+	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+build-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSV_SANITIZE=ON $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+check-asan: build-asan
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages that softverbs' build and tests need, when
+# they are missing. As root this runs apt-get; otherwise it prints the exact
+# command to run and stops.
+set -eu
+
+pkgs=(
+	gcc make cmake binutils pkg-config procps     # build, objdump, pgrep
+	libibverbs-dev                                # the verbs ABI headers
+	libcmocka-dev                                 # unit tests
+	ibverbs-utils perftest python3-pyverbs python3 # unmodified consumers
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "softverbs needs these Debian packages: ${missing[*]}" >&2
+	echo "run:  sudo apt-get update && sudo $cmd" >&2
+	exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd

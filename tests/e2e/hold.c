@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A verbs client for the end-to-end tests: opens sv0, creates objects, says
+ * which daemon it is talking to, then either exits cleanly (--once) or holds
+ * everything until it is killed.
+ *   hold [--pd N] [--mr N] [--cq N] [--once] [--barrier FILE]
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pd", required_argument, NULL, 'p' },
+		{ "mr", required_argument, NULL, 'm' },
+		{ "cq", required_argument, NULL, 'c' },
+		{ "once", no_argument, NULL, 'o' },
+		{ "barrier", required_argument, NULL, 'b' },
+		{ 0 }
+	};
+	int npd = 1, nmr = 1, ncq = 1, once = 0, c, n;
+	const char *barrier = NULL;
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd **pd;
+	struct ibv_mr **mr;
+	struct ibv_cq **cq;
+	struct ibv_comp_channel *ch;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	static char buf[1 << 16];
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': npd = atoi(optarg); break;
+		case 'm': nmr = atoi(optarg); break;
+		case 'c': ncq = atoi(optarg); break;
+		case 'o': once = 1; break;
+		case 'b': barrier = optarg; break;
+		default: return 2;
+		}
+	}
+	if (npd < 1 || nmr < 0 || ncq < 0)
+		return 2;
+	if (barrier) {
+		struct stat st;
+
+		while (stat(barrier, &st))
+			usleep(500);
+	}
+	list = ibv_get_device_list(&n);
+	if (!list || n != 1)
+		die("ibv_get_device_list");
+	ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		die("ibv_open_device");
+	ibv_free_device_list(list);
+	pd = calloc((size_t)npd, sizeof(*pd));
+	mr = calloc((size_t)nmr + 1, sizeof(*mr));
+	cq = calloc((size_t)ncq + 1, sizeof(*cq));
+	for (int i = 0; i < npd; i++)
+		if (!(pd[i] = ibv_alloc_pd(ctx)))
+			die("ibv_alloc_pd");
+	for (int i = 0; i < nmr; i++)
+		if (!(mr[i] = ibv_reg_mr(pd[i % npd], buf, sizeof(buf),
+					 IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_WRITE)))
+			die("ibv_reg_mr");
+	ch = ibv_create_comp_channel(ctx);
+	if (!ch)
+		die("ibv_create_comp_channel");
+	for (int i = 0; i < ncq; i++)
+		if (!(cq[i] = ibv_create_cq(ctx, 64, NULL, i ? NULL : ch, 0)))
+			die("ibv_create_cq");
+	if (getsockopt(ctx->cmd_fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
+		die("SO_PEERCRED");
+	printf("daemon_pid=%d\nready\n", (int)cr.pid);
+	fflush(stdout);
+	if (!once)
+		for (;;)
+			pause();
+	for (int i = 0; i < ncq; i++)
+		if (ibv_destroy_cq(cq[i]))
+			die("ibv_destroy_cq");
+	if (ibv_destroy_comp_channel(ch))
+		die("ibv_destroy_comp_channel");
+	for (int i = 0; i < nmr; i++)
+		if (ibv_dereg_mr(mr[i]))
+			die("ibv_dereg_mr");
+	for (int i = 0; i < npd; i++)
+		if (ibv_dealloc_pd(pd[i]))
+			die("ibv_dealloc_pd");
+	if (ibv_close_device(ctx))
+		die("ibv_close_device");
+	free(pd);
+	free(mr);
+	free(cq);
+	return 0;
+}
