@@ -1,5 +1,7 @@
 # Helpers for the end-to-end shell tests (sourced; run under isolated.sh).
 set -u
+# never leave a background client behind, pass or fail
+trap 'kill $(jobs -p) 2>/dev/null' EXIT
 SV=$SV_BUILD_DIR/bin/softverbs
 HOLD=$SV_BUILD_DIR/bin/sv_hold
 

@@ -1,0 +1,1765 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Malformed and hostile input on softverbsd's control socket.
+ *
+ * Talks to a daemon of its own through raw sockets (no verbs library): every
+ * truncated, oversized, garbled or out-of-range command must get an error
+ * response with the errno the daemon's code defines, descriptors sent with
+ * refused commands must not leak in the daemon, one client can never touch
+ * another's objects, a client that floods the daemon is dropped without
+ * stalling anybody else, and after 20000 random messages the daemon still
+ * answers. The group teardown checks that the daemon survived all of it and
+ * then leaves by itself (--idle-exit 1) with exit status 0 (under ASan that
+ * includes no leak report).
+ *
+ * Environment (tests/e2e/isolated.sh sets it): SOFTVERBS_SOCKET, SOFTVERBSD,
+ * optionally SV_TEST_DIR (the daemon logs to SV_TEST_DIR/softverbsd.log).
+ * SV_FUZZ_SEED and SV_FUZZ_ITERS override the fuzz loop's defaults.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <infiniband/verbs.h>
+
+#include "abi/sv_cmd.h"
+#include "abi/sv_sock.h"
+
+#define SV_TEST_MAX_CQE	     65535u
+#define SV_TEST_MAX_MR_SIZE  (1ull << 47)
+#define RSP_TIMEOUT_MS	     5000
+
+static struct {
+	pid_t pid;		/* the daemon */
+	pid_t flooder;		/* test_flood_reading's child, while it runs */
+	char sock_path[108];
+	int keeper;		/* open for the whole run: no idle exit */
+	int base_fds;		/* daemon's descriptors with only the keeper */
+	bool failed;		/* group fixture trouble: main's exit status */
+} g = { .pid = -1, .flooder = -1, .keeper = -1 };
+
+static uint32_t seq_next = 1;
+
+/* ---- helpers ---- */
+
+#define assert_status(got, want)                                              \
+	do {                                                                  \
+		int got_ = (got), want_ = (want);                             \
+		if (got_ != want_)                                            \
+			fail_msg("status %d (%s), expected %d (%s)", got_,    \
+				 strerror(-got_), want_, strerror(-want_));   \
+	} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* xorshift64*: the fuzz loop's generator, the same on every libc */
+static uint64_t rnd_state = 0x5eed5eed5eed5eedull;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state >> 12;
+	rnd_state ^= rnd_state << 25;
+	rnd_state ^= rnd_state >> 27;
+	return rnd_state * 0x2545f4914f6cdd1dull;
+}
+
+static int conn_try(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -errno;
+	memcpy(sa.sun_path, g.sock_path, sizeof(sa.sun_path));
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = -errno;
+
+		close(s);
+		return e;
+	}
+	return s;
+}
+
+static int conn_open(void)
+{
+	int s = conn_try();
+
+	if (s < 0)
+		fail_msg("connect %s: %s", g.sock_path, strerror(-s));
+	return s;
+}
+
+/* Wait up to ms for a message on s. */
+static bool readable(int s, int ms)
+{
+	struct pollfd p = { .fd = s, .events = POLLIN };
+	int n;
+
+	do {
+		n = poll(&p, 1, ms);
+	} while (n < 0 && errno == EINTR);
+	return n > 0;
+}
+
+/* Receive one message, waiting at most RSP_TIMEOUT_MS: its length, 0 on EOF. */
+static ssize_t recv_rsp(int s, struct sv_rsp *rsp, int *fd)
+{
+	*fd = -1;
+	if (!readable(s, RSP_TIMEOUT_MS))
+		fail_msg("no response within %d ms", RSP_TIMEOUT_MS);
+	return sv_recv_msg(s, rsp, sizeof(*rsp), fd, MSG_DONTWAIT);
+}
+
+static void check_rsp_hdr(const struct sv_rsp *rsp, unsigned int op,
+			  uint32_t seq)
+{
+	assert_int_equal(rsp->hdr.magic, SV_PROTO_MAGIC);
+	assert_int_equal(rsp->hdr.version, SV_PROTO_VERSION);
+	assert_int_equal(rsp->hdr.op, op);
+	assert_int_equal(rsp->hdr.seq, seq);
+	assert_true(rsp->hdr.status <= 0);
+}
+
+/* Send a full-size cmd (seq assigned here) with fd_in attached when >= 0, and
+ * return the response's status. The response's descriptor goes to *fd_out,
+ * or is closed when fd_out is NULL. */
+static int xfer_fd(int s, struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
+		   int *fd_out)
+{
+	ssize_t n;
+	int fd;
+
+	cmd->hdr.seq = seq_next++;
+	assert_int_equal(sv_send_msg(s, cmd, sizeof(*cmd), fd_in, 0), 0);
+	n = recv_rsp(s, rsp, &fd);
+	if (n != (ssize_t)sizeof(*rsp))
+		fail_msg("%s: response of %zd bytes", sv_cmd_name(cmd->hdr.op),
+			 n);
+	check_rsp_hdr(rsp, cmd->hdr.op, cmd->hdr.seq);
+	if (rsp->hdr.status && fd >= 0)
+		fail_msg("%s: a refused command returned a descriptor",
+			 sv_cmd_name(cmd->hdr.op));
+	if (fd_out)
+		*fd_out = fd;
+	else if (fd >= 0)
+		close(fd);
+	return rsp->hdr.status;
+}
+
+static int xfer(int s, struct sv_cmd *cmd, struct sv_rsp *rsp)
+{
+	return xfer_fd(s, cmd, -1, rsp, NULL);
+}
+
+/* A command carrying one 64-bit handle (DEALLOC_PD, DEREG_MR, ...). */
+static int cmd_handle(int s, unsigned int op, uint64_t h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, op);
+	cmd.u.handle.handle = h;
+	return xfer(s, &cmd, &rsp);
+}
+
+static int hello(int s, uint32_t abi, uint32_t flags, struct sv_rsp *rsp)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp tmp;
+
+	sv_cmd_init(&cmd, SV_CMD_HELLO);
+	cmd.u.hello.abi = abi;
+	cmd.u.hello.flags = flags;
+	return xfer(s, &cmd, rsp ? rsp : &tmp);
+}
+
+static void stat_get(int s, struct sv_rsp_stat *st)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_STAT);
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	*st = rsp.u.stat;
+}
+
+static uint64_t alloc_pd(int s)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	assert_true(rsp.u.obj.handle != 0);
+	return rsp.u.obj.handle;
+}
+
+static int reg_mr(int s, uint64_t pd, uint64_t addr, uint64_t len,
+		  uint32_t access, struct sv_rsp_mr *mr)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_REG_MR);
+	cmd.u.reg_mr.pd = pd;
+	cmd.u.reg_mr.addr = addr;
+	cmd.u.reg_mr.length = len;
+	cmd.u.reg_mr.iova = addr;
+	cmd.u.reg_mr.access = access;
+	ret = xfer(s, &cmd, &rsp);
+	if (!ret) {
+		assert_true(rsp.u.mr.handle != 0);
+		assert_true(rsp.u.mr.lkey != 0);
+		assert_int_equal(rsp.u.mr.lkey, rsp.u.mr.rkey);
+	}
+	if (mr)
+		*mr = rsp.u.mr;
+	return ret;
+}
+
+static int rereg_mr(int s, uint64_t mr, uint32_t flags, uint64_t pd,
+		    uint64_t addr, uint64_t len, uint32_t access,
+		    struct sv_rsp_mr *out)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_REREG_MR);
+	cmd.u.rereg_mr.mr = mr;
+	cmd.u.rereg_mr.flags = flags;
+	cmd.u.rereg_mr.pd = pd;
+	cmd.u.rereg_mr.addr = addr;
+	cmd.u.rereg_mr.length = len;
+	cmd.u.rereg_mr.iova = addr;
+	cmd.u.rereg_mr.access = access;
+	ret = xfer(s, &cmd, &rsp);
+	if (out)
+		*out = rsp.u.mr;
+	return ret;
+}
+
+/* CREATE_CQ; on success checks the ring memfd that comes with it. */
+static int create_cq(int s, uint32_t cqe, uint32_t vec, uint32_t flags,
+		     uint64_t channel, int fd_in, uint64_t *h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	struct stat st;
+	int ret, fd;
+
+	sv_cmd_init(&cmd, SV_CMD_CREATE_CQ);
+	cmd.u.create_cq.cookie = 0xc0ffee;
+	cmd.u.create_cq.channel = channel;
+	cmd.u.create_cq.cqe = cqe;
+	cmd.u.create_cq.comp_vector = vec;
+	cmd.u.create_cq.flags = flags;
+	ret = xfer_fd(s, &cmd, fd_in, &rsp, &fd);
+	if (ret)
+		return ret;
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal((uint64_t)st.st_size, rsp.u.cq.ring_bytes);
+	assert_true(rsp.u.cq.cqe >= cqe);
+	assert_true(rsp.u.cq.ring_entries > rsp.u.cq.cqe);
+	close(fd);
+	if (h)
+		*h = rsp.u.cq.handle;
+	return 0;
+}
+
+static int resize_cq(int s, uint64_t cq, uint32_t cqe)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_RESIZE_CQ);
+	cmd.u.resize_cq.cq = cq;
+	cmd.u.resize_cq.cqe = cqe;
+	return xfer(s, &cmd, &rsp);
+}
+
+/* CREATE_CHANNEL / OPEN_CONTEXT with fd attached (fd < 0: none). */
+static int cmd_with_fd(int s, unsigned int op, int fd, uint64_t *h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, op);
+	ret = xfer_fd(s, &cmd, fd, &rsp, NULL);
+	if (!ret && h)
+		*h = rsp.u.obj.handle;
+	return ret;
+}
+
+/* A fresh seqpacket pair's end for the daemon: the caller keeps *mine. */
+static int event_pair(int *mine)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+				    sv), 0);
+	*mine = sv[0];
+	return sv[1];
+}
+
+static int count_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Wait (bounded) until the daemon counts n clients, as seen by the keeper. */
+static void wait_clients(uint32_t n)
+{
+	struct sv_rsp_stat st;
+	double end = now_s() + 5;
+
+	for (;;) {
+		stat_get(g.keeper, &st);
+		if (st.nclients == n)
+			return;
+		if (now_s() > end)
+			fail_msg("daemon has %u clients, expected %u",
+				 st.nclients, n);
+		sleep_ms(10);
+	}
+}
+
+static bool daemon_alive(void)
+{
+	int st;
+
+	return g.pid > 0 && waitpid(g.pid, &st, WNOHANG) == 0;
+}
+
+/* Only the keeper connected, nothing leaked: the state every test ends in. */
+static void check_clean(void)
+{
+	struct sv_rsp_stat st;
+	int i, n;
+
+	assert_true(daemon_alive());
+	wait_clients(1);
+	stat_get(g.keeper, &st);
+	for (i = 0; i < SV_OBJ_TYPE_MAX; i++)
+		if (st.total[i])
+			fail_msg("%u objects of type %d left", st.total[i], i);
+	assert_int_equal(st.keys_live, 0);
+	n = count_fds(g.pid);
+	if (n != g.base_fds) {
+		/* blame this test only: the next one starts from here */
+		int was = g.base_fds;
+
+		g.base_fds = n;
+		fail_msg("daemon descriptors: %d, %d before the test", n, was);
+	}
+}
+
+/* ---- group fixtures: our own daemon ---- */
+
+static int daemon_setup(void **state)
+{
+	const char *bin = getenv("SOFTVERBSD");
+	const char *sock = getenv("SOFTVERBS_SOCKET");
+	const char *dir = getenv("SV_TEST_DIR");
+	char log[PATH_MAX] = "";
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	double end;
+	int st, s = -1, fd;
+
+	(void)state;
+	if (!bin || !sock || strlen(sock) >= sizeof(g.sock_path)) {
+		fprintf(stderr, "SOFTVERBSD and SOFTVERBS_SOCKET must be set "
+			"(run through tests/e2e/isolated.sh)\n");
+		goto fail;
+	}
+	snprintf(g.sock_path, sizeof(g.sock_path), "%s", sock);
+	if (dir)
+		snprintf(log, sizeof(log), "%s/softverbsd.log", dir);
+	g.pid = fork();
+	if (g.pid < 0) {
+		perror("fork");
+		goto fail;
+	}
+	if (g.pid == 0) {
+		if (log[0])
+			execl(bin, bin, "--socket", sock, "--idle-exit", "1",
+			      "--log", log, (char *)NULL);
+		else
+			execl(bin, bin, "--socket", sock, "--idle-exit", "1",
+			      (char *)NULL);
+		_exit(127);
+	}
+	/* the first connection that gets through is the keeper */
+	for (end = now_s() + 5; s < 0; sleep_ms(20)) {
+		if (waitpid(g.pid, &st, WNOHANG) == g.pid) {
+			fprintf(stderr, "softverbsd exited early (status %#x)\n",
+				st);
+			g.pid = -1;
+			goto fail;
+		}
+		s = conn_try();
+		if (s < 0 && now_s() > end) {
+			fprintf(stderr, "softverbsd: no socket after 5 s\n");
+			goto fail;
+		}
+	}
+	g.keeper = s;
+	sv_cmd_init(&cmd, SV_CMD_HELLO);
+	cmd.u.hello.abi = SV_PROTO_VERSION;
+	cmd.hdr.seq = seq_next++;
+	if (sv_send_msg(s, &cmd, sizeof(cmd), -1, 0) || !readable(s, 5000) ||
+	    sv_recv_msg(s, &rsp, sizeof(rsp), &fd, 0) != (ssize_t)sizeof(rsp) ||
+	    rsp.hdr.status || rsp.u.hello.daemon_pid != (uint32_t)g.pid) {
+		fprintf(stderr, "softverbsd: no HELLO from pid %d\n", (int)g.pid);
+		goto fail;
+	}
+	g.base_fds = count_fds(g.pid);
+	if (g.base_fds <= 0) {
+		fprintf(stderr, "cannot count the daemon's descriptors\n");
+		goto fail;
+	}
+	return 0;
+
+fail:
+	g.failed = true;
+	if (g.keeper >= 0)
+		close(g.keeper);
+	g.keeper = -1;
+	if (g.pid > 0) {
+		kill(g.pid, SIGTERM);
+		waitpid(g.pid, NULL, 0);
+		g.pid = -1;
+	}
+	return -1;
+}
+
+static int daemon_teardown(void **state)
+{
+	double end;
+	int st = 0;
+	pid_t r;
+
+	(void)state;
+	if (g.flooder > 0) {
+		kill(g.flooder, SIGKILL);
+		waitpid(g.flooder, NULL, 0);
+	}
+	if (g.pid <= 0)
+		return -1;
+	if (!daemon_alive()) {
+		fprintf(stderr, "softverbsd died during the tests\n");
+		g.failed = true;
+		return -1;
+	}
+	/* last connection gone: it leaves by itself after 1 s */
+	close(g.keeper);
+	g.keeper = -1;
+	for (end = now_s() + 10;; sleep_ms(20)) {
+		r = waitpid(g.pid, &st, WNOHANG);
+		if (r == g.pid)
+			break;
+		if (now_s() > end) {
+			fprintf(stderr, "softverbsd still running 10 s after "
+				"its last client left\n");
+			kill(g.pid, SIGTERM);
+			waitpid(g.pid, &st, 0);
+			g.failed = true;
+			return -1;
+		}
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "softverbsd ended with status %#x\n", st);
+		g.failed = true;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the header and the framing ---- */
+
+/* Every length from 1 to sizeof(cmd) - 1: -EINVAL, and the connection stays
+ * usable. Below 16 bytes the header cannot be read: op and seq are 0. */
+static void test_truncated(void **state)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	size_t len;
+	ssize_t n;
+	int s = conn_open(), fd;
+
+	(void)state;
+	for (len = 1; len < sizeof(cmd); len++) {
+		sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+		cmd.hdr.seq = seq_next++;
+		assert_int_equal(sv_send_msg(s, &cmd, len, -1, 0), 0);
+		n = recv_rsp(s, &rsp, &fd);
+		assert_int_equal(n, sizeof(rsp));
+		assert_int_equal(fd, -1);
+		if (len >= sizeof(cmd.hdr))
+			check_rsp_hdr(&rsp, SV_CMD_ALLOC_PD, cmd.hdr.seq);
+		else
+			check_rsp_hdr(&rsp, 0, 0);
+		assert_status(rsp.hdr.status, -EINVAL);
+	}
+	assert_status(hello(s, SV_PROTO_VERSION, 0, NULL), 0);
+	close(s);
+	check_clean();
+}
+
+/* Longer than a command: -EINVAL with op and seq echoed; the excess is
+ * discarded, not taken for the next command. */
+static void test_oversized(void **state)
+{
+	static const size_t lens[] = { SV_CMD_SIZE + 1, SV_CMD_SIZE + 100,
+				       4096, 65536 };
+	struct sv_rsp rsp;
+	struct sv_cmd *cmd;
+	unsigned int i;
+	ssize_t n;
+	int s = conn_open(), fd;
+
+	(void)state;
+	cmd = calloc(1, 65536);
+	assert_non_null(cmd);
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		/* a valid HELLO inside: the tail must not be executed */
+		sv_cmd_init(cmd, SV_CMD_ALLOC_PD);
+		cmd->hdr.seq = seq_next++;
+		memcpy((char *)cmd + SV_CMD_SIZE, cmd, SV_CMD_SIZE);
+		assert_int_equal(sv_send_msg(s, cmd, lens[i], -1, 0), 0);
+		n = recv_rsp(s, &rsp, &fd);
+		assert_int_equal(n, sizeof(rsp));
+		assert_int_equal(fd, -1);
+		check_rsp_hdr(&rsp, SV_CMD_ALLOC_PD, cmd->hdr.seq);
+		assert_status(rsp.hdr.status, -EINVAL);
+	}
+	free(cmd);
+	assert_status(hello(s, SV_PROTO_VERSION, 0, NULL), 0);
+	assert_false(readable(s, 0)); /* nothing else came */
+	close(s);
+	check_clean();
+}
+
+/*
+ * A zero-length SEQPACKET message reads as 0 bytes, the same as EOF, so the
+ * daemon cannot tell it from a hang-up. What is asserted: the daemon either
+ * answers -EINVAL or closes that connection (today: closes it); either way it
+ * stays up, serves everybody else, and does not keep a descriptor that came
+ * with the empty message.
+ */
+static int zero_length(int fd_in)
+{
+	struct sv_rsp rsp;
+	ssize_t n;
+	int s = conn_open(), fd;
+
+	assert_int_equal(sv_send_msg(s, "", 0, fd_in, 0), 0);
+	n = recv_rsp(s, &rsp, &fd);
+	if (n > 0) {
+		assert_int_equal(n, sizeof(rsp));
+		check_rsp_hdr(&rsp, 0, 0);
+		assert_status(rsp.hdr.status, -EINVAL);
+		assert_int_equal(fd, -1);
+	} else {
+		assert_int_equal(n, 0); /* EOF: dropped */
+	}
+	close(s);
+	return (int)n;
+}
+
+static void test_zero_length(void **state)
+{
+	int p[2], i, before, after, dropped = 0;
+
+	(void)state;
+	zero_length(-1);
+	assert_status(hello(g.keeper, SV_PROTO_VERSION, 0, NULL), 0);
+
+	/* with a descriptor attached, 200 times */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	before = count_fds(g.pid);
+	for (i = 0; i < 200; i++)
+		dropped += zero_length(p[0]) == 0;
+	wait_clients(1);
+	after = count_fds(g.pid);
+	close(p[0]);
+	close(p[1]);
+	print_message("zero-length message: %s\n",
+		      dropped ? "connection closed" : "-EINVAL");
+	if (after != before)
+		fail_msg("daemon descriptors %d -> %d after 200 empty messages "
+			 "with a pipe attached", before, after);
+	check_clean();
+}
+
+static void bad_header(int s, uint32_t magic, uint16_t version, uint16_t op)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	ssize_t n;
+	int fd;
+
+	sv_cmd_init(&cmd, op);
+	cmd.hdr.magic = magic;
+	cmd.hdr.version = version;
+	cmd.hdr.seq = seq_next++;
+	cmd.u.hello.abi = SV_PROTO_VERSION;
+	assert_int_equal(sv_send_msg(s, &cmd, sizeof(cmd), -1, 0), 0);
+	n = recv_rsp(s, &rsp, &fd);
+	assert_int_equal(n, sizeof(rsp));
+	assert_int_equal(fd, -1);
+	check_rsp_hdr(&rsp, op, cmd.hdr.seq);
+	assert_status(rsp.hdr.status, -EINVAL);
+}
+
+static void test_bad_header(void **state)
+{
+	int s = conn_open();
+	unsigned int op;
+
+	(void)state;
+	bad_header(s, 0, SV_PROTO_VERSION, SV_CMD_HELLO);
+	bad_header(s, ~SV_PROTO_MAGIC, SV_PROTO_VERSION, SV_CMD_HELLO);
+	bad_header(s, __builtin_bswap32(SV_PROTO_MAGIC), SV_PROTO_VERSION,
+		   SV_CMD_HELLO);
+	bad_header(s, SV_PROTO_MAGIC, 0, SV_CMD_HELLO);
+	bad_header(s, SV_PROTO_MAGIC, 2, SV_CMD_HELLO);
+	bad_header(s, SV_PROTO_MAGIC, 0xffff, SV_CMD_HELLO);
+	bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION, 0);
+	for (op = SV_CMD_MAX; op < SV_CMD_MAX + 16; op++)
+		bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION, op);
+	bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION, 0x100 | SV_CMD_HELLO);
+	bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION, 0x8000);
+	bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION, 0xffff);
+	assert_status(hello(s, SV_PROTO_VERSION, 0, NULL), 0);
+	close(s);
+	check_clean();
+}
+
+/* ---- every command with its fields out of range ---- */
+
+static void test_hello(void **state)
+{
+	struct sv_rsp rsp;
+	int s = conn_open();
+
+	(void)state;
+	assert_status(hello(s, 0, 0, NULL), -EPROTO);
+	assert_status(hello(s, 2, 0, NULL), -EPROTO);
+	assert_status(hello(s, ~0u, 0, NULL), -EPROTO);
+	assert_status(hello(s, SV_PROTO_VERSION, 2, NULL), -EINVAL);
+	assert_status(hello(s, SV_PROTO_VERSION, 1u << 31, NULL), -EINVAL);
+	assert_status(hello(s, SV_PROTO_VERSION, ~0u, NULL), -EINVAL);
+	assert_status(hello(s, SV_PROTO_VERSION, 0, &rsp), 0);
+	assert_int_equal(rsp.u.hello.abi, SV_PROTO_VERSION);
+	assert_int_equal(rsp.u.hello.daemon_pid, (uint32_t)g.pid);
+	assert_true(rsp.u.hello.client_id != 0);
+	assert_true(rsp.u.hello.dev_name[0] != 0);
+	assert_non_null(memchr(rsp.u.hello.dev_name, 0,
+			       sizeof(rsp.u.hello.dev_name)));
+	close(s);
+	check_clean();
+}
+
+static int query_port(int s, uint32_t port)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_QUERY_PORT);
+	cmd.u.query_port.port_num = port;
+	return xfer(s, &cmd, &rsp);
+}
+
+static int query_gid(int s, uint32_t port, uint32_t index)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_QUERY_GID);
+	cmd.u.query_gid.port_num = port;
+	cmd.u.query_gid.index = index;
+	return xfer(s, &cmd, &rsp);
+}
+
+static void test_query(void **state)
+{
+	struct sv_rsp_stat st;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint32_t i;
+	int s = conn_open();
+
+	(void)state;
+	assert_status(query_port(s, 0), -EINVAL);
+	assert_status(query_port(s, 2), -EINVAL);
+	assert_status(query_port(s, 256), -EINVAL);
+	assert_status(query_port(s, ~0u), -EINVAL);
+	assert_status(query_port(s, 1), 0);
+
+	assert_status(query_gid(s, 0, 0), -EINVAL);
+	assert_status(query_gid(s, 2, 0), -EINVAL);
+	assert_status(query_gid(s, ~0u, 0), -EINVAL);
+	assert_status(query_gid(s, 1, SV_GID_TBL_LEN), -EINVAL);
+	assert_status(query_gid(s, 1, SV_GID_TBL_LEN + 1), -EINVAL);
+	assert_status(query_gid(s, 1, 1u << 31), -EINVAL);
+	assert_status(query_gid(s, 1, ~0u), -EINVAL);
+	for (i = 0; i < SV_GID_TBL_LEN; i++)
+		assert_status(query_gid(s, 1, i), 0);
+
+	/* payloads of commands that take none are ignored */
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	memset(cmd.u.raw, 0xa5, sizeof(cmd.u.raw));
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	assert_true(rsp.u.dev.max_cqe >= 1);
+
+	/* STAT past the last client: an empty page */
+	sv_cmd_init(&cmd, SV_CMD_STAT);
+	cmd.u.stat.first = ~0u;
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	assert_int_equal(rsp.u.stat.nlisted, 0);
+	assert_int_equal(rsp.u.stat.nclients, 2);
+	stat_get(s, &st);
+	assert_int_equal(st.nlisted, 2);
+	close(s);
+	check_clean();
+}
+
+/* Handles that name nothing on any connection the tests use: index 0, type
+ * none or unknown, index beyond the table, generation 0 (never issued) or one
+ * no slot reaches in a test's lifetime. */
+static const uint64_t garbage_handles[] = {
+	0, 1, ~0ull, 0xffffffffull, 0x100000000ull, 0x0000000100ffffffull,
+	0xdeadbeefcafef00dull, 0x8000000000000000ull,
+	(1ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 0xffffff,
+	(1ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 0x1000,
+	(0ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 1,
+	(0ull << 32) | ((uint64_t)SV_OBJ_CQ << 24) | 2,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 1,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_MR << 24) | 1,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_CQ << 24) | 1,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_CHANNEL << 24) | 1,
+	(1ull << 32) | ((uint64_t)SV_OBJ_QP << 24) | 1,
+	(1ull << 32) | (0xffull << 24) | 1,
+};
+#define N_GARBAGE (sizeof(garbage_handles) / sizeof(garbage_handles[0]))
+
+static void test_reg_mr(void **state)
+{
+	static const uint32_t bad_access[] = {
+		1u << 8, 1u << 10, 1u << 19, 1u << 21, 1u << 31, ~0u,
+	};
+	size_t len = 1 << 16;
+	char *buf = malloc(len);
+	uint64_t pd, other_pd, cq, addr = (uintptr_t)buf;
+	struct sv_rsp_mr mr;
+	unsigned int i;
+	int s = conn_open();
+
+	(void)state;
+	assert_non_null(buf);
+	memset(buf, 0, len);
+	pd = alloc_pd(s);
+	other_pd = alloc_pd(s);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, other_pd), 0);
+	assert_status(create_cq(s, 1, 0, 0, 0, -1, &cq), 0);
+
+	/* the pd: garbage, another type, stale */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(reg_mr(s, garbage_handles[i], addr, len,
+				     IBV_ACCESS_LOCAL_WRITE, NULL), -EINVAL);
+	assert_status(reg_mr(s, cq, addr, len, 0, NULL), -EINVAL);
+	assert_status(reg_mr(s, other_pd, addr, len, 0, NULL), -EINVAL);
+
+	/* the length: 0 is taken (nothing to check), above 2^47 is not */
+	assert_status(reg_mr(s, pd, addr, 0, IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+	assert_status(reg_mr(s, pd, addr, SV_TEST_MAX_MR_SIZE + 1, 0, NULL),
+		      -EINVAL);
+	assert_status(reg_mr(s, pd, addr, ~0ull, 0, NULL), -EINVAL);
+	assert_status(reg_mr(s, pd, 0, 1ull << 63, 0, NULL), -EINVAL);
+	/* 2^47 itself passes the size check, then is not mapped */
+	assert_status(reg_mr(s, pd, addr, SV_TEST_MAX_MR_SIZE, 0, NULL),
+		      -EFAULT);
+
+	/* ranges that wrap */
+	assert_status(reg_mr(s, pd, ~0ull, 2, 0, NULL), -EINVAL);
+	assert_status(reg_mr(s, pd, ~0ull - 4095, 8192, 0, NULL), -EINVAL);
+	assert_status(reg_mr(s, pd, -4096ull, 4096 * 2, 0, NULL), -EINVAL);
+	assert_status(reg_mr(s, pd, 0xffff800000000000ull,
+			     SV_TEST_MAX_MR_SIZE, 0, NULL), -EINVAL);
+
+	/* not mapped */
+	assert_status(reg_mr(s, pd, 0x1000, 4096, 0, NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, 0, 1, 0, NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, 1ull << 47, 4096, 0, NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, -8192ull, 4096, 0, NULL), -EFAULT);
+
+	/* access */
+	for (i = 0; i < sizeof(bad_access) / sizeof(bad_access[0]); i++)
+		assert_status(reg_mr(s, pd, addr, len,
+				     bad_access[i] | IBV_ACCESS_LOCAL_WRITE,
+				     NULL), -EINVAL);
+	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_REMOTE_WRITE, NULL),
+		      -EINVAL);
+	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_REMOTE_ATOMIC, NULL),
+		      -EINVAL);
+	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_REMOTE_WRITE |
+			     IBV_ACCESS_REMOTE_READ, NULL), -EINVAL);
+
+	/* and the same buffer, right: it works */
+	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_LOCAL_WRITE |
+			     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_ATOMIC, &mr), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), 0);
+	close(s);
+	free(buf);
+	check_clean();
+}
+
+/* Mappings of the test process with too few rights, and a hole. */
+static void test_reg_mr_mapping(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *ro, *none, *holed;
+	struct sv_rsp_mr mr;
+	uint64_t pd;
+	int s = conn_open();
+
+	(void)state;
+	ro = mmap(NULL, (size_t)pg * 3, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+		  -1, 0);
+	none = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	holed = mmap(NULL, (size_t)pg * 3, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(ro != MAP_FAILED && none != MAP_FAILED &&
+		    holed != MAP_FAILED);
+	/* two readable pages, then one that is not */
+	assert_int_equal(mprotect(ro + 2 * pg, (size_t)pg, PROT_NONE), 0);
+	assert_int_equal(munmap(holed + pg, (size_t)pg), 0);
+	pd = alloc_pd(s);
+
+	/* read-only: any write right is refused, reading is fine */
+	assert_status(reg_mr(s, pd, (uintptr_t)ro, (uint64_t)pg * 2,
+			     IBV_ACCESS_LOCAL_WRITE, NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, (uintptr_t)ro + 1, 1,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+			     NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, (uintptr_t)ro, (uint64_t)pg,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+			     NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, (uintptr_t)ro, (uint64_t)pg * 2,
+			     IBV_ACCESS_REMOTE_READ, &mr), 0);
+	/* ... and rereg cannot add a write right to it */
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
+			       0, IBV_ACCESS_LOCAL_WRITE, NULL), -EFAULT);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+	/* one byte into the page after */
+	assert_status(reg_mr(s, pd, (uintptr_t)ro, (uint64_t)pg * 2 + 1, 0,
+			     NULL), -EFAULT);
+
+	/* no rights at all */
+	assert_status(reg_mr(s, pd, (uintptr_t)none, (uint64_t)pg, 0, NULL),
+		      -EFAULT);
+	assert_status(reg_mr(s, pd, (uintptr_t)none + 100, 1, 0, NULL),
+		      -EFAULT);
+
+	/* a hole in the middle */
+	assert_status(reg_mr(s, pd, (uintptr_t)holed, (uint64_t)pg * 3,
+			     IBV_ACCESS_LOCAL_WRITE, NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, (uintptr_t)holed + pg - 1, 2, 0, NULL),
+		      -EFAULT);
+	assert_status(reg_mr(s, pd, (uintptr_t)holed + pg, (uint64_t)pg, 0,
+			     NULL), -EFAULT);
+	assert_status(reg_mr(s, pd, (uintptr_t)holed, (uint64_t)pg,
+			     IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), 0);
+	close(s);
+	munmap(ro, (size_t)pg * 3);
+	munmap(none, (size_t)pg);
+	munmap(holed, (size_t)pg);
+	munmap(holed + 2 * pg, (size_t)pg);
+	check_clean();
+}
+
+static void test_rereg_mr(void **state)
+{
+	const uint32_t lw = IBV_ACCESS_LOCAL_WRITE;
+	size_t len = 1 << 14;
+	char *buf = malloc(len);
+	uint64_t pd, pd2, stale_pd, cq, addr = (uintptr_t)buf;
+	struct sv_rsp_mr mr, mr2, out;
+	unsigned int i;
+	int s = conn_open();
+
+	(void)state;
+	assert_non_null(buf);
+	pd = alloc_pd(s);
+	pd2 = alloc_pd(s);
+	stale_pd = alloc_pd(s);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, stale_pd), 0);
+	assert_status(create_cq(s, 4, 0, 0, 0, -1, &cq), 0);
+	assert_status(reg_mr(s, pd, addr, len, lw, &mr), 0);
+
+	/* flags */
+	assert_status(rereg_mr(s, mr.handle, 0, 0, 0, 0, 0, NULL), -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, 1u << 3, 0, 0, 0, 0, NULL),
+		      -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_ACCESS |
+			       (1u << 31), 0, 0, 0, lw, NULL), -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, ~0u, pd, addr, len, lw, NULL),
+		      -EINVAL);
+
+	/* the mr */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(rereg_mr(s, garbage_handles[i],
+				       IBV_REREG_MR_CHANGE_ACCESS, 0, 0, 0, lw,
+				       NULL), -EINVAL);
+	assert_status(rereg_mr(s, pd, IBV_REREG_MR_CHANGE_ACCESS, 0, 0, 0, lw,
+			       NULL), -EINVAL);
+	assert_status(rereg_mr(s, cq, IBV_REREG_MR_CHANGE_ACCESS, 0, 0, 0, lw,
+			       NULL), -EINVAL);
+
+	/* CHANGE_PD to a pd that is not one */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD,
+				       garbage_handles[i], 0, 0, 0, NULL),
+			      -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD, stale_pd,
+			       0, 0, 0, NULL), -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD, cq, 0, 0,
+			       0, NULL), -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD, mr.handle,
+			       0, 0, 0, NULL), -EINVAL);
+
+	/* CHANGE_ACCESS */
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
+			       0, lw | (1u << 10), NULL), -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
+			       0, IBV_ACCESS_REMOTE_WRITE, NULL), -EINVAL);
+
+	/* CHANGE_TRANSLATION */
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION,
+			       0, 0x1000, 4096, 0, NULL), -EFAULT);
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION,
+			       0, ~0ull - 10, 100, 0, NULL), -EINVAL);
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION,
+			       0, addr, SV_TEST_MAX_MR_SIZE + 1, 0, NULL),
+		      -EINVAL);
+	/* a change refused on one count changes nothing on the others */
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD |
+			       IBV_REREG_MR_CHANGE_TRANSLATION, pd2, 0x1000,
+			       4096, 0, NULL), -EFAULT);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd2), 0);
+	pd2 = alloc_pd(s);
+
+	/* the MR survived all of it: a real rereg works and moves the pd */
+	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD |
+			       IBV_REREG_MR_CHANGE_ACCESS, pd2, 0, 0,
+			       lw | IBV_ACCESS_REMOTE_READ, &out), 0);
+	assert_true(out.handle == mr.handle);
+	assert_int_not_equal(out.lkey, mr.lkey);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd2), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), 0);
+
+	/* DEALLOC_PD with an MR on it */
+	assert_status(reg_mr(s, pd2, addr, len, 0, &mr2), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd2), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr2.handle), 0);
+	assert_status(rereg_mr(s, mr2.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
+			       0, 0, NULL), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd2), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	close(s);
+	free(buf);
+	check_clean();
+}
+
+/* Destroy commands with garbage handles, handles of another type, and stale
+ * handles (destroyed once already, also after the slot was reused). */
+static void test_destroy(void **state)
+{
+	static const unsigned int ops[] = {
+		SV_CMD_DEALLOC_PD, SV_CMD_DEREG_MR, SV_CMD_DESTROY_CQ,
+		SV_CMD_DESTROY_CHANNEL,
+	};
+	uint64_t pd, pd_new, cq, ch, h[4];
+	struct sv_rsp_mr mr;
+	char buf[64];
+	unsigned int i, j;
+	int s = conn_open(), ev;
+
+	(void)state;
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < N_GARBAGE; j++)
+			assert_status(cmd_handle(s, ops[i], garbage_handles[j]),
+				      -EINVAL);
+
+	pd = alloc_pd(s);
+	assert_status(reg_mr(s, pd, (uintptr_t)buf, sizeof(buf), 0, &mr), 0);
+	assert_status(create_cq(s, 8, 0, 0, 0, -1, &cq), 0);
+	assert_status(cmd_with_fd(s, SV_CMD_CREATE_CHANNEL, event_pair(&ev),
+				  &ch), 0);
+	h[0] = pd;
+	h[1] = mr.handle;
+	h[2] = cq;
+	h[3] = ch;
+	/* every live handle with every other type's destroy */
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 4; j++)
+			if (i != j)
+				assert_status(cmd_handle(s, ops[i], h[j]),
+					      -EINVAL);
+	/* busy */
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	assert_status(create_cq(s, 8, 0, 0, ch, -1, &cq), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CHANNEL, ch), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	/* each destroyed, then again */
+	for (i = 0; i < 4; i++) {
+		if (i != 1 && i != 2)
+			assert_status(cmd_handle(s, ops[i], h[i]), 0);
+		assert_status(cmd_handle(s, ops[i], h[i]), -EINVAL);
+	}
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), -EINVAL);
+	/* the stale pd handle does not name the pd now in its slot */
+	pd_new = alloc_pd(s);
+	assert_true(pd_new != pd);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), -EINVAL);
+	assert_status(reg_mr(s, pd, (uintptr_t)buf, sizeof(buf), 0, NULL),
+		      -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd_new), 0);
+	close(ev);
+	close(s);
+	check_clean();
+}
+
+static void test_cq(void **state)
+{
+	uint64_t cq, ch, stale_ch, pd;
+	unsigned int i;
+	int s = conn_open(), ev, ev2, p[2];
+
+	(void)state;
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pd = alloc_pd(s);
+	assert_status(cmd_with_fd(s, SV_CMD_CREATE_CHANNEL, event_pair(&ev),
+				  &ch), 0);
+	assert_status(cmd_with_fd(s, SV_CMD_CREATE_CHANNEL, event_pair(&ev2),
+				  &stale_ch), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CHANNEL, stale_ch), 0);
+	close(ev2);
+
+	assert_status(create_cq(s, 0, 0, 0, 0, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, SV_TEST_MAX_CQE + 1, 0, 0, 0, -1, NULL),
+		      -EINVAL);
+	assert_status(create_cq(s, 1u << 31, 0, 0, 0, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, ~0u, 0, 0, 0, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, 1, 1, 0, 0, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, 1, ~0u, 0, 0, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, 1, 0, 4, 0, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, 1, 0, 1u << 31, 0, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, 1, 0, ~0u, 0, -1, NULL), -EINVAL);
+	for (i = 0; i < N_GARBAGE; i++)
+		if (garbage_handles[i])
+			assert_status(create_cq(s, 1, 0, 0, garbage_handles[i],
+						-1, NULL), -EINVAL);
+	assert_status(create_cq(s, 1, 0, 0, pd, -1, NULL), -EINVAL);
+	assert_status(create_cq(s, 1, 0, 0, stale_ch, -1, NULL), -EINVAL);
+	/* a descriptor where none is taken */
+	assert_status(create_cq(s, 1, 0, 0, 0, p[0], NULL), -EINVAL);
+
+	/* the limits themselves are fine */
+	assert_status(create_cq(s, SV_TEST_MAX_CQE, 0, 0, ch, -1, &cq), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	assert_status(create_cq(s, 1, 0, 3, ch, -1, &cq), 0);
+
+	/* RESIZE_CQ */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(resize_cq(s, garbage_handles[i], 16), -EINVAL);
+	assert_status(resize_cq(s, pd, 16), -EINVAL);
+	assert_status(resize_cq(s, ch, 16), -EINVAL);
+	assert_status(resize_cq(s, cq, 0), -EINVAL);
+	assert_status(resize_cq(s, cq, SV_TEST_MAX_CQE + 1), -EINVAL);
+	assert_status(resize_cq(s, cq, ~0u), -EINVAL);
+	assert_status(resize_cq(s, cq, 100), 0);
+	assert_status(resize_cq(s, cq, 1), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	assert_status(resize_cq(s, cq, 16), -EINVAL);
+
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CHANNEL, ch), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), 0);
+	close(ev);
+	close(p[0]);
+	close(p[1]);
+	close(s);
+	check_clean();
+}
+
+/* CREATE_CHANNEL and OPEN_CONTEXT take a seqpacket socket and nothing else. */
+static void fd_cmd_bad_fds(int s, unsigned int op)
+{
+	int p[2], sv[2], fd, ev;
+
+	assert_status(cmd_with_fd(s, op, -1, NULL), -EINVAL);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_status(cmd_with_fd(s, op, p[0], NULL), -EINVAL);
+	assert_status(cmd_with_fd(s, op, p[1], NULL), -EINVAL);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+				    sv), 0);
+	assert_status(cmd_with_fd(s, op, sv[0], NULL), -EINVAL);
+	close(sv[0]);
+	close(sv[1]);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0,
+				    sv), 0);
+	assert_status(cmd_with_fd(s, op, sv[0], NULL), -EINVAL);
+	close(sv[0]);
+	close(sv[1]);
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_status(cmd_with_fd(s, op, fd, NULL), -EINVAL);
+	close(fd);
+	fd = memfd_create("not-a-socket", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_status(cmd_with_fd(s, op, fd, NULL), -EINVAL);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		assert_status(cmd_with_fd(s, op, fd, NULL), -EINVAL);
+		close(fd);
+	}
+	/* the refused ones did not leave a half-made object behind */
+	fd = event_pair(&ev);
+	assert_status(cmd_with_fd(s, op, fd, NULL), 0);
+	close(fd);
+	close(ev);
+}
+
+static void test_fd_commands(void **state)
+{
+	struct sv_rsp_stat st;
+	int s = conn_open(), fd, ev;
+
+	(void)state;
+	fd_cmd_bad_fds(s, SV_CMD_CREATE_CHANNEL);
+	fd_cmd_bad_fds(s, SV_CMD_OPEN_CONTEXT);
+	/* a context is opened once per connection */
+	fd = event_pair(&ev);
+	assert_status(cmd_with_fd(s, SV_CMD_OPEN_CONTEXT, fd, NULL), -EBUSY);
+	close(fd);
+	close(ev);
+	assert_status(cmd_with_fd(s, SV_CMD_OPEN_CONTEXT, -1, NULL), -EBUSY);
+	stat_get(g.keeper, &st);
+	assert_int_equal(st.total[SV_OBJ_CHANNEL], 1);
+	close(s);
+	check_clean();
+}
+
+/* Send cmd with nfd copies of fd attached, in ncm SCM_RIGHTS messages. */
+static void send_fds(int s, const struct sv_cmd *cmd, int fd, int nfd,
+		     int ncm)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 16) * 4];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)cmd, .iov_len = sizeof(*cmd) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.buf };
+	struct cmsghdr *cm;
+	int per = nfd / ncm, i, j;
+
+	memset(&ctl, 0, sizeof(ctl));
+	msg.msg_controllen = (size_t)ncm * CMSG_SPACE(sizeof(int) * per);
+	assert_true(msg.msg_controllen <= sizeof(ctl.buf));
+	for (cm = CMSG_FIRSTHDR(&msg), i = 0; i < ncm;
+	     cm = CMSG_NXTHDR(&msg, cm), i++) {
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * per);
+		for (j = 0; j < per; j++)
+			memcpy(CMSG_DATA(cm) + j * sizeof(int), &fd,
+			       sizeof(int));
+	}
+	assert_int_equal(sendmsg(s, &msg, MSG_NOSIGNAL), sizeof(*cmd));
+}
+
+/*
+ * Descriptors sent with commands that take none, with refused commands and
+ * several at once: every one is closed by the daemon. 200 rounds of each, and
+ * the daemon's descriptor count is what it was.
+ */
+static void test_fd_leak(void **state)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int s = conn_open(), p[2], i, fd, before, after, pr;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pr = conn_open();
+	assert_status(hello(pr, SV_PROTO_VERSION, SV_HELLO_PROBE, NULL), 0);
+	before = count_fds(g.pid);
+	for (i = 0; i < 200; i++) {
+		/* a command that takes none */
+		sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+		assert_status(xfer_fd(s, &cmd, p[0], &rsp, NULL), -EINVAL);
+		sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+		assert_status(xfer_fd(s, &cmd, p[1], &rsp, NULL), -EINVAL);
+		/* refused before the handler: bad header, short, long */
+		sv_cmd_init(&cmd, 0);
+		assert_status(xfer_fd(s, &cmd, p[0], &rsp, NULL), -EINVAL);
+		sv_cmd_init(&cmd, SV_CMD_HELLO);
+		cmd.hdr.seq = seq_next++;
+		assert_int_equal(sv_send_msg(s, &cmd, 20, p[0], 0), 0);
+		n = recv_rsp(s, &rsp, &fd);
+		assert_int_equal(n, sizeof(rsp));
+		assert_status(rsp.hdr.status, -EINVAL);
+		/* refused by the handler */
+		sv_cmd_init(&cmd, SV_CMD_CREATE_CHANNEL);
+		assert_status(xfer_fd(s, &cmd, p[0], &rsp, NULL), -EINVAL);
+		/* refused on a probe connection */
+		sv_cmd_init(&cmd, SV_CMD_CREATE_CHANNEL);
+		assert_status(xfer_fd(pr, &cmd, p[0], &rsp, NULL), -EPERM);
+		/* several descriptors in one message, and in several cmsgs */
+		sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+		cmd.hdr.seq = seq_next++;
+		send_fds(s, &cmd, p[0], 8, 1);
+		n = recv_rsp(s, &rsp, &fd);
+		assert_int_equal(n, sizeof(rsp));
+		check_rsp_hdr(&rsp, SV_CMD_ALLOC_PD, cmd.hdr.seq);
+		assert_status(rsp.hdr.status, -EINVAL);
+		sv_cmd_init(&cmd, SV_CMD_QUERY_PORT);
+		cmd.hdr.seq = seq_next++;
+		send_fds(s, &cmd, p[1], 6, 3);
+		n = recv_rsp(s, &rsp, &fd);
+		assert_int_equal(n, sizeof(rsp));
+		check_rsp_hdr(&rsp, SV_CMD_QUERY_PORT, cmd.hdr.seq);
+		assert_status(rsp.hdr.status, -EINVAL);
+	}
+	after = count_fds(g.pid);
+	if (after != before)
+		fail_msg("daemon descriptors %d -> %d", before, after);
+	close(p[0]);
+	close(p[1]);
+	close(pr);
+	close(s);
+	check_clean();
+}
+
+/* ---- one client, another's objects ---- */
+
+static void test_other_client(void **state)
+{
+	size_t len = 8192;
+	char *buf = malloc(len);
+	uint64_t pd, cq, ch, b_pd;
+	struct sv_rsp_mr mr, out;
+	int a = conn_open(), b = conn_open(), ev;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_status(hello(a, SV_PROTO_VERSION, 0, NULL), 0);
+	assert_status(hello(b, SV_PROTO_VERSION, 0, NULL), 0);
+	pd = alloc_pd(a);
+	assert_status(reg_mr(a, pd, (uintptr_t)buf, len,
+			     IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_status(create_cq(a, 16, 0, 0, 0, -1, &cq), 0);
+	assert_status(cmd_with_fd(a, SV_CMD_CREATE_CHANNEL, event_pair(&ev),
+				  &ch), 0);
+
+	/* b holds nothing: a's handles name nothing on b */
+	assert_status(cmd_handle(b, SV_CMD_DEALLOC_PD, pd), -EINVAL);
+	assert_status(cmd_handle(b, SV_CMD_DEREG_MR, mr.handle), -EINVAL);
+	assert_status(cmd_handle(b, SV_CMD_DESTROY_CQ, cq), -EINVAL);
+	assert_status(cmd_handle(b, SV_CMD_DESTROY_CHANNEL, ch), -EINVAL);
+	assert_status(reg_mr(b, pd, (uintptr_t)buf, len, 0, NULL), -EINVAL);
+	assert_status(rereg_mr(b, mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
+			       0, 0, NULL), -EINVAL);
+	assert_status(resize_cq(b, cq, 32), -EINVAL);
+	assert_status(create_cq(b, 16, 0, 0, ch, -1, NULL), -EINVAL);
+	/* ... nor does a's pd as the target of b's rereg */
+	b_pd = alloc_pd(b);
+	assert_status(cmd_handle(b, SV_CMD_DEALLOC_PD, b_pd), 0);
+	assert_status(reg_mr(b, pd, (uintptr_t)buf, len, 0, NULL), -EINVAL);
+
+	/* a's objects work */
+	assert_status(rereg_mr(a, mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
+			       0, IBV_ACCESS_LOCAL_WRITE |
+			       IBV_ACCESS_REMOTE_READ, &out), 0);
+	assert_status(resize_cq(a, cq, 64), 0);
+	assert_status(cmd_handle(a, SV_CMD_DEREG_MR, mr.handle), 0);
+	assert_status(cmd_handle(a, SV_CMD_DEALLOC_PD, pd), 0);
+	assert_status(cmd_handle(a, SV_CMD_DESTROY_CQ, cq), 0);
+	assert_status(cmd_handle(a, SV_CMD_DESTROY_CHANNEL, ch), 0);
+	close(ev);
+	close(a);
+	close(b);
+	free(buf);
+	check_clean();
+}
+
+/* A probe connection reads; it creates nothing. */
+static void test_probe(void **state)
+{
+	static const unsigned int ops[] = {
+		SV_CMD_OPEN_CONTEXT, SV_CMD_ALLOC_PD, SV_CMD_DEALLOC_PD,
+		SV_CMD_REG_MR, SV_CMD_REREG_MR, SV_CMD_DEREG_MR,
+		SV_CMD_CREATE_CHANNEL, SV_CMD_DESTROY_CHANNEL, SV_CMD_CREATE_CQ,
+		SV_CMD_RESIZE_CQ, SV_CMD_DESTROY_CQ,
+	};
+	struct sv_rsp_stat st;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	char buf[64];
+	unsigned int i;
+	int s = conn_open(), fd, ev;
+
+	(void)state;
+	assert_status(hello(s, SV_PROTO_VERSION, SV_HELLO_PROBE, NULL), 0);
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		sv_cmd_init(&cmd, ops[i]);
+		assert_status(xfer(s, &cmd, &rsp), -EPERM);
+	}
+	/* well-formed ones, descriptors included */
+	fd = event_pair(&ev);
+	assert_status(cmd_with_fd(s, SV_CMD_CREATE_CHANNEL, fd, NULL), -EPERM);
+	assert_status(cmd_with_fd(s, SV_CMD_OPEN_CONTEXT, fd, NULL), -EPERM);
+	close(fd);
+	close(ev);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, NULL), -EPERM);
+	assert_status(reg_mr(s, 1, (uintptr_t)buf, sizeof(buf), 0, NULL),
+		      -EPERM);
+	/* what a probe is for */
+	assert_status(query_port(s, 1), 0);
+	assert_status(query_gid(s, 1, 0), 0);
+	stat_get(s, &st);
+	for (i = 0; i < SV_OBJ_TYPE_MAX; i++)
+		assert_int_equal(st.total[i], 0);
+	close(s);
+	check_clean();
+}
+
+/* ---- clients that misbehave at volume ---- */
+
+/* One round trip on b, within 2 s. */
+static void still_served(int b)
+{
+	double t = now_s();
+
+	assert_status(hello(b, SV_PROTO_VERSION, 0, NULL), 0);
+	if (now_s() - t > 2)
+		fail_msg("HELLO took %.2f s", now_s() - t);
+}
+
+/*
+ * A client that sends and never reads: the daemon never waits for it, it
+ * drops it once its responses no longer fit; another client is answered all
+ * along.
+ */
+static void test_flood_no_read(void **state)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int a = conn_open(), b = conn_open(), fd, ret = 0;
+	unsigned int sent = 0, blocked = 0, got = 0;
+	double end = now_s() + 10;
+	ssize_t n;
+
+	(void)state;
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	while (now_s() < end) {
+		cmd.hdr.seq = seq_next++;
+		ret = sv_send_msg(a, &cmd, sizeof(cmd), -1, MSG_DONTWAIT);
+		if (ret == -EAGAIN) {
+			struct pollfd p = { .fd = a, .events = POLLOUT };
+
+			blocked++;
+			poll(&p, 1, 50);
+		} else if (ret) {
+			break;
+		} else {
+			sent++;
+		}
+		if ((sent + blocked) % 64 == 0)
+			still_served(b);
+	}
+	print_message("flooder: %u sent, would block %u times, then %s\n",
+		      sent, blocked, strerror(-ret));
+	if (ret != -EPIPE && ret != -ECONNRESET)
+		fail_msg("a client that does not read was not dropped "
+			 "(%u commands sent)", sent);
+	/* what it was sent before it was dropped, then EOF */
+	while ((n = recv_rsp(a, &rsp, &fd)) > 0) {
+		assert_int_equal(n, sizeof(rsp));
+		assert_status(rsp.hdr.status, 0);
+		got++;
+	}
+	assert_int_equal(n, 0);
+	assert_true(got > 0 && got < sent);
+	still_served(b);
+	close(a);
+	close(b);
+	check_clean();
+}
+
+/*
+ * The flooder: keeps up to 32 commands in flight for 4 s at most, reading
+ * every response (so it is never dropped for not reading).
+ */
+static void __attribute__((noreturn)) flood_reading_child(void)
+{
+	double end = now_s() + 4;
+	unsigned int inflight = 0;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int a, fd;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	a = conn_try();
+	if (a < 0)
+		_exit(1);
+	sv_cmd_init(&cmd, SV_CMD_QUERY_PORT);
+	cmd.u.query_port.port_num = 1;
+	while (now_s() < end) {
+		ssize_t n;
+
+		while (inflight < 32 &&
+		       !sv_send_msg(a, &cmd, sizeof(cmd), -1, MSG_DONTWAIT))
+			inflight++;
+		n = sv_recv_msg(a, &rsp, sizeof(rsp), &fd, 0);
+		if (n != (ssize_t)sizeof(rsp) || rsp.hdr.status)
+			_exit(2);
+		inflight--;
+	}
+	_exit(0);
+}
+
+/*
+ * A client that floods and reads its responses, from another process, with
+ * its queue never running dry: another client must still be served promptly.
+ * The flooder is killed at the end; its pidfd tells the daemon.
+ */
+static void test_flood_reading(void **state)
+{
+	double end, worst = 0, t;
+	unsigned int rounds = 0;
+	int b = conn_open(), st;
+
+	(void)state;
+	g.flooder = fork();
+	assert_true(g.flooder >= 0);
+	if (g.flooder == 0)
+		flood_reading_child();
+	wait_clients(3);
+	for (end = now_s() + 1.5; now_s() < end; rounds++) {
+		t = now_s();
+		assert_status(hello(b, SV_PROTO_VERSION, 0, NULL), 0);
+		t = now_s() - t;
+		if (t > worst)
+			worst = t;
+	}
+	kill(g.flooder, SIGKILL);
+	assert_int_equal(waitpid(g.flooder, &st, 0), g.flooder);
+	g.flooder = -1;
+	print_message("beside a flooder: %u round trips, worst %.1f ms\n",
+		      rounds, worst * 1e3);
+	if (!WIFSIGNALED(st))
+		fail_msg("the flooder ended by itself: status %#x", st);
+	if (worst > 1)
+		fail_msg("a flooding client stalled another for %.2f s", worst);
+	close(b);
+	check_clean();
+}
+
+/* ---- random messages ---- */
+
+struct fuzz {
+	uint64_t handles[64];	/* issued to the fuzz connection */
+	unsigned int nhandles;
+	char *buf;		/* memory of ours to register */
+	size_t buf_len;
+};
+
+static uint64_t fuzz_u64(struct fuzz *f)
+{
+	uint64_t r = rnd();
+
+	switch (r % 16) {
+	case 0:
+		return 0;
+	case 1:
+		return ~0ull;
+	case 2:
+		return (uintptr_t)f->buf + (r >> 8) % f->buf_len;
+	case 3:
+		return f->buf_len >> ((r >> 8) % 16);
+	case 4:
+		return SV_TEST_MAX_MR_SIZE + ((r >> 8) % 3) - 1;
+	case 5:
+	case 6:
+	case 7:
+		if (f->nhandles)
+			return f->handles[(r >> 8) % f->nhandles];
+		return 1;
+	case 8:
+	case 9:
+		return rnd();
+	default: {
+		/* two small 32-bit values */
+		static const uint32_t small[] = {
+			0, 1, 2, 3, 4, 7, 16, 255, 65535, 65536, ~0u, 1u << 31,
+		};
+		uint64_t lo = small[(r >> 8) % 12], hi = small[(r >> 16) % 12];
+
+		return hi << 32 | lo;
+	}
+	}
+}
+
+static void fuzz_keep_handle(struct fuzz *f, uint64_t h)
+{
+	if (!h)
+		return;
+	if (f->nhandles < 64)
+		f->handles[f->nhandles++] = h;
+	else
+		f->handles[rnd() % 64] = h;
+}
+
+static void test_fuzz(void **state)
+{
+	static const int ok_status[] = {
+		0, -EINVAL, -EPERM, -EBUSY, -EFAULT, -ENOMEM, -EPROTO,
+		-EOPNOTSUPP,
+	};
+	const char *env_seed = getenv("SV_FUZZ_SEED");
+	const char *env_iters = getenv("SV_FUZZ_ITERS");
+	uint64_t seed = env_seed ? strtoull(env_seed, NULL, 0) : 20240601;
+	unsigned long iters = env_iters ? strtoul(env_iters, NULL, 0) : 20000;
+	unsigned int reconnects = 0, refused = 0, accepted = 0;
+	union {
+		struct sv_cmd cmd;
+		uint8_t b[320];
+	} m;
+	struct fuzz f = { .buf_len = 1 << 16 };
+	struct sv_rsp rsp;
+	int s = conn_open(), p[2], fd, ev;
+	double t0 = now_s();
+	unsigned long i;
+
+	(void)state;
+	rnd_state = seed ? seed : 1;
+	memset(&m, 0, sizeof(m));
+	f.buf = malloc(f.buf_len);
+	assert_non_null(f.buf);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	print_message("fuzz: seed %" PRIu64 ", %lu messages\n", seed, iters);
+	for (i = 0; i < iters; i++) {
+		uint64_t r = rnd();
+		size_t len, k;
+		int fd_in = -1, mine = -1;
+		bool valid_hdr = r % 4 != 0;
+		ssize_t n;
+
+		if (valid_hdr) {
+			sv_cmd_init(&m.cmd, (unsigned int)((r >> 8) %
+							  (SV_CMD_MAX + 2)));
+			for (k = 0; k < sizeof(m.cmd.u.raw) / 8; k++) {
+				uint64_t v = fuzz_u64(&f);
+
+				memcpy(m.cmd.u.raw + 8 * k, &v, 8);
+			}
+			if ((r >> 16) % 16 == 0)	/* a flipped bit */
+				m.b[(r >> 20) % sizeof(m.cmd)] ^=
+					(uint8_t)(1u << ((r >> 32) % 8));
+			len = (r >> 24) % 10 ? sizeof(m.cmd) :
+					       (size_t)((r >> 36) % 301);
+		} else {
+			len = (size_t)((r >> 8) % 301);
+			for (k = 0; k < sizeof(m.b); k += 8) {
+				uint64_t v = rnd();
+
+				memcpy(m.b + k, &v, 8);
+			}
+		}
+		m.cmd.hdr.seq = (uint32_t)i;
+		if ((r >> 40) % 32 == 0)
+			fd_in = (r >> 45) % 2 ? p[0] : event_pair(&mine);
+		assert_int_equal(sv_send_msg(s, &m, len, fd_in, 0), 0);
+		if (mine >= 0) {
+			close(fd_in);
+			close(mine);
+		}
+		n = recv_rsp(s, &rsp, &fd);
+		if (n == 0 && len == 0) {	/* see test_zero_length */
+			close(s);
+			s = conn_open();
+			reconnects++;
+			continue;
+		}
+		if (n != (ssize_t)sizeof(rsp))
+			fail_msg("message %lu (%zu bytes): response of %zd",
+				 i, len, n);
+		assert_int_equal(rsp.hdr.magic, SV_PROTO_MAGIC);
+		assert_int_equal(rsp.hdr.version, SV_PROTO_VERSION);
+		if (len >= sizeof(m.cmd.hdr)) {
+			assert_int_equal(rsp.hdr.seq, m.cmd.hdr.seq);
+			assert_int_equal(rsp.hdr.op, m.cmd.hdr.op);
+		} else {
+			assert_int_equal(rsp.hdr.seq, 0);
+			assert_int_equal(rsp.hdr.op, 0);
+		}
+		if (sv_cmd_check(&m.cmd, len) != SV_CMD_OK) {
+			assert_status(rsp.hdr.status, -EINVAL);
+		} else {
+			for (k = 0; k < sizeof(ok_status) / sizeof(int); k++)
+				if (rsp.hdr.status == ok_status[k])
+					break;
+			if (k == sizeof(ok_status) / sizeof(int))
+				fail_msg("message %lu (%s): status %d", i,
+					 sv_cmd_name(m.cmd.hdr.op),
+					 rsp.hdr.status);
+		}
+		if (rsp.hdr.status) {
+			refused++;
+			assert_int_equal(fd, -1);
+		} else {
+			accepted++;
+			fuzz_keep_handle(&f, rsp.u.obj.handle);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	print_message("fuzz: %u accepted, %u refused, %u reconnects, %.1f s\n",
+		      accepted, refused, reconnects, now_s() - t0);
+	assert_status(hello(s, SV_PROTO_VERSION, 0, NULL), 0);
+	/* and it still creates things */
+	assert_status(cmd_with_fd(s, SV_CMD_CREATE_CHANNEL, event_pair(&ev),
+				  NULL), 0);
+	close(ev);
+	close(s);
+	close(p[0]);
+	close(p[1]);
+	free(f.buf);
+	check_clean();
+}
+
+/* After all of that: a fresh client is served, and refusals were counted. */
+static void test_after_all(void **state)
+{
+	struct sv_rsp_stat st;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int s = conn_open();
+
+	(void)state;
+	assert_status(hello(s, SV_PROTO_VERSION, 0, &rsp), 0);
+	assert_int_equal(rsp.u.hello.daemon_pid, (uint32_t)g.pid);
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	assert_int_equal(rsp.u.dev.max_cqe, SV_TEST_MAX_CQE);
+	assert_int_equal(rsp.u.dev.max_comp_vectors, 1);
+	assert_true(rsp.u.dev.max_mr_size == SV_TEST_MAX_MR_SIZE);
+	stat_get(s, &st);
+	print_message("commands refused: %" PRIu64 "\n", st.refused);
+	assert_true(st.refused > 0);
+	assert_int_equal(st.nclients, 2);
+	assert_int_equal(st.daemon_pid, (uint32_t)g.pid);
+	close(s);
+	check_clean();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_oversized),
+		cmocka_unit_test(test_zero_length),
+		cmocka_unit_test(test_bad_header),
+		cmocka_unit_test(test_hello),
+		cmocka_unit_test(test_query),
+		cmocka_unit_test(test_reg_mr),
+		cmocka_unit_test(test_reg_mr_mapping),
+		cmocka_unit_test(test_rereg_mr),
+		cmocka_unit_test(test_destroy),
+		cmocka_unit_test(test_cq),
+		cmocka_unit_test(test_fd_commands),
+		cmocka_unit_test(test_fd_leak),
+		cmocka_unit_test(test_other_client),
+		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_flood_no_read),
+		cmocka_unit_test(test_flood_reading),
+		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_after_all),
+	};
+	int failed;
+
+	failed = cmocka_run_group_tests(tests, daemon_setup, daemon_teardown);
+	return failed || g.failed ? 1 : 0;
+}
