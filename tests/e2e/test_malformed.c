@@ -639,6 +639,7 @@ static void test_zero_length(void **state)
 	close(p[1]);
 	print_message("zero-length message: %s\n",
 		      dropped ? "connection closed" : "-EINVAL");
+	g.base_fds += after - before; /* blame this test only */
 	if (after != before)
 		fail_msg("daemon descriptors %d -> %d after 200 empty messages "
 			 "with a pipe attached", before, after);
