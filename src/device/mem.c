@@ -124,6 +124,10 @@ static int check_access(uint32_t access, const char **why)
 static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
 			     uint32_t access, const char **why)
 {
+	if (len == 0) {
+		*why = "zero length";
+		return -EINVAL;
+	}
 	if (len > SV_MAX_MR_SIZE) {
 		*why = "length above max_mr_size";
 		return -EINVAL;

@@ -230,7 +230,7 @@ int sv_conn_call(struct sv_conn *c, struct sv_cmd *cmd, int fd_in,
 		*fd_out = -1;
 	pthread_mutex_lock(&c->lock);
 	if (c->dead) {
-		ret = -ENOTCONN;
+		ret = -EIO; /* as a disassociated device reports, every time */
 		goto out;
 	}
 	cmd->hdr.seq = ++c->seq;

@@ -365,6 +365,9 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 
 	if (cqe < 1)
 		return EINVAL;
+	/* Pollers spin for one daemon round trip: the daemon moves the
+	 * completions not yet consumed into the new ring, so nobody may
+	 * consume while it does. Resizing is rare; polling stays lock-light. */
 	cq_lock(cq);
 	sv_cmd_init(&cmd, SV_CMD_RESIZE_CQ);
 	cmd.u.resize_cq.cq = cq->handle;

@@ -264,7 +264,7 @@ SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
 				 __be16 pkey)
 {
 	(void)context;
-	if (port_num != 1 || (be16toh(pkey) & 0x7fff) != 0x7fff) {
+	if (port_num != 1 || be16toh(pkey) != SV_DEFAULT_PKEY) {
 		errno = EINVAL;
 		return -1;
 	}
