@@ -26,7 +26,8 @@ static int cmd_hello(struct sv_req *r)
 		r->why = "unknown hello flags";
 		return -EINVAL;
 	}
-	r->client->probe = a->flags & SV_HELLO_PROBE;
+	/* once a probe, always a probe: a connection cannot shed the limit */
+	r->client->probe |= !!(a->flags & SV_HELLO_PROBE);
 	h->abi = SV_PROTO_VERSION;
 	h->daemon_pid = (uint32_t)getpid();
 	h->client_id = r->client->id;

@@ -128,10 +128,19 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 	size_t bytes = sv_cq_ring_bytes(entries);
 	struct sv_cq_ring *ring;
 	void *map = NULL;
-	int fd = -1, ret;
+	int fd = -1, out, ret;
 
 	ret = ring_alloc(bytes, &fd, &map);
 	if (ret) {
+		r->why = "cannot allocate the ring";
+		return ret;
+	}
+	/* the copy that goes to the client, before anything changes */
+	out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (out < 0) {
+		ret = -errno;
+		munmap(map, bytes);
+		close(fd);
 		r->why = "cannot allocate the ring";
 		return ret;
 	}
@@ -150,6 +159,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 		if (pending > cqe) {
 			munmap(map, bytes);
 			close(fd);
+			close(out);
 			r->why = "new size below the completions outstanding";
 			return -EINVAL;
 		}
@@ -172,8 +182,8 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 	r->rsp->u.cq.cqe = cq->cqe;
 	r->rsp->u.cq.ring_entries = entries;
 	r->rsp->u.cq.ring_bytes = bytes;
-	r->fd_out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	return r->fd_out < 0 ? -errno : 0;
+	r->fd_out = out;
+	return 0;
 }
 
 int sv_cmd_create_cq(struct sv_req *r)

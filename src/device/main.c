@@ -154,6 +154,11 @@ static int claim_socket(void)
 
 static struct sv_client *grave;
 
+/* Taken back when accept4 fails for want of descriptors, so that the
+ * connection can be taken and refused: epoll is level-triggered, and a
+ * connection left in the backlog would wake the loop again at once. */
+static int spare_fd = -1;
+
 static void client_drop(struct sv_client *c)
 {
 	epoll_ctl(d.epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -174,6 +179,17 @@ static void on_accept(void)
 		struct sv_client *c;
 		struct sv_evtag *ts, *tp;
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+		    spare_fd >= 0) {
+			close(spare_fd);
+			fd = accept4(d.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			sv_log(SV_LOG_WARN, "refused a connection: out of descriptors");
+			if (fd >= 0)
+				continue;
+		}
 		if (fd < 0)
 			return;
 		if (sv_dev.nclients >= SV_MAX_CLIENTS) {
@@ -222,6 +238,8 @@ static void on_command(struct sv_client *c)
 		if (n == -EAGAIN)
 			return;
 		if (n <= 0) {
+			if (fd_in >= 0)
+				close(fd_in);
 			client_drop(c);
 			return;
 		}
@@ -261,6 +279,7 @@ static int serve(void)
 	d.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	d.idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	d.epfd = epoll_create1(EPOLL_CLOEXEC);
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (d.sig_fd < 0 || d.idle_fd < 0 || d.epfd < 0)
 		return -errno;
 	d.t_listen.kind = EV_LISTEN;
