@@ -135,3 +135,35 @@ ssize_t sv_recv_msg(int sock, void *buf, size_t len, int *fd, int flags)
 		n = (ssize_t)len + 1; /* kernel did not report the real size */
 	return n;
 }
+
+int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
+	    int *status, int *fd_out)
+{
+	int ret, fd = -1;
+	ssize_t n;
+
+	if (fd_out)
+		*fd_out = -1;
+	ret = sv_send_msg(sock, cmd, sizeof(*cmd), fd_in, 0);
+	if (ret)
+		return ret == -EPIPE || ret == -ECONNRESET ? -ENOTCONN : -EIO;
+	n = sv_recv_msg(sock, rsp, sizeof(*rsp), &fd, 0);
+	if (n == 0 || n == -ECONNRESET)
+		ret = -ENOTCONN;
+	else if (n != (ssize_t)sizeof(*rsp) || rsp->hdr.magic != SV_PROTO_MAGIC ||
+		 rsp->hdr.seq != cmd->hdr.seq || rsp->hdr.op != cmd->hdr.op)
+		ret = -EIO;
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	*status = rsp->hdr.status;
+	if (*status > 0 || *status < -4095)
+		*status = -EIO;
+	if (fd >= 0 && fd_out && !*status)
+		*fd_out = fd;
+	else if (fd >= 0)
+		close(fd);
+	return 0;
+}

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "abi/sv_cmd.h"
+
 #define SV_SOCK_NAME "control"
 #define SV_LOCK_NAME "control.lock"
 #define SV_LOG_NAME  "softverbsd.log"
@@ -33,5 +35,13 @@ int sv_send_msg(int sock, const void *buf, size_t len, int fd, int flags);
  * len: the rest was discarded), 0 on EOF, or -errno. *fd receives an
  * attached descriptor or -1; any further descriptors are closed. */
 ssize_t sv_recv_msg(int sock, void *buf, size_t len, int *fd, int flags);
+
+/* One exchange: send cmd (with fd_in when >= 0), receive its response and
+ * check that it is one (size, magic, seq, op). 0 and *status set to the
+ * response's status (0 or -errno); *fd_out (if fd_out) receives an attached
+ * descriptor on success only. -ENOTCONN when the daemon has gone, -EIO for
+ * any other failure of the exchange itself. */
+int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
+	    int *status, int *fd_out);
 
 #endif

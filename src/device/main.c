@@ -159,6 +159,16 @@ static struct sv_client *grave;
  * connection left in the backlog would wake the loop again at once. */
 static int spare_fd = -1;
 
+static void bury(void)
+{
+	while (grave) {
+		struct sv_client *c = grave;
+
+		grave = c->next;
+		sv_client_free(c);
+	}
+}
+
 static void client_drop(struct sv_client *c)
 {
 	epoll_ctl(d.epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -334,12 +344,7 @@ static int serve(void)
 		}
 		/* clients dropped in this batch may still have had events in
 		 * it; only now is their memory freed */
-		while (grave) {
-			struct sv_client *c = grave;
-
-			grave = c->next;
-			sv_client_free(c);
-		}
+		bury();
 	}
 }
 
@@ -438,12 +443,7 @@ int main(int argc, char **argv)
 	close(d.listen_fd);
 	while (sv_dev.clients.next != &sv_dev.clients)
 		client_drop(sv_dev.clients.next);
-	while (grave) {
-		struct sv_client *c = grave;
-
-		grave = c->next;
-		sv_client_free(c);
-	}
+	bury();
 	sv_keytab_fini(&sv_dev.keys);
 	if (ret)
 		sv_log(SV_LOG_ERR, "event loop: %s", strerror(-ret));

@@ -50,19 +50,11 @@ static int probe_open(struct probe *p)
 
 static int probe_call(struct probe *p, struct sv_cmd *cmd, struct sv_rsp *rsp)
 {
-	int fd, ret;
-	ssize_t n;
+	int ret, status;
 
 	cmd->hdr.seq = ++p->seq;
-	ret = sv_send_msg(p->fd, cmd, sizeof(*cmd), -1, 0);
-	if (ret)
-		return ret;
-	n = sv_recv_msg(p->fd, rsp, sizeof(*rsp), &fd, 0);
-	if (fd >= 0)
-		close(fd);
-	if (n != (ssize_t)sizeof(*rsp) || rsp->hdr.seq != cmd->hdr.seq)
-		return -EIO;
-	return rsp->hdr.status;
+	ret = sv_call(p->fd, cmd, -1, rsp, &status, NULL);
+	return ret ? ret : status;
 }
 
 static int probe_hello(struct probe *p, struct sv_rsp *rsp)

@@ -223,45 +223,23 @@ void sv_conn_close(struct sv_conn *c)
 int sv_conn_call(struct sv_conn *c, struct sv_cmd *cmd, int fd_in,
 		 struct sv_rsp *rsp, int *fd_out)
 {
-	int ret, fd = -1;
-	ssize_t n;
+	int ret, status = -EIO;
 
 	if (fd_out)
 		*fd_out = -1;
 	pthread_mutex_lock(&c->lock);
 	if (c->dead) {
 		ret = -EIO; /* as a disassociated device reports, every time */
-		goto out;
+	} else {
+		cmd->hdr.seq = ++c->seq;
+		ret = sv_call(c->fd, cmd, fd_in, rsp, &status, fd_out);
+		if (ret) {
+			c->dead = true; /* the daemon is gone: EIO from now on */
+			ret = -EIO;
+		} else {
+			ret = status;
+		}
 	}
-	cmd->hdr.seq = ++c->seq;
-	ret = sv_send_msg(c->fd, cmd, sizeof(*cmd), fd_in, 0);
-	if (ret)
-		goto dead;
-	n = sv_recv_msg(c->fd, rsp, sizeof(*rsp), &fd, 0);
-	if (n <= 0) {
-		ret = n ? (int)n : -ENOTCONN;
-		goto dead;
-	}
-	if ((size_t)n != sizeof(*rsp) || rsp->hdr.magic != SV_PROTO_MAGIC ||
-	    rsp->hdr.seq != cmd->hdr.seq || rsp->hdr.op != cmd->hdr.op) {
-		ret = -EIO;
-		goto dead;
-	}
-	ret = rsp->hdr.status;
-	if (ret > 0 || ret < -4095)
-		ret = -EIO;
-	if (fd >= 0 && fd_out && !ret) {
-		*fd_out = fd;
-		fd = -1;
-	}
-	goto out;
-dead:
-	c->dead = true;
-	if (ret != -ENOTCONN)
-		ret = -EIO;
-out:
-	if (fd >= 0)
-		close(fd);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
