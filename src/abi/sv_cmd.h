@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi/sv_qp.h"
+
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
 #define SV_PROTO_VERSION 1u
 
@@ -60,7 +62,17 @@ enum sv_obj_type {
 	X(CREATE_CQ, 13)                                                     \
 	X(RESIZE_CQ, 14)                                                     \
 	X(DESTROY_CQ, 15)                                                    \
-	X(STAT, 16)
+	X(STAT, 16)                                                          \
+	X(CREATE_QP, 17)                                                     \
+	X(MODIFY_QP, 18)                                                     \
+	X(QUERY_QP, 19)                                                      \
+	X(DESTROY_QP, 20)                                                    \
+	X(CREATE_SRQ, 21)                                                    \
+	X(MODIFY_SRQ, 22)                                                    \
+	X(QUERY_SRQ, 23)                                                     \
+	X(DESTROY_SRQ, 24)                                                   \
+	X(CREATE_AH, 25)                                                     \
+	X(DESTROY_AH, 26)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -139,6 +151,60 @@ struct sv_cmd_resize_cq {
 	uint32_t rsvd;
 };
 
+/* CREATE_QP: the QP's ring memfd comes with the response. */
+struct sv_cmd_create_qp {
+	uint64_t cookie;       /* returned in events: the library's ibv_qp * */
+	uint64_t pd;
+	uint64_t send_cq;
+	uint64_t recv_cq;
+	uint64_t srq;          /* 0 or an SRQ handle */
+	uint64_t send_ops_flags; /* ibv_create_qp_ex: enum ibv_qp_create_send_ops_flags */
+	uint32_t qp_type;      /* enum ibv_qp_type */
+	uint32_t sq_sig_all;
+	uint32_t create_flags; /* enum ibv_qp_create_flags */
+	uint32_t rsvd;
+	struct sv_wire_qp_cap cap;
+	uint32_t rsvd2;
+};
+
+struct sv_cmd_modify_qp {
+	uint64_t qp;
+	uint32_t attr_mask;    /* enum ibv_qp_attr_mask */
+	uint32_t rsvd;
+	struct sv_wire_qp_attr attr;
+};
+
+struct sv_cmd_query_qp {
+	uint64_t qp;
+	uint32_t attr_mask;
+	uint32_t rsvd;
+};
+
+/* CREATE_SRQ: the SRQ's ring memfd comes with the response. */
+struct sv_cmd_create_srq {
+	uint64_t cookie;       /* the library's ibv_srq * */
+	uint64_t pd;
+	uint64_t cq;           /* XRC SRQs */
+	uint64_t xrcd;         /* XRC SRQs */
+	uint32_t srq_type;     /* enum ibv_srq_type */
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+};
+
+struct sv_cmd_modify_srq {
+	uint64_t srq;
+	uint32_t attr_mask;    /* enum ibv_srq_attr_mask */
+	uint32_t max_wr;
+	uint32_t srq_limit;
+	uint32_t rsvd;
+};
+
+struct sv_cmd_create_ah {
+	uint64_t pd;
+	struct sv_wire_ah attr;
+};
+
 struct sv_cmd_stat {
 	uint32_t first;        /* index of the first client to list */
 	uint32_t rsvd;
@@ -166,6 +232,12 @@ struct sv_cmd {
 		struct sv_cmd_create_cq create_cq;
 		struct sv_cmd_resize_cq resize_cq;
 		struct sv_cmd_stat stat;
+		struct sv_cmd_create_qp create_qp;
+		struct sv_cmd_modify_qp modify_qp;
+		struct sv_cmd_query_qp query_qp;
+		struct sv_cmd_create_srq create_srq;
+		struct sv_cmd_modify_srq modify_srq;
+		struct sv_cmd_create_ah create_ah;
 		uint8_t raw[SV_CMD_SIZE - sizeof(struct sv_cmd_hdr)];
 	} u;
 };
@@ -276,6 +348,56 @@ struct sv_rsp_cq {
 	uint64_t ring_bytes;       /* size of the memfd to map */
 };
 
+/* OPEN_CONTEXT: the doorbell memfd (db_pages pages of SV_DB_PAGE_BYTES, one
+ * struct sv_doorbell at the head of each) comes with the response. */
+struct sv_rsp_open_context {
+	uint32_t db_pages;
+	uint32_t rsvd;
+	uint64_t db_bytes;
+};
+
+/* A QP's ring memfd comes with this response: the send ring at sq_offset,
+ * the receive ring at rq_offset (0 entries when the QP uses an SRQ). */
+struct sv_rsp_qp {
+	uint64_t handle;
+	uint32_t qpn;
+	uint32_t db_index;         /* the doorbell page of the QP's engine */
+	struct sv_wire_qp_cap cap; /* what the QP really holds (>= asked) */
+	uint32_t sq_entries;
+	uint32_t sq_stride;
+	uint32_t rq_entries;
+	uint32_t rq_stride;
+	uint64_t sq_offset;
+	uint64_t rq_offset;
+	uint64_t ring_bytes;
+};
+
+struct sv_rsp_query_qp {
+	struct sv_wire_qp_attr attr;
+	struct sv_wire_qp_cap cap;
+	uint32_t qp_type;
+	uint32_t sq_sig_all;
+};
+
+/* An SRQ's ring memfd comes with this response. */
+struct sv_rsp_srq {
+	uint64_t handle;
+	uint32_t srqn;
+	uint32_t db_index;
+	uint32_t max_wr;           /* usable entries (>= asked) */
+	uint32_t max_sge;
+	uint32_t entries;
+	uint32_t stride;
+	uint64_t ring_bytes;       /* the ring header is at offset 0 */
+};
+
+struct sv_rsp_query_srq {
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+	uint32_t rsvd;
+};
+
 struct sv_stat_client {
 	uint64_t client_id;
 	uint32_t pid;
@@ -313,6 +435,11 @@ struct sv_rsp {
 		struct sv_rsp_mr mr;
 		struct sv_rsp_cq cq;
 		struct sv_rsp_stat stat;
+		struct sv_rsp_open_context open_context;
+		struct sv_rsp_qp qp;
+		struct sv_rsp_query_qp query_qp;
+		struct sv_rsp_srq srq;
+		struct sv_rsp_query_srq query_srq;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;
 };
@@ -323,6 +450,7 @@ _Static_assert(sizeof(struct sv_rsp_hdr) == 16, "rsp hdr");
 _Static_assert(sizeof(struct sv_rsp) == SV_RSP_SIZE, "rsp size");
 _Static_assert(sizeof(struct sv_dev_attr) <= sizeof(((struct sv_rsp *)0)->u.raw), "dev attr fits");
 _Static_assert(sizeof(struct sv_rsp_stat) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat fits");
+_Static_assert(sizeof(struct sv_cmd_modify_qp) <= sizeof(((struct sv_cmd *)0)->u.raw), "modify_qp fits");
 _Static_assert(offsetof(struct sv_cmd, u) == 16, "cmd payload offset");
 _Static_assert(offsetof(struct sv_rsp, u) == 16, "rsp payload offset");
 

@@ -103,6 +103,15 @@ static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 	case SV_OBJ_CHANNEL:
 		sv_channel_destroy(obj);
 		break;
+	case SV_OBJ_QP:
+		sv_qp_destroy(obj);
+		break;
+	case SV_OBJ_SRQ:
+		sv_srq_destroy(obj);
+		break;
+	case SV_OBJ_AH:
+		sv_ah_destroy(obj);
+		break;
 	default:
 		free(obj);
 		break;

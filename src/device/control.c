@@ -5,6 +5,7 @@
  * its errno back and a line in the log saying why.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -80,8 +81,19 @@ static int cmd_open_context(struct sv_req *r)
 	ret = sv_check_event_socket(r->fd_in, &r->why);
 	if (ret)
 		return ret;
+	if (sv_dev.db_memfd < 0) {
+		r->why = "no doorbell pages";
+		return -ENODEV;
+	}
+	r->fd_out = fcntl(sv_dev.db_memfd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd_out < 0) {
+		r->why = "cannot hand out the doorbell pages";
+		return -EMFILE;
+	}
 	r->client->async_fd = r->fd_in;
 	r->fd_in = -1;
+	r->rsp->u.open_context.db_pages = SV_ENGINES;
+	r->rsp->u.open_context.db_bytes = (uint64_t)SV_ENGINES * SV_DB_PAGE_BYTES;
 	return 0;
 }
 
@@ -181,6 +193,16 @@ static const struct {
 	[SV_CMD_RESIZE_CQ] = { sv_cmd_resize_cq, 0 },
 	[SV_CMD_DESTROY_CQ] = { sv_cmd_destroy_cq, 0 },
 	[SV_CMD_STAT] = { cmd_stat, F_PROBE },
+	[SV_CMD_CREATE_QP] = { sv_cmd_create_qp, 0 },
+	[SV_CMD_MODIFY_QP] = { sv_cmd_modify_qp, 0 },
+	[SV_CMD_QUERY_QP] = { sv_cmd_query_qp, 0 },
+	[SV_CMD_DESTROY_QP] = { sv_cmd_destroy_qp, 0 },
+	[SV_CMD_CREATE_SRQ] = { sv_cmd_create_srq, 0 },
+	[SV_CMD_MODIFY_SRQ] = { sv_cmd_modify_srq, 0 },
+	[SV_CMD_QUERY_SRQ] = { sv_cmd_query_srq, 0 },
+	[SV_CMD_DESTROY_SRQ] = { sv_cmd_destroy_srq, 0 },
+	[SV_CMD_CREATE_AH] = { sv_cmd_create_ah, 0 },
+	[SV_CMD_DESTROY_AH] = { sv_cmd_destroy_ah, 0 },
 };
 
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,

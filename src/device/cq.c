@@ -95,10 +95,9 @@ static uint32_t ring_entries_for(uint32_t cqe)
 	return n;
 }
 
-/* A sealed memfd of bytes, mapped here. */
-static int ring_alloc(size_t bytes, int *memfd, void **map)
+int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map)
 {
-	int fd = memfd_create("softverbs-cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	void *p;
 
 	if (fd < 0)
@@ -130,7 +129,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 	void *map = NULL;
 	int fd = -1, out, ret;
 
-	ret = ring_alloc(bytes, &fd, &map);
+	ret = sv_ring_alloc("softverbs-cq", bytes, &fd, &map);
 	if (ret) {
 		r->why = "cannot allocate the ring";
 		return ret;

@@ -30,7 +30,7 @@
 #include "abi/sv_sock.h"
 #include "device/sv_dev.h"
 
-struct sv_device sv_dev;
+struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 
 enum sv_evkind { EV_LISTEN, EV_SIGNAL, EV_IDLE, EV_SOCK, EV_PID };
 
@@ -169,12 +169,28 @@ static void bury(void)
 	}
 }
 
+/* The control thread takes the device lock saying so, so that a busy engine
+ * lets it in between two WQEs instead of starving it. */
+static void ctl_lock(void)
+{
+	__atomic_add_fetch(&sv_dev.ctl_wait, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&sv_dev.lock);
+	__atomic_sub_fetch(&sv_dev.ctl_wait, 1, __ATOMIC_SEQ_CST);
+}
+
+static void ctl_unlock(void)
+{
+	pthread_mutex_unlock(&sv_dev.lock);
+}
+
 static void client_drop(struct sv_client *c)
 {
 	epoll_ctl(d.epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	if (c->pidfd >= 0)
 		epoll_ctl(d.epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+	ctl_lock();
 	sv_client_teardown(c);
+	ctl_unlock();
 	c->next = grave;
 	grave = c;
 	if (!sv_dev.nclients)
@@ -213,12 +229,15 @@ static void on_accept(void)
 			close(fd);
 			continue;
 		}
+		/* from here on the client is on sv_dev's list: under the lock */
 		ts = calloc(1, sizeof(*ts));
 		tp = calloc(1, sizeof(*tp));
 		c->ev_sock = ts;
 		c->ev_pid = tp;
 		if (!ts || !tp) {
+			ctl_lock();
 			sv_client_teardown(c);
+			ctl_unlock();
 			sv_client_free(c);
 			continue;
 		}
@@ -255,7 +274,9 @@ static void on_command(struct sv_client *c)
 		}
 		if ((size_t)n < sizeof(cmd)) /* never read past what came */
 			memset((char *)&cmd + n, 0, sizeof(cmd) - (size_t)n);
+		ctl_lock();
 		sv_control_handle(c, &cmd, n, fd_in, &rsp, &fd_out);
+		ctl_unlock();
 		if (sv_log_level >= SV_LOG_DEBUG)
 			sv_log(SV_LOG_DEBUG, "client %llu: %s -> %d",
 			       (unsigned long long)c->id,
@@ -426,6 +447,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ret = claim_socket();
+	if (ret > 0) {
+		int e = sv_engine_start();
+
+		if (e) {
+			sv_log(SV_LOG_ERR, "cannot start the engine");
+			ret = e;
+		}
+	}
 	if (ret == 0) {
 		sv_log(SV_LOG_INFO, "a daemon already serves %s", d.sock_path);
 		return 0;
@@ -444,6 +473,7 @@ int main(int argc, char **argv)
 	while (sv_dev.clients.next != &sv_dev.clients)
 		client_drop(sv_dev.clients.next);
 	bury();
+	sv_engine_stop();
 	sv_keytab_fini(&sv_dev.keys);
 	if (ret)
 		sv_log(SV_LOG_ERR, "event loop: %s", strerror(-ret));

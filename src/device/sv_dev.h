@@ -5,11 +5,16 @@
 #ifndef SV_DEVICE_DEV_H
 #define SV_DEVICE_DEV_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <infiniband/verbs.h>
+
 #include "abi/sv_cmd.h"
+#include "abi/sv_qp.h"
+#include "abi/sv_ring.h"
 #include "device/keys.h"
 #include "device/objtab.h"
 
@@ -22,6 +27,17 @@
 #define SV_MAX_CQE          ((1u << 16) - 1)
 #define SV_MAX_CHANNEL      (1u << 12)
 #define SV_MAX_MR_SIZE      (1ull << 47)   /* the user address space */
+#define SV_MAX_QP_BITS      14
+#define SV_MAX_QP           ((1u << SV_MAX_QP_BITS) - 2) /* QPN slots 0, 1 reserved */
+#define SV_MAX_QP_WR        16384
+#define SV_MAX_SGE          32
+#define SV_MAX_INLINE       512
+#define SV_MAX_SRQ          (1u << 12)
+#define SV_MAX_SRQ_WR       16384
+#define SV_MAX_AH           (1u << 16)
+#define SV_MAX_RD_ATOM      16
+#define SV_MAX_MSG_SZ       (1u << 31)
+#define SV_ENGINES          1       /* engine threads = doorbell pages */
 
 struct sv_client;
 
@@ -61,6 +77,85 @@ struct sv_cq {
 	uint32_t cqe;              /* usable entries reported */
 	uint32_t flags;
 	uint32_t refs;             /* QPs, SRQs */
+	uint32_t last_arm_sn;      /* arm_sn when the last event was sent */
+};
+
+struct sv_engine;
+
+/* The device's private view of one work-queue ring in shared memory. */
+struct sv_wq {
+	struct sv_wq_ring *hdr;    /* in the mapping; only prod is read from it */
+	uint32_t entries;          /* private copies: never re-read the ring's */
+	uint32_t stride;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t cons;             /* private consumer counter */
+};
+
+struct sv_srq {
+	struct sv_client *owner;
+	uint64_t handle;
+	uint64_t cookie;
+	struct sv_pd *pd;
+	uint32_t srqn;
+	uint32_t type;             /* enum ibv_srq_type */
+	int memfd;
+	void *ring;
+	size_t ring_bytes;
+	struct sv_wq rq;
+	uint32_t max_wr;           /* usable entries */
+	uint32_t limit;            /* armed limit; 0 = not armed */
+	uint32_t refs;             /* QPs */
+	bool in_error;             /* a corrupt ring: every receive fails */
+};
+
+struct sv_ah {
+	struct sv_client *owner;
+	uint64_t handle;
+	struct sv_pd *pd;
+	struct sv_wire_ah attr;
+};
+
+/*
+ * A queue pair. The control thread (qp.c) creates, modifies and destroys it,
+ * always holding sv_dev.lock; the engine reads the attributes and owns the
+ * "engine" fields, also under sv_dev.lock.
+ */
+struct sv_qp {
+	struct sv_client *owner;
+	uint64_t handle;
+	uint64_t cookie;
+	uint32_t qpn;
+	uint32_t type;             /* enum ibv_qp_type */
+	uint32_t state;            /* enum ibv_qp_state */
+	struct sv_pd *pd;
+	struct sv_cq *send_cq;
+	struct sv_cq *recv_cq;
+	struct sv_srq *srq;        /* NULL: the QP has its own receive ring */
+	bool sq_sig_all;
+	uint32_t create_flags;
+	uint64_t send_ops_flags;
+	struct sv_wire_qp_cap cap;
+
+	int memfd;
+	void *ring;                /* the whole mapping */
+	size_t ring_bytes;
+	struct sv_wq sq;
+	struct sv_wq rq;           /* entries == 0 with an SRQ */
+
+	/* attributes set by MODIFY_QP (host byte order) */
+	struct sv_wire_qp_attr attr;
+
+	/* engine state */
+	struct sv_engine *engine;
+	struct sv_qp *eng_next, *eng_prev; /* in the engine's list */
+	uint64_t wait_until_ns;    /* CLOCK_MONOTONIC: the head WQE waits (RNR, timeout) */
+	uint32_t rnr_left;         /* RNR retries left for the head WQE */
+	uint32_t retry_left;       /* transport retries left for the head WQE */
+	bool head_started;         /* the retry counters belong to the head WQE */
+	bool comm_est_sent;        /* IBV_EVENT_COMM_EST reported */
+	bool last_wqe_sent;        /* IBV_EVENT_QP_LAST_WQE_REACHED reported */
+	bool sq_drained_sent;      /* IBV_EVENT_SQ_DRAINED reported for this SQD */
 };
 
 struct sv_client {
@@ -88,6 +183,22 @@ struct sv_device {
 	uint64_t next_client_id;
 	uint32_t total[SV_OBJ_TYPE_MAX];
 	uint64_t refused;
+
+	/* Held by the control thread around every command and teardown, and by
+	 * an engine around each step that reads objects: one lock, so no
+	 * object changes or vanishes under a running WQE. */
+	pthread_mutex_t lock;
+	uint32_t ctl_wait;         /* the control thread waits for the lock:
+				    * an engine steps aside between WQEs */
+	struct sv_qp *qpn_tab[1u << SV_MAX_QP_BITS]; /* by QPN low bits */
+	uint32_t qpn_gen;          /* upper QPN bits: a fresh QPN per reuse */
+	uint32_t nqp;
+	/* doorbell pages: a memfd of SV_ENGINES pages, mapped here and by
+	 * every client */
+	int db_memfd;
+	void *db_map;
+	struct sv_engine *engine[SV_ENGINES];
+	uint64_t wqes;             /* WQEs executed (stat) */
 };
 
 extern struct sv_device sv_dev;
@@ -129,6 +240,43 @@ int sv_cmd_resize_cq(struct sv_req *r);
 int sv_cmd_destroy_cq(struct sv_req *r);
 void sv_channel_destroy(struct sv_channel *ch);
 void sv_cq_destroy(struct sv_cq *cq);
+
+/* qp.c: QPs (control), the QPN table, SRQs and AHs */
+int sv_cmd_create_qp(struct sv_req *r);
+int sv_cmd_modify_qp(struct sv_req *r);
+int sv_cmd_query_qp(struct sv_req *r);
+int sv_cmd_destroy_qp(struct sv_req *r);
+void sv_qp_destroy(struct sv_qp *qp);
+/* The live QP with exactly this QPN, else NULL. Under sv_dev.lock. */
+struct sv_qp *sv_qp_lookup(uint32_t qpn);
+int sv_cmd_create_srq(struct sv_req *r);
+int sv_cmd_modify_srq(struct sv_req *r);
+int sv_cmd_query_srq(struct sv_req *r);
+int sv_cmd_destroy_srq(struct sv_req *r);
+void sv_srq_destroy(struct sv_srq *srq);
+int sv_cmd_create_ah(struct sv_req *r);
+int sv_cmd_destroy_ah(struct sv_req *r);
+void sv_ah_destroy(struct sv_ah *ah);
+/* A sealed memfd of bytes, mapped read-write here (cq.c). */
+int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map);
+
+/* engine.c: the engine threads that execute WQEs. All under sv_dev.lock
+ * except start/stop. */
+int sv_engine_start(void);         /* creates the doorbell memfd, threads */
+void sv_engine_stop(void);
+void sv_engine_add_qp(struct sv_qp *qp);    /* picks qp->engine */
+void sv_engine_remove_qp(struct sv_qp *qp); /* before qp is freed */
+/* Something changed that the engine must look at (a QP moved to ERR or
+ * back to RTS, a QP was destroyed): wake its engine. */
+void sv_engine_kick(struct sv_engine *e);
+
+/* events (engine.c): an affiliated or unaffiliated async event to a client,
+ * and CQE production with completion-channel events (cq.c). */
+void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
+		    uint64_t handle);
+/* Write one CQE; -ENOSPC (and the CQ's overflow flag, IBV_EVENT_CQ_ERR) when
+ * the ring is full. Sends a completion event if the CQ is armed for it. */
+int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited);
 
 /* client.c */
 struct sv_client *sv_client_new(int fd);

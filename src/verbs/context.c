@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,7 +39,8 @@ static int open_context(struct sv_context *ctx)
 {
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
-	int sp[2], ret;
+	int sp[2], db_fd = -1, ret;
+	void *db;
 
 	ret = sv_conn_open(&ctx->conn, 0, NULL);
 	if (ret)
@@ -48,10 +50,28 @@ static int open_context(struct sv_context *ctx)
 		goto err_conn;
 	}
 	sv_cmd_init(&cmd, SV_CMD_OPEN_CONTEXT);
-	ret = sv_conn_call(&ctx->conn, &cmd, sp[1], &rsp, NULL);
+	ret = sv_conn_call(&ctx->conn, &cmd, sp[1], &rsp, &db_fd);
 	close(sp[1]);
 	if (ret)
 		goto err_sock;
+	/* the doorbell pages of the device's engines */
+	if (db_fd < 0 || !rsp.u.open_context.db_pages ||
+	    rsp.u.open_context.db_bytes !=
+		    (uint64_t)rsp.u.open_context.db_pages * SV_DB_PAGE_BYTES) {
+		ret = -EPROTO;
+		goto err_db;
+	}
+	db = mmap(NULL, rsp.u.open_context.db_bytes, PROT_READ | PROT_WRITE,
+		  MAP_SHARED, db_fd, 0);
+	if (db == MAP_FAILED) {
+		ret = -errno;
+		goto err_db;
+	}
+	close(db_fd);
+	db_fd = -1;
+	ctx->db_map = db;
+	ctx->db_bytes = rsp.u.open_context.db_bytes;
+	ctx->db_pages = rsp.u.open_context.db_pages;
 	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
 	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
 	if (ret)
@@ -61,6 +81,12 @@ static int open_context(struct sv_context *ctx)
 	ctx->vctx.context.cmd_fd = ctx->conn.fd;
 	return 0;
 
+err_db:
+	if (db_fd >= 0)
+		close(db_fd);
+	if (ctx->db_map)
+		munmap(ctx->db_map, ctx->db_bytes);
+	ctx->db_map = NULL;
 err_sock:
 	close(sp[0]);
 err_conn:
@@ -100,6 +126,8 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 	/* the daemon frees whatever the application left behind */
 	close(context->async_fd);
 	sv_conn_close(&ctx->conn);
+	if (ctx->db_map)
+		munmap(ctx->db_map, ctx->db_bytes);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);

@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_cmd.h"
+#include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
 
 #define SV_SYSFS_PREFIX "/sys/class/infiniband/"
@@ -53,6 +54,12 @@ struct sv_context {
 	pthread_mutex_t lock;      /* cq list */
 	struct sv_cq *cqs;         /* live CQs: completion events name them */
 	bool fatal_sent;
+	/* doorbell pages of the device's engines (OPEN_CONTEXT) */
+	void *db_map;
+	size_t db_bytes;
+	uint32_t db_pages;
+	struct sv_qp *qps;         /* live QPs: async events name them (lock) */
+	struct sv_srq *srqs;       /* live SRQs (lock) */
 };
 
 static inline struct sv_context *to_sv_ctx(struct ibv_context *ctx)
@@ -102,6 +109,73 @@ static inline struct sv_cq *to_sv_cq(struct ibv_cq *cq)
 {
 	return (struct sv_cq *)cq;
 }
+
+/* The library's side of one work-queue ring (struct sv_wq_ring). */
+struct sv_wq {
+	struct sv_wq_ring *hdr;    /* in the mapping */
+	uint32_t entries;          /* private copies */
+	uint32_t stride;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t prod;             /* private producer counter */
+};
+
+struct sv_qp {
+	struct ibv_qp_ex ex;       /* head is a struct ibv_qp */
+	uint64_t handle;
+	struct sv_qp *next;        /* in sv_context.qps */
+	void *ring;                /* the QP's memfd mapping */
+	size_t ring_bytes;
+	struct sv_wq sq;
+	struct sv_wq rq;           /* entries == 0 with an SRQ */
+	struct sv_doorbell *db;    /* the page of the QP's engine */
+	pthread_spinlock_t sq_lock;
+	pthread_spinlock_t rq_lock;
+	bool single_threaded;      /* no locks on post */
+	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
+	uint32_t sq_sig_all;
+	uint64_t send_ops_flags;
+	uint32_t max_send_wr;      /* what the caller may have outstanding */
+	uint32_t max_recv_wr;
+	/* ibv_wr_* session (wr.c): between wr_start and wr_complete */
+	uint32_t wr_start_prod;    /* sq.prod at wr_start */
+	void *wr_cur;              /* the slot being built, NULL when none */
+	int wr_err;                /* first error in this session */
+	uint32_t async_events;     /* handed out by ibv_get_async_event */
+};
+
+static inline struct sv_qp *to_sv_qp(struct ibv_qp *qp)
+{
+	return (struct sv_qp *)qp;
+}
+
+struct sv_srq {
+	struct ibv_srq ibsrq;
+	uint64_t handle;
+	struct sv_srq *next;       /* in sv_context.srqs */
+	void *ring;
+	size_t ring_bytes;
+	struct sv_wq rq;
+	struct sv_doorbell *db;
+	uint32_t srqn;
+	uint32_t max_wr;
+	pthread_spinlock_t lock;
+	uint32_t async_events;
+};
+
+static inline struct sv_srq *to_sv_srq(struct ibv_srq *srq)
+{
+	return (struct sv_srq *)srq;
+}
+
+struct sv_ah {
+	struct ibv_ah ibah;
+	uint64_t handle;
+};
+
+/* Wake the engine behind a doorbell page if it sleeps: the only system call
+ * on the post path. Call after publishing a producer counter. */
+void sv_doorbell_ring(struct sv_doorbell *db);
 
 /* device.c */
 extern struct sv_device sv_device0;

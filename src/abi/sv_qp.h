@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Work-queue rings and doorbell pages: one definition for the library and
+ * the daemon.
+ *
+ * A QP's memfd (created, sized and sealed by the daemon) holds its send ring
+ * and, unless the QP uses an SRQ, its receive ring; an SRQ's memfd holds one
+ * receive ring. Each ring is a 4 KiB header page (struct sv_wq_ring) followed
+ * by a power-of-two array of fixed-size slots; the byte offset of each ring
+ * in the memfd and its slot size come in the create response.
+ *
+ * The library is the producer: it writes a WQE into slot (prod & (entries-1))
+ * and then publishes prod + 1 with a release store. The daemon is the
+ * consumer: it reads prod with an acquire load, COPIES the slot into private
+ * memory before it looks at any field (the client can still write the ring),
+ * validates the copy, and publishes cons with a release store once the slot
+ * may be reused. Free-running uint32_t counters; prod - cons > entries means
+ * a corrupt ring, and the QP goes to the error state.
+ *
+ * Doorbells: the daemon's engine threads spin briefly on the rings they own,
+ * then sleep on a futex in their doorbell page. A poster that finds
+ * `sleeping` set bumps `seq` and wakes the futex; that FUTEX_WAKE is the only
+ * system call on the post path.
+ */
+#ifndef SV_ABI_QP_H
+#define SV_ABI_QP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi/sv_ring.h" /* SV_RING_HDR_BYTES, SV_CACHELINE */
+
+/* Send or receive ring header (4 KiB page, counters on their own lines). */
+struct sv_wq_ring {
+	/* written by the library */
+	uint32_t prod;             /* WQEs posted */
+	uint8_t pad0[SV_CACHELINE - 4];
+	/* written by the device */
+	uint32_t cons;             /* slots the device is done with */
+	uint8_t pad1[SV_CACHELINE - 4];
+	/* written once by the daemon at creation; each side keeps a copy */
+	uint32_t entries;          /* slots, a power of two */
+	uint32_t stride;           /* bytes per slot, a multiple of 64 */
+	uint32_t max_sge;          /* SGEs a slot holds */
+	uint32_t max_inline;       /* inline bytes a slot holds (send ring) */
+	uint8_t pad2[SV_CACHELINE - 16];
+	/* written by the device: state the library may look at (advisory) */
+	uint32_t qp_state;         /* enum ibv_qp_state, as the device sees it */
+	uint32_t srq_limit;        /* SRQ ring: armed limit, 0 = not armed */
+};
+
+/* One scatter/gather element, as ibv_sge. */
+struct sv_wqe_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/* Send WQE header; the slot continues with num_sge struct sv_wqe_sge, or with
+ * inline_len bytes of data when flags has IBV_SEND_INLINE. */
+struct sv_send_wqe {
+	uint64_t wr_id;
+	uint32_t opcode;           /* enum ibv_wr_opcode */
+	uint32_t flags;            /* enum ibv_send_flags */
+	uint32_t imm;              /* imm_data (big-endian) or invalidate rkey */
+	uint32_t num_sge;          /* SGEs, or inline bytes with IBV_SEND_INLINE */
+	uint64_t remote_addr;      /* RDMA, atomics */
+	uint32_t rkey;             /* RDMA, atomics */
+	uint32_t remote_qpn;       /* UD */
+	union {
+		struct {
+			uint64_t compare_add;
+			uint64_t swap;
+		} atomic;
+		struct {
+			uint64_t ah;       /* the AH's daemon handle */
+			uint32_t remote_qkey;
+			uint32_t rsvd;
+		} ud;
+	};
+	uint64_t rsvd;
+};
+
+/* Receive WQE header; the slot continues with num_sge struct sv_wqe_sge. */
+struct sv_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t rsvd;
+};
+
+#define SV_SEND_WQE_HDR 64u
+#define SV_RECV_WQE_HDR 16u
+
+_Static_assert(sizeof(struct sv_wq_ring) <= SV_RING_HDR_BYTES, "wq hdr");
+_Static_assert(offsetof(struct sv_wq_ring, cons) == SV_CACHELINE, "cons line");
+_Static_assert(sizeof(struct sv_wqe_sge) == 16, "sge");
+_Static_assert(sizeof(struct sv_send_wqe) == SV_SEND_WQE_HDR, "send wqe");
+_Static_assert(sizeof(struct sv_recv_wqe) == SV_RECV_WQE_HDR, "recv wqe");
+
+/* Slot size of a send ring for max_sge SGEs and max_inline inline bytes. */
+static inline uint32_t sv_send_stride(uint32_t max_sge, uint32_t max_inline)
+{
+	uint32_t body = max_sge * (uint32_t)sizeof(struct sv_wqe_sge);
+
+	if (max_inline > body)
+		body = max_inline;
+	return (SV_SEND_WQE_HDR + body + 63u) & ~63u;
+}
+
+static inline uint32_t sv_recv_stride(uint32_t max_sge)
+{
+	return (SV_RECV_WQE_HDR + max_sge * (uint32_t)sizeof(struct sv_wqe_sge) +
+		15u) & ~15u;
+}
+
+static inline size_t sv_wq_ring_bytes(uint32_t entries, uint32_t stride)
+{
+	return SV_RING_HDR_BYTES + (size_t)entries * stride;
+}
+
+/* The slot of counter value idx in a ring whose header is at hdr. */
+static inline void *sv_wq_slot(void *hdr, uint32_t entries, uint32_t stride,
+			       uint32_t idx)
+{
+	return (char *)hdr + SV_RING_HDR_BYTES +
+	       (size_t)(idx & (entries - 1)) * stride;
+}
+
+/*
+ * A doorbell page: one per engine thread, mapped by every client whose
+ * objects that engine serves (all clients of one daemon run as one user).
+ * Only liveness depends on it: a client that scribbles on it can delay the
+ * engine's wake-up, never make it touch memory.
+ */
+struct sv_doorbell {
+	uint32_t seq;              /* futex word: bumped by a waker */
+	uint32_t sleeping;         /* the engine is (about to go) asleep */
+	uint8_t pad0[SV_CACHELINE - 8];
+};
+
+#define SV_DB_PAGE_BYTES 4096u
+
+/* Wire form of struct ibv_ah_attr (with its GRH). */
+struct sv_wire_ah {
+	uint8_t dgid[16];
+	uint32_t flow_label;
+	uint16_t dlid;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t sl;
+	uint8_t src_path_bits;
+	uint8_t static_rate;
+	uint8_t is_global;
+	uint8_t port_num;
+	uint8_t rsvd[2];
+};
+_Static_assert(sizeof(struct sv_wire_ah) == 32, "wire ah");
+
+/* Wire form of struct ibv_qp_attr (the fields the mask bits name). */
+struct sv_wire_qp_attr {
+	uint32_t qp_state;
+	uint32_t cur_qp_state;
+	uint32_t path_mtu;
+	uint32_t path_mig_state;
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qp_num;
+	uint32_t qp_access_flags;
+	uint32_t rate_limit;
+	uint16_t pkey_index;
+	uint16_t alt_pkey_index;
+	uint8_t en_sqd_async_notify;
+	uint8_t sq_draining;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t port_num;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t alt_port_num;
+	uint8_t alt_timeout;
+	uint8_t rsvd;
+	struct sv_wire_ah ah_attr;
+	struct sv_wire_ah alt_ah_attr;
+};
+_Static_assert(sizeof(struct sv_wire_qp_attr) == 120, "wire qp attr");
+
+/* Queue capacities, as struct ibv_qp_cap. */
+struct sv_wire_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+#endif
