@@ -149,7 +149,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 	if (cq->ring) {
 		/* resize: carry over what the client has not consumed yet */
 		struct sv_cq_ring *old = cq->ring;
-		uint32_t prod = old->prod;
+		uint32_t prod = cq->prod;
 		uint32_t cons = __atomic_load_n(&old->cons, __ATOMIC_ACQUIRE);
 		uint32_t pending = prod - cons;
 
@@ -167,6 +167,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 				*sv_cq_slot(old, cq->entries, prod - pending + i);
 		ring->prod = pending;
 		ring->cons = 0;
+		cq->prod = pending;
 		ring->arm_sn = old->arm_sn;
 		ring->arm_flags = old->arm_flags;
 		munmap(cq->ring, cq->ring_bytes);
@@ -281,5 +282,68 @@ int sv_cmd_destroy_cq(struct sv_req *r)
 	}
 	sv_client_del_obj(r->client, SV_OBJ_CQ, h);
 	sv_cq_destroy(cq);
+	return 0;
+}
+
+/* ---- CQE production (the engine, under sv_dev.lock) ---- */
+
+/* A completion event on the CQ's channel; never waits for the client. */
+static void cq_channel_event(struct sv_cq *cq)
+{
+	struct sv_event ev = {
+		.magic = SV_PROTO_MAGIC,
+		.type = 0,
+		.cookie = cq->cookie,
+		.handle = cq->handle,
+	};
+	struct sv_cq_ring *ring = cq->ring;
+
+	if (send(cq->channel->fd, &ev, sizeof(ev),
+		 MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(ev))
+		__atomic_store_n(&ring->events, ring->events + 1,
+				 __ATOMIC_RELAXED);
+}
+
+int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
+{
+	struct sv_cq_ring *ring = cq->ring;
+	/* our private counter: what the client writes into the ring's prod
+	 * is never read back */
+	uint32_t prod = cq->prod;
+	/* acquire: the library has read the slots it says it consumed */
+	uint32_t used = prod - __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
+
+	if (used > cq->entries)         /* never trust cons */
+		used = cq->entries;
+	if (used >= cq->entries) {
+		if (!__atomic_load_n(&ring->overflow, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&ring->overflow, 1, __ATOMIC_RELAXED);
+			sv_async_event(cq->owner, IBV_EVENT_CQ_ERR, cq->cookie,
+				       cq->handle);
+		}
+		return -ENOSPC;
+	}
+	*sv_cq_slot(ring, cq->entries, prod) = *e;
+	/* release: the CQE is in place before the library sees prod */
+	cq->prod = prod + 1;
+	__atomic_store_n(&ring->prod, cq->prod, __ATOMIC_RELEASE);
+	if (cq->channel) {
+		uint32_t sn, flags;
+
+		/* pairs with the library's arm (store arm_sn, then look at
+		 * prod): either it sees this CQE or we see its arm */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		sn = __atomic_load_n(&ring->arm_sn, __ATOMIC_ACQUIRE);
+		if (sn != cq->last_arm_sn) {
+			flags = __atomic_load_n(&ring->arm_flags,
+						__ATOMIC_RELAXED);
+			if ((flags & SV_CQ_ARM_NEXT) ||
+			    ((flags & SV_CQ_ARM_SOLICITED) &&
+			     (solicited || e->status != IBV_WC_SUCCESS))) {
+				cq->last_arm_sn = sn;
+				cq_channel_event(cq);
+			}
+		}
+	}
 	return 0;
 }

@@ -143,30 +143,29 @@ int sv_identity_init(const char *ip)
 	a->vendor_id = 0;                   /* no IEEE OUI of our own */
 	a->vendor_part_id = 0;
 	a->hw_ver = 1;
-	a->max_qp = 16384;
-	a->max_qp_wr = 16384;
+	a->max_qp = SV_MAX_QP;
+	a->max_qp_wr = SV_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_N_NOTIFY_CQ;
-	a->max_sge = 32;
-	a->max_sge_rd = 32;
+	a->max_sge = SV_MAX_SGE;
+	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = SV_MAX_CQ;
 	a->max_cqe = SV_MAX_CQE;
 	a->max_mr = SV_MAX_MR;
 	a->max_pd = SV_MAX_PD;
-	a->max_qp_rd_atom = 16;
-	a->max_res_rd_atom = 16 * 16384;
-	a->max_qp_init_rd_atom = 16;
+	a->max_qp_rd_atom = SV_MAX_RD_ATOM;
+	a->max_res_rd_atom = SV_MAX_RD_ATOM * SV_MAX_QP;
+	a->max_qp_init_rd_atom = SV_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mw = 0;
 	a->max_mcast_grp = 0;
-	a->max_ah = 1 << 16;
-	a->max_srq = 4096;
-	a->max_srq_wr = 16384;
-	a->max_srq_sge = 32;
-	a->max_inline_data = 256;
+	a->max_ah = SV_MAX_AH;
+	a->max_srq = SV_MAX_SRQ;
+	a->max_srq_wr = SV_MAX_SRQ_WR;
+	a->max_srq_sge = SV_MAX_SGE;
+	a->max_inline_data = SV_MAX_INLINE;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

@@ -1,20 +1,807 @@
 // SPDX-License-Identifier: MIT
-/* Placeholder: QP, SRQ and AH control (being written). */
+/*
+ * Queue pairs, shared receive queues and address handles: the control side.
+ *
+ * A QP is a memfd the daemon creates and seals, holding the send ring and
+ * (without an SRQ) the receive ring, each a header page and power-of-two
+ * slots (src/abi/sv_qp.h), plus daemon-private state: the QPN, the state of
+ * the IBA state machine and the attributes MODIFY_QP set. Every handler runs
+ * under sv_dev.lock, so the engine never sees a half-made change.
+ *
+ * QPNs are 24 bits: the low SV_MAX_QP_BITS index the device's QPN table
+ * (slots 0 and 1 are never used, so QPNs 0 and 1 never appear), the upper
+ * bits change with each creation, so a QPN that named a destroyed QP does not
+ * name the next QP in its slot (a vanished peer stays vanished).
+ */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "device/engine.h"
+#include "device/qp_state.h"
 #include "device/sv_dev.h"
 
-int sv_cmd_create_qp(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-int sv_cmd_modify_qp(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-int sv_cmd_query_qp(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-int sv_cmd_destroy_qp(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-void sv_qp_destroy(struct sv_qp *qp) { free(qp); }
-struct sv_qp *sv_qp_lookup(uint32_t qpn) { (void)qpn; return NULL; }
-int sv_cmd_create_srq(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-int sv_cmd_modify_srq(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-int sv_cmd_query_srq(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-int sv_cmd_destroy_srq(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-void sv_srq_destroy(struct sv_srq *srq) { free(srq); }
-int sv_cmd_create_ah(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-int sv_cmd_destroy_ah(struct sv_req *r) { (void)r; return -EOPNOTSUPP; }
-void sv_ah_destroy(struct sv_ah *ah) { free(ah); }
+#define QPN_MASK ((1u << SV_MAX_QP_BITS) - 1)
+
+#define SV_QP_ACCESS_OK                                                      \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
+	 IBV_ACCESS_MW_BIND)
+
+#define SV_SEND_OPS_OK                                                       \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |    \
+	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                \
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |      \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+static uint32_t qpn_cursor = 2;
+static uint32_t srqn_next = 1;
+
+/* ---- the QPN table ---- */
+
+static int qpn_alloc(struct sv_qp *qp)
+{
+	for (uint32_t i = 0; i <= QPN_MASK; i++) {
+		uint32_t slot = (qpn_cursor + i) & QPN_MASK;
+
+		if (slot < 2 || sv_dev.qpn_tab[slot])
+			continue;
+		sv_dev.qpn_gen++;
+		qp->qpn = ((sv_dev.qpn_gen << SV_MAX_QP_BITS) | slot) & 0xffffffu;
+		sv_dev.qpn_tab[slot] = qp;
+		qpn_cursor = slot + 1;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+struct sv_qp *sv_qp_lookup(uint32_t qpn)
+{
+	struct sv_qp *qp;
+
+	if (qpn > 0xffffffu)
+		return NULL;
+	qp = sv_dev.qpn_tab[qpn & QPN_MASK];
+	return qp && qp->qpn == qpn ? qp : NULL;
+}
+
+/* ---- helpers ---- */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t e = 1;
+
+	while (e < n)
+		e <<= 1;
+	return e;
+}
+
+static size_t page_up(size_t n)
+{
+	return (n + 4095u) & ~(size_t)4095u;
+}
+
+static void wq_init(struct sv_wq *wq, void *hdr, uint32_t entries,
+		    uint32_t stride, uint32_t max_sge, uint32_t max_inline)
+{
+	wq->hdr = hdr;
+	wq->entries = entries;
+	wq->stride = stride;
+	wq->max_sge = max_sge;
+	wq->max_inline = max_inline;
+	wq->cons = 0;
+	wq->hdr->entries = entries;
+	wq->hdr->stride = stride;
+	wq->hdr->max_sge = max_sge;
+	wq->hdr->max_inline = max_inline;
+	wq->hdr->qp_state = IBV_QPS_RESET;
+}
+
+/* Drop every posted WQE without a completion (a move to RESET). */
+static void wq_discard(struct sv_wq *wq)
+{
+	if (!wq->entries)
+		return;
+	wq->cons = __atomic_load_n(&wq->hdr->prod, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&wq->hdr->cons, wq->cons, __ATOMIC_RELEASE);
+}
+
+static void qp_set_state(struct sv_qp *qp, uint32_t state)
+{
+	qp->state = state;
+	__atomic_store_n(&qp->sq.hdr->qp_state, state, __ATOMIC_RELEASE);
+	if (qp->rq.entries)
+		__atomic_store_n(&qp->rq.hdr->qp_state, state,
+				 __ATOMIC_RELEASE);
+}
+
+/* Checks an address vector; 0 or -EINVAL with *why. RoCE needs a GRH. */
+static int check_ah(const struct sv_wire_ah *ah, const char **why)
+{
+	if (ah->port_num != 1) {
+		*why = "address vector: no such port";
+		return -EINVAL;
+	}
+	if (!ah->is_global) {
+		*why = "address vector without GRH (RoCE needs a GID)";
+		return -EINVAL;
+	}
+	if (ah->sgid_index >= SV_GID_TBL_LEN ||
+	    !sv_dev.gid[ah->sgid_index].valid) {
+		*why = "address vector: sgid_index names no GID";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- QPs ---- */
+
+static int qp_caps(const struct sv_cmd_create_qp *a, bool has_rq,
+		   uint32_t *sq_entries, uint32_t *sq_stride,
+		   uint32_t *rq_entries, uint32_t *rq_stride,
+		   struct sv_wire_qp_cap *cap, const char **why)
+{
+	const struct sv_wire_qp_cap *c = &a->cap;
+	uint32_t body, sge;
+
+	if (c->max_send_wr > SV_MAX_QP_WR ||
+	    (has_rq && c->max_recv_wr > SV_MAX_QP_WR)) {
+		*why = "max_send_wr or max_recv_wr above max_qp_wr";
+		return -EINVAL;
+	}
+	if (c->max_send_sge > SV_MAX_SGE ||
+	    (has_rq && c->max_recv_sge > SV_MAX_SGE)) {
+		*why = "max_send_sge or max_recv_sge above max_sge";
+		return -EINVAL;
+	}
+	if (c->max_inline_data > SV_MAX_INLINE) {
+		*why = "max_inline_data above the device's";
+		return -EINVAL;
+	}
+	*sq_entries = pow2_at_least(c->max_send_wr ? c->max_send_wr : 1);
+	*sq_stride = sv_send_stride(c->max_send_sge ? c->max_send_sge : 1,
+				    c->max_inline_data);
+	/* report what a slot really holds, within the device's limits */
+	body = *sq_stride - SV_SEND_WQE_HDR;
+	sge = body / (uint32_t)sizeof(struct sv_wqe_sge);
+	cap->max_send_wr = *sq_entries;
+	cap->max_send_sge = sge < SV_MAX_SGE ? sge : SV_MAX_SGE;
+	cap->max_inline_data = body < SV_MAX_INLINE ? body : SV_MAX_INLINE;
+	if (has_rq) {
+		*rq_entries = pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
+		*rq_stride = sv_recv_stride(c->max_recv_sge ? c->max_recv_sge
+							    : 1);
+		sge = (*rq_stride - SV_RECV_WQE_HDR) /
+		      (uint32_t)sizeof(struct sv_wqe_sge);
+		cap->max_recv_wr = *rq_entries;
+		cap->max_recv_sge = sge < SV_MAX_SGE ? sge : SV_MAX_SGE;
+	} else {
+		*rq_entries = 0;
+		*rq_stride = 0;
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
+	return 0;
+}
+
+int sv_cmd_create_qp(struct sv_req *r)
+{
+	const struct sv_cmd_create_qp *a = &r->cmd->u.create_qp;
+	struct sv_client *c = r->client;
+	uint32_t sq_entries, sq_stride, rq_entries, rq_stride;
+	struct sv_wire_qp_cap cap;
+	struct sv_pd *pd;
+	struct sv_cq *scq, *rcq;
+	struct sv_srq *srq = NULL;
+	struct sv_qp *qp;
+	size_t sq_bytes, rq_off, bytes;
+	int ret, out;
+
+	switch (a->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_DRIVER:
+		r->why = "QP type not supported";
+		return -EOPNOTSUPP;
+	default:
+		r->why = "unknown QP type";
+		return -EINVAL;
+	}
+	if (a->create_flags) {
+		r->why = "create_flags not supported";
+		return -EOPNOTSUPP;
+	}
+	if (a->send_ops_flags & ~(uint64_t)SV_SEND_OPS_OK) {
+		r->why = "send_ops_flags not supported";
+		return -EOPNOTSUPP;
+	}
+	if (a->sq_sig_all > 1) {
+		r->why = "sq_sig_all is not 0 or 1";
+		return -EINVAL;
+	}
+	if (a->rsvd || a->rsvd2) {
+		r->why = "reserved fields set";
+		return -EINVAL;
+	}
+	pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
+	scq = sv_objtab_lookup(&c->objs, a->send_cq, SV_OBJ_CQ);
+	rcq = sv_objtab_lookup(&c->objs, a->recv_cq, SV_OBJ_CQ);
+	if (!pd || !scq || !rcq) {
+		r->why = !pd ? "no such pd" : "no such cq";
+		return -EINVAL;
+	}
+	if (a->srq) {
+		srq = sv_objtab_lookup(&c->objs, a->srq, SV_OBJ_SRQ);
+		if (!srq) {
+			r->why = "no such srq";
+			return -EINVAL;
+		}
+		if (srq->type != IBV_SRQT_BASIC) {
+			r->why = "srq type does not fit the QP";
+			return -EINVAL;
+		}
+	}
+	ret = qp_caps(a, !srq, &sq_entries, &sq_stride, &rq_entries,
+		      &rq_stride, &cap, &r->why);
+	if (ret)
+		return ret;
+	if (sv_dev.nqp >= SV_MAX_QP) {
+		r->why = "max_qp reached";
+		return -ENOMEM;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->memfd = -1;
+	sq_bytes = page_up(sv_wq_ring_bytes(sq_entries, sq_stride));
+	rq_off = sq_bytes;
+	bytes = sq_bytes +
+		(srq ? 0 : page_up(sv_wq_ring_bytes(rq_entries, rq_stride)));
+	ret = sv_ring_alloc("softverbs-qp", bytes, &qp->memfd, &qp->ring);
+	if (ret) {
+		free(qp);
+		r->why = "cannot allocate the rings";
+		return ret;
+	}
+	qp->ring_bytes = bytes;
+	out = fcntl(qp->memfd, F_DUPFD_CLOEXEC, 0);
+	if (out < 0) {
+		ret = -errno;
+		goto err_ring;
+	}
+	ret = qpn_alloc(qp);
+	if (ret) {
+		r->why = "no QPN left";
+		goto err_out;
+	}
+	ret = sv_client_add_obj(c, SV_OBJ_QP, qp, &qp->handle);
+	if (ret) {
+		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;
+		goto err_out;
+	}
+	qp->owner = c;
+	qp->cookie = a->cookie;
+	qp->type = a->qp_type;
+	qp->pd = pd;
+	qp->send_cq = scq;
+	qp->recv_cq = rcq;
+	qp->srq = srq;
+	qp->sq_sig_all = a->sq_sig_all;
+	qp->send_ops_flags = a->send_ops_flags;
+	qp->cap = cap;
+	wq_init(&qp->sq, qp->ring, sq_entries, sq_stride, cap.max_send_sge,
+		cap.max_inline_data);
+	if (!srq)
+		wq_init(&qp->rq, (char *)qp->ring + rq_off, rq_entries,
+			rq_stride, cap.max_recv_sge, 0);
+	qp_set_state(qp, IBV_QPS_RESET);
+	pd->refs++;
+	scq->refs++;
+	rcq->refs++;
+	if (srq)
+		srq->refs++;
+	sv_dev.nqp++;
+	sv_engine_add_qp(qp);
+
+	r->rsp->u.qp = (struct sv_rsp_qp){
+		.handle = qp->handle,
+		.qpn = qp->qpn,
+		.db_index = 0,
+		.cap = cap,
+		.sq_entries = sq_entries,
+		.sq_stride = sq_stride,
+		.rq_entries = rq_entries,
+		.rq_stride = rq_stride,
+		.sq_offset = 0,
+		.rq_offset = srq ? 0 : rq_off,
+		.ring_bytes = bytes,
+	};
+	for (unsigned int i = 0; i < SV_ENGINES; i++)
+		if (sv_dev.engine[i] == qp->engine)
+			r->rsp->u.qp.db_index = i;
+	r->fd_out = out;
+	return 0;
+
+err_out:
+	close(out);
+err_ring:
+	munmap(qp->ring, qp->ring_bytes);
+	close(qp->memfd);
+	free(qp);
+	if (!r->why)
+		r->why = "cannot create the QP";
+	return ret;
+}
+
+/* The value checks that the state table leaves to us. */
+static int check_attr_values(const struct sv_qp *qp,
+			     const struct sv_wire_qp_attr *at, uint32_t mask,
+			     const char **why)
+{
+	if ((mask & IBV_QP_PORT) && at->port_num != 1) {
+		*why = "no such port";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_PKEY_INDEX) &&
+	    at->pkey_index >= sv_dev.port.pkey_tbl_len) {
+		*why = "pkey_index out of range";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_ALT_PATH) &&
+	    (at->alt_port_num != 1 ||
+	     at->alt_pkey_index >= sv_dev.port.pkey_tbl_len ||
+	     at->alt_timeout > 31 || check_ah(&at->alt_ah_attr, why))) {
+		if (!*why)
+			*why = "alternate path out of range";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (at->qp_access_flags & ~(uint32_t)SV_QP_ACCESS_OK)) {
+		*why = "unknown qp_access_flags";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_AV) && check_ah(&at->ah_attr, why))
+		return -EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (at->path_mtu < IBV_MTU_256 || at->path_mtu > sv_dev.port.max_mtu)) {
+		*why = "path_mtu out of range";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_TIMEOUT) && at->timeout > 31) {
+		*why = "timeout above 31";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_RETRY_CNT) && at->retry_cnt > 7) {
+		*why = "retry_cnt above 7";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_RNR_RETRY) && at->rnr_retry > 7) {
+		*why = "rnr_retry above 7";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && at->min_rnr_timer > 31) {
+		*why = "min_rnr_timer above 31";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    at->max_rd_atomic > SV_MAX_RD_ATOM) {
+		*why = "max_rd_atomic above max_qp_init_rd_atom";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    at->max_dest_rd_atomic > SV_MAX_RD_ATOM) {
+		*why = "max_dest_rd_atomic above max_qp_rd_atom";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_DEST_QPN) && at->dest_qp_num > 0xffffffu) {
+		*why = "dest_qp_num is not 24 bits";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_PATH_MIG_STATE) &&
+	    at->path_mig_state > IBV_MIG_ARMED) {
+		*why = "unknown path_mig_state";
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && at->en_sqd_async_notify > 1) {
+		*why = "en_sqd_async_notify is not 0 or 1";
+		return -EINVAL;
+	}
+	(void)qp;
+	return 0;
+}
+
+static void apply_attrs(struct sv_qp *qp, const struct sv_wire_qp_attr *at,
+			uint32_t mask)
+{
+	struct sv_wire_qp_attr *q = &qp->attr;
+
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->pkey_index = at->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->port_num = at->port_num;
+	if (mask & IBV_QP_QKEY)
+		q->qkey = at->qkey;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		q->qp_access_flags = at->qp_access_flags;
+	if (mask & IBV_QP_AV)
+		q->ah_attr = at->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		q->path_mtu = at->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		q->timeout = at->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		q->retry_cnt = at->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		q->rnr_retry = at->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		q->rq_psn = at->rq_psn & 0xffffffu;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		q->max_rd_atomic = at->max_rd_atomic;
+	if (mask & IBV_QP_ALT_PATH) {
+		q->alt_ah_attr = at->alt_ah_attr;
+		q->alt_port_num = at->alt_port_num;
+		q->alt_pkey_index = at->alt_pkey_index;
+		q->alt_timeout = at->alt_timeout;
+	}
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		q->min_rnr_timer = at->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN)
+		q->sq_psn = at->sq_psn & 0xffffffu;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		q->max_dest_rd_atomic = at->max_dest_rd_atomic;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		q->path_mig_state = at->path_mig_state;
+	if (mask & IBV_QP_DEST_QPN)
+		q->dest_qp_num = at->dest_qp_num;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		q->en_sqd_async_notify = at->en_sqd_async_notify;
+	if (mask & IBV_QP_RATE_LIMIT)
+		q->rate_limit = at->rate_limit;
+}
+
+static void qp_reset(struct sv_qp *qp)
+{
+	wq_discard(&qp->sq);
+	wq_discard(&qp->rq);
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->wait_until_ns = 0;
+	qp->rnr_left = 0;
+	qp->retry_left = 0;
+	qp->head_started = false;
+	qp->comm_est_sent = false;
+	qp->last_wqe_sent = false;
+	qp->sq_drained_sent = false;
+	qp->sqd_armed = false;
+}
+
+int sv_cmd_modify_qp(struct sv_req *r)
+{
+	const struct sv_cmd_modify_qp *a = &r->cmd->u.modify_qp;
+	const struct sv_wire_qp_attr *at = &a->attr;
+	struct sv_qp *qp = sv_objtab_lookup(&r->client->objs, a->qp, SV_OBJ_QP);
+	uint32_t mask = a->attr_mask, cur, next;
+	int ret;
+
+	if (!qp) {
+		r->why = "no such qp";
+		return -EINVAL;
+	}
+	if (a->rsvd) {
+		r->why = "reserved fields set";
+		return -EINVAL;
+	}
+	cur = qp->state;
+	if ((mask & IBV_QP_CUR_STATE) && at->cur_qp_state != cur) {
+		r->why = "cur_qp_state is not the QP's state";
+		return -EINVAL;
+	}
+	next = (mask & IBV_QP_STATE) ? at->qp_state : cur;
+	ret = sv_qp_check_modify(qp->type, cur, next, (int)mask, &r->why);
+	if (ret)
+		return ret;
+	ret = check_attr_values(qp, at, mask, &r->why);
+	if (ret)
+		return ret;
+	if (next == IBV_QPS_RESET) {
+		qp_reset(qp);
+		qp_set_state(qp, IBV_QPS_RESET);
+		sv_engine_kick(qp->engine);
+		return 0;
+	}
+	apply_attrs(qp, at, mask);
+	if (next != cur) {
+		if (next == IBV_QPS_SQD) {
+			qp->sq_drained_sent = false;
+			sv_exec_enter_sqd(qp);
+		}
+		if (cur == IBV_QPS_RESET)
+			qp->comm_est_sent = false;
+		qp_set_state(qp, next);
+		sv_engine_kick(qp->engine);
+	}
+	return 0;
+}
+
+int sv_cmd_query_qp(struct sv_req *r)
+{
+	const struct sv_cmd_query_qp *a = &r->cmd->u.query_qp;
+	struct sv_qp *qp = sv_objtab_lookup(&r->client->objs, a->qp, SV_OBJ_QP);
+	struct sv_rsp_query_qp *q = &r->rsp->u.query_qp;
+
+	if (!qp) {
+		r->why = "no such qp";
+		return -EINVAL;
+	}
+	if (a->rsvd) {
+		r->why = "reserved fields set";
+		return -EINVAL;
+	}
+	q->attr = qp->attr;
+	q->attr.qp_state = qp->state;
+	q->attr.cur_qp_state = qp->state;
+	q->attr.sq_draining = 0; /* WQEs run to completion: SQD is drained */
+	q->cap = qp->cap;
+	q->qp_type = qp->type;
+	q->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+void sv_qp_destroy(struct sv_qp *qp)
+{
+	sv_engine_remove_qp(qp);
+	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp)
+		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;
+	sv_dev.nqp--;
+	qp->pd->refs--;
+	qp->send_cq->refs--;
+	qp->recv_cq->refs--;
+	if (qp->srq)
+		qp->srq->refs--;
+	munmap(qp->ring, qp->ring_bytes);
+	close(qp->memfd);
+	free(qp);
+}
+
+int sv_cmd_destroy_qp(struct sv_req *r)
+{
+	uint64_t h = r->cmd->u.handle.handle;
+	struct sv_qp *qp = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_QP);
+
+	if (!qp) {
+		r->why = "no such qp";
+		return -EINVAL;
+	}
+	sv_client_del_obj(r->client, SV_OBJ_QP, h);
+	sv_qp_destroy(qp);
+	return 0;
+}
+
+/* ---- SRQs ---- */
+
+int sv_cmd_create_srq(struct sv_req *r)
+{
+	const struct sv_cmd_create_srq *a = &r->cmd->u.create_srq;
+	struct sv_client *c = r->client;
+	uint32_t entries, stride, sge;
+	struct sv_srq *srq;
+	struct sv_pd *pd;
+	size_t bytes;
+	int ret, out;
+
+	if (a->srq_type == IBV_SRQT_XRC || a->srq_type == IBV_SRQT_TM) {
+		r->why = "SRQ type not supported";
+		return -EOPNOTSUPP;
+	}
+	if (a->srq_type != IBV_SRQT_BASIC || a->cq || a->xrcd) {
+		r->why = "unknown SRQ type, or cq/xrcd for a basic SRQ";
+		return -EINVAL;
+	}
+	if (!a->max_wr || a->max_wr > SV_MAX_SRQ_WR ||
+	    a->max_sge > SV_MAX_SGE) {
+		r->why = "max_wr or max_sge out of range";
+		return -EINVAL;
+	}
+	pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
+	if (!pd) {
+		r->why = "no such pd";
+		return -EINVAL;
+	}
+	if (sv_dev.total[SV_OBJ_SRQ] >= SV_MAX_SRQ) {
+		r->why = "max_srq reached";
+		return -ENOMEM;
+	}
+	entries = pow2_at_least(a->max_wr);
+	stride = sv_recv_stride(a->max_sge ? a->max_sge : 1);
+	sge = (stride - SV_RECV_WQE_HDR) / (uint32_t)sizeof(struct sv_wqe_sge);
+	if (sge > SV_MAX_SGE)
+		sge = SV_MAX_SGE;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return -ENOMEM;
+	bytes = page_up(sv_wq_ring_bytes(entries, stride));
+	ret = sv_ring_alloc("softverbs-srq", bytes, &srq->memfd, &srq->ring);
+	if (ret) {
+		free(srq);
+		r->why = "cannot allocate the ring";
+		return ret;
+	}
+	srq->ring_bytes = bytes;
+	out = fcntl(srq->memfd, F_DUPFD_CLOEXEC, 0);
+	if (out < 0) {
+		ret = -errno;
+		goto err_ring;
+	}
+	ret = sv_client_add_obj(c, SV_OBJ_SRQ, srq, &srq->handle);
+	if (ret) {
+		close(out);
+		goto err_ring;
+	}
+	srq->owner = c;
+	srq->cookie = a->cookie;
+	srq->pd = pd;
+	srq->type = a->srq_type;
+	srq->srqn = srqn_next++ & 0xffffffu;
+	if (!srq->srqn)
+		srq->srqn = srqn_next++;
+	srq->max_wr = entries;
+	srq->limit = 0; /* ibv_create_srq ignores srq_limit; modify arms it */
+	wq_init(&srq->rq, srq->ring, entries, stride, sge, 0);
+	srq->rq.hdr->qp_state = 0;
+	pd->refs++;
+	r->rsp->u.srq = (struct sv_rsp_srq){
+		.handle = srq->handle,
+		.srqn = srq->srqn,
+		.db_index = 0,
+		.max_wr = entries,
+		.max_sge = sge,
+		.entries = entries,
+		.stride = stride,
+		.ring_bytes = bytes,
+	};
+	r->fd_out = out;
+	return 0;
+
+err_ring:
+	munmap(srq->ring, srq->ring_bytes);
+	close(srq->memfd);
+	free(srq);
+	return ret;
+}
+
+int sv_cmd_modify_srq(struct sv_req *r)
+{
+	const struct sv_cmd_modify_srq *a = &r->cmd->u.modify_srq;
+	struct sv_srq *srq =
+		sv_objtab_lookup(&r->client->objs, a->srq, SV_OBJ_SRQ);
+
+	if (!srq) {
+		r->why = "no such srq";
+		return -EINVAL;
+	}
+	if (a->attr_mask & ~(uint32_t)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT) ||
+	    a->rsvd) {
+		r->why = "unknown srq attribute";
+		return -EINVAL;
+	}
+	if (a->attr_mask & IBV_SRQ_MAX_WR) {
+		r->why = "SRQ resize is not supported";
+		return -EINVAL;
+	}
+	if (a->attr_mask & IBV_SRQ_LIMIT) {
+		if (a->srq_limit > srq->max_wr) {
+			r->why = "srq_limit above max_wr";
+			return -EINVAL;
+		}
+		srq->limit = a->srq_limit;
+		__atomic_store_n(&srq->rq.hdr->srq_limit, a->srq_limit,
+				 __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+int sv_cmd_query_srq(struct sv_req *r)
+{
+	struct sv_srq *srq = sv_objtab_lookup(&r->client->objs,
+					      r->cmd->u.handle.handle,
+					      SV_OBJ_SRQ);
+
+	if (!srq) {
+		r->why = "no such srq";
+		return -EINVAL;
+	}
+	r->rsp->u.query_srq.max_wr = srq->max_wr;
+	r->rsp->u.query_srq.max_sge = srq->rq.max_sge;
+	r->rsp->u.query_srq.srq_limit = srq->limit;
+	return 0;
+}
+
+void sv_srq_destroy(struct sv_srq *srq)
+{
+	srq->pd->refs--;
+	munmap(srq->ring, srq->ring_bytes);
+	close(srq->memfd);
+	free(srq);
+}
+
+int sv_cmd_destroy_srq(struct sv_req *r)
+{
+	uint64_t h = r->cmd->u.handle.handle;
+	struct sv_srq *srq = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_SRQ);
+
+	if (!srq) {
+		r->why = "no such srq";
+		return -EINVAL;
+	}
+	if (srq->refs) {
+		r->why = "srq still has QPs";
+		return -EBUSY;
+	}
+	sv_client_del_obj(r->client, SV_OBJ_SRQ, h);
+	sv_srq_destroy(srq);
+	return 0;
+}
+
+/* ---- address handles ---- */
+
+int sv_cmd_create_ah(struct sv_req *r)
+{
+	const struct sv_cmd_create_ah *a = &r->cmd->u.create_ah;
+	struct sv_pd *pd = sv_objtab_lookup(&r->client->objs, a->pd, SV_OBJ_PD);
+	struct sv_ah *ah;
+	int ret;
+
+	if (!pd) {
+		r->why = "no such pd";
+		return -EINVAL;
+	}
+	ret = check_ah(&a->attr, &r->why);
+	if (ret)
+		return ret;
+	if (sv_dev.total[SV_OBJ_AH] >= SV_MAX_AH) {
+		r->why = "max_ah reached";
+		return -ENOMEM;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return -ENOMEM;
+	ret = sv_client_add_obj(r->client, SV_OBJ_AH, ah, &ah->handle);
+	if (ret) {
+		free(ah);
+		return ret;
+	}
+	ah->owner = r->client;
+	ah->pd = pd;
+	ah->attr = a->attr;
+	pd->refs++;
+	r->rsp->u.obj.handle = ah->handle;
+	return 0;
+}
+
+void sv_ah_destroy(struct sv_ah *ah)
+{
+	ah->pd->refs--;
+	free(ah);
+}
+
+int sv_cmd_destroy_ah(struct sv_req *r)
+{
+	uint64_t h = r->cmd->u.handle.handle;
+	struct sv_ah *ah = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_AH);
+
+	if (!ah) {
+		r->why = "no such ah";
+		return -EINVAL;
+	}
+	sv_client_del_obj(r->client, SV_OBJ_AH, h);
+	sv_ah_destroy(ah);
+	return 0;
+}

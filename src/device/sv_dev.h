@@ -78,6 +78,7 @@ struct sv_cq {
 	uint32_t flags;
 	uint32_t refs;             /* QPs, SRQs */
 	uint32_t last_arm_sn;      /* arm_sn when the last event was sent */
+	uint32_t prod;             /* private producer counter */
 };
 
 struct sv_engine;
@@ -156,6 +157,8 @@ struct sv_qp {
 	bool comm_est_sent;        /* IBV_EVENT_COMM_EST reported */
 	bool last_wqe_sent;        /* IBV_EVENT_QP_LAST_WQE_REACHED reported */
 	bool sq_drained_sent;      /* IBV_EVENT_SQ_DRAINED reported for this SQD */
+	bool sqd_armed;            /* in SQD: WQEs before sqd_prod still run */
+	uint32_t sqd_prod;         /* the SQ's prod when the QP entered SQD */
 };
 
 struct sv_client {

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "verbs/qp_ops.h"
 #include "verbs/sv_verbs.h"
 
 void sv_context_set_ops(struct sv_context *ctx)
@@ -31,6 +32,12 @@ void sv_context_set_ops(struct sv_context *ctx)
 	v->query_device_ex = sv_query_device_ex;
 	v->create_cq_ex = sv_create_cq_ex;
 	v->modify_cq = sv_modify_cq;
+	c->ops.post_send = sv_post_send;
+	c->ops.post_recv = sv_post_recv;
+	c->ops.post_srq_recv = sv_post_srq_recv;
+	v->create_qp_ex = sv_create_qp_ex;
+	v->create_srq_ex = sv_create_srq_ex;
+	v->get_srq_num = sv_get_srq_num;
 	v->sz = sizeof(*v);
 	c->abi_compat = (void *)UINTPTR_MAX; /* __VERBS_ABI_IS_EXTENDED */
 }

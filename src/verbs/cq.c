@@ -96,6 +96,9 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 					       SV_CQ_ARM_NEXT;
 	/* release: the engine reads the flags after it sees the new arm_sn */
 	__atomic_store_n(&cq->ring->arm_sn, ++cq->arm_sn, __ATOMIC_RELEASE);
+	/* Dekker with the engine (store prod, fence, load arm_sn): either it
+	 * sees this arm, or the poll that follows an arm sees its CQE */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	cq_unlock(cq);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "verbs/qp_ops.h"
 #include "verbs/sv_verbs.h"
 
 struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie)
@@ -25,6 +26,96 @@ struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie)
 			break;
 	pthread_mutex_unlock(&ctx->lock);
 	return cq;
+}
+
+/* ---- QPs and SRQs: the objects of affiliated async events ----
+ *
+ * An event is counted as handed out while the object is still in the
+ * context's list (under ctx->lock); destroy unlinks it under the same lock
+ * before it waits for the acks, so it never misses a count. */
+
+void sv_ctx_add_qp(struct sv_context *ctx, struct sv_qp *qp)
+{
+	pthread_mutex_lock(&ctx->lock);
+	qp->next = ctx->qps;
+	ctx->qps = qp;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void sv_ctx_del_qp(struct sv_context *ctx, struct sv_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ex.qp_base;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (struct sv_qp **p = &ctx->qps; *p; p = &(*p)->next) {
+		if (*p == qp) {
+			*p = qp->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->async_events)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
+}
+
+struct sv_qp *sv_ctx_take_qp_event(struct sv_context *ctx, uint64_t cookie)
+{
+	struct sv_qp *qp;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (qp = ctx->qps; qp; qp = qp->next)
+		if ((uintptr_t)&qp->ex.qp_base == cookie)
+			break;
+	if (qp) {
+		pthread_mutex_lock(&qp->ex.qp_base.mutex);
+		qp->async_events++;
+		pthread_mutex_unlock(&qp->ex.qp_base.mutex);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return qp;
+}
+
+void sv_ctx_add_srq(struct sv_context *ctx, struct sv_srq *srq)
+{
+	pthread_mutex_lock(&ctx->lock);
+	srq->next = ctx->srqs;
+	ctx->srqs = srq;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void sv_ctx_del_srq(struct sv_context *ctx, struct sv_srq *srq)
+{
+	pthread_mutex_lock(&ctx->lock);
+	for (struct sv_srq **p = &ctx->srqs; *p; p = &(*p)->next) {
+		if (*p == srq) {
+			*p = srq->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_lock(&srq->ibsrq.mutex);
+	while (srq->ibsrq.events_completed != srq->async_events)
+		pthread_cond_wait(&srq->ibsrq.cond, &srq->ibsrq.mutex);
+	pthread_mutex_unlock(&srq->ibsrq.mutex);
+}
+
+struct sv_srq *sv_ctx_take_srq_event(struct sv_context *ctx, uint64_t cookie)
+{
+	struct sv_srq *srq;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (srq = ctx->srqs; srq; srq = srq->next)
+		if ((uintptr_t)&srq->ibsrq == cookie)
+			break;
+	if (srq) {
+		pthread_mutex_lock(&srq->ibsrq.mutex);
+		srq->async_events++;
+		pthread_mutex_unlock(&srq->ibsrq.mutex);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return srq;
 }
 
 SV_EXPORT struct ibv_comp_channel *
@@ -139,6 +230,8 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	struct sv_context *ctx = to_sv_ctx(context);
 	struct sv_event ev;
 	struct sv_cq *cq;
+	struct sv_qp *qp;
+	struct sv_srq *srq;
 	int ret;
 
 	for (;;) {
@@ -169,6 +262,26 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 			pthread_mutex_unlock(&cq->ex.mutex);
 			event->element.cq = ibv_cq_ex_to_cq(&cq->ex);
 			return 0;
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_COMM_EST:
+		case IBV_EVENT_SQ_DRAINED:
+		case IBV_EVENT_PATH_MIG:
+		case IBV_EVENT_PATH_MIG_ERR:
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			qp = sv_ctx_take_qp_event(ctx, ev.cookie);
+			if (!qp)
+				continue; /* destroyed since */
+			event->element.qp = &qp->ex.qp_base;
+			return 0;
+		case IBV_EVENT_SRQ_ERR:
+		case IBV_EVENT_SRQ_LIMIT_REACHED:
+			srq = sv_ctx_take_srq_event(ctx, ev.cookie);
+			if (!srq)
+				continue; /* destroyed since */
+			event->element.srq = &srq->ibsrq;
+			return 0;
 		case IBV_EVENT_PORT_ACTIVE:
 		case IBV_EVENT_PORT_ERR:
 		case IBV_EVENT_LID_CHANGE:
@@ -190,6 +303,8 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
 	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
 
 	switch (event->event_type) {
 	case IBV_EVENT_CQ_ERR:
@@ -198,6 +313,28 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		cq->async_events_completed++;
 		pthread_cond_broadcast(&cq->cond);
 		pthread_mutex_unlock(&cq->mutex);
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		qp = event->element.qp;
+		pthread_mutex_lock(&qp->mutex);
+		qp->events_completed++;
+		pthread_cond_broadcast(&qp->cond);
+		pthread_mutex_unlock(&qp->mutex);
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		srq = event->element.srq;
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_broadcast(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
 		break;
 	default:
 		break;

@@ -238,26 +238,6 @@ void sv_fill_unsupported_ops(struct verbs_context *v)
 	{                                                                    \
 	}
 
-NOSUP_EXPORT_PTR(ibv_create_qp, struct ibv_qp, struct ibv_pd *pd,
-		 struct ibv_qp_init_attr *a)
-NOSUP_EXPORT_INT(ibv_destroy_qp, struct ibv_qp *qp)
-NOSUP_EXPORT_INT(ibv_modify_qp, struct ibv_qp *qp, struct ibv_qp_attr *a,
-		 int m)
-NOSUP_EXPORT_INT(ibv_query_qp, struct ibv_qp *qp, struct ibv_qp_attr *a,
-		 int m, struct ibv_qp_init_attr *i)
-NOSUP_EXPORT_PTR(ibv_create_srq, struct ibv_srq, struct ibv_pd *pd,
-		 struct ibv_srq_init_attr *a)
-NOSUP_EXPORT_INT(ibv_destroy_srq, struct ibv_srq *srq)
-NOSUP_EXPORT_INT(ibv_modify_srq, struct ibv_srq *srq, struct ibv_srq_attr *a,
-		 int m)
-NOSUP_EXPORT_INT(ibv_query_srq, struct ibv_srq *srq, struct ibv_srq_attr *a)
-NOSUP_EXPORT_PTR(ibv_create_ah, struct ibv_ah, struct ibv_pd *pd,
-		 struct ibv_ah_attr *a)
-NOSUP_EXPORT_INT(ibv_destroy_ah, struct ibv_ah *ah)
-NOSUP_EXPORT_PTR(ibv_create_ah_from_wc, struct ibv_ah, struct ibv_pd *pd,
-		 struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port)
-NOSUP_EXPORT_INT(ibv_init_ah_from_wc, struct ibv_context *c, uint8_t port,
-		 struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *a)
 NOSUP_EXPORT_INT(ibv_attach_mcast, struct ibv_qp *qp, const union ibv_gid *g,
 		 uint16_t lid)
 NOSUP_EXPORT_INT(ibv_detach_mcast, struct ibv_qp *qp, const union ibv_gid *g,
@@ -265,7 +245,6 @@ NOSUP_EXPORT_INT(ibv_detach_mcast, struct ibv_qp *qp, const union ibv_gid *g,
 NOSUP_EXPORT_INT(ibv_resolve_eth_l2_from_gid, struct ibv_context *c,
 		 struct ibv_ah_attr *a, uint8_t mac[ETHERNET_LL_SIZE],
 		 uint16_t *vid)
-NOSUP_EXPORT_PTR(ibv_qp_to_qp_ex, struct ibv_qp_ex, struct ibv_qp *qp)
 NOSUP_EXPORT_PTR(ibv_import_device, struct ibv_context, int fd)
 NOSUP_EXPORT_PTR(ibv_import_mr, struct ibv_mr, struct ibv_pd *pd, uint32_t h)
 NOSUP_EXPORT_PTR(ibv_import_pd, struct ibv_pd, struct ibv_context *c,

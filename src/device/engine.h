@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * softverbsd's engine (private to the daemon): the threads that execute
+ * WQEs (engine.c) and the execution itself (exec.c).
+ *
+ * exec.c has three layers, from the bottom:
+ *   - pure helpers with no device state (timer tables, range checks, the
+ *     GRH builder, the scatter/gather walker): unit-tested directly;
+ *   - memory access (sv_mem_copy): moves bytes between iovec lists in any
+ *     two processes through a bounce buffer; it knows nothing of the daemon
+ *     (a later phase may run it in the initiating process);
+ *   - WQE execution against the device objects, under sv_dev.lock.
+ */
+#ifndef SV_DEVICE_ENGINE_H
+#define SV_DEVICE_ENGINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "device/sv_dev.h"
+
+/* One engine thread and its doorbell page. */
+struct sv_engine {
+	unsigned int index;        /* its doorbell page in sv_dev.db_map */
+	pthread_t thread;
+	bool started;
+	uint32_t stop;             /* atomic: leave the loop */
+	struct sv_doorbell *db;
+	/* the QPs it serves: a circular list through eng_next/eng_prev,
+	 * under sv_dev.lock */
+	struct sv_qp *qps;
+	struct sv_qp *cursor;      /* the next QP a pass visits */
+	uint32_t nqp;
+	void *bounce;              /* allocated once, at start */
+	size_t bounce_bytes;
+};
+
+/* The doorbell page index of a QP's (or SRQ's) engine: what CREATE_QP
+ * returns as db_index. */
+unsigned int sv_engine_index(const struct sv_engine *e);
+
+/* ---- exec.c: pure helpers ---- */
+
+/* min_rnr_timer (IBA encoding 0..31) in ns; 0 is the longest, 655.36 ms. */
+uint64_t sv_rnr_timer_ns(uint8_t code);
+/* Local ACK timeout 4.096 us * 2^timeout in ns; 0 = infinite (UINT64_MAX). */
+uint64_t sv_ack_timeout_ns(uint8_t timeout);
+/* enum ibv_mtu to bytes (0 for an unknown value). */
+uint32_t sv_mtu_bytes(uint32_t mtu);
+/* Is [addr, addr + len) inside [base, base + size)? Never overflows. */
+bool sv_range_ok(uint64_t base, uint64_t size, uint64_t addr, uint64_t len);
+/* Internet checksum of len bytes (one's complement of the one's complement
+ * sum of big-endian 16-bit words). */
+uint16_t sv_ip_csum(const void *p, size_t len);
+/* Is gid an IPv4-mapped IPv6 address (::ffff:a.b.c.d)? */
+bool sv_gid_is_v4(const uint8_t gid[16]);
+
+#define SV_GRH_BYTES 40u
+/* Build the 40 bytes a UD receive buffer starts with. sgid is the sender's
+ * GID: IPv4-mapped gives a RoCEv2 IPv4 form (20 zero bytes, then an IPv4
+ * header), anything else an IPv6/GRH form. payload: the message bytes;
+ * imm: the message carried immediate data. */
+void sv_grh_build(uint8_t out[SV_GRH_BYTES], const uint8_t sgid[16],
+		  const uint8_t dgid[16], uint8_t traffic_class,
+		  uint32_t flow_label, uint8_t hop_limit, uint32_t payload,
+		  bool imm);
+
+/* A position in an iovec list. */
+struct sv_iov_cur {
+	unsigned int idx;
+	size_t off;
+};
+/* Move the cursor off bytes forward; false if the list is shorter. */
+bool sv_iov_seek(const struct iovec *iov, unsigned int n,
+		 struct sv_iov_cur *cur, uint64_t off);
+/* Describe, in out[0..*nout), the next bytes at cur: at most max bytes in at
+ * most outmax pieces (zero-length entries are skipped). Advances cur;
+ * returns the byte count. */
+size_t sv_iov_take(const struct iovec *iov, unsigned int n,
+		   struct sv_iov_cur *cur, size_t max, struct iovec *out,
+		   unsigned int outmax, unsigned int *nout);
+
+/* ---- exec.c: memory access ---- */
+
+/* Memory of one process as an iovec list; pid 0 is this process. */
+struct sv_mem {
+	pid_t pid;
+	const struct iovec *iov;
+	unsigned int niov;
+};
+
+enum {
+	SV_COPY_OK = 0,
+	SV_COPY_SRC_FAULT = 1,     /* the source side could not be read */
+	SV_COPY_DST_FAULT = 2,     /* the destination could not be written */
+};
+
+/* Copy len bytes from src (from byte src_off of its list) to dst (from
+ * dst_off) through bounce, chunk by chunk. Both lists must be long enough
+ * (a short one is a fault of that side). No allocation. */
+int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
+		const struct sv_mem *src, uint64_t src_off, uint64_t len,
+		void *bounce, size_t bounce_bytes);
+
+/* ---- exec.c: WQE execution (under sv_dev.lock) ---- */
+
+struct sv_exec {
+	void *bounce;
+	size_t bounce_bytes;
+	uint64_t now;              /* CLOCK_MONOTONIC ns, of this pass */
+};
+
+uint64_t sv_now_ns(void);
+
+/* Does qp have something to do at time now? If it only waits on a timer,
+ * *timer is lowered to that deadline. */
+bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
+
+/* qp enters SQD (qp.c, on the modify): the WQEs posted so far still run,
+ * later ones wait for the return to RTS. Without this call SQD starts no
+ * WQE at all. */
+void sv_exec_enter_sqd(struct sv_qp *qp);
+
+/* Do one step of qp's work (execute or flush one WQE, or send one pending
+ * event). true if something was done. */
+bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp);
+
+#endif
