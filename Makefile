@@ -15,11 +15,11 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory
 
-# The main job on the auto-started device: for now what Debian's unmodified
-# ibv_devinfo sees of sv0 (the daemon starts by itself and leaves when idle).
+# The main job on the auto-started device: Debian's unmodified
+# ibv_rc_pingpong as a server and a client process, a real RC transfer
+# through sv0 (the daemon starts by itself and leaves when idle).
 demo: build
-	@echo "== softverbs run -- ibv_devinfo -v (the device starts by itself)"
-	@SOFTVERBS_IDLE_EXIT=2 $(BUILD)/bin/softverbs run -- ibv_devinfo -v
+	@bash tests/e2e/demo.sh $(BUILD)
 
 # Every test through ctest, then the same tests again under ASan+UBSan.
 check: build

@@ -30,6 +30,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -293,6 +295,29 @@ uint64_t sv_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A copy into or out of the target's memory failed: was it because its
+ * process has exited (and its teardown has not run yet)? Then the target
+ * gives no answer, as a vanished host would, and the requester sees the
+ * transport timeout and retry-exceeded, not an access error. Only on the
+ * error path: one poll of the pidfd.
+ */
+static bool target_gone(const struct sv_qp *t)
+{
+	const struct sv_client *c = t->owner;
+	struct pollfd p;
+
+	if (c->dead)
+		return true;
+	if (c->pidfd >= 0) {
+		p.fd = c->pidfd;
+		p.events = POLLIN;
+		p.revents = 0;
+		return poll(&p, 1, 0) == 1;
+	}
+	return kill(c->pid, 0) < 0 && errno == ESRCH;
 }
 
 /* Responder outcomes that are not a completion status. */
@@ -757,6 +782,8 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		/* the requester's memory: the receive WQE stays posted */
 		return IBV_WC_LOC_PROT_ERR;
 	case SV_COPY_DST_FAULT:
+		if (target_gone(t))
+			return RES_NOACK;
 		rq_complete(t, &r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, m, 0);
 		return IBV_WC_REM_OP_ERR;
 	default:
@@ -814,7 +841,7 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		case SV_COPY_SRC_FAULT:
 			return IBV_WC_LOC_PROT_ERR;
 		case SV_COPY_DST_FAULT:
-			return resp_access(t);
+			return target_gone(t) ? RES_NOACK : resp_access(t);
 		default:
 			break;
 		}
@@ -841,7 +868,7 @@ static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	switch (sv_mem_copy(&m->local, 0, &rmem, 0, m->len, x->bounce,
 			    x->bounce_bytes)) {
 	case SV_COPY_SRC_FAULT:
-		return resp_access(t);
+		return target_gone(t) ? RES_NOACK : resp_access(t);
 	case SV_COPY_DST_FAULT:
 		return IBV_WC_LOC_PROT_ERR;
 	default:
@@ -867,7 +894,7 @@ static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	/* atomic with respect to every other atomic: we hold sv_dev.lock */
 	if (sv_mem_copy(&lmem, 0, &rmem, 0, sizeof(orig), x->bounce,
 			x->bounce_bytes) != SV_COPY_OK)
-		return resp_access(t);
+		return target_gone(t) ? RES_NOACK : resp_access(t);
 	if (m->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		store = orig == h->atomic.compare_add;
 		val = h->atomic.swap;
@@ -877,7 +904,7 @@ static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	}
 	if (store && sv_mem_copy(&rmem, 0, &vmem, 0, sizeof(val), x->bounce,
 				 x->bounce_bytes) != SV_COPY_OK)
-		return resp_access(t);
+		return target_gone(t) ? RES_NOACK : resp_access(t);
 	if (sv_mem_copy(&m->local, 0, &lmem, 0, sizeof(orig), x->bounce,
 			x->bounce_bytes) != SV_COPY_OK)
 		return IBV_WC_LOC_PROT_ERR;

@@ -1418,7 +1418,10 @@ static void test_probe(void **state)
 		SV_CMD_OPEN_CONTEXT, SV_CMD_ALLOC_PD, SV_CMD_DEALLOC_PD,
 		SV_CMD_REG_MR, SV_CMD_REREG_MR, SV_CMD_DEREG_MR,
 		SV_CMD_CREATE_CHANNEL, SV_CMD_DESTROY_CHANNEL, SV_CMD_CREATE_CQ,
-		SV_CMD_RESIZE_CQ, SV_CMD_DESTROY_CQ,
+		SV_CMD_RESIZE_CQ, SV_CMD_DESTROY_CQ, SV_CMD_CREATE_QP,
+		SV_CMD_MODIFY_QP, SV_CMD_QUERY_QP, SV_CMD_DESTROY_QP,
+		SV_CMD_CREATE_SRQ, SV_CMD_MODIFY_SRQ, SV_CMD_QUERY_SRQ,
+		SV_CMD_DESTROY_SRQ, SV_CMD_CREATE_AH, SV_CMD_DESTROY_AH,
 	};
 	struct sv_rsp_stat st;
 	struct sv_cmd cmd;
@@ -1453,6 +1456,770 @@ static void test_probe(void **state)
 	for (i = 0; i < SV_OBJ_TYPE_MAX; i++)
 		assert_int_equal(st.total[i], 0);
 	conn_close(s);
+	check_clean();
+}
+
+/* ---- queue pairs, SRQs and address handles ---- */
+
+/* What the device reports, for the limits below. */
+static struct sv_dev_attr dev_attr(int s)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	return rsp.u.dev;
+}
+
+/* A ring memfd the daemon handed out: the size it said, sealed against
+ * shrinking and growing (a client that could shrink it would crash the
+ * device with SIGBUS). */
+static void check_ring_fd(int fd, uint64_t bytes)
+{
+	struct stat st;
+	int seals;
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal((uint64_t)st.st_size, bytes);
+	seals = fcntl(fd, F_GET_SEALS);
+	assert_true(seals >= 0);
+	assert_true((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) ==
+		    (F_SEAL_SHRINK | F_SEAL_GROW));
+	assert_int_not_equal(ftruncate(fd, 0), 0);
+	assert_int_not_equal(ftruncate(fd, (off_t)bytes * 2), 0);
+}
+
+static struct sv_cmd_create_qp qp_args(uint64_t pd, uint64_t cq,
+				       uint32_t type)
+{
+	struct sv_cmd_create_qp a;
+
+	memset(&a, 0, sizeof(a));
+	a.cookie = 0xfeed;
+	a.pd = pd;
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.qp_type = type;
+	a.cap.max_send_wr = 16;
+	a.cap.max_recv_wr = 16;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	return a;
+}
+
+/* CREATE_QP; on success checks the response and the ring memfd. */
+static int create_qp(int s, const struct sv_cmd_create_qp *a, uint64_t *h,
+		     uint32_t *qpn)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	const struct sv_rsp_qp *q = &rsp.u.qp;
+	int ret, fd;
+
+	sv_cmd_init(&cmd, SV_CMD_CREATE_QP);
+	cmd.u.create_qp = *a;
+	ret = xfer_fd(s, &cmd, -1, &rsp, &fd);
+	if (ret)
+		return ret;
+	check_ring_fd(fd, q->ring_bytes);
+	close(fd);
+	assert_true(q->handle != 0);
+	assert_true(q->qpn > 1 && q->qpn <= 0xffffff);
+	assert_true(q->cap.max_send_wr >= a->cap.max_send_wr);
+	assert_true(q->cap.max_send_sge >= a->cap.max_send_sge);
+	assert_true(q->cap.max_inline_data >= a->cap.max_inline_data);
+	if (!a->srq) {
+		assert_true(q->cap.max_recv_wr >= a->cap.max_recv_wr);
+		assert_true(q->cap.max_recv_sge >= a->cap.max_recv_sge);
+		assert_true(q->rq_entries >= q->cap.max_recv_wr);
+	}
+	assert_true(q->sq_entries >= q->cap.max_send_wr);
+	assert_true(q->sq_offset + SV_RING_HDR_BYTES +
+		    (uint64_t)q->sq_entries * q->sq_stride <= q->ring_bytes);
+	assert_true(q->rq_offset + SV_RING_HDR_BYTES +
+		    (uint64_t)q->rq_entries * q->rq_stride <= q->ring_bytes);
+	if (h)
+		*h = q->handle;
+	if (qpn)
+		*qpn = q->qpn;
+	return 0;
+}
+
+static int modify_qp(int s, uint64_t qp, uint32_t mask,
+		     const struct sv_wire_qp_attr *at)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_MODIFY_QP);
+	cmd.u.modify_qp.qp = qp;
+	cmd.u.modify_qp.attr_mask = mask;
+	cmd.u.modify_qp.attr = *at;
+	return xfer(s, &cmd, &rsp);
+}
+
+static int query_qp(int s, uint64_t qp, struct sv_rsp_query_qp *out)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
+	cmd.u.query_qp.qp = qp;
+	cmd.u.query_qp.attr_mask = ~0u;
+	ret = xfer(s, &cmd, &rsp);
+	if (!ret && out)
+		*out = rsp.u.query_qp;
+	return ret;
+}
+
+static uint32_t qp_state_of(int s, uint64_t qp)
+{
+	struct sv_rsp_query_qp q;
+
+	assert_status(query_qp(s, qp, &q), 0);
+	return q.attr.qp_state;
+}
+
+static int create_srq(int s, uint64_t pd, uint32_t type, uint32_t max_wr,
+		      uint32_t max_sge, uint64_t cq, uint64_t xrcd,
+		      uint64_t *h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret, fd;
+
+	sv_cmd_init(&cmd, SV_CMD_CREATE_SRQ);
+	cmd.u.create_srq.cookie = 0x5e;
+	cmd.u.create_srq.pd = pd;
+	cmd.u.create_srq.srq_type = type;
+	cmd.u.create_srq.max_wr = max_wr;
+	cmd.u.create_srq.max_sge = max_sge;
+	cmd.u.create_srq.cq = cq;
+	cmd.u.create_srq.xrcd = xrcd;
+	ret = xfer_fd(s, &cmd, -1, &rsp, &fd);
+	if (ret)
+		return ret;
+	check_ring_fd(fd, rsp.u.srq.ring_bytes);
+	close(fd);
+	assert_true(rsp.u.srq.max_wr >= max_wr);
+	assert_true(rsp.u.srq.max_sge >= max_sge);
+	assert_true(SV_RING_HDR_BYTES + (uint64_t)rsp.u.srq.entries *
+		    rsp.u.srq.stride <= rsp.u.srq.ring_bytes);
+	if (h)
+		*h = rsp.u.srq.handle;
+	return 0;
+}
+
+static int modify_srq(int s, uint64_t srq, uint32_t mask, uint32_t max_wr,
+		      uint32_t limit, uint32_t rsvd)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_MODIFY_SRQ);
+	cmd.u.modify_srq.srq = srq;
+	cmd.u.modify_srq.attr_mask = mask;
+	cmd.u.modify_srq.max_wr = max_wr;
+	cmd.u.modify_srq.srq_limit = limit;
+	cmd.u.modify_srq.rsvd = rsvd;
+	return xfer(s, &cmd, &rsp);
+}
+
+static int query_srq(int s, uint64_t srq, struct sv_rsp_query_srq *out)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_QUERY_SRQ);
+	cmd.u.handle.handle = srq;
+	ret = xfer(s, &cmd, &rsp);
+	if (!ret && out)
+		*out = rsp.u.query_srq;
+	return ret;
+}
+
+/* A valid RoCE address vector: GID index 0 of port 1. */
+static struct sv_wire_ah good_av(void)
+{
+	struct sv_wire_ah av;
+
+	memset(&av, 0, sizeof(av));
+	av.is_global = 1;
+	av.port_num = 1;
+	av.hop_limit = 64;
+	av.sgid_index = 0;
+	av.dgid[10] = 0xff;
+	av.dgid[11] = 0xff;
+	av.dgid[12] = 127;
+	av.dgid[15] = 1;
+	return av;
+}
+
+static int create_ah(int s, uint64_t pd, const struct sv_wire_ah *av,
+		     uint64_t *h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_CREATE_AH);
+	cmd.u.create_ah.pd = pd;
+	cmd.u.create_ah.attr = *av;
+	ret = xfer(s, &cmd, &rsp);
+	if (!ret) {
+		assert_true(rsp.u.obj.handle != 0);
+		if (h)
+			*h = rsp.u.obj.handle;
+	}
+	return ret;
+}
+
+static void test_create_qp(void **state)
+{
+	static const uint32_t unsupported_types[] = {
+		IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
+		IBV_QPT_DRIVER,
+	};
+	static const uint32_t unknown_types[] = {
+		0, 1, 5, 6, 7, 11, 0x80, 0xfe, 0x100, 1u << 31, ~0u,
+	};
+	struct sv_cmd_create_qp a;
+	struct sv_dev_attr dev;
+	uint64_t pd, stale_pd, cq = 0, cq2 = 0, srq = 0, qp;
+	uint32_t qpn, qpn2;
+	unsigned int i;
+	int s = conn_open();
+
+	(void)state;
+	pd = alloc_pd(s);	/* first: see garbage_handles */
+	dev = dev_attr(s);
+	stale_pd = alloc_pd(s);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, stale_pd), 0);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq2), 0);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, &srq), 0);
+
+	/* handles: garbage, the wrong type, stale */
+	for (i = 0; i < N_GARBAGE; i++) {
+		a = qp_args(garbage_handles[i], cq, IBV_QPT_RC);
+		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+		a = qp_args(pd, garbage_handles[i], IBV_QPT_RC);
+		a.recv_cq = cq;
+		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+		a = qp_args(pd, cq, IBV_QPT_RC);
+		a.recv_cq = garbage_handles[i];
+		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+		if (garbage_handles[i]) {	/* 0: no SRQ */
+			a = qp_args(pd, cq, IBV_QPT_RC);
+			a.srq = garbage_handles[i];
+			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+		}
+	}
+	a = qp_args(cq, cq, IBV_QPT_RC);
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a = qp_args(pd, pd, IBV_QPT_RC);
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a = qp_args(srq, cq, IBV_QPT_RC);
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a = qp_args(pd, srq, IBV_QPT_RC);
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.srq = pd;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.srq = cq;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a = qp_args(stale_pd, cq, IBV_QPT_RC);
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+
+	/* the type */
+	for (i = 0; i < sizeof(unsupported_types) / sizeof(uint32_t); i++) {
+		a = qp_args(pd, cq, unsupported_types[i]);
+		assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
+	}
+	for (i = 0; i < sizeof(unknown_types) / sizeof(uint32_t); i++) {
+		a = qp_args(pd, cq, unknown_types[i]);
+		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	}
+	/* flags, sq_sig_all, reserved */
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.create_flags = 1;
+	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
+	a.create_flags = ~0u;
+	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.send_ops_flags = 1ull << 63;
+	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
+	a.send_ops_flags = ~0ull;
+	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.sq_sig_all = 2;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.sq_sig_all = ~0u;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.rsvd = 1;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.rsvd2 = 1u << 31;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+
+	/* capacities past the device's */
+	{
+		struct { uint32_t *f; uint32_t lim; } caps[5];
+
+		a = qp_args(pd, cq, IBV_QPT_RC);
+		caps[0].f = &a.cap.max_send_wr; caps[0].lim = dev.max_qp_wr;
+		caps[1].f = &a.cap.max_recv_wr; caps[1].lim = dev.max_qp_wr;
+		caps[2].f = &a.cap.max_send_sge; caps[2].lim = dev.max_sge;
+		caps[3].f = &a.cap.max_recv_sge; caps[3].lim = dev.max_sge;
+		caps[4].f = &a.cap.max_inline_data;
+		caps[4].lim = dev.max_inline_data;
+		for (i = 0; i < 5; i++) {
+			uint32_t keep = *caps[i].f;
+
+			*caps[i].f = caps[i].lim + 1;
+			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+			*caps[i].f = 1u << 31;
+			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+			*caps[i].f = ~0u;
+			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+			*caps[i].f = keep;
+		}
+		/* ... and exactly the device's: fine */
+		for (i = 0; i < 5; i++)
+			*caps[i].f = caps[i].lim;
+		assert_status(create_qp(s, &a, &qp, &qpn), 0);
+		assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), 0);
+	}
+
+	/* every type that works, with an SRQ too; QPNs are unique */
+	a = qp_args(pd, cq, IBV_QPT_UD);
+	a.send_cq = cq2;
+	assert_status(create_qp(s, &a, &qp, &qpn), 0);
+	a = qp_args(pd, cq, IBV_QPT_UC);
+	a.srq = srq;
+	assert_status(create_qp(s, &a, NULL, &qpn2), 0);
+	assert_int_not_equal(qpn, qpn2);
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.cap = (struct sv_wire_qp_cap){ 0 };	/* zero: at least one slot */
+	assert_status(create_qp(s, &a, NULL, &qpn2), 0);
+	assert_int_not_equal(qpn, qpn2);
+	/* the things QPs use are busy */
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq2), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, srq), -EBUSY);
+	/* the connection going takes the QPs, the SRQ, the rest with it */
+	conn_close(s);
+	check_clean();
+}
+
+static void test_modify_qp(void **state)
+{
+	struct sv_wire_qp_attr at, init, rtr, rts;
+	struct sv_rsp_query_qp q;
+	uint64_t pd, cq = 0, qp, other;
+	uint32_t qpn;
+	unsigned int i;
+	int s = conn_open();
+	const uint32_t init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	const uint32_t rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_MIN_RNR_TIMER;
+	const uint32_t rts_mask = IBV_QP_STATE | IBV_QP_SQ_PSN |
+				  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+	(void)state;
+	pd = alloc_pd(s);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
+	{
+		struct sv_cmd_create_qp a = qp_args(pd, cq, IBV_QPT_RC);
+
+		assert_status(create_qp(s, &a, &qp, &qpn), 0);
+		assert_status(create_qp(s, &a, &other, NULL), 0);
+	}
+	memset(&init, 0, sizeof(init));
+	init.qp_state = IBV_QPS_INIT;
+	init.port_num = 1;
+	init.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	rtr = init;
+	rtr.qp_state = IBV_QPS_RTR;
+	rtr.ah_attr = good_av();
+	rtr.path_mtu = IBV_MTU_1024;
+	rtr.dest_qp_num = qpn;
+	rtr.rq_psn = 0x123456;
+	rtr.max_dest_rd_atomic = 4;
+	rtr.min_rnr_timer = 12;
+	rts = rtr;
+	rts.qp_state = IBV_QPS_RTS;
+	rts.sq_psn = 0x654321;
+	rts.timeout = 14;
+	rts.retry_cnt = 7;
+	rts.rnr_retry = 7;
+	rts.max_rd_atomic = 4;
+
+	/* the qp: garbage, the wrong type */
+	for (i = 0; i < N_GARBAGE; i++) {
+		assert_status(modify_qp(s, garbage_handles[i], init_mask,
+					&init), -EINVAL);
+		assert_status(query_qp(s, garbage_handles[i], NULL), -EINVAL);
+	}
+	assert_status(modify_qp(s, pd, init_mask, &init), -EINVAL);
+	assert_status(modify_qp(s, cq, init_mask, &init), -EINVAL);
+	assert_status(query_qp(s, pd, NULL), -EINVAL);
+	/* reserved */
+	{
+		struct sv_cmd cmd;
+		struct sv_rsp rsp;
+
+		sv_cmd_init(&cmd, SV_CMD_MODIFY_QP);
+		cmd.u.modify_qp.qp = qp;
+		cmd.u.modify_qp.attr_mask = init_mask;
+		cmd.u.modify_qp.attr = init;
+		cmd.u.modify_qp.rsvd = 1;
+		assert_status(xfer(s, &cmd, &rsp), -EINVAL);
+		sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
+		cmd.u.query_qp.qp = qp;
+		cmd.u.query_qp.rsvd = ~0u;
+		assert_status(xfer(s, &cmd, &rsp), -EINVAL);
+	}
+	/* transitions that do not exist, masks that do not fit */
+	assert_status(modify_qp(s, qp, rtr_mask, &rtr), -EINVAL);
+	assert_status(modify_qp(s, qp, rts_mask, &rts), -EINVAL);
+	assert_status(modify_qp(s, qp, init_mask & ~IBV_QP_PORT, &init),
+		      -EINVAL);
+	assert_status(modify_qp(s, qp, init_mask | IBV_QP_SQ_PSN, &init),
+		      -EINVAL);
+	assert_status(modify_qp(s, qp, init_mask | (1u << 30), &init),
+		      -EINVAL);
+	assert_status(modify_qp(s, qp, ~0u, &init), -EINVAL);
+	at = init;
+	at.qp_state = 7;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	at.qp_state = ~0u;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	at = init;	/* cur_qp_state that is not the QP's */
+	at.cur_qp_state = IBV_QPS_RTS;
+	assert_status(modify_qp(s, qp, init_mask | IBV_QP_CUR_STATE, &at),
+		      -EINVAL);
+	/* values out of range at INIT */
+	at = init;
+	at.port_num = 0;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	at.port_num = 2;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	at = init;
+	at.pkey_index = 1;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	at.pkey_index = 0xffff;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	at = init;
+	at.qp_access_flags = 1u << 20;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	at.qp_access_flags = ~0u;
+	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
+	assert_int_equal(qp_state_of(s, qp), IBV_QPS_RESET);
+	assert_status(modify_qp(s, qp, init_mask, &init), 0);
+	assert_int_equal(qp_state_of(s, qp), IBV_QPS_INIT);
+
+	/* values out of range at RTR */
+#define RTR_BAD(field, value)                                                 \
+	do {                                                                  \
+		at = rtr;                                                     \
+		at.field = value;                                             \
+		assert_status(modify_qp(s, qp, rtr_mask, &at), -EINVAL);     \
+	} while (0)
+	RTR_BAD(ah_attr.port_num, 0);
+	RTR_BAD(ah_attr.port_num, 2);
+	RTR_BAD(ah_attr.is_global, 0);
+	RTR_BAD(ah_attr.sgid_index, SV_GID_TBL_LEN);
+	RTR_BAD(ah_attr.sgid_index, 255);
+	RTR_BAD(path_mtu, 0);
+	RTR_BAD(path_mtu, IBV_MTU_4096 + 1);
+	RTR_BAD(path_mtu, ~0u);
+	RTR_BAD(dest_qp_num, 1u << 24);
+	RTR_BAD(dest_qp_num, ~0u);
+	RTR_BAD(max_dest_rd_atomic, dev_attr(s).max_qp_rd_atom + 1);
+	RTR_BAD(max_dest_rd_atomic, 255);
+	RTR_BAD(min_rnr_timer, 32);
+	RTR_BAD(min_rnr_timer, 255);
+#undef RTR_BAD
+	assert_int_equal(qp_state_of(s, qp), IBV_QPS_INIT);
+	assert_status(modify_qp(s, qp, rtr_mask, &rtr), 0);
+
+	/* values out of range at RTS */
+#define RTS_BAD(field, value)                                                 \
+	do {                                                                  \
+		at = rts;                                                     \
+		at.field = value;                                             \
+		assert_status(modify_qp(s, qp, rts_mask, &at), -EINVAL);     \
+	} while (0)
+	RTS_BAD(timeout, 32);
+	RTS_BAD(timeout, 255);
+	RTS_BAD(retry_cnt, 8);
+	RTS_BAD(rnr_retry, 8);
+	RTS_BAD(max_rd_atomic, dev_attr(s).max_qp_init_rd_atom + 1);
+	RTS_BAD(max_rd_atomic, 255);
+#undef RTS_BAD
+	at = rts;
+	at.path_mig_state = IBV_MIG_ARMED + 1;
+	assert_status(modify_qp(s, qp, rts_mask | IBV_QP_PATH_MIG_STATE, &at),
+		      -EINVAL);
+	assert_int_equal(qp_state_of(s, qp), IBV_QPS_RTR);
+	assert_status(modify_qp(s, qp, rts_mask, &rts), 0);
+	at = rts;	/* RTS -> SQD, notification not 0 or 1 */
+	at.qp_state = IBV_QPS_SQD;
+	at.en_sqd_async_notify = 2;
+	assert_status(modify_qp(s, qp, IBV_QP_STATE |
+				IBV_QP_EN_SQD_ASYNC_NOTIFY, &at), -EINVAL);
+
+	/* the attributes set are the ones reported */
+	assert_status(query_qp(s, qp, &q), 0);
+	assert_int_equal(q.attr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(q.qp_type, IBV_QPT_RC);
+	assert_int_equal(q.attr.dest_qp_num, qpn);
+	assert_int_equal(q.attr.path_mtu, IBV_MTU_1024);
+	assert_int_equal(q.attr.rq_psn, 0x123456);
+	assert_int_equal(q.attr.sq_psn, 0x654321);
+	assert_int_equal(q.attr.timeout, 14);
+	assert_int_equal(q.attr.retry_cnt, 7);
+	assert_int_equal(q.attr.rnr_retry, 7);
+	assert_int_equal(q.attr.min_rnr_timer, 12);
+	assert_int_equal(q.attr.max_rd_atomic, 4);
+	assert_int_equal(q.attr.max_dest_rd_atomic, 4);
+	assert_int_equal(q.attr.qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
+	assert_memory_equal(q.attr.ah_attr.dgid, rtr.ah_attr.dgid, 16);
+	/* to ERR and RESET from anywhere; RESET forgets */
+	at = init;
+	at.qp_state = IBV_QPS_ERR;
+	assert_status(modify_qp(s, qp, IBV_QP_STATE, &at), 0);
+	assert_int_equal(qp_state_of(s, qp), IBV_QPS_ERR);
+	assert_status(modify_qp(s, qp, rts_mask, &rts), -EINVAL);
+	at.qp_state = IBV_QPS_RESET;
+	assert_status(modify_qp(s, qp, IBV_QP_STATE, &at), 0);
+	assert_status(query_qp(s, qp, &q), 0);
+	assert_int_equal(q.attr.qp_state, IBV_QPS_RESET);
+	/* the other QP never moved */
+	assert_int_equal(qp_state_of(s, other), IBV_QPS_RESET);
+
+	/* DESTROY_QP: garbage, the wrong type, twice */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(cmd_handle(s, SV_CMD_DESTROY_QP,
+					 garbage_handles[i]), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, pd), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, cq), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, qp), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), -EINVAL);
+	assert_status(modify_qp(s, qp, init_mask, &init), -EINVAL);
+	assert_status(query_qp(s, qp, NULL), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, other), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), 0);
+	conn_close(s);
+	check_clean();
+}
+
+static void test_srq_cmds(void **state)
+{
+	struct sv_rsp_query_srq q = { 0 };
+	struct sv_dev_attr dev;
+	uint64_t pd, cq = 0, srq, qp;
+	unsigned int i;
+	int s = conn_open();
+
+	(void)state;
+	pd = alloc_pd(s);
+	dev = dev_attr(s);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
+
+	/* CREATE_SRQ */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(create_srq(s, garbage_handles[i], IBV_SRQT_BASIC,
+					 16, 1, 0, 0, NULL), -EINVAL);
+	assert_status(create_srq(s, cq, IBV_SRQT_BASIC, 16, 1, 0, 0, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, cq, 0, NULL),
+		      -EOPNOTSUPP);
+	assert_status(create_srq(s, pd, IBV_SRQT_TM, 16, 1, 0, 0, NULL),
+		      -EOPNOTSUPP);
+	assert_status(create_srq(s, pd, 3, 16, 1, 0, 0, NULL), -EINVAL);
+	assert_status(create_srq(s, pd, ~0u, 16, 1, 0, 0, NULL), -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, cq, 0, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 1, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 0, 1, 0, 0, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, dev.max_srq_wr + 1, 1,
+				 0, 0, NULL), -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, ~0u, 1, 0, 0, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16,
+				 dev.max_srq_sge + 1, 0, 0, NULL), -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, ~0u, 0, 0, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, dev.max_srq_wr,
+				 dev.max_srq_sge, 0, 0, &srq), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, srq), 0);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, &srq), 0);
+
+	/* MODIFY_SRQ and QUERY_SRQ */
+	for (i = 0; i < N_GARBAGE; i++) {
+		assert_status(modify_srq(s, garbage_handles[i], IBV_SRQ_LIMIT,
+					 0, 4, 0), -EINVAL);
+		assert_status(query_srq(s, garbage_handles[i], NULL), -EINVAL);
+	}
+	assert_status(modify_srq(s, pd, IBV_SRQ_LIMIT, 0, 4, 0), -EINVAL);
+	assert_status(query_srq(s, cq, NULL), -EINVAL);
+	assert_status(modify_srq(s, srq, 1u << 2, 0, 4, 0), -EINVAL);
+	assert_status(modify_srq(s, srq, ~0u, 0, 4, 0), -EINVAL);
+	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, 4, 1), -EINVAL);
+	assert_status(query_srq(s, srq, &q), 0);
+	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, q.max_wr + 1, 0),
+		      -EINVAL);
+	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, ~0u, 0), -EINVAL);
+	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, 5, 0), 0);
+	assert_status(query_srq(s, srq, &q), 0);
+	assert_int_equal(q.srq_limit, 5);
+	assert_true(q.max_wr >= 16);
+	/* resizing past the device's limits is refused however it is done */
+	assert_true(modify_srq(s, srq, IBV_SRQ_MAX_WR, ~0u, 0, 0) < 0);
+	assert_true(modify_srq(s, srq, IBV_SRQ_MAX_WR, 0, 0, 0) < 0);
+
+	/* DESTROY_SRQ: busy with a QP on it, garbage, twice */
+	{
+		struct sv_cmd_create_qp a = qp_args(pd, cq, IBV_QPT_RC);
+
+		a.srq = srq;
+		assert_status(create_qp(s, &a, &qp, NULL), 0);
+	}
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, srq), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), -EBUSY);
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ,
+					 garbage_handles[i]), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, qp), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, srq), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, srq), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, srq), -EINVAL);
+	assert_status(query_srq(s, srq, NULL), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), 0);
+	conn_close(s);
+	check_clean();
+}
+
+static void test_ah_cmds(void **state)
+{
+	struct sv_wire_ah av;
+	uint64_t pd, stale_pd, ah, ah2;
+	unsigned int i;
+	int s = conn_open();
+
+	(void)state;
+	pd = alloc_pd(s);
+	stale_pd = alloc_pd(s);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, stale_pd), 0);
+	av = good_av();
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(create_ah(s, garbage_handles[i], &av, NULL),
+			      -EINVAL);
+	assert_status(create_ah(s, stale_pd, &av, NULL), -EINVAL);
+	av.port_num = 0;
+	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);
+	av.port_num = 2;
+	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);
+	av = good_av();
+	av.is_global = 0;	/* RoCE: a GRH is a must */
+	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);
+	av = good_av();
+	av.sgid_index = SV_GID_TBL_LEN;
+	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);
+	av.sgid_index = 255;
+	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);
+	av = good_av();
+	assert_status(create_ah(s, pd, &av, &ah), 0);
+	assert_status(create_ah(s, pd, &av, &ah2), 0);
+	assert_true(ah != ah2);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), -EBUSY);
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(cmd_handle(s, SV_CMD_DESTROY_AH,
+					 garbage_handles[i]), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_AH, pd), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, ah), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_AH, ah), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_AH, ah), -EINVAL);
+	/* ah2 goes with the connection */
+	conn_close(s);
+	check_clean();
+}
+
+/* One client's QPs, SRQs and AHs name nothing on another connection. */
+static void test_other_client_qp(void **state)
+{
+	struct sv_wire_qp_attr at;
+	struct sv_wire_ah av = good_av();
+	uint64_t pd, cq = 0, srq, qp, ah, b_pd, b_cq = 0;
+	int a = conn_open(), b = conn_open();
+
+	(void)state;
+	/* a handle names a slot of its own client's table: a's objects sit in
+	 * slots that b's table does not use (b has two objects) */
+	for (int i = 0; i < 3; i++)
+		alloc_pd(a);
+	pd = alloc_pd(a);
+	assert_status(create_cq(a, 16, 0, 0, 0, -1, &cq), 0);
+	assert_status(create_srq(a, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, &srq), 0);
+	{
+		struct sv_cmd_create_qp q = qp_args(pd, cq, IBV_QPT_RC);
+
+		assert_status(create_qp(a, &q, &qp, NULL), 0);
+	}
+	assert_status(create_ah(a, pd, &av, &ah), 0);
+	b_pd = alloc_pd(b);
+	assert_status(create_cq(b, 16, 0, 0, 0, -1, &b_cq), 0);
+
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_ERR;
+	assert_status(modify_qp(b, qp, IBV_QP_STATE, &at), -EINVAL);
+	assert_status(query_qp(b, qp, NULL), -EINVAL);
+	assert_status(cmd_handle(b, SV_CMD_DESTROY_QP, qp), -EINVAL);
+	assert_status(modify_srq(b, srq, IBV_SRQ_LIMIT, 0, 1, 0), -EINVAL);
+	assert_status(query_srq(b, srq, NULL), -EINVAL);
+	assert_status(cmd_handle(b, SV_CMD_DESTROY_SRQ, srq), -EINVAL);
+	assert_status(cmd_handle(b, SV_CMD_DESTROY_AH, ah), -EINVAL);
+	/* nor as the parts of b's new objects */
+	{
+		struct sv_cmd_create_qp q = qp_args(pd, b_cq, IBV_QPT_RC);
+
+		assert_status(create_qp(b, &q, NULL, NULL), -EINVAL);
+		q = qp_args(b_pd, cq, IBV_QPT_RC);
+		assert_status(create_qp(b, &q, NULL, NULL), -EINVAL);
+		q = qp_args(b_pd, b_cq, IBV_QPT_RC);
+		q.recv_cq = cq;
+		assert_status(create_qp(b, &q, NULL, NULL), -EINVAL);
+		q = qp_args(b_pd, b_cq, IBV_QPT_RC);
+		q.srq = srq;
+		assert_status(create_qp(b, &q, NULL, NULL), -EINVAL);
+	}
+	assert_status(create_srq(b, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, NULL),
+		      -EINVAL);
+	assert_status(create_ah(b, pd, &av, NULL), -EINVAL);
+	/* a's are untouched */
+	assert_int_equal(qp_state_of(a, qp), IBV_QPS_RESET);
+	assert_status(query_srq(a, srq, NULL), 0);
+	assert_status(cmd_handle(a, SV_CMD_DESTROY_AH, ah), 0);
+	conn_close(b);
+	conn_close(a);
 	check_clean();
 }
 
@@ -2013,6 +2780,11 @@ int main(void)
 		T(test_fd_leak),
 		T(test_other_client),
 		T(test_probe),
+		T(test_create_qp),
+		T(test_modify_qp),
+		T(test_srq_cmds),
+		T(test_ah_cmds),
+		T(test_other_client_qp),
 		T(test_flood_no_read),
 		T(test_flood_reading),
 		T(test_half_close),

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by the data-path tests (test_data, test_errors,
+ * test_noalloc, the kill_transfer helper): open sv0, make QPs, walk them
+ * through RESET -> INIT -> RTR -> RTS against a peer, wait for completions
+ * and events with generous bounds (never as synchronisation: a bound only
+ * turns a hang into a failure).
+ *
+ * Only the standard verbs API (<infiniband/verbs.h>); nothing here knows how
+ * softverbs is built.
+ */
+#ifndef SV_TESTS_VU_H
+#define SV_TESTS_VU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#define VU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Default bound for a completion or an event that must come. */
+#define VU_WAIT_MS 20000
+
+/* How a QP is connected (what ibv_modify_qp gets on the way to RTS). */
+struct vu_conn {
+	unsigned int access;       /* qp_access_flags (RC, UC) */
+	uint8_t timeout;           /* RC: local ACK timeout */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint32_t qkey;             /* UD */
+	uint32_t sq_psn, rq_psn;
+	enum ibv_qp_state stop_at; /* 0: IBV_QPS_RTS */
+};
+
+/* What a peer QP is known by. */
+struct vu_addr {
+	uint32_t qpn;
+	uint32_t psn;
+	union ibv_gid gid;
+};
+
+long vu_now_ms(void);
+void vu_sleep_ms(long ms);
+
+/* Open the device named sv0 (the only one softverbs shows). NULL and a
+ * message on stderr when there is none. */
+struct ibv_context *vu_open(void);
+
+/* The port's active MTU enum and its size in bytes. */
+enum ibv_mtu vu_active_mtu(struct ibv_context *ctx);
+unsigned int vu_mtu_bytes(enum ibv_mtu mtu);
+
+/* GID index 0 of port 1. 0 or -1. */
+int vu_gid(struct ibv_context *ctx, union ibv_gid *gid);
+
+/* The defaults: every remote access, timeout 14, retry 7, rnr_retry 7,
+ * min_rnr_timer 1, 16 reads and atomics in flight, qkey 0x11111111. */
+struct vu_conn vu_conn_default(void);
+
+/* RESET -> INIT. 0 or an errno. */
+int vu_to_init(struct ibv_qp *qp, const struct vu_conn *c);
+/* INIT -> RTR towards peer. 0 or an errno. */
+int vu_to_rtr(struct ibv_qp *qp, const struct vu_addr *peer,
+	      const struct vu_conn *c);
+/* RTR -> RTS. 0 or an errno. */
+int vu_to_rts(struct ibv_qp *qp, const struct vu_conn *c);
+/* RESET -> ... -> c->stop_at (RTS by default) towards peer. */
+int vu_connect(struct ibv_qp *qp, const struct vu_addr *peer,
+	       const struct vu_conn *c);
+/* The address of a local QP, as its peer names it. */
+struct vu_addr vu_addr_of(struct ibv_qp *qp, uint32_t psn);
+/* Connect a and b to each other (both with c, the PSNs swapped). */
+int vu_connect_pair(struct ibv_qp *a, struct ibv_qp *b,
+		    const struct vu_conn *c);
+
+/* An address handle towards a GID on port 1 (RoCE: global). */
+struct ibv_ah *vu_ah(struct ibv_pd *pd, const union ibv_gid *gid);
+
+/* Poll cq until n completions arrived or ms passed: how many arrived. */
+int vu_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, long ms);
+/* Wait up to ms for an async event; 0 and the event (acknowledged already:
+ * only its copy is returned), or -ETIMEDOUT. */
+int vu_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
+		   long ms);
+/* Is an event readable on fd right now? */
+bool vu_fd_readable(int fd, int ms);
+/* Wait up to ms for a completion event on ch: 0 and its CQ (acknowledged),
+ * or -ETIMEDOUT. */
+int vu_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, long ms);
+
+const char *vu_opcode_str(enum ibv_wr_opcode op);
+
+/* One endpoint: context, PD, a CQ for sends and one for receives, a QP. */
+struct vu_ep {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	bool own_ctx, own_pd, own_scq, own_rcq;
+};
+
+struct vu_qp_caps {
+	uint32_t send_wr, recv_wr, send_sge, recv_sge, inline_data;
+	int cqe;                   /* each CQ; 0: 256 */
+	bool sq_sig_all;
+	struct ibv_srq *srq;
+	struct ibv_cq *scq, *rcq;  /* use these instead of making CQs */
+};
+
+/* Make an endpoint on ctx (and pd, unless NULL: then a fresh PD). 0 or an
+ * errno (with a message). */
+int vu_ep_create(struct vu_ep *ep, struct ibv_context *ctx, struct ibv_pd *pd,
+		 enum ibv_qp_type type, const struct vu_qp_caps *caps);
+void vu_ep_destroy(struct vu_ep *ep);
+
+#endif
