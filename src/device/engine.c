@@ -39,6 +39,17 @@
 
 #define SV_BOUNCE_BYTES (1u << 20)
 #define SV_SPIN_NS      30000u      /* spin this long before sleeping */
+#define SV_SPIN_NS_FEW  2000u       /* ... on a machine of 2 CPUs or fewer */
+
+/*
+ * How long an engine spins with nothing to do before it sleeps, read once at
+ * start: $SOFTVERBSD_SPIN_US (0 .. 10 s) if set, else SV_SPIN_NS, or
+ * SV_SPIN_NS_FEW where there are 2 CPUs or fewer: there a spinning engine
+ * takes a core from the applications that busy-poll their CQs (measured on
+ * 2 cores: ib_write_lat 20.5 us typical with a 30 us spin, 5.8 us with none;
+ * see docs/PERFORMANCE.md).
+ */
+static uint64_t spin_ns = SV_SPIN_NS;
 
 static struct sv_engine engines[SV_ENGINES];
 
@@ -215,7 +226,7 @@ static bool engine_ready(struct sv_engine *e, uint64_t now, uint64_t *timer)
 /* Spin a little before sleeping: true if work showed up. */
 static bool engine_spin(struct sv_engine *e)
 {
-	uint64_t end = sv_now_ns() + SV_SPIN_NS, now;
+	uint64_t end = sv_now_ns() + spin_ns, now;
 
 	do {
 		for (int i = 0; i < 32; i++)
@@ -284,6 +295,21 @@ int sv_engine_start(void)
 	sigset_t all, old;
 	int ret;
 
+	{
+		const char *v = getenv("SOFTVERBSD_SPIN_US");
+		char *end;
+		unsigned long us;
+
+		if (sysconf(_SC_NPROCESSORS_ONLN) <= 2)
+			spin_ns = SV_SPIN_NS_FEW;
+		if (v && *v) {
+			us = strtoul(v, &end, 10);
+			if (!*end && us <= 10000000ul)
+				spin_ns = (uint64_t)us * 1000u;
+			else
+				sv_log(SV_LOG_WARN, "ignoring SOFTVERBSD_SPIN_US=%s", v);
+		}
+	}
 	ret = sv_ring_alloc("softverbs-doorbell",
 			    (size_t)SV_ENGINES * SV_DB_PAGE_BYTES,
 			    &sv_dev.db_memfd, &sv_dev.db_map);
