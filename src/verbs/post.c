@@ -19,112 +19,219 @@
 #include "verbs/qp_ops.h"
 #include "verbs/sv_post.h"
 
-void sv_doorbell_ring(struct sv_doorbell *db)
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* The engine behind db sleeps: wake it (the post path's one system call). */
+static __attribute__((noinline, cold)) void doorbell_wake(struct sv_doorbell *db)
+{
+	__atomic_fetch_add(&db->seq, 1, __ATOMIC_SEQ_CST);
+	/* not FUTEX_PRIVATE: the page is shared with the daemon */
+	syscall(SYS_futex, &db->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static inline void doorbell_ring(struct sv_doorbell *db)
 {
 	/* Order our prod store before the load of `sleeping`; the engine
 	 * orders its store of `sleeping` before its last look at the rings.
 	 * So either it sees our WQE or we see it asleep. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&db->sleeping, __ATOMIC_RELAXED)) {
-		__atomic_fetch_add(&db->seq, 1, __ATOMIC_SEQ_CST);
-		/* not FUTEX_PRIVATE: the page is shared with the daemon */
-		syscall(SYS_futex, &db->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
-	}
+	if (unlikely(__atomic_load_n(&db->sleeping, __ATOMIC_RELAXED)))
+		doorbell_wake(db);
 }
 
-/* 0 or the errno that refuses this send WR on this QP. */
-static int check_send(const struct sv_qp *qp, const struct ibv_send_wr *wr)
+void sv_doorbell_ring(struct sv_doorbell *db)
 {
-	enum ibv_qp_type type = qp->ex.qp_base.qp_type;
+	doorbell_ring(db);
+}
 
-	if (!sv_send_opcode_ok(type, wr->opcode))
+/*
+ * ibv_post_send is the hottest call of the library; its budget is counted
+ * in instructions (bench/budgets.sh). Hence: every field of a WR is read
+ * once into a local (the slot is written through a char pointer, which
+ * would otherwise make the compiler read the WR again after each store),
+ * opcode properties are bit tests, small inline data is copied without a
+ * call, and the ring's geometry and free room are read once per call.
+ */
+
+#define OP(op) (1u << (op))
+/* opcodes whose imm field is used (imm_data and invalidate_rkey share it) */
+#define OPS_IMM (OP(IBV_WR_SEND_WITH_IMM) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) | \
+		 OP(IBV_WR_SEND_WITH_INV))
+#define OPS_RDMA (OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) | \
+		  OP(IBV_WR_RDMA_READ))
+#define OPS_ATOMIC (OP(IBV_WR_ATOMIC_CMP_AND_SWP) | \
+		    OP(IBV_WR_ATOMIC_FETCH_AND_ADD))
+
+/* A checked opcode is one sv_send_opcode_ok accepts: below 32. */
+static inline bool op_in(uint32_t op, uint32_t set)
+{
+	return (OP(op) & set) != 0;
+}
+
+/* 0 or the errno that refuses this send WR on this QP; *ilen: the inline
+ * bytes when inl. */
+static inline int check_send(const struct sv_qp *qp, enum ibv_qp_type type,
+			     const struct ibv_send_wr *wr, uint32_t op,
+			     unsigned int flags, int num_sge,
+			     const struct ibv_sge *sgl, bool inl,
+			     uint32_t *ilen)
+{
+	if (unlikely(!sv_send_opcode_ok(type, (enum ibv_wr_opcode)op)))
 		return EINVAL;
-	if (wr->send_flags & ~SV_SEND_FLAGS_OK)
+	if (unlikely(flags & ~SV_SEND_FLAGS_OK))
 		return EINVAL;
-	if (wr->num_sge < 0 || (wr->num_sge && !wr->sg_list))
+	if (unlikely(num_sge < 0 || (num_sge && !sgl)))
 		return EINVAL;
-	if ((wr->send_flags & IBV_SEND_INLINE) &&
-	    sv_send_opcode_has_payload(wr->opcode)) {
+	if (inl) {
 		uint64_t total = 0;
 
-		for (int i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
-		if (total > qp->sq.max_inline)
+		if (likely(num_sge == 1))
+			total = sgl->length;
+		else
+			for (int i = 0; i < num_sge; i++)
+				total += sgl[i].length;
+		if (unlikely(total > qp->sq.max_inline))
 			return EINVAL;
-	} else if ((uint32_t)wr->num_sge > qp->sq.max_sge) {
+		*ilen = (uint32_t)total;
+	} else if (unlikely((uint32_t)num_sge > qp->sq.max_sge)) {
 		return EINVAL;
 	}
-	if (type == IBV_QPT_UD &&
+	if (unlikely(type == IBV_QPT_UD) &&
 	    (!wr->wr.ud.ah || wr->wr.ud.ah->context != qp->ex.qp_base.context))
 		return EINVAL;
 	return 0;
 }
 
-/* Copy a checked WR into its slot. */
-static void fill_send(const struct sv_qp *qp, struct sv_send_wqe *w,
-		      const struct ibv_send_wr *wr)
+/* Does the WR carry its data inline? (READ and atomics have none: for them
+ * IBV_SEND_INLINE means nothing.) */
+static inline bool wr_inline(uint32_t op, unsigned int flags)
 {
-	unsigned int flags = wr->send_flags;
-	char *body = (char *)w + SV_SEND_WQE_HDR;
+	return (flags & IBV_SEND_INLINE) &&
+	       sv_send_opcode_has_payload((enum ibv_wr_opcode)op);
+}
 
-	memset(w, 0, sizeof(*w));
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	switch (wr->opcode) {
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		w->imm = wr->imm_data; /* big-endian, as given */
-		break;
-	case IBV_WR_SEND_WITH_INV:
-		w->imm = wr->invalidate_rkey;
-		break;
-	default:
-		break;
+/* memcpy of at most 16 bytes, without a call or a loop: two overlapping
+ * loads and stores of the widest size that fits. */
+static inline void copy_upto16(char *restrict dst, const char *restrict src,
+			       uint32_t n)
+{
+	if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, src, 8);
+		memcpy(&b, src + n - 8, 8);
+		memcpy(dst, &a, 8);
+		memcpy(dst + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, src, 4);
+		memcpy(&b, src + n - 4, 4);
+		memcpy(dst, &a, 4);
+		memcpy(dst + n - 4, &b, 4);
+	} else if (n >= 2) {
+		uint16_t a, b;
+
+		memcpy(&a, src, 2);
+		memcpy(&b, src + n - 2, 2);
+		memcpy(dst, &a, 2);
+		memcpy(dst + n - 2, &b, 2);
+	} else if (n) {
+		dst[0] = src[0];
 	}
-	switch (wr->opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
+}
+
+/* memcpy for inline data, without a call for n <= 16. */
+static inline void copy_inline(char *restrict dst, const char *restrict src,
+			       uint32_t n)
+{
+	if (n <= 16)
+		copy_upto16(dst, src, n);
+	else
+		memcpy(dst, src, n);
+}
+
+/* The header's second half (from remote_addr on), every byte of it: the
+ * remote address and key, the atomic operands or the UD address. */
+static inline void fill_tail(enum ibv_qp_type type,
+			     struct sv_send_wqe *restrict w,
+			     const struct ibv_send_wr *restrict wr, uint32_t op)
+{
+	if (likely(op_in(op, OPS_RDMA))) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_qpn = 0;
+		w->atomic.compare_add = 0;
+		w->atomic.swap = 0;
+	} else if (op_in(op, OPS_ATOMIC)) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
+		w->remote_qpn = 0;
 		w->atomic.compare_add = wr->wr.atomic.compare_add;
 		w->atomic.swap = wr->wr.atomic.swap;
-		break;
-	default:
-		break;
-	}
-	if (qp->ex.qp_base.qp_type == IBV_QPT_UD) {
-		w->ud.ah = to_sv_ah(wr->wr.ud.ah)->handle;
+	} else if (type == IBV_QPT_UD) {
+		w->remote_addr = 0;
+		w->rkey = 0;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
+		w->ud.ah = to_sv_ah(wr->wr.ud.ah)->handle;
 		w->ud.remote_qkey = wr->wr.ud.remote_qkey;
-	}
-	if (!sv_send_opcode_has_payload(wr->opcode))
-		flags &= ~(unsigned int)IBV_SEND_INLINE; /* READ, atomics */
-	if (flags & IBV_SEND_INLINE) {
-		uint32_t len = 0;
-
-		for (int i = 0; i < wr->num_sge; i++) {
-			uint32_t n = wr->sg_list[i].length;
-
-			if (!n)
-				continue;
-			memcpy(body + len,
-			       (const void *)(uintptr_t)wr->sg_list[i].addr, n);
-			len += n;
-		}
-		w->num_sge = len;
+		w->ud.rsvd = 0;
 	} else {
-		if (wr->num_sge) /* sg_list may be NULL without SGEs */
-			memcpy(body, wr->sg_list,
-			       (size_t)wr->num_sge * sizeof(struct sv_wqe_sge));
-		w->num_sge = (uint32_t)wr->num_sge;
+		w->remote_addr = 0;
+		w->rkey = 0;
+		w->remote_qpn = 0;
+		w->atomic.compare_add = 0;
+		w->atomic.swap = 0;
 	}
+	w->rsvd = 0;
+}
+
+/* Copy a checked WR into its slot: every byte of the 64-byte header (nothing
+ * of the slot's last WQE stays), then the SGEs or the inline bytes. Each
+ * field is stored as soon as it is known, so that little is held in
+ * registers. */
+static inline void fill_send(const struct sv_qp *qp, enum ibv_qp_type type,
+			     struct sv_send_wqe *restrict w,
+			     const struct ibv_send_wr *restrict wr, uint32_t op,
+			     unsigned int flags, int num_sge,
+			     const struct ibv_sge *restrict sgl, bool inl,
+			     uint32_t ilen)
+{
+	char *body = (char *)w + SV_SEND_WQE_HDR;
+
+	if (!inl)
+		flags &= ~(unsigned int)IBV_SEND_INLINE; /* READ, atomics */
+	w->wr_id = wr->wr_id;
+	w->opcode = op;
 	w->flags = sv_wqe_send_flags(qp, flags);
+	w->imm = op_in(op, OPS_IMM) ? wr->imm_data : 0; /* big-endian */
+	if (inl) {
+		if (likely(num_sge == 1)) {
+			copy_inline(body, (const char *)(uintptr_t)sgl->addr,
+				    ilen);
+		} else {
+			uint32_t len = 0;
+
+			for (int i = 0; i < num_sge; i++) {
+				uint32_t n = sgl[i].length;
+
+				copy_inline(body + len,
+					    (const char *)(uintptr_t)sgl[i].addr,
+					    n);
+				len += n;
+			}
+		}
+		w->num_sge = ilen;
+	} else {
+		if (likely(num_sge == 1))
+			memcpy(body, sgl, sizeof(struct sv_wqe_sge));
+		else if (num_sge) /* sg_list may be NULL without SGEs */
+			memcpy(body, sgl,
+			       (size_t)num_sge * sizeof(struct sv_wqe_sge));
+		w->num_sge = (uint32_t)num_sge;
+	}
+	fill_tail(type, w, wr, op);
 }
 
 _Static_assert(sizeof(struct ibv_sge) == sizeof(struct sv_wqe_sge), "sge");
@@ -134,38 +241,177 @@ _Static_assert(offsetof(struct ibv_sge, length) ==
 	       offsetof(struct sv_wqe_sge, length), "sge length");
 _Static_assert(offsetof(struct ibv_sge, lkey) ==
 	       offsetof(struct sv_wqe_sge, lkey), "sge lkey");
+_Static_assert(sizeof(((struct sv_send_wqe *)0)->ud) ==
+	       sizeof(((struct sv_send_wqe *)0)->atomic), "wqe union");
+
+/* Free slots for WQEs from prod on: the acquire load of cons pairs with the
+ * device's release store, so a slot is rewritten only after the device
+ * copied it out. */
+static inline uint32_t sq_room(const struct sv_qp *qp, uint32_t prod)
+{
+	uint32_t used = prod - __atomic_load_n(&qp->sq.hdr->cons,
+					       __ATOMIC_ACQUIRE);
+
+	return used < qp->max_send_wr ? qp->max_send_wr - used : 0;
+}
+
+/* Is there room in the SQ for one more WQE at prod? (see sq_room) */
+static inline bool sq_has_room(const struct sv_qp *qp, uint32_t prod)
+{
+	return prod - __atomic_load_n(&qp->sq.hdr->cons, __ATOMIC_ACQUIRE) <
+	       qp->max_send_wr;
+}
+
+static __attribute__((noinline)) int post_list(struct sv_qp *qp,
+					       struct ibv_send_wr *wr,
+					       struct ibv_send_wr **bad_wr);
+
+/*
+ * One WR, under the SQ lock: the common case, one SGE or up to 16 bytes of
+ * inline data. A function of its own that calls nothing (but the wake of a
+ * sleeping engine); each header field is stored as soon as it is known, so
+ * that little is held in registers. Anything else goes to post_list, which
+ * does the same for any WR.
+ */
+static __attribute__((noinline)) int post_one(struct sv_qp *qp,
+					      struct ibv_send_wr *wr,
+					      struct ibv_send_wr **bad_wr)
+{
+	enum ibv_qp_type type = qp->ex.qp_base.qp_type;
+	uint32_t op = (uint32_t)wr->opcode;
+	unsigned int flags = wr->send_flags;
+	const struct ibv_sge *sgl = wr->sg_list;
+	struct sv_send_wqe *w;
+	struct sv_wq_ring *hdr;
+	uint32_t prod, ilen = 0;
+	int err = EINVAL;
+
+	if (unlikely(wr->num_sge != 1 || !sgl))
+		return post_list(qp, wr, bad_wr);
+	/* check_send, for one SGE */
+	if (unlikely(!sv_send_opcode_ok(type, (enum ibv_wr_opcode)op)))
+		goto fail;
+	if (unlikely(flags & ~SV_SEND_FLAGS_OK))
+		goto fail;
+	if (wr_inline(op, flags)) {
+		ilen = sgl->length;
+		if (unlikely(ilen > qp->sq.max_inline))
+			goto fail;
+		if (unlikely(ilen > 16))
+			return post_list(qp, wr, bad_wr);
+	} else {
+		flags &= ~(unsigned int)IBV_SEND_INLINE; /* READ, atomics */
+		if (unlikely(!qp->sq.max_sge))
+			goto fail;
+	}
+	if (unlikely(type == IBV_QPT_UD) &&
+	    (!wr->wr.ud.ah || wr->wr.ud.ah->context != qp->ex.qp_base.context))
+		goto fail;
+
+	prod = qp->sq.prod;
+	if (unlikely(!sq_has_room(qp, prod))) {
+		err = ENOMEM;
+		goto fail;
+	}
+	hdr = qp->sq.hdr;
+	w = (struct sv_send_wqe *)((char *)hdr + SV_RING_HDR_BYTES +
+				   (size_t)(prod & (qp->sq.entries - 1)) *
+					   qp->sq.stride);
+	/* fill_send, for one SGE (flags keeps IBV_SEND_INLINE only when the
+	 * data is inline) */
+	w->wr_id = wr->wr_id;
+	w->opcode = op;
+	w->flags = sv_wqe_send_flags(qp, flags);
+	w->imm = op_in(op, OPS_IMM) ? wr->imm_data : 0; /* big-endian */
+	if (flags & IBV_SEND_INLINE) {
+		copy_upto16((char *)w + SV_SEND_WQE_HDR,
+			    (const char *)(uintptr_t)sgl->addr, ilen);
+		w->num_sge = ilen;
+	} else {
+		memcpy((char *)w + SV_SEND_WQE_HDR, sgl,
+		       sizeof(struct sv_wqe_sge));
+		w->num_sge = 1;
+	}
+	fill_tail(type, w, wr, op);
+	qp->sq.prod = ++prod;
+	/* release: the slot is written before the device sees prod */
+	__atomic_store_n(&hdr->prod, prod, __ATOMIC_RELEASE);
+	doorbell_ring(qp->db);
+	return 0;
+fail:
+	*bad_wr = wr;
+	return err;
+}
+
+/* Any list of WRs (and the single WRs post_one leaves), under the SQ lock:
+ * each checked and copied into the next free slot; one release store of
+ * prod and one doorbell for all of them. */
+static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr)
+{
+	enum ibv_qp_type type = qp->ex.qp_base.qp_type;
+	struct sv_wq_ring *hdr;
+	uint32_t prod, start, mask, stride, room = 0;
+	int err = 0;
+
+	hdr = qp->sq.hdr;
+	mask = qp->sq.entries - 1;
+	stride = qp->sq.stride;
+	prod = start = qp->sq.prod;
+	for (; wr; wr = wr->next) {
+		uint32_t op = (uint32_t)wr->opcode;
+		unsigned int flags = wr->send_flags;
+		int num_sge = wr->num_sge;
+		const struct ibv_sge *sgl = wr->sg_list;
+		bool inl = wr_inline(op, flags);
+		uint32_t ilen = 0;
+		struct sv_send_wqe *slot;
+
+		err = check_send(qp, type, wr, op, flags, num_sge, sgl, inl,
+				 &ilen);
+		if (err)
+			break;
+		if (!room) {
+			room = sq_room(qp, prod);
+			if (!room) {
+				err = ENOMEM;
+				break;
+			}
+		}
+		slot = (struct sv_send_wqe *)((char *)hdr + SV_RING_HDR_BYTES +
+					      (size_t)(prod & mask) * stride);
+		fill_send(qp, type, slot, wr, op, flags, num_sge, sgl, inl,
+			  ilen);
+		prod++;
+		room--;
+	}
+	if (prod != start) {
+		qp->sq.prod = prod;
+		/* release: the slots are written before the device sees prod */
+		__atomic_store_n(&hdr->prod, prod, __ATOMIC_RELEASE);
+		doorbell_ring(qp->db);
+	}
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
 
 int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad_wr)
 {
 	struct sv_qp *qp = to_sv_qp(ibqp);
-	struct sv_send_wqe *slot;
-	uint32_t start;
-	int err = 0;
+	int err;
 
-	if (!sv_qp_send_state_ok(qp)) {
+	if (unlikely(!sv_qp_send_state_ok(qp))) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	sv_sq_lock(qp);
-	start = qp->sq.prod;
-	for (; wr; wr = wr->next) {
-		err = check_send(qp, wr);
-		if (err)
-			break;
-		slot = sv_sq_next_slot(qp);
-		if (!slot) {
-			err = ENOMEM;
-			break;
-		}
-		fill_send(qp, slot, wr);
-		qp->sq.prod++;
-	}
-	if (qp->sq.prod != start)
-		sv_sq_publish(qp);
+	if (likely(wr && !wr->next))
+		err = post_one(qp, wr, bad_wr);
+	else
+		err = post_list(qp, wr, bad_wr);
 	sv_sq_unlock(qp);
-	if (err)
-		*bad_wr = wr;
 	return err;
 }
 

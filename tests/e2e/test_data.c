@@ -669,6 +669,15 @@ static void matrix(struct transport *t, enum ibv_wr_opcode op)
 			}
 		}
 	}
+	/* every length the post fast path copies inline by hand (2..17) */
+	for (size_t size = 2; can_inline && size <= 17 && size <= t->max_inline;
+	     size++) {
+		struct xcase c = { t, op, size, 1, true };
+
+		run_case(&c);
+		c.nsge = 2;
+		run_case(&c);
+	}
 	if (t->type == IBV_QPT_UD) {
 		/* the largest messages that fit one packet */
 		for (unsigned int k = 0; k < 3; k++) {
