@@ -1,10 +1,13 @@
-# softverbs: the two commands are `make demo` and `make check`.
+# softverbs: the two commands are `make demo` and `make check`; `make bench`
+# measures it.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
+BENCH_DIR  ?= results
+BENCH_ARGS ?=
 
-.PHONY: all deps build demo check check-plain check-asan build-asan clean
+.PHONY: all deps build demo check check-plain check-asan build-asan bench clean
 
 all: build
 
@@ -34,6 +37,15 @@ build-asan: deps
 
 check-asan: build-asan
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2
+
+# softverbs next to the copy limits (memcpy, process_vm_writev), Debian's
+# perftest and UCX's ucx_perftest, on this machine, in one run: the table,
+# results.json, the plots and raw logs in $(BENCH_DIR)/DATE, which
+# $(BENCH_DIR)/latest points to. BENCH_ARGS=--short for a quick one.
+bench: build
+	@d=$(BENCH_DIR)/$$(date +%Y%m%d-%H%M%S); \
+	SV_BUILD_DIR=$(BUILD) bash bench/run.sh $(BENCH_ARGS) $$d; rc=$$?; \
+	ln -sfn $$(basename $$d) $(BENCH_DIR)/latest; exit $$rc
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

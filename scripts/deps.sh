@@ -9,6 +9,7 @@ pkgs=(
 	libibverbs-dev                                # the verbs ABI headers
 	libcmocka-dev                                 # unit tests
 	ibverbs-utils perftest python3-pyverbs python3 # unmodified consumers
+	ucx-utils valgrind gnuplot-nox                # make bench: peer, budgets, plots
 )
 
 missing=()

@@ -5,6 +5,7 @@
  *   softverbs devinfo         what the device says about itself
  *   softverbs stat            objects per client and totals
  *   softverbs run -- CMD      run an unmodified verbs program on softverbs
+ *   softverbs bench [ARGS]    measure softverbs (sv-bench, run as by 'run')
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -54,6 +55,8 @@ static void usage(FILE *f)
 "  devinfo           show the device, its port and its GIDs\n"
 "  stat              objects held per client, and totals\n"
 "  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
+"  bench [ARGS]      bandwidth, latency and message rate between two\n"
+"                    processes; 'softverbs bench --help' lists its options\n"
 "  help              this text\n"
 "Each command takes --help.\n");
 }
@@ -114,6 +117,26 @@ static int cmd_run(int argc, char **argv)
 	return 127;
 }
 
+/* bench: sv-bench (beside this program), run the way 'run' runs a program. */
+static int cmd_bench(int argc, char **argv)
+{
+	char exe[PATH_MAX];
+	char **av = calloc((size_t)argc + 3, sizeof(*av));
+
+	if (!av || sv_tool_sibling("sv-bench", exe, sizeof(exe)) ||
+	    access(exe, X_OK)) {
+		fprintf(stderr, "softverbs bench: cannot find sv-bench beside "
+				"softverbs\n");
+		return 1;
+	}
+	av[0] = "run";
+	av[1] = "--";
+	av[2] = exe;
+	for (int i = 1; i < argc; i++)
+		av[i + 2] = argv[i];
+	return cmd_run(argc + 2, av);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -124,6 +147,8 @@ int main(int argc, char **argv)
 		return cmd_daemon(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bench"))
+		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "devinfo"))
 		return sv_tool_devinfo(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stat"))

@@ -1,0 +1,705 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""make bench's report: reads the raw logs that bench/run.sh left in
+OUTDIR/raw and writes OUTDIR/results.json (everything, machine-readable),
+OUTDIR/table.txt (softverbs next to the limits and peers of the same run,
+the issue's targets met or missed and by how much) and the plots
+OUTDIR/bw_vs_size.png and OUTDIR/lat_vs_size.png (gnuplot).
+
+Units: MB/s with 1 MB = 1e6 bytes everywhere (perftest and ucx_perftest
+print MiB/s; they are converted). Latency in microseconds: one-way (half a
+round trip) for write, send and put ping-pongs, a full round trip for read
+and atomic, as perftest and 'softverbs bench' report them.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+MIB = 1048576 / 1e6       # MiB/s -> MB/s
+
+# The issue's targets (never asserted; reported).
+TARGET_PVW = 0.9           # write 1 MiB bw >= 0.9 x one process_vm_writev
+TARGET_UCX_BW = 1.0        # write 1 MiB bw >= 1.0 x ucx put bw
+TARGET_UCX_LAT = 1.2       # write 8 B lat <= 1.2 x ucx put lat
+TARGET_POST = 150          # instructions per ibv_post_send
+TARGET_POLL = 80           # instructions per ibv_poll_cq returning a CQE
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def read_json(path):
+    """The one JSON object in a file (text around it is tolerated)."""
+    text = read(path)
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    a, b = text.find("{"), text.rfind("}")
+    if a < 0 or b < a:
+        return None
+    try:
+        return json.loads(text[a:b + 1])
+    except ValueError:
+        return None
+
+
+def run(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+# ---- the machine and the build ----
+
+def machine():
+    m = {"nproc": len(os.sched_getaffinity(0)),
+         "online_cpus": os.cpu_count(),
+         "cpu_model": None,
+         "kernel": platform.release(),
+         "arch": platform.machine()}
+    for line in (read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            m["cpu_model"] = line.split(":", 1)[1].strip()
+            break
+    for line in (read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            m["mem_gib"] = round(int(line.split()[1]) / 1048576, 1)
+    os_release = read("/etc/os-release") or ""
+    g = re.search(r'^PRETTY_NAME="?([^"\n]*)', os_release, re.M)
+    m["os"] = g.group(1) if g else None
+    m["load_avg_at_end"] = list(os.getloadavg())
+    return m
+
+
+def build_info(build, repo):
+    cache = read(os.path.join(build, "CMakeCache.txt")) or ""
+
+    def cached(key):
+        g = re.search(r"^%s:[A-Z]+=(.*)$" % re.escape(key), cache, re.M)
+        return g.group(1) if g else None
+    rev = run(["git", "-C", repo, "rev-parse", "--short", "HEAD"])
+    dirty = run(["git", "-C", repo, "status", "--porcelain",
+                 "--untracked-files=no"])
+    ucx = run(["ucx_info", "-v"]).splitlines()
+    return {"dir": build,
+            "type": cached("CMAKE_BUILD_TYPE"),
+            "sanitized": cached("SV_SANITIZE") == "ON",
+            "compiler": run([cached("CMAKE_C_COMPILER") or "cc",
+                             "--version"]).split("\n")[0] or None,
+            "git": (rev + ("+dirty" if dirty else "")) if rev else None,
+            "perftest": run(["dpkg-query", "-W", "-f=${Version}",
+                             "perftest"]) or None,
+            "ucx": ucx[0].replace("# Version ", "") if ucx else None,
+            "valgrind": run(["valgrind", "--version"]) or None}
+
+
+# ---- parsers ----
+
+def steps(raw):
+    out = []
+    for line in (read(os.path.join(raw, "steps.tsv")) or "").splitlines()[1:]:
+        f = line.split("\t")
+        if len(f) >= 3:
+            out.append({"step": f[0], "status": f[1],
+                        "seconds": float(f[2] or 0),
+                        "note": f[3] if len(f) > 3 else ""})
+    return out
+
+
+def softverbs(raw, name):
+    """'softverbs bench --json' of one test and mode: sv_NAME.out, or its
+    groups of sizes sv_NAME.GROUP.out merged (in the order of the sizes)."""
+    files = sorted(f for f in os.listdir(raw)
+                   if f == "sv_%s.out" % name or
+                   (f.startswith("sv_%s." % name) and f.endswith(".out")))
+    merged = None
+    for f in files:
+        j = read_json(os.path.join(raw, f))
+        if not j or not isinstance(j.get("results"), list):
+            continue
+        if merged is None:
+            merged = dict(j, results=[])
+        merged["results"] += j["results"]
+    if merged:
+        merged["results"].sort(key=lambda r: r.get("size", 0))
+    return merged
+
+
+def perftest(path, bw):
+    """Rows of perftest's results table (after the '#bytes' header)."""
+    text = read(path)
+    if not text:
+        return None
+    rows, hdr = [], False
+    for line in text.splitlines():
+        if "#bytes" in line:
+            hdr = True
+            continue
+        f = line.split()
+        if not hdr or len(f) < 5 or not f[0].isdigit():
+            continue
+        try:
+            v = [float(x) for x in f]
+        except ValueError:
+            continue
+        if bw:
+            rows.append({"size": int(v[0]), "iters": int(v[1]),
+                         "bw_peak_MBps": v[2] * MIB, "bw_MBps": v[3] * MIB,
+                         "msg_rate_Mpps": v[4]})
+        elif len(v) >= 9:
+            rows.append({"size": int(v[0]), "iters": int(v[1]),
+                         "lat_min_us": v[2], "lat_max_us": v[3],
+                         "lat_p50_us": v[4], "lat_avg_us": v[5],
+                         "lat_stdev_us": v[6], "lat_p99_us": v[7],
+                         "lat_p999_us": v[8]})
+    return {"results": rows} if rows else None
+
+
+def ucx(path):
+    """ucx_perftest -b BATCH -f -v: one CSV line per test, named by label."""
+    text = read(path)
+    if not text:
+        return None
+    res = {"put_bw": [], "put_lat": [], "am_bw": []}
+    for line in text.splitlines():
+        f = [x.strip() for x in line.split(",")]
+        if len(f) < 9:
+            continue
+        g = re.match(r"^(put_bw|put_lat|am_bw)_(\d+)$", f[0])
+        if not g:
+            continue
+        try:
+            v = [float(x) for x in f[1:9]]
+        except ValueError:
+            continue
+        res[g.group(1)].append({
+            "size": int(g.group(2)), "iters": int(v[0]),
+            "lat_p50_us": v[1], "lat_avg_us": v[2],
+            "bw_MBps": v[5] * MIB, "msg_rate_Mpps": v[7] / 1e6})
+    return res if any(res.values()) else None
+
+
+def check_outputs(R, raw):
+    """A step that exited 0 but left no figures has failed (ucx_perftest,
+    for one, exits 0 when every test of its batch failed). Marks such steps
+    failed in R["steps"]; returns their names."""
+    def has_rows(j):
+        return bool(j and isinstance(j.get("results"), list) and j["results"])
+
+    batch = read(os.path.join(raw, "ucx_batch.txt")) or ""
+    ucx_want = len([l for l in batch.splitlines() if l.strip()])
+    ucx_got = sum(len(v) for v in (R["ucx"] or {}).values())
+    b = R["budgets"] or {}
+    hollow = []
+    for st in R["steps"]:
+        n = st["step"]
+        if st["status"] != "ok":
+            continue
+        if n == "limits":
+            ok = bool((R["limits"] or {}).get("process_vm_writev"))
+        elif n.startswith("sv_"):
+            ok = has_rows(read_json(os.path.join(raw, n + ".out")))
+        elif n.startswith("pt_"):
+            ok = n[3:] in R["perftest"]
+        elif n == "ucx":
+            ok = ucx_want > 0 and ucx_got == ucx_want
+        elif n == "regcost":
+            ok = bool((R["regcost"] or {}).get("reg_4k_us"))
+        elif n == "budgets":
+            ok = "error" not in b and bool(b.get("post_send_ir"))
+        else:
+            ok = True
+        if not ok:
+            st["status"] = "failed"
+            st["note"] = "exited 0 but left no figures (see raw/%s.*)" % n
+            hollow.append(n)
+    return hollow
+
+
+# ---- lookups ----
+
+def at(rows, size, key):
+    for r in rows or []:
+        if r.get("size") == size and r.get(key) is not None:
+            return r[key]
+    return None
+
+
+def sv_rows(R, test, mode, events=False):
+    name = "%s_%s%s" % (test, mode, "_events" if events else "")
+    return (R["softverbs"].get(name) or {}).get("results")
+
+
+def pt_rows(R, prog):
+    return (R["perftest"].get(prog) or {}).get("results")
+
+
+def lim_rows(R, kind):
+    return (R["limits"] or {}).get(kind)
+
+
+def ucx_rows(R, kind):
+    return (R["ucx"] or {}).get(kind)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+# ---- formatting ----
+
+def size_str(s):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if s >= (1 << shift) and s % (1 << shift) == 0:
+            return "%d %s" % (s >> shift, unit)
+    return "%d B" % s
+
+
+def num(v, width=10):
+    if v is None:
+        return "-".rjust(width)
+    a = abs(v)
+    if a >= 1000:
+        s = "%.0f" % v
+    elif a >= 100:
+        s = "%.1f" % v
+    elif a >= 1:
+        s = "%.2f" % v
+    else:
+        s = "%.3f" % v
+    return s.rjust(width)
+
+
+def times(v, width=8):
+    if v is None:
+        return "-".rjust(width)
+    return (num(v, 0) + "x").rjust(width)
+
+
+# ---- targets ----
+
+def target_ge(name, value, goal, detail):
+    t = {"target": name, "goal": ">= %.2fx" % goal, "value": value,
+         "detail": detail}
+    if value is None:
+        t.update(met=None, by="not measured")
+    elif value >= goal:
+        t.update(met=True, by="%.2fx, %.0f%% above the goal"
+                 % (value, (value / goal - 1) * 100))
+    else:
+        t.update(met=False, by="%.2fx, %.0f%% short (it needs %.2fx more)"
+                 % (value, (1 - value / goal) * 100, goal / value))
+    return t
+
+
+def target_le(name, value, goal, detail, unit="x"):
+    t = {"target": name, "goal": "<= %g%s" % (goal, unit), "value": value,
+         "detail": detail}
+    if value is None:
+        t.update(met=None, by="not measured")
+    elif value <= goal:
+        t.update(met=True, by="%s%s, within the bound"
+                 % (num(value, 0), unit))
+    else:
+        t.update(met=False, by="%s%s, %sx the bound"
+                 % (num(value, 0), unit, num(value / goal, 0)))
+    return t
+
+
+def targets(R):
+    out = []
+    sv_w1m = at(sv_rows(R, "write", "bw"), 1 << 20, "bw_MBps")
+    pvw1m = at(lim_rows(R, "process_vm_writev"), 1 << 20, "bw_MBps")
+    ucx1m = at(ucx_rows(R, "put_bw"), 1 << 20, "bw_MBps")
+    out.append(target_ge(
+        "write 1 MiB bw >= %.1fx one process_vm_writev" % TARGET_PVW,
+        ratio(sv_w1m, pvw1m), TARGET_PVW,
+        "softverbs %s MB/s, process_vm_writev %s MB/s"
+        % (num(sv_w1m, 0), num(pvw1m, 0))))
+    out.append(target_ge(
+        "write 1 MiB bw >= %.1fx ucx put bw" % TARGET_UCX_BW,
+        ratio(sv_w1m, ucx1m), TARGET_UCX_BW,
+        "softverbs %s MB/s, ucx put %s MB/s" % (num(sv_w1m, 0), num(ucx1m, 0))))
+    # what bounds it, measured in the same run: the engine's two copies
+    bnc1m = at(lim_rows(R, "readv_writev_bounce"), 1 << 20, "bw_MBps")
+    if bnc1m and pvw1m:
+        out[0]["context"] = (
+            "the engine's way, process_vm_readv + process_vm_writev through"
+            " a bounce buffer, reaches %s MB/s = %s of one process_vm_writev"
+            % (num(bnc1m, 0), times(ratio(bnc1m, pvw1m), 0)))
+    mc1m = at(lim_rows(R, "memcpy"), 1 << 20, "bw_MBps")
+    if ucx1m and mc1m:
+        out[1]["context"] = (
+            "ucx put over shared memory is a memcpy into a segment both"
+            " processes map (no kernel, no third process): %s MB/s = %s of"
+            " memcpy" % (num(ucx1m, 0), times(ratio(ucx1m, mc1m), 0)))
+    sv_l8 = at(sv_rows(R, "write", "lat"), 8, "lat_p50_us")
+    ucx_l8 = at(ucx_rows(R, "put_lat"), 8, "lat_p50_us")
+    out.append(target_le(
+        "write 8 B latency <= %.1fx ucx put latency" % TARGET_UCX_LAT,
+        ratio(sv_l8, ucx_l8), TARGET_UCX_LAT,
+        "softverbs %s us, ucx put %s us" % (num(sv_l8, 0), num(ucx_l8, 0))))
+    pp = (R["limits"] or {}).get("pingpong") or {}
+    pvw8 = at(lim_rows(R, "process_vm_writev"), 8, "op_us")
+    out[-1]["context"] = (
+        "floors in this run: one 8-byte process_vm_writev call %s us,"
+        " a cache line between two spinning processes %s us, a pipe"
+        " wake-up %s us; %d CPUs for the client, the server and the engine"
+        % (num(pvw8, 0), num((pp.get("shm_spin") or {}).get("lat_p50_us"), 0),
+           num((pp.get("pipe") or {}).get("lat_p50_us"), 0),
+           R["machine"]["nproc"]))
+    b = R["budgets"] or {}
+    out.append(target_le("instructions per ibv_post_send <= %d" % TARGET_POST,
+                         b.get("post_send_ir"), TARGET_POST,
+                         "callgrind", unit=""))
+    out.append(target_le("instructions per ibv_poll_cq (a CQE) <= %d"
+                         % TARGET_POLL, b.get("poll_cq_ir"), TARGET_POLL,
+                         "callgrind", unit=""))
+    return out
+
+
+# ---- comparisons (every softverbs figure with its limit and peers) ----
+
+def comparisons(R):
+    out = []
+
+    def add(figure, unit, value, refs):
+        c = {"figure": figure, "unit": unit, "softverbs": value, "vs": {}}
+        for name, v in refs.items():
+            if v is not None:
+                c["vs"][name] = {"value": v, "ratio": ratio(value, v)}
+        out.append(c)
+
+    for t in ("write", "read", "send"):
+        for r in sv_rows(R, t, "bw") or []:
+            s = r["size"]
+            add("%s bw %s" % (t, size_str(s)), "MB/s", r.get("bw_MBps"), {
+                "process_vm_writev": at(lim_rows(R, "process_vm_writev"), s,
+                                        "bw_MBps"),
+                "readv_writev_bounce": at(lim_rows(R, "readv_writev_bounce"),
+                                          s, "bw_MBps"),
+                "memcpy": at(lim_rows(R, "memcpy"), s, "bw_MBps"),
+                "perftest ib_%s_bw" % t: at(pt_rows(R, "ib_%s_bw" % t), s,
+                                            "bw_MBps"),
+                "ucx put bw": at(ucx_rows(R, "put_bw"), s, "bw_MBps")
+                if t == "write" else None})
+        for r in sv_rows(R, t, "lat") or []:
+            s = r["size"]
+            add("%s lat %s" % (t, size_str(s)), "us p50", r.get("lat_p50_us"), {
+                "perftest ib_%s_lat" % t: at(pt_rows(R, "ib_%s_lat" % t), s,
+                                             "lat_p50_us"),
+                "ucx put lat": at(ucx_rows(R, "put_lat"), s, "lat_p50_us")
+                if t == "write" else None,
+                "process_vm_writev call": at(lim_rows(R, "process_vm_writev"),
+                                             s, "op_us")})
+    for r in sv_rows(R, "atomic", "lat") or []:
+        add("atomic lat 8 B", "us p50", r.get("lat_p50_us"), {})
+    w8 = at(sv_rows(R, "write", "bw"), 8, "msg_rate_Mpps")
+    add("write msg rate 8 B", "Mpps", w8, {
+        "ucx am rate 8 B": at(ucx_rows(R, "am_bw"), 8, "msg_rate_Mpps"),
+        "ucx put rate 8 B": at(ucx_rows(R, "put_bw"), 8, "msg_rate_Mpps"),
+        "perftest ib_write_bw 8 B": at(pt_rows(R, "ib_write_bw"), 8,
+                                       "msg_rate_Mpps")})
+    return [c for c in out if c["softverbs"] is not None]
+
+
+# ---- the table ----
+
+def wrap(line, width=100):
+    """Split a long line at spaces, continuing with its indentation."""
+    ind = " " * (len(line) - len(line.lstrip()))
+    out, cur = [], ""
+    for w in line.split():
+        if cur and len(cur) + 1 + len(w) > width:
+            out.append(cur)
+            cur = ind + "  " + w
+        else:
+            cur = (cur + " " + w) if cur else ind + w
+    return out + [cur] if cur else out
+
+
+def table(R):
+    L = []
+    m, b = R["machine"], R["build"]
+    L.append("softverbs: make bench%s, %s, %.0f s"
+             % (" --short" if R["short"] else "", R["date"], R["seconds"]))
+    L.append("machine: %d CPUs (%s), Linux %s, %s GiB; build %s%s, git %s"
+             % (m["nproc"], m.get("cpu_model") or "?", m["kernel"],
+                m.get("mem_gib", "?"), b.get("type") or "?",
+                " +ASan" if b.get("sanitized") else "", b.get("git") or "?"))
+    la = R.get("load_avg_at_start")
+    L.append("load average %s at the start, %.2f at the end (other work on"
+             " this machine moves every figure)"
+             % ("%.2f" % la[0] if la else "?", m["load_avg_at_end"][0]))
+    L.append("peers: perftest %s, UCX %s (UCX_TLS=%s)"
+             % (b.get("perftest") or "-", b.get("ucx") or "-",
+                R["ucx_tls"]))
+    L.append("units: MB/s = 1e6 B/s; latency p50 in us, one-way for write,"
+             " send and put, a round trip for read and atomic")
+    L.append("")
+
+    sizes = [8, 4096, 65536, 1 << 20, 8 << 20]
+
+    def present(rows_list, s, key):
+        return any(at(rows, s, key) is not None for rows in rows_list)
+
+    # bandwidth
+    L.append("%-18s %9s %9s %9s %9s %9s %9s %7s %7s"
+             % ("Bandwidth (MB/s)", "softverbs", "perftest", "pv_writev",
+                "2 copies", "memcpy", "ucx put", "sv/pvw", "sv/ucx"))
+    for t in ("write", "read", "send"):
+        svr = sv_rows(R, t, "bw")
+        ptr = pt_rows(R, "ib_%s_bw" % t)
+        for s in sizes:
+            if not present([svr, ptr], s, "bw_MBps"):
+                continue
+            sv = at(svr, s, "bw_MBps")
+            pvw = at(lim_rows(R, "process_vm_writev"), s, "bw_MBps")
+            ux = at(ucx_rows(R, "put_bw"), s, "bw_MBps") \
+                if t == "write" else None
+            L.append("  %-6s %9s %s %s %s %s %s %s %s %s"
+                     % (t, size_str(s), num(sv, 9),
+                        num(at(ptr, s, "bw_MBps"), 9), num(pvw, 9),
+                        num(at(lim_rows(R, "readv_writev_bounce"), s,
+                               "bw_MBps"), 9),
+                        num(at(lim_rows(R, "memcpy"), s, "bw_MBps"), 9),
+                        num(ux, 9), times(ratio(sv, pvw), 7),
+                        times(ratio(sv, ux), 7)))
+    a8 = at(sv_rows(R, "atomic", "bw"), 8, "msg_rate_Mpps")
+    L.append("")
+
+    # latency
+    L.append("%-18s %10s %10s %10s %10s %8s"
+             % ("Latency (us p50)", "softverbs", "perftest", "ucx put",
+                "pvw call", "sv/ucx"))
+    for t in ("write", "read", "send", "atomic"):
+        svr = sv_rows(R, t, "lat")
+        ptr = pt_rows(R, "ib_%s_lat" % t)
+        for s in sizes[:4]:
+            if not present([svr, ptr], s, "lat_p50_us"):
+                continue
+            sv = at(svr, s, "lat_p50_us")
+            ux = at(ucx_rows(R, "put_lat"), s, "lat_p50_us") \
+                if t == "write" else None
+            L.append("  %-6s %9s %s %s %s %s %s"
+                     % (t, size_str(s), num(sv),
+                        num(at(ptr, s, "lat_p50_us")), num(ux),
+                        num(at(lim_rows(R, "process_vm_writev"), s, "op_us")),
+                        times(ratio(sv, ux))))
+    for r in sv_rows(R, "write", "lat", events=True) or []:
+        L.append("  %-6s %9s %s %s   (completion events, -e)"
+                 % ("write", size_str(r["size"]), num(r.get("lat_p50_us")),
+                    "-".rjust(10)))
+    pp = (R["limits"] or {}).get("pingpong") or {}
+    L.append("  floors between two processes, one-way p50: spinning on a"
+             " shared cache line %s us, a pipe (sleep + wake-up) %s us"
+             % (num((pp.get("shm_spin") or {}).get("lat_p50_us"), 0),
+                num((pp.get("pipe") or {}).get("lat_p50_us"), 0)))
+    L.append("")
+
+    # message rate
+    w8 = at(sv_rows(R, "write", "bw"), 8, "msg_rate_Mpps")
+    L.append("Message rate (Mpps): write 8 B %s, atomic 8 B %s;"
+             " perftest ib_write_bw 8 B %s; ucx am 8 B %s, ucx put 8 B %s"
+             % (num(w8, 0), num(a8, 0),
+                num(at(pt_rows(R, "ib_write_bw"), 8, "msg_rate_Mpps"), 0),
+                num(at(ucx_rows(R, "am_bw"), 8, "msg_rate_Mpps"), 0),
+                num(at(ucx_rows(R, "put_bw"), 8, "msg_rate_Mpps"), 0)))
+
+    # registration
+    rc = R["regcost"]
+    if rc:
+        L.append("Registration (median us): ibv_reg_mr 4 KiB %s, 1 MiB %s,"
+                 " 1 GiB %s: 1 GiB / 4 KiB = %s (dereg %s)"
+                 % (num(rc.get("reg_4k_us"), 0), num(rc.get("reg_1m_us"), 0),
+                    num(rc.get("reg_1g_us"), 0),
+                    times(rc.get("ratio_reg_1g_4k"), 0),
+                    times(rc.get("ratio_dereg_1g_4k"), 0)))
+    else:
+        L.append("Registration: not measured")
+
+    # instructions
+    bu = R["budgets"]
+    if bu:
+        L.append("Instructions (callgrind, per call): ibv_post_send %s,"
+                 " ibv_poll_cq %s (empty %s), engine per WQE %s"
+                 % (num(bu.get("post_send_ir"), 0),
+                    num(bu.get("poll_cq_ir"), 0),
+                    num(bu.get("poll_cq_empty_ir"), 0),
+                    num(bu.get("engine_wqe_ir"), 0)))
+    else:
+        st = [s for s in R["steps"] if s["step"] == "budgets"]
+        L.append("Instructions (callgrind): not measured (%s)"
+                 % (st[0]["note"] if st else "no budgets step"))
+    L.append("")
+
+    # targets
+    L.append("Targets of issue 4")
+    for t in R["targets"]:
+        mark = {True: "met", False: "MISSED", None: "n/a"}[t["met"]]
+        L.append("  [%-6s] %s: %s" % (mark, t["target"], t["by"]))
+        if t["met"] is not None and t["detail"] != "callgrind":
+            L.append("           %s" % t["detail"])
+        if t.get("context"):
+            L.extend(wrap("           " + t["context"]))
+    L.append("")
+    bad = [s for s in R["steps"] if s["status"] not in ("ok",)]
+    L.append("Steps: %d ok%s" % (
+        sum(1 for s in R["steps"] if s["status"] == "ok"),
+        "".join("; %s %s (%s)" % (s["step"], s["status"], s["note"])
+                for s in bad)))
+    return "\n".join(w for line in L
+                     for w in (wrap(line) if len(line) > 100 else [line])) + "\n"
+
+
+# ---- plots ----
+
+def plots(R, out):
+    raw = os.path.join(out, "raw")
+    bw, lat = [], []
+
+    def series(store, title, rows, key, scale=1.0):
+        pts = [(r["size"], r[key] * scale) for r in rows or []
+               if r.get(key) is not None and r[key] > 0]
+        if not pts:
+            return
+        name = "plot_%s_%d.dat" % ("bw" if store is bw else "lat", len(store))
+        with open(os.path.join(raw, name), "w") as f:
+            for s, v in sorted(pts):
+                f.write("%d %.6g\n" % (s, v))
+        store.append((title, os.path.join(raw, name)))
+
+    for t in ("write", "read", "send"):
+        series(bw, "softverbs %s" % t, sv_rows(R, t, "bw"), "bw_MBps")
+    series(bw, "perftest ib_write_bw", pt_rows(R, "ib_write_bw"), "bw_MBps")
+    series(bw, "ucx put (shm)", ucx_rows(R, "put_bw"), "bw_MBps")
+    series(bw, "process_vm_writev", lim_rows(R, "process_vm_writev"),
+           "bw_MBps")
+    series(bw, "readv+writev (2 copies)", lim_rows(R, "readv_writev_bounce"),
+           "bw_MBps")
+    series(bw, "memcpy", lim_rows(R, "memcpy"), "bw_MBps")
+    for t in ("write", "read", "send"):
+        series(lat, "softverbs %s" % t, sv_rows(R, t, "lat"), "lat_p50_us")
+    for p in ("ib_write_lat", "ib_read_lat", "ib_send_lat"):
+        series(lat, "perftest %s" % p, pt_rows(R, p), "lat_p50_us")
+    series(lat, "ucx put (shm)", ucx_rows(R, "put_lat"), "lat_p50_us")
+    series(lat, "one process_vm_writev", lim_rows(R, "process_vm_writev"),
+           "op_us")
+
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return "gnuplot is not installed"
+    term = "pngcairo noenhanced size 1000,650 font ',10'"
+    if subprocess.run([gp, "-e", "set terminal pngcairo"],
+                      capture_output=True).returncode != 0:
+        term = "png noenhanced size 1000,650"
+    sub = "%s, %d CPUs, %s" % (R["date"], R["machine"]["nproc"],
+                               "short run" if R["short"] else "full run")
+    tics = ", ".join('"%s" %d' % (size_str(1 << k).replace(" ", "")
+                                  .replace("iB", "").replace("B", ""),
+                                  1 << k) for k in range(1, 24, 2))
+    script = ["set terminal %s" % term,
+              "set logscale x 2", "set logscale y 10", "set grid",
+              "set key outside right top", "set xtics (%s)" % tics,
+              "set xlabel 'message size (bytes)'"]
+
+    def one(png, title, ylabel, store):
+        script.append("set output '%s'" % os.path.join(out, png))
+        script.append("set title \"%s\\n%s\"" % (title, sub))
+        script.append("set ylabel '%s'" % ylabel)
+        if not store:
+            script.append("set label 1 'no data' at graph 0.45, graph 0.5")
+            script.append("plot [1:16777216] [1:10] 1/0 notitle")
+            script.append("unset label 1")
+            return
+        script.append("plot " + ", ".join(
+            "'%s' using 1:2 with linespoints title '%s'" % (f, t)
+            for t, f in store))
+
+    one("bw_vs_size.png", "Bandwidth vs message size", "MB/s (1 MB = 1e6 B)",
+        bw)
+    one("lat_vs_size.png", "Latency vs message size (p50)",
+        "us (one-way; read: round trip)", lat)
+    script.append("unset output")
+    gpfile = os.path.join(raw, "plots.gp")
+    with open(gpfile, "w") as f:
+        f.write("\n".join(script) + "\n")
+    p = subprocess.run([gp, gpfile], capture_output=True, text=True)
+    if p.returncode != 0:
+        return "gnuplot failed: " + p.stderr.strip()[-500:]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--short", action="store_true")
+    ap.add_argument("--load-start", default="")
+    a = ap.parse_args()
+    raw = os.path.join(a.out, "raw")
+
+    R = {"schema": 1, "tool": "make bench",
+         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+         "short": a.short, "seconds": a.seconds,
+         "machine": machine(), "build": build_info(a.build, a.repo),
+         "load_avg_at_start": [float(x) for x in a.load_start.split()]
+         if a.load_start else None,
+         "steps": steps(raw),
+         "units": {"bw": "MB/s, 1 MB = 1e6 bytes",
+                   "lat": "us; one-way for write/send/put ping-pongs,"
+                          " a full round trip for read and atomic"},
+         "ucx_tls": os.environ.get("SV_BENCH_UCX_TLS", "shm,self")}
+    R["limits"] = read_json(os.path.join(raw, "limits.out"))
+    R["softverbs"] = {}
+    for name in ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw",
+                 "send_lat", "atomic_bw", "atomic_lat", "write_lat_events"):
+        j = softverbs(raw, name)
+        if j:
+            R["softverbs"][name] = j
+    R["perftest"] = {}
+    for p in ("ib_write_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat"):
+        j = perftest(os.path.join(raw, "pt_%s.out" % p), p.endswith("_bw"))
+        if j:
+            R["perftest"][p] = j
+    R["ucx"] = ucx(os.path.join(raw, "ucx.out"))
+    R["regcost"] = read_json(os.path.join(raw, "regcost.out"))
+    R["budgets"] = read_json(os.path.join(raw, "budgets.out"))
+    hollow = check_outputs(R, raw)
+    R["comparisons"] = comparisons(R)
+    R["targets"] = targets(R)
+    R["plots_error"] = plots(R, a.out)
+
+    text = table(R)
+    if R["plots_error"]:
+        text += "Plots: %s\n" % R["plots_error"]
+    with open(os.path.join(a.out, "table.txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(R, f, indent=1)
+        f.write("\n")
+    if R["plots_error"]:
+        return 1
+    return 3 if hollow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
