@@ -16,64 +16,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "verbs/sv_lock.h"
 #include "verbs/sv_verbs.h"
 
 #define SV_CQ_WC_FLAGS_SUPPORTED                                             \
 	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |       \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
-/*
- * The CQ lock: a test-and-set spinlock on the int behind cq->lock, inline,
- * so that ibv_poll_cq calls nothing (its budget is counted in instructions,
- * bench/budgets.sh). Only this file takes it: 0 free, 1 held.
- */
-_Static_assert(sizeof(pthread_spinlock_t) == sizeof(int), "lock word");
-
-static inline int *cq_lock_word(struct sv_cq *cq)
-{
-	return (int *)&cq->lock;
-}
-
+/* The CQ lock (sv_lock.h), unless the CQ was made single-threaded. */
 static inline void cq_spin_init(struct sv_cq *cq)
 {
-	__atomic_store_n(cq_lock_word(cq), 0, __ATOMIC_RELAXED);
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-/* Contended: spin on plain loads (no cache-line ping-pong), then retry. */
-static __attribute__((noinline, cold)) void cq_spin_wait(int *l)
-{
-	do {
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			cpu_relax();
-	} while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE));
+	sv_spin_init(&cq->lock);
 }
 
 static inline void cq_lock(struct sv_cq *cq)
 {
-	/* acquire: pairs with the release in cq_unlock */
-	if (!cq->single_threaded &&
-	    unlikely(__atomic_exchange_n(cq_lock_word(cq), 1, __ATOMIC_ACQUIRE)))
-		cq_spin_wait(cq_lock_word(cq));
+	if (!cq->single_threaded)
+		sv_spin_lock(&cq->lock);
 }
 
 static inline void cq_unlock(struct sv_cq *cq)
 {
 	if (!cq->single_threaded)
-		__atomic_store_n(cq_lock_word(cq), 0, __ATOMIC_RELEASE);
+		sv_spin_unlock(&cq->lock);
 }
 
 static inline uint32_t cq_avail(struct sv_cq *cq)

@@ -19,9 +19,6 @@
 #include "verbs/qp_ops.h"
 #include "verbs/sv_post.h"
 
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
 /* The engine behind db sleeps: wake it (the post path's one system call). */
 static __attribute__((noinline, cold)) void doorbell_wake(struct sv_doorbell *db)
 {
@@ -473,7 +470,7 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int err = 0;
 
-	pthread_spin_lock(&srq->lock);
+	sv_spin_lock(&srq->lock);
 	start = srq->rq.prod;
 	for (; wr; wr = wr->next) {
 		err = put_recv(&srq->rq, srq->max_wr, wr);
@@ -482,7 +479,7 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	}
 	if (srq->rq.prod != start)
 		sv_wq_publish(&srq->rq, srq->db);
-	pthread_spin_unlock(&srq->lock);
+	sv_spin_unlock(&srq->lock);
 	if (err)
 		*bad_wr = wr;
 	return err;

@@ -212,8 +212,8 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	if (ret)
 		goto err_destroy;
 
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	sv_spin_init(&qp->sq_lock);
+	sv_spin_init(&qp->rq_lock);
 	qp->sq_sig_all = cmd.u.create_qp.sq_sig_all;
 	qp->send_ops_flags = cmd.u.create_qp.send_ops_flags;
 	ibqp->context = context;
@@ -482,8 +482,6 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return -ret;
 	sv_ctx_del_qp(ctx, qp); /* waits for the acks of its async events */
 	munmap(qp->ring, qp->ring_bytes);
-	pthread_spin_destroy(&qp->sq_lock);
-	pthread_spin_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);

@@ -98,7 +98,7 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 		close(fd);
 	if (ret)
 		goto err_destroy;
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	sv_spin_init(&srq->lock);
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = srq_context;
 	srq->ibsrq.pd = pd;
@@ -206,7 +206,6 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		return -ret; /* e.g. EBUSY: QPs still use it */
 	sv_ctx_del_srq(ctx, srq); /* waits for the acks of its async events */
 	munmap(srq->ring, srq->ring_bytes);
-	pthread_spin_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
 	free(srq);

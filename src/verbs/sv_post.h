@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "verbs/sv_lock.h"
 #include "verbs/sv_verbs.h"
 
 /* wr.c: fill qp->ex.wr_* (called by create_qp_ex when the QP has_ex). */
@@ -104,25 +105,25 @@ static inline bool sv_qp_recv_state_ok(const struct sv_qp *qp)
 static inline void sv_sq_lock(struct sv_qp *qp)
 {
 	if (!qp->single_threaded)
-		pthread_spin_lock(&qp->sq_lock);
+		sv_spin_lock(&qp->sq_lock);
 }
 
 static inline void sv_sq_unlock(struct sv_qp *qp)
 {
 	if (!qp->single_threaded)
-		pthread_spin_unlock(&qp->sq_lock);
+		sv_spin_unlock(&qp->sq_lock);
 }
 
 static inline void sv_rq_lock(struct sv_qp *qp)
 {
 	if (!qp->single_threaded)
-		pthread_spin_lock(&qp->rq_lock);
+		sv_spin_lock(&qp->rq_lock);
 }
 
 static inline void sv_rq_unlock(struct sv_qp *qp)
 {
 	if (!qp->single_threaded)
-		pthread_spin_unlock(&qp->rq_lock);
+		sv_spin_unlock(&qp->rq_lock);
 }
 
 /* Is there room for one more WQE at wq->prod, with at most max outstanding?

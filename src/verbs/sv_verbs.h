@@ -99,7 +99,7 @@ struct sv_cq {
 	uint32_t arm_sn;
 	uint32_t ex_flags;         /* wc_flags asked at create_cq_ex */
 	const struct sv_cqe *cur;  /* the CQE of an open poll (cq_ex) */
-	pthread_spinlock_t lock;
+	int lock;                  /* sv_lock.h */
 	bool single_threaded;
 	uint32_t comp_events;      /* handed out by ibv_get_cq_event */
 	uint32_t async_events;     /* handed out by ibv_get_async_event */
@@ -129,8 +129,8 @@ struct sv_qp {
 	struct sv_wq sq;
 	struct sv_wq rq;           /* entries == 0 with an SRQ */
 	struct sv_doorbell *db;    /* the page of the QP's engine */
-	pthread_spinlock_t sq_lock;
-	pthread_spinlock_t rq_lock;
+	int sq_lock;               /* sv_lock.h */
+	int rq_lock;
 	bool single_threaded;      /* no locks on post */
 	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
 	uint32_t sq_sig_all;
@@ -159,7 +159,7 @@ struct sv_srq {
 	struct sv_doorbell *db;
 	uint32_t srqn;
 	uint32_t max_wr;
-	pthread_spinlock_t lock;
+	int lock;                  /* sv_lock.h */
 	uint32_t async_events;
 };
 

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The library's fast-path lock: a test-and-set spinlock on one int, inline,
+ * so that post and poll call nothing on their way (their cost is counted in
+ * instructions, bench/budgets.sh). 0 free, 1 held. Used by the CQ, send,
+ * receive and SRQ locks; objects that are single-threaded skip it.
+ */
+#ifndef SV_VERBS_LOCK_H
+#define SV_VERBS_LOCK_H
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+static inline void sv_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static inline void sv_spin_init(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELAXED);
+}
+
+/* Contended: spin on plain loads (no cache-line ping-pong), then retry. */
+static __attribute__((noinline, cold, unused)) void sv_spin_wait(int *l)
+{
+	do {
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			sv_cpu_relax();
+	} while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE));
+}
+
+static inline void sv_spin_lock(int *l)
+{
+	/* acquire: pairs with the release in sv_spin_unlock */
+	if (unlikely(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)))
+		sv_spin_wait(l);
+}
+
+static inline void sv_spin_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+#endif
