@@ -31,6 +31,9 @@ void sv_context_set_ops(struct sv_context *ctx)
 	v->query_port = sv_query_port;
 	v->query_device_ex = sv_query_device_ex;
 	v->create_cq_ex = sv_create_cq_ex;
+	v->alloc_td = sv_alloc_td;
+	v->dealloc_td = sv_dealloc_td;
+	v->alloc_parent_domain = sv_alloc_parent_domain;
 	v->modify_cq = sv_modify_cq;
 	c->ops.post_send = sv_post_send;
 	c->ops.post_recv = sv_post_recv;

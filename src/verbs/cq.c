@@ -325,8 +325,11 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 		return sv_err_ptr(-EOPNOTSUPP);
 	if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS_SUPPORTED)
 		return sv_err_ptr(-EOPNOTSUPP);
-	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
-		return sv_err_ptr(-EOPNOTSUPP); /* parent domains: not yet */
+	/* a CQ on a parent domain: single-threaded when it has a td */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != context ||
+	     !to_sv_pd(attr->parent_domain)->parent))
+		return sv_err_ptr(-EINVAL);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return sv_err_ptr(-ENOMEM);
@@ -348,8 +351,11 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 	if (ret)
 		goto err_destroy;
 	cq->ex_flags = (uint32_t)attr->wc_flags;
-	cq->single_threaded = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-			      (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+	cq->single_threaded =
+		((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+		 (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+		((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+		 sv_pd_single_threaded(attr->parent_domain));
 	cq_spin_init(cq);
 	pthread_mutex_init(&cq->ex.mutex, NULL);
 	pthread_cond_init(&cq->ex.cond, NULL);

@@ -60,9 +60,14 @@ static int destroy_status(int ret)
 SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct sv_pd *pd = to_sv_pd(ibpd);
-	int ret = destroy_status(destroy_cmd(ibpd->context, SV_CMD_DEALLOC_PD,
-					     pd->handle));
+	int ret;
 
+	/* a parent domain goes without the daemon (its PD is its parent's);
+	 * a PD that still has parent domains is busy */
+	if (pd->parent || pd->refs)
+		return -sv_dealloc_parent_domain(pd);
+	ret = destroy_status(destroy_cmd(ibpd->context, SV_CMD_DEALLOC_PD,
+					 pd->handle));
 	if (!ret)
 		free(pd);
 	return ret;

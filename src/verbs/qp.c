@@ -214,6 +214,8 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 
 	sv_spin_init(&qp->sq_lock);
 	sv_spin_init(&qp->rq_lock);
+	/* on a parent domain with a thread domain: no locks */
+	qp->single_threaded = sv_pd_single_threaded(a->pd);
 	qp->sq_sig_all = cmd.u.create_qp.sq_sig_all;
 	qp->send_ops_flags = cmd.u.create_qp.send_ops_flags;
 	ibqp->context = context;

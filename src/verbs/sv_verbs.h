@@ -68,10 +68,38 @@ static inline struct sv_context *to_sv_ctx(struct ibv_context *ctx)
 				     offsetof(struct sv_context, vctx.context));
 }
 
+struct sv_td;
+
+/* A protection domain, or a parent domain (td.c): a parent domain names the
+ * daemon's PD of its parent (same handle) and carries a thread domain. */
 struct sv_pd {
 	struct ibv_pd ibpd;
 	uint64_t handle;
+	struct sv_pd *parent;      /* parent domains only: the PD they extend */
+	struct sv_td *td;          /* parent domains only: NULL or their td */
+	uint32_t refs;             /* PDs: parent domains made on them */
+	void *pd_context;          /* IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
 };
+
+/* A thread domain: objects made with it are used by one thread at a time,
+ * so their post and poll take no lock. */
+struct sv_td {
+	struct ibv_td ibtd;
+	uint32_t refs;             /* parent domains using it */
+};
+
+/* Objects made on pd are single-threaded: pd is a parent domain with a
+ * thread domain. */
+static inline bool sv_pd_single_threaded(struct ibv_pd *pd)
+{
+	struct sv_pd *p = (struct sv_pd *)pd;
+
+	return p && p->parent && p->td;
+}
 
 static inline struct sv_pd *to_sv_pd(struct ibv_pd *pd)
 {
@@ -186,6 +214,15 @@ struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie);
 
 /* context.c */
 void sv_context_set_ops(struct sv_context *ctx);
+
+/* td.c: thread and parent domains */
+struct ibv_td *sv_alloc_td(struct ibv_context *context,
+			   struct ibv_td_init_attr *attr);
+int sv_dealloc_td(struct ibv_td *td);
+struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *context,
+				      struct ibv_parent_domain_init_attr *attr);
+/* ibv_dealloc_pd of a parent domain; -EBUSY for a PD that has some. */
+int sv_dealloc_parent_domain(struct sv_pd *pd);
 
 /* unsupported.c: typed EOPNOTSUPP stubs behind every op we lack */
 void sv_fill_unsupported_ops(struct verbs_context *vctx);

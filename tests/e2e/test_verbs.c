@@ -1228,8 +1228,12 @@ static void test_unsupported(void **state)
 	aha.port_num = 1;
 	assert_null(ibv_create_ah(pd, &aha));
 
+	/* a thread domain with an unknown comp_mask bit */
 	memset(&tda, 0, sizeof(tda));
+	tda.comp_mask = 1;
+	errno = 0;
 	assert_null(ibv_alloc_td(g_ctx, &tda));
+	assert_int_equal(errno, EINVAL);
 
 	assert_int_not_equal(ibv_modify_cq(cq, &mca), 0);
 
