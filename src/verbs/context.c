@@ -45,6 +45,19 @@ void sv_context_set_ops(struct sv_context *ctx)
 	c->abi_compat = (void *)UINTPTR_MAX; /* __VERBS_ABI_IS_EXTENDED */
 }
 
+int sv_destroy_obj(struct ibv_context *context, unsigned int op,
+		   uint64_t handle)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, op);
+	cmd.u.handle.handle = handle;
+	ret = sv_conn_call(&to_sv_ctx(context)->conn, &cmd, -1, &rsp, NULL);
+	return ret == -ENOTCONN || ret == -EIO ? 0 : -ret;
+}
+
 static int open_context(struct sv_context *ctx)
 {
 	struct sv_cmd cmd;

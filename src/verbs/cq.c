@@ -428,15 +428,10 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
 	struct sv_context *ctx = to_sv_ctx(ibcq->context);
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	int ret;
+	int ret = sv_destroy_obj(ibcq->context, SV_CMD_DESTROY_CQ, cq->handle);
 
-	sv_cmd_init(&cmd, SV_CMD_DESTROY_CQ);
-	cmd.u.handle.handle = cq->handle;
-	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
-	if (ret && ret != -ENOTCONN && ret != -EIO)
-		return -ret;
+	if (ret)
+		return ret;
 	ctx_del_cq(ctx, cq);
 	if (ibcq->channel)
 		__atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);

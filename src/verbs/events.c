@@ -28,94 +28,57 @@ struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie)
 	return cq;
 }
 
-/* ---- QPs and SRQs: the objects of affiliated async events ----
- *
- * An event is counted as handed out while the object is still in the
- * context's list (under ctx->lock); destroy unlinks it under the same lock
- * before it waits for the acks, so it never misses a count. */
+/* ---- QPs and SRQs: the objects of affiliated async events ---- */
 
-void sv_ctx_add_qp(struct sv_context *ctx, struct sv_qp *qp)
+void sv_ctx_add_evtarget(struct sv_context *ctx, struct sv_evtarget *t,
+			 enum sv_evtarget_kind kind, void *obj,
+			 pthread_mutex_t *mutex, pthread_cond_t *cond,
+			 uint32_t *completed)
 {
+	t->kind = kind;
+	t->obj = obj;
+	t->mutex = mutex;
+	t->cond = cond;
+	t->completed = completed;
+	t->handed = 0;
 	pthread_mutex_lock(&ctx->lock);
-	qp->next = ctx->qps;
-	ctx->qps = qp;
+	t->next = ctx->evtargets;
+	ctx->evtargets = t;
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-void sv_ctx_del_qp(struct sv_context *ctx, struct sv_qp *qp)
+void sv_ctx_del_evtarget(struct sv_context *ctx, struct sv_evtarget *t)
 {
-	struct ibv_qp *ibqp = &qp->ex.qp_base;
-
 	pthread_mutex_lock(&ctx->lock);
-	for (struct sv_qp **p = &ctx->qps; *p; p = &(*p)->next) {
-		if (*p == qp) {
-			*p = qp->next;
+	for (struct sv_evtarget **p = &ctx->evtargets; *p; p = &(*p)->next) {
+		if (*p == t) {
+			*p = t->next;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&ctx->lock);
-	pthread_mutex_lock(&ibqp->mutex);
-	while (ibqp->events_completed != qp->async_events)
-		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
-	pthread_mutex_unlock(&ibqp->mutex);
+	pthread_mutex_lock(t->mutex);
+	while (*t->completed != t->handed)
+		pthread_cond_wait(t->cond, t->mutex);
+	pthread_mutex_unlock(t->mutex);
 }
 
-struct sv_qp *sv_ctx_take_qp_event(struct sv_context *ctx, uint64_t cookie)
+void *sv_ctx_take_event(struct sv_context *ctx, enum sv_evtarget_kind kind,
+			uint64_t cookie)
 {
-	struct sv_qp *qp;
+	struct sv_evtarget *t;
 
 	pthread_mutex_lock(&ctx->lock);
-	for (qp = ctx->qps; qp; qp = qp->next)
-		if ((uintptr_t)&qp->ex.qp_base == cookie)
+	for (t = ctx->evtargets; t; t = t->next)
+		if (t->kind == kind && (uintptr_t)t->obj == cookie)
 			break;
-	if (qp) {
-		pthread_mutex_lock(&qp->ex.qp_base.mutex);
-		qp->async_events++;
-		pthread_mutex_unlock(&qp->ex.qp_base.mutex);
+	if (t) {
+		pthread_mutex_lock(t->mutex);
+		t->handed++;
+		pthread_mutex_unlock(t->mutex);
 	}
 	pthread_mutex_unlock(&ctx->lock);
-	return qp;
-}
-
-void sv_ctx_add_srq(struct sv_context *ctx, struct sv_srq *srq)
-{
-	pthread_mutex_lock(&ctx->lock);
-	srq->next = ctx->srqs;
-	ctx->srqs = srq;
-	pthread_mutex_unlock(&ctx->lock);
-}
-
-void sv_ctx_del_srq(struct sv_context *ctx, struct sv_srq *srq)
-{
-	pthread_mutex_lock(&ctx->lock);
-	for (struct sv_srq **p = &ctx->srqs; *p; p = &(*p)->next) {
-		if (*p == srq) {
-			*p = srq->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	pthread_mutex_lock(&srq->ibsrq.mutex);
-	while (srq->ibsrq.events_completed != srq->async_events)
-		pthread_cond_wait(&srq->ibsrq.cond, &srq->ibsrq.mutex);
-	pthread_mutex_unlock(&srq->ibsrq.mutex);
-}
-
-struct sv_srq *sv_ctx_take_srq_event(struct sv_context *ctx, uint64_t cookie)
-{
-	struct sv_srq *srq;
-
-	pthread_mutex_lock(&ctx->lock);
-	for (srq = ctx->srqs; srq; srq = srq->next)
-		if ((uintptr_t)&srq->ibsrq == cookie)
-			break;
-	if (srq) {
-		pthread_mutex_lock(&srq->ibsrq.mutex);
-		srq->async_events++;
-		pthread_mutex_unlock(&srq->ibsrq.mutex);
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	return srq;
+	return t ? t->obj : NULL;
 }
 
 SV_EXPORT struct ibv_comp_channel *
@@ -155,18 +118,14 @@ err_free:
 SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct sv_channel *ch = (struct sv_channel *)channel;
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
 	int ret;
 
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_RELAXED))
 		return EBUSY;
-	sv_cmd_init(&cmd, SV_CMD_DESTROY_CHANNEL);
-	cmd.u.handle.handle = ch->handle;
-	ret = sv_conn_call(&to_sv_ctx(channel->context)->conn, &cmd, -1, &rsp,
-			   NULL);
-	if (ret && ret != -ENOTCONN && ret != -EIO)
-		return -ret;
+	ret = sv_destroy_obj(channel->context, SV_CMD_DESTROY_CHANNEL,
+			     ch->handle);
+	if (ret)
+		return ret;
 	close(channel->fd);
 	free(ch);
 	return 0;
@@ -230,8 +189,7 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	struct sv_context *ctx = to_sv_ctx(context);
 	struct sv_event ev;
 	struct sv_cq *cq;
-	struct sv_qp *qp;
-	struct sv_srq *srq;
+	void *obj;
 	int ret;
 
 	for (;;) {
@@ -270,17 +228,17 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 		case IBV_EVENT_PATH_MIG:
 		case IBV_EVENT_PATH_MIG_ERR:
 		case IBV_EVENT_QP_LAST_WQE_REACHED:
-			qp = sv_ctx_take_qp_event(ctx, ev.cookie);
-			if (!qp)
+			obj = sv_ctx_take_event(ctx, SV_EVT_QP, ev.cookie);
+			if (!obj)
 				continue; /* destroyed since */
-			event->element.qp = &qp->ex.qp_base;
+			event->element.qp = obj;
 			return 0;
 		case IBV_EVENT_SRQ_ERR:
 		case IBV_EVENT_SRQ_LIMIT_REACHED:
-			srq = sv_ctx_take_srq_event(ctx, ev.cookie);
-			if (!srq)
+			obj = sv_ctx_take_event(ctx, SV_EVT_SRQ, ev.cookie);
+			if (!obj)
 				continue; /* destroyed since */
-			event->element.srq = &srq->ibsrq;
+			event->element.srq = obj;
 			return 0;
 		case IBV_EVENT_PORT_ACTIVE:
 		case IBV_EVENT_PORT_ERR:

@@ -13,11 +13,6 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-static struct sv_conn *conn_of(struct ibv_context *c)
-{
-	return &to_sv_ctx(c)->conn;
-}
-
 SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	struct sv_cmd cmd;
@@ -29,7 +24,7 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	if (!pd)
 		return sv_err_ptr(-ENOMEM);
 	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
-	ret = sv_conn_call(conn_of(context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(context), &cmd, -1, &rsp, NULL);
 	if (ret) {
 		free(pd);
 		return sv_err_ptr(ret);
@@ -38,23 +33,6 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	pd->ibpd.context = context;
 	pd->ibpd.handle = (uint32_t)pd->handle;
 	return &pd->ibpd;
-}
-
-static int destroy_cmd(struct ibv_context *context, unsigned int op,
-		       uint64_t handle)
-{
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-
-	sv_cmd_init(&cmd, op);
-	cmd.u.handle.handle = handle;
-	return sv_conn_call(conn_of(context), &cmd, -1, &rsp, NULL);
-}
-
-/* Destroying on a dead device succeeds: the device took everything with it. */
-static int destroy_status(int ret)
-{
-	return ret == -ENOTCONN || ret == -EIO ? 0 : -ret;
 }
 
 SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
@@ -66,8 +44,7 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	 * a PD that still has parent domains is busy */
 	if (pd->parent || pd->refs)
 		return -sv_dealloc_parent_domain(pd);
-	ret = destroy_status(destroy_cmd(ibpd->context, SV_CMD_DEALLOC_PD,
-					 pd->handle));
+	ret = sv_destroy_obj(ibpd->context, SV_CMD_DEALLOC_PD, pd->handle);
 	if (!ret)
 		free(pd);
 	return ret;
@@ -101,7 +78,7 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	cmd.u.reg_mr.length = length;
 	cmd.u.reg_mr.iova = iova;
 	cmd.u.reg_mr.access = access;
-	ret = sv_conn_call(conn_of(ibpd->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(ibpd->context), &cmd, -1, &rsp, NULL);
 	if (ret) {
 		free(mr);
 		return sv_err_ptr(ret);
@@ -156,7 +133,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 	cmd.u.rereg_mr.length = length;
 	cmd.u.rereg_mr.iova = (uintptr_t)addr;
 	cmd.u.rereg_mr.access = strip_optional((unsigned int)access);
-	ret = sv_conn_call(conn_of(ibmr->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(ibmr->context), &cmd, -1, &rsp, NULL);
 	if (ret) {
 		errno = -ret;
 		return IBV_REREG_MR_ERR_CMD;
@@ -175,8 +152,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = (struct sv_mr *)ibmr;
-	int ret = destroy_status(destroy_cmd(ibmr->context, SV_CMD_DEREG_MR,
-					     mr->handle));
+	int ret = sv_destroy_obj(ibmr->context, SV_CMD_DEREG_MR, mr->handle);
 
 	if (!ret)
 		free(mr);

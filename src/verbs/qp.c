@@ -38,11 +38,6 @@
  * nothing ever writes it. */
 static struct sv_wq_ring sv_empty_ring;
 
-static struct sv_conn *conn_of(struct ibv_context *c)
-{
-	return &to_sv_ctx(c)->conn;
-}
-
 static bool is_pow2(uint32_t v)
 {
 	return v && !(v & (v - 1));
@@ -242,7 +237,8 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	a->cap.max_send_sge = rsp.u.qp.cap.max_send_sge;
 	a->cap.max_recv_sge = rsp.u.qp.cap.max_recv_sge;
 	a->cap.max_inline_data = rsp.u.qp.cap.max_inline_data;
-	sv_ctx_add_qp(ctx, qp);
+	sv_ctx_add_evtarget(ctx, &qp->ev, SV_EVT_QP, ibqp, &ibqp->mutex,
+			    &ibqp->cond, &ibqp->events_completed);
 	return ibqp;
 
 err_destroy:
@@ -425,7 +421,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	cmd.u.modify_qp.qp = qp->handle;
 	cmd.u.modify_qp.attr_mask = (uint32_t)attr_mask;
 	qp_attr_to_wire(attr, attr_mask, &cmd.u.modify_qp.attr);
-	ret = sv_conn_call(conn_of(ibqp->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(ibqp->context), &cmd, -1, &rsp, NULL);
 	if (ret)
 		return -ret;
 	if (attr_mask & IBV_QP_STATE)
@@ -448,7 +444,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
 	cmd.u.query_qp.qp = qp->handle;
 	cmd.u.query_qp.attr_mask = (uint32_t)attr_mask;
-	ret = sv_conn_call(conn_of(ibqp->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(ibqp->context), &cmd, -1, &rsp, NULL);
 	if (ret)
 		return -ret;
 	q = &rsp.u.query_qp;
@@ -472,17 +468,11 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sv_qp *qp = to_sv_qp(ibqp);
 	struct sv_context *ctx = to_sv_ctx(ibqp->context);
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	int ret;
+	int ret = sv_destroy_obj(ibqp->context, SV_CMD_DESTROY_QP, qp->handle);
 
-	sv_cmd_init(&cmd, SV_CMD_DESTROY_QP);
-	cmd.u.handle.handle = qp->handle;
-	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
-	/* on a dead device the QP went with it */
-	if (ret && ret != -ENOTCONN && ret != -EIO)
-		return -ret;
-	sv_ctx_del_qp(ctx, qp); /* waits for the acks of its async events */
+	if (ret)
+		return ret;
+	sv_ctx_del_evtarget(ctx, &qp->ev); /* waits for its events' acks */
 	munmap(qp->ring, qp->ring_bytes);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);

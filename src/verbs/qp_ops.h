@@ -25,18 +25,4 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 				 struct ibv_srq_init_attr_ex *attr);
 int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
-/* The live QP / SRQ of ctx named by an event's cookie, with one more async
- * event counted as handed out (so its destroy waits for the ack); NULL when
- * it has been destroyed since (events.c). */
-struct sv_qp *sv_ctx_take_qp_event(struct sv_context *ctx, uint64_t cookie);
-struct sv_srq *sv_ctx_take_srq_event(struct sv_context *ctx, uint64_t cookie);
-
-/* Link into / unlink from the context's lists (under ctx->lock); del then
- * waits until every async event handed out for the object is acked
- * (events.c). */
-void sv_ctx_add_qp(struct sv_context *ctx, struct sv_qp *qp);
-void sv_ctx_del_qp(struct sv_context *ctx, struct sv_qp *qp);
-void sv_ctx_add_srq(struct sv_context *ctx, struct sv_srq *srq);
-void sv_ctx_del_srq(struct sv_context *ctx, struct sv_srq *srq);
-
 #endif

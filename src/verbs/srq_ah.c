@@ -26,11 +26,6 @@
 		    IBV_SRQ_INIT_ATTR_TM))
 #define SV_SANE_SGE (1u << 16)
 
-static struct sv_conn *conn_of(struct ibv_context *c)
-{
-	return &to_sv_ctx(c)->conn;
-}
-
 /* ---- shared receive queues ---- */
 
 static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
@@ -108,7 +103,9 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 	srq->ibsrq.events_completed = 0;
 	attr->max_wr = rsp.u.srq.max_wr;
 	attr->max_sge = rsp.u.srq.max_sge;
-	sv_ctx_add_srq(ctx, srq);
+	sv_ctx_add_evtarget(ctx, &srq->ev, SV_EVT_SRQ, &srq->ibsrq,
+			    &srq->ibsrq.mutex, &srq->ibsrq.cond,
+			    &srq->ibsrq.events_completed);
 	return &srq->ibsrq;
 
 err_destroy:
@@ -168,7 +165,7 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	cmd.u.modify_srq.srq = srq->handle;
 	cmd.u.modify_srq.attr_mask = (uint32_t)attr_mask;
 	cmd.u.modify_srq.srq_limit = attr->srq_limit;
-	return -sv_conn_call(conn_of(ibsrq->context), &cmd, -1, &rsp, NULL);
+	return -sv_conn_call(sv_conn_of(ibsrq->context), &cmd, -1, &rsp, NULL);
 }
 
 SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
@@ -182,7 +179,7 @@ SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 		return EINVAL;
 	sv_cmd_init(&cmd, SV_CMD_QUERY_SRQ);
 	cmd.u.handle.handle = srq->handle;
-	ret = sv_conn_call(conn_of(ibsrq->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(ibsrq->context), &cmd, -1, &rsp, NULL);
 	if (ret)
 		return -ret;
 	attr->max_wr = rsp.u.query_srq.max_wr;
@@ -195,16 +192,12 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct sv_srq *srq = to_sv_srq(ibsrq);
 	struct sv_context *ctx = to_sv_ctx(ibsrq->context);
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	int ret;
+	int ret = sv_destroy_obj(ibsrq->context, SV_CMD_DESTROY_SRQ,
+				 srq->handle);
 
-	sv_cmd_init(&cmd, SV_CMD_DESTROY_SRQ);
-	cmd.u.handle.handle = srq->handle;
-	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
-	if (ret && ret != -ENOTCONN && ret != -EIO)
-		return -ret; /* e.g. EBUSY: QPs still use it */
-	sv_ctx_del_srq(ctx, srq); /* waits for the acks of its async events */
+	if (ret)
+		return ret; /* e.g. EBUSY: QPs still use it */
+	sv_ctx_del_evtarget(ctx, &srq->ev); /* waits for its events' acks */
 	munmap(srq->ring, srq->ring_bytes);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
@@ -242,7 +235,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	w->static_rate = attr->static_rate;
 	w->is_global = attr->is_global;
 	w->port_num = attr->port_num;
-	ret = sv_conn_call(conn_of(pd->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(pd->context), &cmd, -1, &rsp, NULL);
 	if (ret) {
 		free(ah);
 		return sv_err_ptr(ret);
@@ -257,15 +250,10 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct sv_ah *ah = to_sv_ah(ibah);
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	int ret;
+	int ret = sv_destroy_obj(ibah->context, SV_CMD_DESTROY_AH, ah->handle);
 
-	sv_cmd_init(&cmd, SV_CMD_DESTROY_AH);
-	cmd.u.handle.handle = ah->handle;
-	ret = sv_conn_call(conn_of(ibah->context), &cmd, -1, &rsp, NULL);
-	if (ret && ret != -ENOTCONN && ret != -EIO)
-		return -ret;
+	if (ret)
+		return ret;
 	free(ah);
 	return 0;
 }

@@ -58,14 +58,18 @@ struct sv_context {
 	void *db_map;
 	size_t db_bytes;
 	uint32_t db_pages;
-	struct sv_qp *qps;         /* live QPs: async events name them (lock) */
-	struct sv_srq *srqs;       /* live SRQs (lock) */
+	struct sv_evtarget *evtargets; /* live QPs and SRQs (lock) */
 };
 
 static inline struct sv_context *to_sv_ctx(struct ibv_context *ctx)
 {
 	return (struct sv_context *)((char *)ctx -
 				     offsetof(struct sv_context, vctx.context));
+}
+
+static inline struct sv_conn *sv_conn_of(struct ibv_context *ctx)
+{
+	return &to_sv_ctx(ctx)->conn;
 }
 
 struct sv_td;
@@ -138,6 +142,35 @@ static inline struct sv_cq *to_sv_cq(struct ibv_cq *cq)
 	return (struct sv_cq *)cq;
 }
 
+/*
+ * An object that affiliated async events name (a QP or an SRQ), on its
+ * context's list while it lives. An event is counted as handed out while the
+ * object is on the list (under the context's lock); destroy unlinks it under
+ * the same lock, then waits until every event handed out is acked, so it
+ * never misses one (events.c).
+ */
+enum sv_evtarget_kind { SV_EVT_QP, SV_EVT_SRQ };
+
+struct sv_evtarget {
+	struct sv_evtarget *next;
+	enum sv_evtarget_kind kind;
+	void *obj;                 /* the ibv_qp / ibv_srq: the events' cookie */
+	pthread_mutex_t *mutex;    /* the object's mutex, cond and */
+	pthread_cond_t *cond;      /* events_completed (ibv_ack_async_event) */
+	uint32_t *completed;
+	uint32_t handed;           /* handed out by ibv_get_async_event */
+};
+
+void sv_ctx_add_evtarget(struct sv_context *ctx, struct sv_evtarget *t,
+			 enum sv_evtarget_kind kind, void *obj,
+			 pthread_mutex_t *mutex, pthread_cond_t *cond,
+			 uint32_t *completed);
+void sv_ctx_del_evtarget(struct sv_context *ctx, struct sv_evtarget *t);
+/* The live object of that kind named by cookie, with one more event counted
+ * as handed out; NULL when it has been destroyed since. */
+void *sv_ctx_take_event(struct sv_context *ctx, enum sv_evtarget_kind kind,
+			uint64_t cookie);
+
 /* The library's side of one work-queue ring (struct sv_wq_ring). */
 struct sv_wq {
 	struct sv_wq_ring *hdr;    /* in the mapping */
@@ -151,7 +184,7 @@ struct sv_wq {
 struct sv_qp {
 	struct ibv_qp_ex ex;       /* head is a struct ibv_qp */
 	uint64_t handle;
-	struct sv_qp *next;        /* in sv_context.qps */
+	struct sv_evtarget ev;     /* on sv_context.evtargets */
 	void *ring;                /* the QP's memfd mapping */
 	size_t ring_bytes;
 	struct sv_wq sq;
@@ -169,7 +202,6 @@ struct sv_qp {
 	uint32_t wr_start_prod;    /* sq.prod at wr_start */
 	void *wr_cur;              /* the slot being built, NULL when none */
 	int wr_err;                /* first error in this session */
-	uint32_t async_events;     /* handed out by ibv_get_async_event */
 };
 
 static inline struct sv_qp *to_sv_qp(struct ibv_qp *qp)
@@ -180,7 +212,7 @@ static inline struct sv_qp *to_sv_qp(struct ibv_qp *qp)
 struct sv_srq {
 	struct ibv_srq ibsrq;
 	uint64_t handle;
-	struct sv_srq *next;       /* in sv_context.srqs */
+	struct sv_evtarget ev;     /* on sv_context.evtargets */
 	void *ring;
 	size_t ring_bytes;
 	struct sv_wq rq;
@@ -188,7 +220,6 @@ struct sv_srq {
 	uint32_t srqn;
 	uint32_t max_wr;
 	int lock;                  /* sv_lock.h */
-	uint32_t async_events;
 };
 
 static inline struct sv_srq *to_sv_srq(struct ibv_srq *srq)
@@ -214,6 +245,11 @@ struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie);
 
 /* context.c */
 void sv_context_set_ops(struct sv_context *ctx);
+/* The DESTROY/DEALLOC/DEREG command op for handle: 0 or a positive errno,
+ * as the verbs return it. On a dead device it succeeds: the device took the
+ * object with it. */
+int sv_destroy_obj(struct ibv_context *context, unsigned int op,
+		   uint64_t handle);
 
 /* td.c: thread and parent domains */
 struct ibv_td *sv_alloc_td(struct ibv_context *context,
