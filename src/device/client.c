@@ -82,6 +82,22 @@ int sv_client_add_obj(struct sv_client *c, unsigned int type, void *obj,
 	return 0;
 }
 
+void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
+{
+	static const char *const why[SV_OBJ_TYPE_MAX] = {
+		[SV_OBJ_CHANNEL] = "no such channel", [SV_OBJ_PD] = "no such pd",
+		[SV_OBJ_XRCD] = "no such xrcd", [SV_OBJ_CQ] = "no such cq",
+		[SV_OBJ_MR] = "no such mr", [SV_OBJ_SRQ] = "no such srq",
+		[SV_OBJ_QP] = "no such qp", [SV_OBJ_MW] = "no such mw",
+		[SV_OBJ_AH] = "no such ah",
+	};
+	void *obj = sv_objtab_lookup(&r->client->objs, handle, type);
+
+	if (!obj && type < SV_OBJ_TYPE_MAX)
+		r->why = why[type];
+	return obj;
+}
+
 void sv_client_del_obj(struct sv_client *c, unsigned int type, uint64_t handle)
 {
 	if (sv_objtab_remove(&c->objs, handle, type))

@@ -122,12 +122,10 @@ static int cmd_alloc_pd(struct sv_req *r)
 static int cmd_dealloc_pd(struct sv_req *r)
 {
 	uint64_t h = r->cmd->u.handle.handle;
-	struct sv_pd *pd = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_PD);
+	struct sv_pd *pd = sv_req_obj(r, h, SV_OBJ_PD);
 
-	if (!pd) {
-		r->why = "no such pd";
+	if (!pd)
 		return -EINVAL;
-	}
 	if (pd->refs) {
 		r->why = "pd still has objects";
 		return -EBUSY;

@@ -70,13 +70,10 @@ void sv_channel_destroy(struct sv_channel *ch)
 int sv_cmd_destroy_channel(struct sv_req *r)
 {
 	uint64_t h = r->cmd->u.handle.handle;
-	struct sv_channel *ch = sv_objtab_lookup(&r->client->objs, h,
-						 SV_OBJ_CHANNEL);
+	struct sv_channel *ch = sv_req_obj(r, h, SV_OBJ_CHANNEL);
 
-	if (!ch) {
-		r->why = "no such channel";
+	if (!ch)
 		return -EINVAL;
-	}
 	if (ch->refs) {
 		r->why = "channel still has CQs";
 		return -EBUSY;
@@ -207,11 +204,9 @@ int sv_cmd_create_cq(struct sv_req *r)
 		return -EINVAL;
 	}
 	if (a->channel) {
-		ch = sv_objtab_lookup(&c->objs, a->channel, SV_OBJ_CHANNEL);
-		if (!ch) {
-			r->why = "no such channel";
+		ch = sv_req_obj(r, a->channel, SV_OBJ_CHANNEL);
+		if (!ch)
 			return -EINVAL;
-		}
 	}
 	if (sv_dev.total[SV_OBJ_CQ] >= SV_MAX_CQ) {
 		r->why = "max_cq reached";
@@ -245,12 +240,10 @@ err_free:
 int sv_cmd_resize_cq(struct sv_req *r)
 {
 	const struct sv_cmd_resize_cq *a = &r->cmd->u.resize_cq;
-	struct sv_cq *cq = sv_objtab_lookup(&r->client->objs, a->cq, SV_OBJ_CQ);
+	struct sv_cq *cq = sv_req_obj(r, a->cq, SV_OBJ_CQ);
 
-	if (!cq) {
-		r->why = "no such cq";
+	if (!cq)
 		return -EINVAL;
-	}
 	if (a->cqe < 1 || a->cqe > SV_MAX_CQE) {
 		r->why = "cqe out of range";
 		return -EINVAL;
@@ -270,12 +263,10 @@ void sv_cq_destroy(struct sv_cq *cq)
 int sv_cmd_destroy_cq(struct sv_req *r)
 {
 	uint64_t h = r->cmd->u.handle.handle;
-	struct sv_cq *cq = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_CQ);
+	struct sv_cq *cq = sv_req_obj(r, h, SV_OBJ_CQ);
 
-	if (!cq) {
-		r->why = "no such cq";
+	if (!cq)
 		return -EINVAL;
-	}
 	if (cq->refs) {
 		r->why = "cq still in use";
 		return -EBUSY;

@@ -147,11 +147,9 @@ int sv_cmd_reg_mr(struct sv_req *r)
 	struct sv_mr *mr;
 	int ret;
 
-	pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
-	if (!pd) {
-		r->why = "no such pd";
+	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+	if (!pd)
 		return -EINVAL;
-	}
 	ret = check_access(a->access, &r->why);
 	if (ret)
 		return ret;
@@ -201,11 +199,9 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 	uint32_t access, key;
 	int ret;
 
-	mr = sv_objtab_lookup(&c->objs, a->mr, SV_OBJ_MR);
-	if (!mr) {
-		r->why = "no such mr";
+	mr = sv_req_obj(r, a->mr, SV_OBJ_MR);
+	if (!mr)
 		return -EINVAL;
-	}
 	if (!a->flags || a->flags & ~(uint32_t)(IBV_REREG_MR_CHANGE_TRANSLATION |
 						 IBV_REREG_MR_CHANGE_PD |
 						 IBV_REREG_MR_CHANGE_ACCESS)) {
@@ -214,11 +210,9 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 	}
 	pd = mr->pd;
 	if (a->flags & IBV_REREG_MR_CHANGE_PD) {
-		pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
-		if (!pd) {
-			r->why = "no such pd";
+		pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+		if (!pd)
 			return -EINVAL;
-		}
 	}
 	access = (a->flags & IBV_REREG_MR_CHANGE_ACCESS) ? a->access : mr->access;
 	ret = check_access(access, &r->why);
@@ -264,12 +258,10 @@ int sv_cmd_dereg_mr(struct sv_req *r)
 {
 	struct sv_client *c = r->client;
 	uint64_t h = r->cmd->u.handle.handle;
-	struct sv_mr *mr = sv_objtab_lookup(&c->objs, h, SV_OBJ_MR);
+	struct sv_mr *mr = sv_req_obj(r, h, SV_OBJ_MR);
 
-	if (!mr) {
-		r->why = "no such mr";
+	if (!mr)
 		return -EINVAL;
-	}
 	sv_client_del_obj(c, SV_OBJ_MR, h);
 	sv_mr_destroy(mr);
 	return 0;

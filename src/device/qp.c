@@ -240,11 +240,9 @@ int sv_cmd_create_qp(struct sv_req *r)
 		return -EINVAL;
 	}
 	if (a->srq) {
-		srq = sv_objtab_lookup(&c->objs, a->srq, SV_OBJ_SRQ);
-		if (!srq) {
-			r->why = "no such srq";
+		srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
+		if (!srq)
 			return -EINVAL;
-		}
 		if (srq->type != IBV_SRQT_BASIC) {
 			r->why = "srq type does not fit the QP";
 			return -EINVAL;
@@ -487,14 +485,12 @@ int sv_cmd_modify_qp(struct sv_req *r)
 {
 	const struct sv_cmd_modify_qp *a = &r->cmd->u.modify_qp;
 	const struct sv_wire_qp_attr *at = &a->attr;
-	struct sv_qp *qp = sv_objtab_lookup(&r->client->objs, a->qp, SV_OBJ_QP);
+	struct sv_qp *qp = sv_req_obj(r, a->qp, SV_OBJ_QP);
 	uint32_t mask = a->attr_mask, cur, next;
 	int ret;
 
-	if (!qp) {
-		r->why = "no such qp";
+	if (!qp)
 		return -EINVAL;
-	}
 	if (a->rsvd) {
 		r->why = "reserved fields set";
 		return -EINVAL;
@@ -534,13 +530,11 @@ int sv_cmd_modify_qp(struct sv_req *r)
 int sv_cmd_query_qp(struct sv_req *r)
 {
 	const struct sv_cmd_query_qp *a = &r->cmd->u.query_qp;
-	struct sv_qp *qp = sv_objtab_lookup(&r->client->objs, a->qp, SV_OBJ_QP);
+	struct sv_qp *qp = sv_req_obj(r, a->qp, SV_OBJ_QP);
 	struct sv_rsp_query_qp *q = &r->rsp->u.query_qp;
 
-	if (!qp) {
-		r->why = "no such qp";
+	if (!qp)
 		return -EINVAL;
-	}
 	if (a->rsvd) {
 		r->why = "reserved fields set";
 		return -EINVAL;
@@ -574,12 +568,10 @@ void sv_qp_destroy(struct sv_qp *qp)
 int sv_cmd_destroy_qp(struct sv_req *r)
 {
 	uint64_t h = r->cmd->u.handle.handle;
-	struct sv_qp *qp = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_QP);
+	struct sv_qp *qp = sv_req_obj(r, h, SV_OBJ_QP);
 
-	if (!qp) {
-		r->why = "no such qp";
+	if (!qp)
 		return -EINVAL;
-	}
 	sv_client_del_obj(r->client, SV_OBJ_QP, h);
 	sv_qp_destroy(qp);
 	return 0;
@@ -610,11 +602,9 @@ int sv_cmd_create_srq(struct sv_req *r)
 		r->why = "max_wr or max_sge out of range";
 		return -EINVAL;
 	}
-	pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
-	if (!pd) {
-		r->why = "no such pd";
+	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+	if (!pd)
 		return -EINVAL;
-	}
 	if (sv_dev.total[SV_OBJ_SRQ] >= SV_MAX_SRQ) {
 		r->why = "max_srq reached";
 		return -ENOMEM;
@@ -710,14 +700,10 @@ int sv_cmd_modify_srq(struct sv_req *r)
 
 int sv_cmd_query_srq(struct sv_req *r)
 {
-	struct sv_srq *srq = sv_objtab_lookup(&r->client->objs,
-					      r->cmd->u.handle.handle,
-					      SV_OBJ_SRQ);
+	struct sv_srq *srq = sv_req_obj(r, r->cmd->u.handle.handle, SV_OBJ_SRQ);
 
-	if (!srq) {
-		r->why = "no such srq";
+	if (!srq)
 		return -EINVAL;
-	}
 	r->rsp->u.query_srq.max_wr = srq->max_wr;
 	r->rsp->u.query_srq.max_sge = srq->rq.max_sge;
 	r->rsp->u.query_srq.srq_limit = srq->limit;
@@ -735,12 +721,10 @@ void sv_srq_destroy(struct sv_srq *srq)
 int sv_cmd_destroy_srq(struct sv_req *r)
 {
 	uint64_t h = r->cmd->u.handle.handle;
-	struct sv_srq *srq = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_SRQ);
+	struct sv_srq *srq = sv_req_obj(r, h, SV_OBJ_SRQ);
 
-	if (!srq) {
-		r->why = "no such srq";
+	if (!srq)
 		return -EINVAL;
-	}
 	if (srq->refs) {
 		r->why = "srq still has QPs";
 		return -EBUSY;
@@ -755,14 +739,12 @@ int sv_cmd_destroy_srq(struct sv_req *r)
 int sv_cmd_create_ah(struct sv_req *r)
 {
 	const struct sv_cmd_create_ah *a = &r->cmd->u.create_ah;
-	struct sv_pd *pd = sv_objtab_lookup(&r->client->objs, a->pd, SV_OBJ_PD);
+	struct sv_pd *pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
 	struct sv_ah *ah;
 	int ret;
 
-	if (!pd) {
-		r->why = "no such pd";
+	if (!pd)
 		return -EINVAL;
-	}
 	ret = check_ah(&a->attr, &r->why);
 	if (ret)
 		return ret;
@@ -795,12 +777,10 @@ void sv_ah_destroy(struct sv_ah *ah)
 int sv_cmd_destroy_ah(struct sv_req *r)
 {
 	uint64_t h = r->cmd->u.handle.handle;
-	struct sv_ah *ah = sv_objtab_lookup(&r->client->objs, h, SV_OBJ_AH);
+	struct sv_ah *ah = sv_req_obj(r, h, SV_OBJ_AH);
 
-	if (!ah) {
-		r->why = "no such ah";
+	if (!ah)
 		return -EINVAL;
-	}
 	sv_client_del_obj(r->client, SV_OBJ_AH, h);
 	sv_ah_destroy(ah);
 	return 0;

@@ -289,6 +289,9 @@ void sv_client_teardown(struct sv_client *c);
 void sv_client_free(struct sv_client *c);
 int sv_client_add_obj(struct sv_client *c, unsigned int type, void *obj,
 		      uint64_t *handle);
+/* The requesting client's object of type named by handle; NULL, with
+ * r->why "no such <type>", when it names none. */
+void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type);
 void sv_client_del_obj(struct sv_client *c, unsigned int type,
 		       uint64_t handle);
 

@@ -75,6 +75,12 @@ void sv_client_del_obj(struct sv_client *c, unsigned int type,
 	(void)c; (void)type; (void)handle;
 }
 
+void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
+{
+	(void)r; (void)handle; (void)type;
+	return NULL;
+}
+
 static bool has_event(uint32_t type, uint64_t cookie)
 {
 	for (int i = 0; i < nev && i < MAXEV; i++)
