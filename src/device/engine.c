@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi/sv_cpu.h"
 #include "device/engine.h"
 #include "device/sv_dev.h"
 
@@ -52,17 +53,6 @@
 static uint64_t spin_ns = SV_SPIN_NS;
 
 static struct sv_engine engines[SV_ENGINES];
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 static long futex(uint32_t *uaddr, int op, uint32_t val,
 		  const struct timespec *ts)
@@ -172,7 +162,7 @@ static void step_aside(void)
 	/* it clears its flag once it holds the lock */
 	while (__atomic_load_n(&sv_dev.ctl_wait, __ATOMIC_ACQUIRE)) {
 		if (++spins < 100)
-			cpu_relax();
+			sv_cpu_relax();
 		else
 			sched_yield();
 	}
@@ -230,7 +220,7 @@ static bool engine_spin(struct sv_engine *e)
 
 	do {
 		for (int i = 0; i < 32; i++)
-			cpu_relax();
+			sv_cpu_relax();
 		step_aside();
 		now = sv_now_ns();
 		if (stopping(e) || engine_ready(e, now, NULL))

@@ -200,9 +200,12 @@ size_t sv_iov_take(const struct iovec *iov, unsigned int n,
 
 #define SV_IOV_WINDOW 64
 
-/* Read len bytes at cur of m into buf: false on any failure. */
-static bool mem_read(const struct sv_mem *m, struct sv_iov_cur *cur,
-		     void *buf, size_t len)
+/* Move len bytes between buf (this process) and the memory at cur of m:
+ * into buf, or out of it when write. false on any failure. Inlined into
+ * each caller, where write is a constant. */
+static inline __attribute__((always_inline)) bool
+mem_xfer(const struct sv_mem *m, struct sv_iov_cur *cur, void *buf, size_t len,
+	 bool write)
 {
 	struct iovec win[SV_IOV_WINDOW];
 	size_t done = 0;
@@ -211,51 +214,27 @@ static bool mem_read(const struct sv_mem *m, struct sv_iov_cur *cur,
 		unsigned int k;
 		size_t n = sv_iov_take(m->iov, m->niov, cur, len - done, win,
 				       SV_IOV_WINDOW, &k);
+		struct iovec local = { (char *)buf + done, n };
+		ssize_t r;
 
 		if (!n)
 			return false;   /* the list ran out */
 		if (m->pid == 0) {
 			for (unsigned int i = 0; i < k; i++) {
-				memcpy((char *)buf + done, win[i].iov_base,
-				       win[i].iov_len);
+				char *b = (char *)buf + done;
+
+				if (write)
+					memcpy(win[i].iov_base, b,
+					       win[i].iov_len);
+				else
+					memcpy(b, win[i].iov_base,
+					       win[i].iov_len);
 				done += win[i].iov_len;
 			}
 			continue;
 		}
-		struct iovec local = { (char *)buf + done, n };
-		ssize_t r = process_vm_readv(m->pid, &local, 1, win, k, 0);
-
-		if (r < 0 || (size_t)r != n)
-			return false;
-		done += n;
-	}
-	return true;
-}
-
-static bool mem_write(const struct sv_mem *m, struct sv_iov_cur *cur,
-		      const void *buf, size_t len)
-{
-	struct iovec win[SV_IOV_WINDOW];
-	size_t done = 0;
-
-	while (done < len) {
-		unsigned int k;
-		size_t n = sv_iov_take(m->iov, m->niov, cur, len - done, win,
-				       SV_IOV_WINDOW, &k);
-
-		if (!n)
-			return false;
-		if (m->pid == 0) {
-			for (unsigned int i = 0; i < k; i++) {
-				memcpy(win[i].iov_base, (const char *)buf + done,
-				       win[i].iov_len);
-				done += win[i].iov_len;
-			}
-			continue;
-		}
-		struct iovec local = { (char *)buf + done, n };
-		ssize_t r = process_vm_writev(m->pid, &local, 1, win, k, 0);
-
+		r = write ? process_vm_writev(m->pid, &local, 1, win, k, 0)
+			  : process_vm_readv(m->pid, &local, 1, win, k, 0);
 		if (r < 0 || (size_t)r != n)
 			return false;
 		done += n;
@@ -278,9 +257,9 @@ int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
 	while (len) {
 		size_t chunk = len < bounce_bytes ? (size_t)len : bounce_bytes;
 
-		if (!mem_read(src, &sc, bounce, chunk))
+		if (!mem_xfer(src, &sc, bounce, chunk, false))
 			return SV_COPY_SRC_FAULT;
-		if (!mem_write(dst, &dc, bounce, chunk))
+		if (!mem_xfer(dst, &dc, bounce, chunk, true))
 			return SV_COPY_DST_FAULT;
 		len -= chunk;
 	}

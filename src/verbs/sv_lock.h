@@ -8,19 +8,10 @@
 #ifndef SV_VERBS_LOCK_H
 #define SV_VERBS_LOCK_H
 
+#include "abi/sv_cpu.h"
+
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
-
-static inline void sv_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 static inline void sv_spin_init(int *l)
 {
