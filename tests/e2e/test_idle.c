@@ -41,24 +41,6 @@ struct thread_state {
 	unsigned long long switches; /* voluntary + involuntary */
 };
 
-static pid_t daemon_pid(void)
-{
-	char path[4096], buf[32];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/control.lock", getenv("SV_TEST_DIR"));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return (pid_t)atoi(buf);
-}
-
 /* The task id of the daemon's thread named "sv-engine0", or -1. */
 static int engine_tid(pid_t pid)
 {
@@ -167,7 +149,7 @@ int main(void)
 	mr = ibv_reg_mr(a.pd, buf, 8192,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr && !vu_connect_pair(a.qp, b.qp, &c), "connect");
-	pid = daemon_pid();
+	pid = vu_daemon_pid();
 	CHECK(pid > 0, "no daemon pid in $SV_TEST_DIR/control.lock");
 	tid = engine_tid(pid);
 	CHECK(tid > 0, "no sv-engine0 thread in softverbsd (pid %d)", (int)pid);

@@ -67,24 +67,6 @@ static void reexec(char **argv)
 	exit(1);
 }
 
-static pid_t read_daemon_pid(void)
-{
-	char path[4096], buf[32];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/control.lock", getenv("SV_TEST_DIR"));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return (pid_t)atoi(buf);
-}
-
 static const volatile struct sv_alloc_counts *map_counts(pid_t pid)
 {
 	char path[4096];
@@ -274,7 +256,7 @@ int main(int argc, char **argv)
 
 	side_open(&A);
 	side_open(&B);
-	dpid = read_daemon_pid();
+	dpid = vu_daemon_pid();
 	CHECK(dpid > 0, "no daemon pid in $SV_TEST_DIR/control.lock");
 	daemon_counts = map_counts(dpid);
 	CHECK(daemon_counts && daemon_counts->magic == SV_ALLOC_MAGIC &&

@@ -8,8 +8,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vu.h"
+
+pid_t vu_daemon_pid(void)
+{
+	const char *dir = getenv("SV_TEST_DIR");
+	char path[4096], buf[32];
+	ssize_t n;
+	int fd;
+
+	if (!dir)
+		return -1;
+	snprintf(path, sizeof(path), "%s/control.lock", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return (pid_t)atoi(buf);
+}
 
 long vu_now_ms(void)
 {

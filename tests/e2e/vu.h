@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -45,6 +46,10 @@ struct vu_addr {
 };
 
 long vu_now_ms(void);
+/* The pid of the device this test runs against, from the lock file of its
+ * private socket folder ($SV_TEST_DIR/control.lock, tests/e2e/isolated.sh);
+ * -1 when there is none. */
+pid_t vu_daemon_pid(void);
 void vu_sleep_ms(long ms);
 
 /* Open the device named sv0 (the only one softverbs shows). NULL and a
