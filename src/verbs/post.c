@@ -188,7 +188,7 @@ static inline void fill_tail(enum ibv_qp_type type,
  * of the slot's last WQE stays), then the SGEs or the inline bytes. Each
  * field is stored as soon as it is known, so that little is held in
  * registers. */
-static inline void fill_send(const struct sv_qp *qp, enum ibv_qp_type type,
+static inline void fill_send(enum ibv_qp_type type,
 			     struct sv_send_wqe *restrict w,
 			     const struct ibv_send_wr *restrict wr, uint32_t op,
 			     unsigned int flags, int num_sge,
@@ -201,7 +201,7 @@ static inline void fill_send(const struct sv_qp *qp, enum ibv_qp_type type,
 		flags &= ~(unsigned int)IBV_SEND_INLINE; /* READ, atomics */
 	w->wr_id = wr->wr_id;
 	w->opcode = op;
-	w->flags = sv_wqe_send_flags(qp, flags);
+	w->flags = flags; /* the device applies sq_sig_all */
 	w->imm = op_in(op, OPS_IMM) ? wr->imm_data : 0; /* big-endian */
 	if (inl) {
 		if (likely(num_sge == 1)) {
@@ -318,7 +318,7 @@ static __attribute__((noinline)) int post_one(struct sv_qp *qp,
 	 * data is inline) */
 	w->wr_id = wr->wr_id;
 	w->opcode = op;
-	w->flags = sv_wqe_send_flags(qp, flags);
+	w->flags = flags; /* the device applies sq_sig_all */
 	w->imm = op_in(op, OPS_IMM) ? wr->imm_data : 0; /* big-endian */
 	if (flags & IBV_SEND_INLINE) {
 		copy_upto16((char *)w + SV_SEND_WQE_HDR,
@@ -377,7 +377,7 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 		}
 		slot = (struct sv_send_wqe *)((char *)hdr + SV_RING_HDR_BYTES +
 					      (size_t)(prod & mask) * stride);
-		fill_send(qp, type, slot, wr, op, flags, num_sge, sgl, inl,
+		fill_send(type, slot, wr, op, flags, num_sge, sgl, inl,
 			  ilen);
 		prod++;
 		room--;

@@ -162,11 +162,4 @@ static inline void sv_sq_publish(struct sv_qp *qp)
 	sv_wq_publish(&qp->sq, qp->db);
 }
 
-/* Flags a send WQE carries: with sq_sig_all every WR is signaled. */
-static inline uint32_t sv_wqe_send_flags(const struct sv_qp *qp,
-					 unsigned int flags)
-{
-	return (uint32_t)flags | (qp->sq_sig_all ? IBV_SEND_SIGNALED : 0u);
-}
-
 #endif

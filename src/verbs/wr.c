@@ -92,8 +92,7 @@ static inline struct sv_send_wqe *wr_claim(struct sv_qp *qp,
 	*w = (struct sv_send_wqe){
 		.wr_id = qp->ex.wr_id,
 		.opcode = (uint32_t)opcode,
-		.flags = sv_wqe_send_flags(
-			qp, flags & ~(unsigned int)IBV_SEND_INLINE),
+		.flags = flags & ~(unsigned int)IBV_SEND_INLINE,
 	};
 	return w;
 }
