@@ -174,10 +174,19 @@ int main(void)
 	      t1.switches == t0.switches,
 	      "an idle engine kept running (it must sleep until a doorbell)");
 
-	/* and a doorbell wakes it */
+	/* and a doorbell wakes it: the transfers complete, and the engine,
+	 * asleep again afterwards, has been switched out since (a thread's
+	 * count moves when it leaves the CPU, not when it is woken) */
 	transfer(&a, &b, mr, buf, 10);
-	CHECK(!read_thread(pid, tid, &t1), "cannot read the engine");
-	CHECK(t1.switches > t0.switches, "the engine did not wake up");
+	for (end = vu_now_ms() + VU_WAIT_MS;;) {
+		CHECK(!read_thread(pid, tid, &t1), "cannot read the engine");
+		if (t1.state == 'S' && t1.switches > t0.switches)
+			break;
+		CHECK(vu_now_ms() < end, "the engine did not wake up and "
+		      "sleep again (state %c, switches %llu -> %llu)",
+		      t1.state, t0.switches, t1.switches);
+		vu_sleep_ms(1);
+	}
 
 	ibv_dereg_mr(mr);
 	vu_ep_destroy(&b);
