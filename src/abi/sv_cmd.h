@@ -21,12 +21,13 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 1u
+#define SV_PROTO_VERSION 2u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
 enum sv_obj_type {
 	SV_OBJ_NONE = 0,
+	SV_OBJ_DOMAIN,    /* resource domain: a doorbell page and its engine */
 	SV_OBJ_CHANNEL,   /* completion channel */
 	SV_OBJ_PD,
 	SV_OBJ_XRCD,
@@ -40,7 +41,8 @@ enum sv_obj_type {
 };
 
 #define SV_OBJ_NAMES_INIT                                                    \
-	{ [SV_OBJ_NONE] = "none", [SV_OBJ_CHANNEL] = "channel",              \
+	{ [SV_OBJ_NONE] = "none", [SV_OBJ_DOMAIN] = "domain",                \
+	  [SV_OBJ_CHANNEL] = "channel",                                      \
 	  [SV_OBJ_PD] = "pd", [SV_OBJ_XRCD] = "xrcd", [SV_OBJ_CQ] = "cq",     \
 	  [SV_OBJ_MR] = "mr", [SV_OBJ_SRQ] = "srq", [SV_OBJ_QP] = "qp",       \
 	  [SV_OBJ_MW] = "mw", [SV_OBJ_AH] = "ah" }
@@ -72,7 +74,9 @@ enum sv_obj_type {
 	X(QUERY_SRQ, 23)                                                     \
 	X(DESTROY_SRQ, 24)                                                   \
 	X(CREATE_AH, 25)                                                     \
-	X(DESTROY_AH, 26)
+	X(DESTROY_AH, 26)                                                    \
+	X(CREATE_DOMAIN, 27)                                                 \
+	X(DESTROY_DOMAIN, 28)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -85,7 +89,7 @@ const char *sv_cmd_name(unsigned int op);
 
 /* ---- limits that size the messages ---- */
 #define SV_GID_TBL_LEN      16
-#define SV_STAT_PAGE        7   /* clients per STAT response (64 + 7 * 56 <= 496) */
+#define SV_STAT_PAGE        6   /* clients per STAT response (72 + 6 * 64 <= 496) */
 #define SV_DEV_NAME_MAX     32
 
 /* ---- command payloads (client to daemon) ---- */
@@ -165,6 +169,27 @@ struct sv_cmd_create_qp {
 	uint32_t rsvd;
 	struct sv_wire_qp_cap cap;
 	uint32_t rsvd2;
+	uint64_t domain;       /* 0 (the default pages) or a DOMAIN handle */
+};
+
+/*
+ * CREATE_DOMAIN: a resource domain, the daemon's side of all three APIs
+ * (seed 000's index, seed 001's ibv_exp_res_domain, upstream's thread
+ * domain). It gets a doorbell page and an engine of its own while the
+ * device has one free, else it shares the least used domain page (unless
+ * SV_DOMAIN_DEDICATED: then ENOMEM). Thread models are the library's alone.
+ */
+enum sv_msg_model {
+	SV_MSG_DEFAULT = 0,
+	SV_MSG_LOW_LATENCY = 1,    /* the engine polls longer before it sleeps */
+	SV_MSG_HIGH_BW = 2,        /* the engine drains rings in batches */
+	SV_MSG_MAX
+};
+#define SV_DOMAIN_DEDICATED 1u /* a page of its own or nothing */
+
+struct sv_cmd_create_domain {
+	uint32_t msg_model;    /* enum sv_msg_model */
+	uint32_t flags;        /* SV_DOMAIN_* */
 };
 
 struct sv_cmd_modify_qp {
@@ -238,6 +263,7 @@ struct sv_cmd {
 		struct sv_cmd_create_srq create_srq;
 		struct sv_cmd_modify_srq modify_srq;
 		struct sv_cmd_create_ah create_ah;
+		struct sv_cmd_create_domain create_domain;
 		uint8_t raw[SV_CMD_SIZE - sizeof(struct sv_cmd_hdr)];
 	} u;
 };
@@ -292,6 +318,8 @@ struct sv_dev_attr {
 	uint32_t max_comp_vectors;
 	uint64_t hca_core_clock;   /* kHz */
 	uint64_t completion_timestamp_mask;
+	uint32_t max_resource_domains; /* doorbell pages a domain can own */
+	uint32_t rsvd;
 };
 
 struct sv_port_attr {
@@ -391,6 +419,12 @@ struct sv_rsp_srq {
 	uint64_t ring_bytes;       /* the ring header is at offset 0 */
 };
 
+struct sv_rsp_domain {
+	uint64_t handle;
+	uint32_t db_index;         /* its doorbell page */
+	uint32_t dedicated;        /* 1: no other domain uses the page */
+};
+
 struct sv_rsp_query_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
@@ -440,6 +474,7 @@ struct sv_rsp {
 		struct sv_rsp_query_qp query_qp;
 		struct sv_rsp_srq srq;
 		struct sv_rsp_query_srq query_srq;
+		struct sv_rsp_domain domain;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;
 };

@@ -85,6 +85,7 @@ int sv_client_add_obj(struct sv_client *c, unsigned int type, void *obj,
 void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
 {
 	static const char *const why[SV_OBJ_TYPE_MAX] = {
+		[SV_OBJ_DOMAIN] = "no such domain",
 		[SV_OBJ_CHANNEL] = "no such channel", [SV_OBJ_PD] = "no such pd",
 		[SV_OBJ_XRCD] = "no such xrcd", [SV_OBJ_CQ] = "no such cq",
 		[SV_OBJ_MR] = "no such mr", [SV_OBJ_SRQ] = "no such srq",
@@ -127,6 +128,9 @@ static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 		break;
 	case SV_OBJ_AH:
 		sv_ah_destroy(obj);
+		break;
+	case SV_OBJ_DOMAIN:
+		sv_domain_destroy(obj);
 		break;
 	default:
 		free(obj);

@@ -92,8 +92,8 @@ static int cmd_open_context(struct sv_req *r)
 	}
 	r->client->async_fd = r->fd_in;
 	r->fd_in = -1;
-	r->rsp->u.open_context.db_pages = SV_ENGINES;
-	r->rsp->u.open_context.db_bytes = (uint64_t)SV_ENGINES * SV_DB_PAGE_BYTES;
+	r->rsp->u.open_context.db_pages = SV_DB_PAGES;
+	r->rsp->u.open_context.db_bytes = (uint64_t)SV_DB_PAGES * SV_DB_PAGE_BYTES;
 	return 0;
 }
 
@@ -201,6 +201,8 @@ static const struct {
 	[SV_CMD_DESTROY_SRQ] = { sv_cmd_destroy_srq, 0 },
 	[SV_CMD_CREATE_AH] = { sv_cmd_create_ah, 0 },
 	[SV_CMD_DESTROY_AH] = { sv_cmd_destroy_ah, 0 },
+	[SV_CMD_CREATE_DOMAIN] = { sv_cmd_create_domain, 0 },
+	[SV_CMD_DESTROY_DOMAIN] = { sv_cmd_destroy_domain, 0 },
 };
 
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,

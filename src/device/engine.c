@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * The engine threads of softverbsd: each owns a doorbell page and a list of
- * QPs, and executes their WQEs (exec.c) one at a time, round-robin.
+ * QPs, and executes their WQEs (exec.c) round-robin. Page 0's engine serves
+ * every QP without a resource domain; pages 1 .. SV_MAX_RES_DOMAINS are
+ * claimed by domains (domain.c), one each while they last, then shared by
+ * the least used. A page's first domain sets its engine's policy: how long
+ * it spins before sleeping (LOW_LATENCY: longer) and how many WQEs of one QP
+ * it runs in a pass (HIGH_BW: a batch).
  *
  * Locking: an engine holds sv_dev.lock while it looks at objects and runs a
  * step, and lets the control thread in between two steps whenever that one
  * waits for the lock (sv_dev.ctl_wait), so commands are never starved by a
- * busy engine.
+ * busy engine; other engines get it between two passes (sv_dev.eng_wait).
+ * The bytes of a large message are copied without the lock (exec.c), which
+ * is where engines of different domains really run in parallel.
  *
  * Sleeping: with nothing to do, an engine spins for a few tens of
  * microseconds, then announces it sleeps (doorbell->sleeping), looks at every
@@ -41,6 +48,8 @@
 #define SV_BOUNCE_BYTES (1u << 20)
 #define SV_SPIN_NS      30000u      /* spin this long before sleeping */
 #define SV_SPIN_NS_FEW  2000u       /* ... on a machine of 2 CPUs or fewer */
+#define SV_SPIN_NS_LL   50000u      /* LOW_LATENCY domains, on any machine */
+#define SV_BATCH_HIGH_BW 32u        /* HIGH_BW domains: WQEs per QP per pass */
 
 /*
  * How long an engine spins with nothing to do before it sleeps, read once at
@@ -48,11 +57,12 @@
  * SV_SPIN_NS_FEW where there are 2 CPUs or fewer: there a spinning engine
  * takes a core from the applications that busy-poll their CQs (measured on
  * 2 cores: ib_write_lat 20.5 us typical with a 30 us spin, 5.8 us with none;
- * see docs/PERFORMANCE.md).
+ * see docs/PERFORMANCE.md). A LOW_LATENCY domain asks for the longer spin
+ * regardless: the application chose latency over CPU.
  */
 static uint64_t spin_ns = SV_SPIN_NS;
 
-static struct sv_engine engines[SV_ENGINES];
+static struct sv_engine engines[SV_DB_PAGES];
 
 static long futex(uint32_t *uaddr, int op, uint32_t val,
 		  const struct timespec *ts)
@@ -65,8 +75,55 @@ unsigned int sv_engine_index(const struct sv_engine *e)
 	return e ? e->index : 0;
 }
 
-/* ---- events ---- */
+/* ---- the device lock ---- */
 
+void sv_dev_lock(bool ctl)
+{
+	uint32_t *w = ctl ? &sv_dev.ctl_wait : &sv_dev.eng_wait;
+
+	if (pthread_mutex_trylock(&sv_dev.lock) == 0)
+		return;
+	__atomic_add_fetch(w, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&sv_dev.lock);
+	__atomic_sub_fetch(w, 1, __ATOMIC_SEQ_CST);
+}
+
+void sv_dev_unlock(void)
+{
+	pthread_mutex_unlock(&sv_dev.lock);
+}
+
+void sv_engine_quiesce(void)
+{
+	uint32_t seen[SV_DB_PAGES];
+	bool busy = false;
+
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
+		seen[i] = __atomic_load_n(&engines[i].copy_seq, __ATOMIC_ACQUIRE);
+		busy |= (seen[i] & 1) != 0;
+	}
+	if (!busy)
+		return;
+	sv_dev_unlock();
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
+		unsigned int spins = 0;
+
+		if (!(seen[i] & 1))
+			continue;
+		/* the copy ends by itself (bytes between two processes):
+		 * nothing it waits for is ours */
+		while (__atomic_load_n(&engines[i].copy_seq, __ATOMIC_ACQUIRE) ==
+		       seen[i]) {
+			if (++spins < 64)
+				sv_cpu_relax();
+			else
+				sched_yield();
+		}
+	}
+	sv_dev_lock(true);
+}
+
+/* ---- events ---- */
 void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
 		    uint64_t handle)
 {
@@ -87,16 +144,14 @@ void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
 
 /* ---- the QP lists (under sv_dev.lock) ---- */
 
-void sv_engine_add_qp(struct sv_qp *qp)
+void sv_engine_add_qp(struct sv_qp *qp, struct sv_engine *e)
 {
-	struct sv_engine *e = NULL;
-
-	for (unsigned int i = 0; i < SV_ENGINES; i++)
-		if (engines[i].started && (!e || engines[i].nqp < e->nqp))
-			e = &engines[i];
+	if (!e)
+		e = &engines[0];
 	qp->engine = e;
-	if (!e) {
+	if (!e->started) {
 		qp->eng_next = qp->eng_prev = NULL;
+		qp->engine = NULL;
 		return;
 	}
 	if (!e->qps) {
@@ -151,22 +206,35 @@ void sv_engine_kick(struct sv_engine *e)
 
 /* ---- the loop ---- */
 
-/* Let the control thread take the lock if it waits for it. */
-static void step_aside(void)
+/*
+ * Let others have the lock: the control thread whenever it waits (between
+ * two steps), other engines when `engines` is set (between two passes, so
+ * that busy engines take turns a pass at a time). true if the lock was let
+ * go: objects seen before may be gone.
+ */
+static bool step_aside(bool engines_too)
 {
+	uint32_t *w;
 	unsigned int spins = 0;
 
-	if (!__atomic_load_n(&sv_dev.ctl_wait, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_unlock(&sv_dev.lock);
-	/* it clears its flag once it holds the lock */
-	while (__atomic_load_n(&sv_dev.ctl_wait, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&sv_dev.ctl_wait, __ATOMIC_RELAXED))
+		w = &sv_dev.ctl_wait;
+	else if (engines_too && __atomic_load_n(&sv_dev.eng_wait, __ATOMIC_RELAXED))
+		w = &sv_dev.eng_wait;
+	else
+		return false;
+	sv_dev_unlock();
+	/* a waiter clears its count once it holds the lock */
+	while (__atomic_load_n(w, __ATOMIC_ACQUIRE)) {
 		if (++spins < 100)
 			sv_cpu_relax();
 		else
 			sched_yield();
+		if (spins > 1000)
+			break;      /* more keep coming: queue up like them */
 	}
-	pthread_mutex_lock(&sv_dev.lock);
+	sv_dev_lock(false);
+	return true;
 }
 
 static bool stopping(struct sv_engine *e)
@@ -174,8 +242,8 @@ static bool stopping(struct sv_engine *e)
 	return __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* One pass: one step for each QP, from the cursor on. true if anything was
- * done. */
+/* One pass: up to e->batch steps for each QP, from the cursor on. true if
+ * anything was done. */
 static bool engine_pass(struct sv_engine *e, struct sv_exec *x)
 {
 	bool progress = false;
@@ -191,10 +259,17 @@ static bool engine_pass(struct sv_engine *e, struct sv_exec *x)
 			break;
 		qp = e->cursor;
 		e->cursor = qp->eng_next;
-		if (sv_exec_step(x, qp))
+		for (uint32_t b = 0; b < e->batch; b++) {
+			if (!sv_exec_step(x, qp))
+				break;
 			progress = true;
-		step_aside();   /* may change the list: cursor stays valid */
+			/* may change the list (the cursor stays valid) and
+			 * free qp */
+			if (step_aside(false))
+				break;
+		}
 	}
+	step_aside(true);
 	return progress;
 }
 
@@ -216,12 +291,12 @@ static bool engine_ready(struct sv_engine *e, uint64_t now, uint64_t *timer)
 /* Spin a little before sleeping: true if work showed up. */
 static bool engine_spin(struct sv_engine *e)
 {
-	uint64_t end = sv_now_ns() + spin_ns, now;
+	uint64_t end = sv_now_ns() + e->spin_ns, now;
 
 	do {
 		for (int i = 0; i < 32; i++)
 			sv_cpu_relax();
-		step_aside();
+		step_aside(true);
 		now = sv_now_ns();
 		if (stopping(e) || engine_ready(e, now, NULL))
 			return true;
@@ -251,10 +326,10 @@ static void engine_sleep(struct sv_engine *e)
 		ts.tv_sec = (time_t)(d / 1000000000u);
 		ts.tv_nsec = (long)(d % 1000000000u);
 	}
-	pthread_mutex_unlock(&sv_dev.lock);
+	sv_dev_unlock();
 	futex(&db->seq, FUTEX_WAIT, s, timer != UINT64_MAX ? &ts : NULL);
 	__atomic_store_n(&db->sleeping, 0, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&sv_dev.lock);
+	sv_dev_lock(false);
 }
 
 static void *engine_main(void *arg)
@@ -263,12 +338,13 @@ static void *engine_main(void *arg)
 	struct sv_exec x = {
 		.bounce = e->bounce,
 		.bounce_bytes = e->bounce_bytes,
+		.copy_seq = &e->copy_seq,
 	};
 	char name[16];
 
 	snprintf(name, sizeof(name), "sv-engine%u", e->index);
 	pthread_setname_np(pthread_self(), name);
-	pthread_mutex_lock(&sv_dev.lock);
+	sv_dev_lock(false);
 	while (!stopping(e)) {
 		if (engine_pass(e, &x))
 			continue;
@@ -276,13 +352,86 @@ static void *engine_main(void *arg)
 			continue;
 		engine_sleep(e);
 	}
-	pthread_mutex_unlock(&sv_dev.lock);
+	sv_dev_unlock();
 	return NULL;
+}
+
+/* Start e's thread (under sv_dev.lock, or before any thread runs). */
+static int engine_launch(struct sv_engine *e)
+{
+	sigset_t all, old;
+	int ret;
+
+	if (e->started)
+		return 0;
+	if (!e->bounce) {
+		e->bounce_bytes = SV_BOUNCE_BYTES;
+		e->bounce = mmap(NULL, e->bounce_bytes, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (e->bounce == MAP_FAILED) {
+			e->bounce = NULL;
+			return -ENOMEM;
+		}
+	}
+	/* the threads take no signal: the main thread reads them from a
+	 * signalfd */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&e->thread, NULL, engine_main, e);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		return ret;
+	e->started = true;
+	return 0;
+}
+
+/* The policy of a page's first domain. */
+static void engine_policy(struct sv_engine *e, uint32_t msg_model)
+{
+	e->msg_model = msg_model;
+	e->spin_ns = spin_ns;
+	e->batch = 1;
+	if (msg_model == SV_MSG_LOW_LATENCY && e->spin_ns < SV_SPIN_NS_LL)
+		e->spin_ns = SV_SPIN_NS_LL;
+	if (msg_model == SV_MSG_HIGH_BW)
+		e->batch = SV_BATCH_HIGH_BW;
+}
+
+struct sv_engine *sv_engine_claim(uint32_t msg_model, bool dedicated_only,
+				  bool *dedicated)
+{
+	struct sv_engine *e = NULL;
+
+	for (unsigned int i = 1; i < SV_DB_PAGES; i++) {
+		struct sv_engine *c = &engines[i];
+
+		if (!c->domains) {
+			if (engine_launch(c) == 0) {
+				engine_policy(c, msg_model);
+				c->domains = 1;
+				*dedicated = true;
+				return c;
+			}
+			continue;
+		}
+		if (!e || c->domains < e->domains)
+			e = c;
+	}
+	*dedicated = false;
+	if (dedicated_only || !e)
+		return NULL;
+	e->domains++;
+	return e;
+}
+
+void sv_engine_release(struct sv_engine *e)
+{
+	if (e && e->domains)
+		e->domains--;
 }
 
 int sv_engine_start(void)
 {
-	sigset_t all, old;
 	int ret;
 
 	{
@@ -301,38 +450,22 @@ int sv_engine_start(void)
 		}
 	}
 	ret = sv_ring_alloc("softverbs-doorbell",
-			    (size_t)SV_ENGINES * SV_DB_PAGE_BYTES,
+			    (size_t)SV_DB_PAGES * SV_DB_PAGE_BYTES,
 			    &sv_dev.db_memfd, &sv_dev.db_map);
 	if (ret)
 		return ret;
-	for (unsigned int i = 0; i < SV_ENGINES; i++) {
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
 		struct sv_engine *e = &engines[i];
 
 		e->index = i;
 		e->db = (struct sv_doorbell *)((char *)sv_dev.db_map +
 					       (size_t)i * SV_DB_PAGE_BYTES);
-		e->bounce_bytes = SV_BOUNCE_BYTES;
-		e->bounce = mmap(NULL, e->bounce_bytes, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (e->bounce == MAP_FAILED) {
-			e->bounce = NULL;
-			ret = -ENOMEM;
-			goto err;
-		}
+		engine_policy(e, SV_MSG_DEFAULT);
 		sv_dev.engine[i] = e;
 	}
-	/* the threads take no signal: the main thread reads them from a
-	 * signalfd */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (unsigned int i = 0; i < SV_ENGINES; i++) {
-		ret = -pthread_create(&engines[i].thread, NULL, engine_main,
-				      &engines[i]);
-		if (ret)
-			break;
-		engines[i].started = true;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* the default page's engine runs from the start, the others once a
+	 * domain has their page */
+	ret = engine_launch(&engines[0]);
 	if (ret)
 		goto err;
 	return 0;
@@ -344,7 +477,7 @@ err:
 
 void sv_engine_stop(void)
 {
-	for (unsigned int i = 0; i < SV_ENGINES; i++) {
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
 		struct sv_engine *e = &engines[i];
 
 		if (e->started) {
@@ -360,7 +493,7 @@ void sv_engine_stop(void)
 		sv_dev.engine[i] = NULL;
 	}
 	if (sv_dev.db_map) {
-		munmap(sv_dev.db_map, (size_t)SV_ENGINES * SV_DB_PAGE_BYTES);
+		munmap(sv_dev.db_map, (size_t)SV_DB_PAGES * SV_DB_PAGE_BYTES);
 		sv_dev.db_map = NULL;
 	}
 	if (sv_dev.db_memfd >= 0) {

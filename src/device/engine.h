@@ -30,6 +30,15 @@ struct sv_engine {
 	bool started;
 	uint32_t stop;             /* atomic: leave the loop */
 	struct sv_doorbell *db;
+	/* odd while the engine copies bytes without sv_dev.lock (exec.c);
+	 * written by the engine, read by sv_engine_quiesce */
+	uint32_t copy_seq;
+	/* the domains on this page (pages 1..: 0 = free) and the policy of
+	 * the first of them (enum sv_msg_model), under sv_dev.lock */
+	uint32_t domains;
+	uint32_t msg_model;
+	uint64_t spin_ns;          /* spin this long idle before sleeping */
+	uint32_t batch;            /* WQEs of one QP per pass, at most */
 	/* the QPs it serves: a circular list through eng_next/eng_prev,
 	 * under sv_dev.lock */
 	struct sv_qp *qps;
@@ -39,9 +48,6 @@ struct sv_engine {
 	size_t bounce_bytes;
 };
 
-/* The doorbell page index of a QP's (or SRQ's) engine: what CREATE_QP
- * returns as db_index. */
-unsigned int sv_engine_index(const struct sv_engine *e);
 
 /* ---- exec.c: pure helpers ---- */
 
@@ -112,7 +118,14 @@ struct sv_exec {
 	void *bounce;
 	size_t bounce_bytes;
 	uint64_t now;              /* CLOCK_MONOTONIC ns, of this pass */
+	/* the engine's copy_seq: messages of SV_UNLOCKED_COPY bytes or more
+	 * are copied without sv_dev.lock. NULL (unit tests): never unlock. */
+	uint32_t *copy_seq;
 };
+
+/* Copies this large or larger run without the device lock, so that engines
+ * of other domains (and commands) go on meanwhile. */
+#define SV_UNLOCKED_COPY (16u * 1024u)
 
 uint64_t sv_now_ns(void);
 

@@ -302,6 +302,10 @@ static bool target_gone(const struct sv_qp *t)
 /* Responder outcomes that are not a completion status. */
 #define RES_RNR   (-1)    /* no receive WQE: wait the target's RNR timer */
 #define RES_NOACK (-2)    /* no answer: wait the transport timeout */
+#define RES_BUSY  (-3)    /* the target's receive queue is being filled by
+			   * another engine's unlocked copy: try again */
+#define RES_LOST  (-4)    /* the requester changed (destroyed, new state)
+			   * during an unlocked copy: forget this attempt */
 
 /* A send WQE copied out of its slot. */
 struct swqe {
@@ -333,7 +337,70 @@ struct msg {
 	struct iovec liov[SV_MAX_SGE];
 	struct sv_ah *ah;          /* UD */
 	uint64_t rnr_ns;           /* out: the target's RNR timer */
+	int lost;                  /* out: see msg_copy */
 };
+
+/* What changed during an unlocked copy. */
+#define LOST_REQ  1       /* the requester QP */
+#define LOST_RESP 2       /* the responder QP */
+
+/* Is t's receive queue (its own or its SRQ's) being filled unlocked? */
+static bool *rx_busy_of(struct sv_qp *t)
+{
+	return t->srq ? &t->srq->rx_busy : &t->rx_busy;
+}
+
+/*
+ * Copy a message's bytes between requester and responder. Up to
+ * SV_UNLOCKED_COPY bytes, under sv_dev.lock like everything else; larger
+ * ones without it, so that the engines of other domains, and commands, go on
+ * meanwhile. Then:
+ *  - copy_seq is odd for the duration: whoever frees an object waits for it
+ *    to be even again (sv_engine_quiesce), so qp, t, their SRQ and CQs, and
+ *    the memory of every MR resolved before the copy outlive it;
+ *  - rx (the copy fills t's head receive WQE): the receive queue is marked
+ *    busy, so no other engine takes, fills or flushes that WQE meanwhile;
+ *  - the lock is held again on return, and m->lost says whether the
+ *    requester or the responder was destroyed or changed state meanwhile:
+ *    the caller then drops what it was doing.
+ */
+static int msg_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
+		    const struct sv_mem *dst, uint64_t doff,
+		    const struct sv_mem *src, uint64_t soff, uint64_t len)
+{
+	uint32_t qgen = m->qp->state_gen, tgen = t->state_gen;
+	bool *busy = rx ? rx_busy_of(t) : NULL;
+	int ret;
+
+	if (len < SV_UNLOCKED_COPY || !x->copy_seq)
+		return sv_mem_copy(dst, doff, src, soff, len, x->bounce,
+				   x->bounce_bytes);
+	if (busy)
+		*busy = true;
+	__atomic_store_n(x->copy_seq, *x->copy_seq + 1, __ATOMIC_RELEASE);
+	sv_dev_unlock();
+	ret = sv_mem_copy(dst, doff, src, soff, len, x->bounce,
+			  x->bounce_bytes);
+	sv_dev_lock(false);
+	__atomic_store_n(x->copy_seq, *x->copy_seq + 1, __ATOMIC_RELEASE);
+	if (busy) {
+		*busy = false;
+		/* t's engine may have left a flush for later */
+		if (t->engine != m->qp->engine)
+			sv_engine_kick(t->engine);
+	}
+	if (m->qp->dead || m->qp->state_gen != qgen)
+		m->lost = LOST_REQ;
+	else if (t->dead || t->state_gen != tgen)
+		m->lost = LOST_RESP;
+	return ret;
+}
+
+/* The responder's answer once an unlocked copy found things changed. */
+static int lost_res(const struct msg *m)
+{
+	return m->lost == LOST_REQ ? RES_LOST : RES_NOACK;
+}
 
 static inline uint32_t wq_prod(const struct sv_wq *wq)
 {
@@ -370,6 +437,7 @@ static inline void *wq_head(const struct sv_wq *wq)
 static void qp_set_state(struct sv_qp *qp, uint32_t state)
 {
 	qp->state = state;
+	qp->state_gen++;
 	if (qp->sq.hdr)
 		__atomic_store_n(&qp->sq.hdr->qp_state, state, __ATOMIC_RELAXED);
 	if (qp->rq.hdr && qp->rq.entries)
@@ -722,6 +790,8 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	uint32_t st;
 	int ret;
 
+	if (*rx_busy_of(t))
+		return RES_BUSY;
 	ret = rq_peek(t, &r);
 	if (ret == -ENOENT) {
 		m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
@@ -755,8 +825,10 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 			return IBV_WC_REM_OP_ERR;
 		}
 	}
-	switch (sv_mem_copy(&r.mem, hdr, &m->local, 0, m->len, x->bounce,
-			    x->bounce_bytes)) {
+	ret = msg_copy(x, m, t, true, &r.mem, hdr, &m->local, 0, m->len);
+	if (m->lost)
+		return lost_res(m);
+	switch (ret) {
 	case SV_COPY_SRC_FAULT:
 		/* the requester's memory: the receive WQE stays posted */
 		return IBV_WC_LOC_PROT_ERR;
@@ -803,6 +875,8 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
 		return resp_inv_req(t);
 	if (imm) {
+		if (*rx_busy_of(t))
+			return RES_BUSY;
 		ret = rq_peek(t, &r);
 		if (ret == -ENOENT) {
 			m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
@@ -815,8 +889,10 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		if (!rkey_resolve(t, h->rkey, h->remote_addr, m->len,
 				  IBV_ACCESS_REMOTE_WRITE, &riov, &rmem))
 			return resp_access(t);
-		switch (sv_mem_copy(&rmem, 0, &m->local, 0, m->len, x->bounce,
-				    x->bounce_bytes)) {
+		ret = msg_copy(x, m, t, imm, &rmem, 0, &m->local, 0, m->len);
+		if (m->lost)
+			return lost_res(m);
+		switch (ret) {
 		case SV_COPY_SRC_FAULT:
 			return IBV_WC_LOC_PROT_ERR;
 		case SV_COPY_DST_FAULT:
@@ -836,6 +912,7 @@ static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	const struct sv_send_wqe *h = &m->w->h;
 	struct iovec riov;
 	struct sv_mem rmem;
+	int ret;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 		return resp_inv_req(t);
@@ -844,8 +921,10 @@ static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	if (!rkey_resolve(t, h->rkey, h->remote_addr, m->len,
 			  IBV_ACCESS_REMOTE_READ, &riov, &rmem))
 		return resp_access(t);
-	switch (sv_mem_copy(&m->local, 0, &rmem, 0, m->len, x->bounce,
-			    x->bounce_bytes)) {
+	ret = msg_copy(x, m, t, false, &m->local, 0, &rmem, 0, m->len);
+	if (m->lost)
+		return lost_res(m);
+	switch (ret) {
 	case SV_COPY_SRC_FAULT:
 		return target_gone(t) ? RES_NOACK : resp_access(t);
 	case SV_COPY_DST_FAULT:
@@ -1007,7 +1086,10 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	qp->wait_until_ns = 0;
 	m.rnr_ns = 0;
 	m.len = 0;
+	m.lost = 0;
 	res = sq_run(x, qp, &w, &m);
+	if (res == RES_BUSY || res == RES_LOST)
+		return;         /* the head stays; next pass, or the flush */
 	if (qp->type != IBV_QPT_RC) {
 		/* no acknowledgements: remote trouble is invisible */
 		if (res == RES_RNR || res == RES_NOACK ||
@@ -1130,7 +1212,7 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 		return wq_pending(&qp->sq, &corrupt) != 0;
 	case IBV_QPS_ERR:
 		if (wq_pending(&qp->sq, &corrupt) ||
-		    wq_pending(&qp->rq, &rcorrupt))
+		    (!qp->rx_busy && wq_pending(&qp->rq, &rcorrupt)))
 			return true;
 		return qp->srq && !qp->last_wqe_sent;
 	default:
@@ -1182,7 +1264,8 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 			sq_flush_one(qp);
 			return true;
 		}
-		if (wq_pending(&qp->rq, &corrupt)) {
+		/* not the WQE another engine fills right now (msg_copy) */
+		if (!qp->rx_busy && wq_pending(&qp->rq, &corrupt)) {
 			rq_flush_one(qp);
 			return true;
 		}

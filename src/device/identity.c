@@ -166,6 +166,7 @@ int sv_identity_init(const char *ip)
 	a->max_srq_wr = SV_MAX_SRQ_WR;
 	a->max_srq_sge = SV_MAX_SGE;
 	a->max_inline_data = SV_MAX_INLINE;
+	a->max_resource_domains = SV_MAX_RES_DOMAINS;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

@@ -173,14 +173,12 @@ static void bury(void)
  * lets it in between two WQEs instead of starving it. */
 static void ctl_lock(void)
 {
-	__atomic_add_fetch(&sv_dev.ctl_wait, 1, __ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&sv_dev.lock);
-	__atomic_sub_fetch(&sv_dev.ctl_wait, 1, __ATOMIC_SEQ_CST);
+	sv_dev_lock(true);
 }
 
 static void ctl_unlock(void)
 {
-	pthread_mutex_unlock(&sv_dev.lock);
+	sv_dev_unlock();
 }
 
 static void client_drop(struct sv_client *c)

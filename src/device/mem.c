@@ -236,6 +236,9 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 		mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : a->iova;
 	}
 	mr->access = access;
+	/* a copy under the old key and translation ends before the reply:
+	 * nothing is written through the old grant afterwards */
+	sv_engine_quiesce();
 	if (pd != mr->pd) {
 		mr->pd->refs--;
 		pd->refs++;
@@ -250,6 +253,9 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 void sv_mr_destroy(struct sv_mr *mr)
 {
 	sv_keytab_free(&sv_dev.keys, mr->key);
+	/* as a NIC finishes its DMA before deregistration returns: a copy that
+	 * resolved this MR ends before the region is given back */
+	sv_engine_quiesce();
 	mr->pd->refs--;
 	free(mr);
 }

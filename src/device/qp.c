@@ -113,6 +113,7 @@ static void wq_discard(struct sv_wq *wq)
 static void qp_set_state(struct sv_qp *qp, uint32_t state)
 {
 	qp->state = state;
+	qp->state_gen++;
 	__atomic_store_n(&qp->sq.hdr->qp_state, state, __ATOMIC_RELEASE);
 	if (qp->rq.entries)
 		__atomic_store_n(&qp->rq.hdr->qp_state, state,
@@ -197,6 +198,7 @@ int sv_cmd_create_qp(struct sv_req *r)
 	struct sv_pd *pd;
 	struct sv_cq *scq, *rcq;
 	struct sv_srq *srq = NULL;
+	struct sv_domain *dom = NULL;
 	struct sv_qp *qp;
 	size_t sq_bytes, rq_off, bytes;
 	int ret, out;
@@ -248,6 +250,11 @@ int sv_cmd_create_qp(struct sv_req *r)
 			return -EINVAL;
 		}
 	}
+	if (a->domain) {
+		dom = sv_req_obj(r, a->domain, SV_OBJ_DOMAIN);
+		if (!dom)
+			return -EINVAL;
+	}
 	ret = qp_caps(a, !srq, &sq_entries, &sq_stride, &rq_entries,
 		      &rq_stride, &cap, &r->why);
 	if (ret)
@@ -293,6 +300,7 @@ int sv_cmd_create_qp(struct sv_req *r)
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;
 	qp->srq = srq;
+	qp->domain = dom;
 	qp->sq_sig_all = a->sq_sig_all;
 	qp->send_ops_flags = a->send_ops_flags;
 	qp->cap = cap;
@@ -307,13 +315,15 @@ int sv_cmd_create_qp(struct sv_req *r)
 	rcq->refs++;
 	if (srq)
 		srq->refs++;
+	if (dom)
+		dom->refs++;
 	sv_dev.nqp++;
-	sv_engine_add_qp(qp);
+	sv_engine_add_qp(qp, dom ? dom->engine : NULL);
 
 	r->rsp->u.qp = (struct sv_rsp_qp){
 		.handle = qp->handle,
 		.qpn = qp->qpn,
-		.db_index = 0,
+		.db_index = sv_engine_index(qp->engine),
 		.cap = cap,
 		.sq_entries = sq_entries,
 		.sq_stride = sq_stride,
@@ -323,9 +333,6 @@ int sv_cmd_create_qp(struct sv_req *r)
 		.rq_offset = srq ? 0 : rq_off,
 		.ring_bytes = bytes,
 	};
-	for (unsigned int i = 0; i < SV_ENGINES; i++)
-		if (sv_dev.engine[i] == qp->engine)
-			r->rsp->u.qp.db_index = i;
 	r->fd_out = out;
 	return 0;
 
@@ -510,6 +517,8 @@ int sv_cmd_modify_qp(struct sv_req *r)
 	if (next == IBV_QPS_RESET) {
 		qp_reset(qp);
 		qp_set_state(qp, IBV_QPS_RESET);
+		/* the application may reuse its buffers once this returns */
+		sv_engine_quiesce();
 		sv_engine_kick(qp->engine);
 		return 0;
 	}
@@ -522,6 +531,8 @@ int sv_cmd_modify_qp(struct sv_req *r)
 		if (cur == IBV_QPS_RESET)
 			qp->comm_est_sent = false;
 		qp_set_state(qp, next);
+		if (next == IBV_QPS_ERR)
+			sv_engine_quiesce();
 		sv_engine_kick(qp->engine);
 	}
 	return 0;
@@ -554,7 +565,12 @@ void sv_qp_destroy(struct sv_qp *qp)
 	sv_engine_remove_qp(qp);
 	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp)
 		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;
+	/* unreachable now; an engine may still be copying for it */
+	qp->dead = true;
+	sv_engine_quiesce();
 	sv_dev.nqp--;
+	if (qp->domain)
+		qp->domain->refs--;
 	qp->pd->refs--;
 	qp->send_cq->refs--;
 	qp->recv_cq->refs--;
@@ -712,6 +728,7 @@ int sv_cmd_query_srq(struct sv_req *r)
 
 void sv_srq_destroy(struct sv_srq *srq)
 {
+	sv_engine_quiesce();   /* a receive being filled from its ring */
 	srq->pd->refs--;
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);

@@ -37,7 +37,13 @@
 #define SV_MAX_AH           (1u << 16)
 #define SV_MAX_RD_ATOM      16
 #define SV_MAX_MSG_SZ       (1u << 31)
-#define SV_ENGINES          1       /* engine threads = doorbell pages */
+/* Doorbell pages, each with its engine thread: page 0 is the default that
+ * objects without a resource domain share; pages 1 .. SV_MAX_RES_DOMAINS can
+ * be dedicated to domains (domain.c). An engine thread starts when its page
+ * is first used. */
+#define SV_MAX_RES_DOMAINS  8
+#define SV_DB_PAGES         (1 + SV_MAX_RES_DOMAINS)
+#define SV_MAX_DOMAINS      (1u << 12)  /* domain objects on the device */
 
 struct sv_client;
 
@@ -83,6 +89,16 @@ struct sv_cq {
 
 struct sv_engine;
 
+/* A resource domain (domain.c): the doorbell page and engine its QPs use. */
+struct sv_domain {
+	struct sv_client *owner;
+	uint64_t handle;
+	struct sv_engine *engine;
+	uint32_t msg_model;        /* enum sv_msg_model */
+	bool dedicated;            /* no other domain shares the page */
+	uint32_t refs;             /* QPs */
+};
+
 /* The device's private view of one work-queue ring in shared memory. */
 struct sv_wq {
 	struct sv_wq_ring *hdr;    /* in the mapping; only prod is read from it */
@@ -108,6 +124,7 @@ struct sv_srq {
 	uint32_t limit;            /* armed limit; 0 = not armed */
 	uint32_t refs;             /* QPs */
 	bool in_error;             /* a corrupt ring: every receive fails */
+	bool rx_busy;              /* a receive WQE is being filled unlocked */
 };
 
 struct sv_ah {
@@ -133,6 +150,7 @@ struct sv_qp {
 	struct sv_cq *send_cq;
 	struct sv_cq *recv_cq;
 	struct sv_srq *srq;        /* NULL: the QP has its own receive ring */
+	struct sv_domain *domain;  /* NULL: the default page */
 	bool sq_sig_all;
 	uint32_t create_flags;
 	uint64_t send_ops_flags;
@@ -149,6 +167,11 @@ struct sv_qp {
 
 	/* engine state */
 	struct sv_engine *engine;
+	/* An engine may copy a message's bytes without sv_dev.lock (exec.c):
+	 * what it finds changed when it takes the lock back. */
+	bool dead;                 /* destroyed: freed once engines are quiet */
+	uint32_t state_gen;        /* bumped by every state change */
+	bool rx_busy;              /* a receive WQE is being filled unlocked */
 	struct sv_qp *eng_next, *eng_prev; /* in the engine's list */
 	uint64_t wait_until_ns;    /* CLOCK_MONOTONIC: the head WQE waits (RNR, timeout) */
 	uint32_t rnr_left;         /* RNR retries left for the head WQE */
@@ -189,18 +212,24 @@ struct sv_device {
 
 	/* Held by the control thread around every command and teardown, and by
 	 * an engine around each step that reads objects: one lock, so no
-	 * object changes or vanishes under a running WQE. */
+	 * object changes under a running WQE. The one exception: an engine
+	 * copies a large message's bytes without it (exec.c), and whoever
+	 * frees an object an engine may hold waits for that copy to end
+	 * (sv_engine_quiesce). Take it with sv_dev_lock(). */
 	pthread_mutex_t lock;
 	uint32_t ctl_wait;         /* the control thread waits for the lock:
 				    * an engine steps aside between WQEs */
+	uint32_t eng_wait;         /* engines that wait for it: a busy engine
+				    * steps aside between passes */
 	struct sv_qp *qpn_tab[1u << SV_MAX_QP_BITS]; /* by QPN low bits */
 	uint32_t qpn_gen;          /* upper QPN bits: a fresh QPN per reuse */
 	uint32_t nqp;
-	/* doorbell pages: a memfd of SV_ENGINES pages, mapped here and by
+	/* doorbell pages: a memfd of SV_DB_PAGES pages, mapped here and by
 	 * every client */
 	int db_memfd;
 	void *db_map;
-	struct sv_engine *engine[SV_ENGINES];
+	struct sv_engine *engine[SV_DB_PAGES];
+	uint32_t ndomains;
 	uint64_t wqes;             /* WQEs executed (stat) */
 };
 
@@ -265,13 +294,33 @@ int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map);
 
 /* engine.c: the engine threads that execute WQEs. All under sv_dev.lock
  * except start/stop. */
-int sv_engine_start(void);         /* creates the doorbell memfd, threads */
+int sv_engine_start(void);         /* creates the doorbell memfd, engine 0 */
 void sv_engine_stop(void);
-void sv_engine_add_qp(struct sv_qp *qp);    /* picks qp->engine */
+/* The engine of a new domain: a page of its own when one is free (its
+ * thread started if need be), else the least shared one, or NULL with
+ * dedicated_only. *dedicated says which. */
+struct sv_engine *sv_engine_claim(uint32_t msg_model, bool dedicated_only,
+				  bool *dedicated);
+void sv_engine_release(struct sv_engine *e);
+/* The doorbell page index of an engine (NULL: 0) */
+unsigned int sv_engine_index(const struct sv_engine *e);
+/* qp joins engine e (NULL: the default page 0) */
+void sv_engine_add_qp(struct sv_qp *qp, struct sv_engine *e);
 void sv_engine_remove_qp(struct sv_qp *qp); /* before qp is freed */
 /* Something changed that the engine must look at (a QP moved to ERR or
  * back to RTS, a QP was destroyed): wake its engine. */
 void sv_engine_kick(struct sv_engine *e);
+/* The device lock, for the control thread (ctl) or an engine. */
+void sv_dev_lock(bool ctl);
+void sv_dev_unlock(void);
+/* Under sv_dev.lock, after unlinking an object an engine may be using in an
+ * unlocked copy, before freeing it: waits (dropping the lock meanwhile) for
+ * every such copy to end. */
+void sv_engine_quiesce(void);
+
+int sv_cmd_create_domain(struct sv_req *r);
+int sv_cmd_destroy_domain(struct sv_req *r);
+void sv_domain_destroy(struct sv_domain *d);
 
 /* events (engine.c): an affiliated or unaffiliated async event to a client,
  * and CQE production with completion-channel events (cq.c). */

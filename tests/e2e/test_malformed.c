@@ -728,7 +728,8 @@ static void test_bad_header(void **state)
 	bad_header(s, __builtin_bswap32(SV_PROTO_MAGIC), SV_PROTO_VERSION,
 		   SV_CMD_HELLO);
 	bad_header(s, SV_PROTO_MAGIC, 0, SV_CMD_HELLO);
-	bad_header(s, SV_PROTO_MAGIC, 2, SV_CMD_HELLO);
+	bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION - 1, SV_CMD_HELLO);
+	bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION + 1, SV_CMD_HELLO);
 	bad_header(s, SV_PROTO_MAGIC, 0xffff, SV_CMD_HELLO);
 	bad_header(s, SV_PROTO_MAGIC, SV_PROTO_VERSION, 0);
 	for (op = SV_CMD_MAX; op < SV_CMD_MAX + 16; op++)
@@ -750,7 +751,8 @@ static void test_hello(void **state)
 
 	(void)state;
 	assert_status(hello(s, 0, 0, NULL), -EPROTO);
-	assert_status(hello(s, 2, 0, NULL), -EPROTO);
+	assert_status(hello(s, SV_PROTO_VERSION - 1, 0, NULL), -EPROTO);
+	assert_status(hello(s, SV_PROTO_VERSION + 1, 0, NULL), -EPROTO);
 	assert_status(hello(s, ~0u, 0, NULL), -EPROTO);
 	assert_status(hello(s, SV_PROTO_VERSION, 2, NULL), -EINVAL);
 	assert_status(hello(s, SV_PROTO_VERSION, 1u << 31, NULL), -EINVAL);
@@ -1509,6 +1511,8 @@ static struct sv_cmd_create_qp qp_args(uint64_t pd, uint64_t cq,
 	return a;
 }
 
+static uint32_t last_qp_db;   /* db_index of the last QP created */
+
 /* CREATE_QP; on success checks the response and the ring memfd. */
 static int create_qp(int s, const struct sv_cmd_create_qp *a, uint64_t *h,
 		     uint32_t *qpn)
@@ -1525,6 +1529,7 @@ static int create_qp(int s, const struct sv_cmd_create_qp *a, uint64_t *h,
 		return ret;
 	check_ring_fd(fd, q->ring_bytes);
 	close(fd);
+	last_qp_db = q->db_index;
 	assert_true(q->handle != 0);
 	assert_true(q->qpn > 1 && q->qpn <= 0xffffff);
 	assert_true(q->cap.max_send_wr >= a->cap.max_send_wr);
@@ -1814,6 +1819,102 @@ static void test_create_qp(void **state)
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq2), -EBUSY);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, srq), -EBUSY);
 	/* the connection going takes the QPs, the SRQ, the rest with it */
+	conn_close(s);
+	check_clean();
+}
+
+static int create_domain(int s, uint32_t model, uint32_t flags,
+			 struct sv_rsp_domain *out)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_CREATE_DOMAIN);
+	cmd.u.create_domain.msg_model = model;
+	cmd.u.create_domain.flags = flags;
+	ret = xfer(s, &cmd, &rsp);
+	if (ret)
+		return ret;
+	assert_true(rsp.u.domain.handle != 0);
+	assert_true(rsp.u.domain.dedicated <= 1);
+	if (out)
+		*out = rsp.u.domain;
+	return 0;
+}
+
+/* Resource domains: values, handles, EBUSY, the pages running out. */
+static void test_domain(void **state)
+{
+	static const uint32_t bad_models[] = { SV_MSG_MAX, 0xff, 1u << 31, ~0u };
+	static const uint32_t bad_flags[] = { 2, 0x100, 1u << 31, ~0u };
+	struct sv_rsp_domain d[32], extra, forced;
+	struct sv_cmd_create_qp a;
+	struct sv_dev_attr dev;
+	uint64_t pd, cq = 0, qp, qp2;
+	uint32_t max, seen = 0;
+	unsigned int i;
+	int s = conn_open(), b = conn_open();
+
+	(void)state;
+	pd = alloc_pd(s);
+	dev = dev_attr(s);
+	max = dev.max_resource_domains;
+	assert_true(max >= 2 && max < 32);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
+	for (i = 0; i < sizeof(bad_models) / sizeof(bad_models[0]); i++)
+		assert_status(create_domain(s, bad_models[i], 0, NULL), -EINVAL);
+	for (i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++)
+		assert_status(create_domain(s, SV_MSG_DEFAULT, bad_flags[i],
+					    NULL), -EINVAL);
+	/* garbage domain handles for a QP */
+	for (i = 0; i < N_GARBAGE; i++) {
+		a = qp_args(pd, cq, IBV_QPT_RC);
+		a.domain = garbage_handles[i];
+		if (a.domain)
+			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+		assert_status(cmd_handle(s, SV_CMD_DESTROY_DOMAIN,
+					 garbage_handles[i]), -EINVAL);
+	}
+	/* a page each while they last: pages 1..max, all different */
+	for (i = 0; i < max; i++) {
+		assert_status(create_domain(s, i % SV_MSG_MAX, 0, &d[i]), 0);
+		assert_int_equal(d[i].dedicated, 1);
+		assert_true(d[i].db_index >= 1 && d[i].db_index <= max);
+		assert_false(seen & (1u << d[i].db_index));
+		seen |= 1u << d[i].db_index;
+	}
+	/* then: sharing, or ENOMEM for one that wants its own */
+	assert_status(create_domain(s, SV_MSG_LOW_LATENCY, SV_DOMAIN_DEDICATED,
+				    NULL), -ENOMEM);
+	assert_status(create_domain(s, SV_MSG_HIGH_BW, 0, &extra), 0);
+	assert_int_equal(extra.dedicated, 0);
+	assert_true(extra.db_index >= 1 && extra.db_index <= max);
+	/* another client's domain is not a handle of ours */
+	assert_status(hello(b, SV_PROTO_VERSION, 0, NULL), 0);
+	assert_status(cmd_handle(b, SV_CMD_DESTROY_DOMAIN, d[0].handle), -EINVAL);
+	/* a QP in a domain rings its page; the domain is busy meanwhile */
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.domain = d[1].handle;
+	assert_status(create_qp(s, &a, &qp, NULL), 0);
+	assert_int_equal(last_qp_db, d[1].db_index);
+	a.domain = extra.handle;
+	assert_status(create_qp(s, &a, &qp2, NULL), 0);
+	assert_int_equal(last_qp_db, extra.db_index);
+	a.domain = 0;
+	assert_status(create_qp(s, &a, NULL, NULL), 0);
+	assert_int_equal(last_qp_db, 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_DOMAIN, d[1].handle), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_DOMAIN, d[1].handle), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_DOMAIN, d[1].handle), -EINVAL);
+	/* its page is free again: one that wants its own gets it */
+	assert_status(create_domain(s, SV_MSG_LOW_LATENCY, SV_DOMAIN_DEDICATED,
+				    &forced), 0);
+	assert_int_equal(forced.dedicated, 1);
+	assert_int_equal(forced.db_index, d[1].db_index);
+	/* the connection going takes the rest */
+	conn_close(b);
 	conn_close(s);
 	check_clean();
 }
@@ -2781,6 +2882,7 @@ int main(void)
 		T(test_other_client),
 		T(test_probe),
 		T(test_create_qp),
+		T(test_domain),
 		T(test_modify_qp),
 		T(test_srq_cmds),
 		T(test_ah_cmds),

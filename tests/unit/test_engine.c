@@ -43,6 +43,27 @@ void sv_engine_kick(struct sv_engine *e)
 	(void)e;
 }
 
+/* The device lock, as exec.c drops it around a large copy (msg_copy):
+ * counted, and a hook that plays what other threads may do meanwhile. */
+static uint32_t copy_seq;
+static int unlocks, relocks;
+static void (*while_unlocked)(void);
+
+void sv_dev_unlock(void)
+{
+	unlocks++;
+	assert_true(copy_seq & 1);      /* quiesce would see the copy */
+	if (while_unlocked)
+		while_unlocked();
+}
+
+void sv_dev_lock(bool ctl)
+{
+	assert_false(ctl);
+	relocks++;
+	assert_true(copy_seq & 1);      /* still odd until the lock is back */
+}
+
 #define MAXEV 32
 static struct {
 	uint32_t type;
@@ -1122,6 +1143,146 @@ static void test_cq_arm(void **state)
 	close(sp[1]);
 }
 
+/* ---- large messages: copied without the device lock ---- */
+
+#define BIG (SV_UNLOCKED_COPY * 2)
+static char big_a[BIG], big_b[BIG];
+static struct sv_mr big_amr, big_bmr;
+
+static void big_setup(void)
+{
+	mk_mr(&big_amr, big_a, sizeof(big_a), IBV_ACCESS_LOCAL_WRITE |
+	      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	mk_mr(&big_bmr, big_b, sizeof(big_b), IBV_ACCESS_LOCAL_WRITE |
+	      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	for (size_t i = 0; i < BIG; i++)
+		big_a[i] = (char)(i * 7 + 1);
+	memset(big_b, 0, sizeof(big_b));
+	copy_seq = 0;
+	unlocks = relocks = 0;
+	while_unlocked = NULL;
+	F->x.copy_seq = &copy_seq;
+}
+
+static struct sv_wqe_sge big_sge(struct sv_mr *mr, uint32_t len)
+{
+	return (struct sv_wqe_sge){ mr->iova, len, mr->key };
+}
+
+static void test_unlocked_write(void **state)
+{
+	struct sv_wqe_sge s;
+	struct sv_send_wqe *w;
+	struct sv_cqe e;
+
+	(void)state;
+	big_setup();
+	s = big_sge(&big_amr, BIG);
+	/* below the threshold: under the lock */
+	s.length = SV_UNLOCKED_COPY - 1;
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, &s, 1);
+	w->remote_addr = big_bmr.iova;
+	w->rkey = big_bmr.key;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(unlocks, 0);
+	assert_int_equal(poll1(&F->scq).status, IBV_WC_SUCCESS);
+	/* at it and above: unlocked, and the lock back before the CQE */
+	s.length = BIG;
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2, &s, 1);
+	w->remote_addr = big_bmr.iova;
+	w->rkey = big_bmr.key;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(unlocks, 1);
+	assert_int_equal(relocks, 1);
+	assert_int_equal(copy_seq, 2);
+	assert_memory_equal(big_a, big_b, BIG);
+	e = poll1(&F->scq);
+	assert_int_equal(e.status, IBV_WC_SUCCESS);
+	assert_int_equal(e.wr_id, 2);
+	/* READ too */
+	memset(big_a, 0, sizeof(big_a));
+	w = post_send(&F->a, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 3, &s, 1);
+	w->remote_addr = big_bmr.iova;
+	w->rkey = big_bmr.key;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(unlocks, 2);
+	assert_memory_equal(big_a, big_b, BIG);
+	assert_int_equal(poll1(&F->scq).status, IBV_WC_SUCCESS);
+}
+
+static void bump_requester(void)
+{
+	F->a.state_gen++;
+	/* meanwhile, nobody else may fill or flush b's receive WQE */
+	assert_true(F->b.rx_busy);
+}
+
+static void kill_responder(void)
+{
+	F->b.dead = true;
+}
+
+static void test_unlocked_changes(void **state)
+{
+	struct sv_wqe_sge s, r;
+	uint64_t timer = UINT64_MAX;
+	struct sv_cqe e;
+
+	(void)state;
+	big_setup();
+	s = big_sge(&big_amr, BIG);
+	r = big_sge(&big_bmr, BIG);
+	F->b.state = IBV_QPS_RTR;
+	post_recv_wq(&F->b.rq, 70, &r, 1);
+	/* the requester changes state during the copy: no completion on
+	 * either side, both WQEs stay where they were */
+	post_send(&F->a, IBV_WR_SEND, IBV_SEND_SIGNALED, 7, &s, 1);
+	while_unlocked = bump_requester;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(unlocks, 1);
+	assert_true(cq_empty(&F->scq));
+	assert_true(cq_empty(&F->rcq));
+	assert_int_equal(F->a.sq.hdr->cons, 0);
+	assert_int_equal(F->b.rq.hdr->cons, 0);
+	assert_false(F->b.rx_busy);
+	/* another engine fills b's receive queue: wait, take nothing */
+	while_unlocked = NULL;
+	F->b.rx_busy = true;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(unlocks, 1);
+	assert_true(cq_empty(&F->scq));
+	assert_int_equal(F->b.rq.hdr->cons, 0);
+	/* ... and b's own flush leaves that WQE alone meanwhile */
+	F->b.state = IBV_QPS_ERR;
+	assert_false(sv_exec_ready(&F->b, F->x.now, NULL));
+	assert_false(sv_exec_step(&F->x, &F->b));
+	assert_int_equal(F->b.rq.hdr->cons, 0);
+	F->b.state = IBV_QPS_RTR;
+	F->b.rx_busy = false;
+	/* the responder is destroyed during the copy: no answer, the
+	 * requester waits for its transport timer, b's WQE is not taken */
+	while_unlocked = kill_responder;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(unlocks, 2);
+	assert_true(cq_empty(&F->scq));
+	assert_true(cq_empty(&F->rcq));
+	assert_int_equal(F->b.rq.hdr->cons, 0);
+	assert_false(sv_exec_ready(&F->a, F->x.now, &timer));
+	assert_int_equal(timer, F->x.now + sv_ack_timeout_ns(F->a.attr.timeout));
+	/* all well: delivered */
+	F->b.dead = false;
+	while_unlocked = NULL;
+	F->x.now = timer;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(unlocks, 3);
+	assert_memory_equal(big_a, big_b, BIG);
+	e = poll1(&F->rcq);
+	assert_int_equal(e.status, IBV_WC_SUCCESS);
+	assert_int_equal(e.byte_len, BIG);
+	assert_int_equal(poll1(&F->scq).status, IBV_WC_SUCCESS);
+	assert_int_equal(copy_seq, 6);
+}
+
 #define FT(fn) cmocka_unit_test_setup_teardown(fn, fix_setup, fix_teardown)
 
 int main(void)
@@ -1149,6 +1310,8 @@ int main(void)
 		FT(test_sqd),
 		FT(test_sqd_drain_point),
 		FT(test_cq_arm),
+		FT(test_unlocked_write),
+		FT(test_unlocked_changes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
