@@ -137,6 +137,23 @@ struct ibv_exp_qp_init_attr {
 struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context,
 				 struct ibv_exp_qp_init_attr *attr);
 
+/* ---------------- parent-domain allocators ---------------- */
+
+/*
+ * The resource_type that the allocator callbacks of a parent domain
+ * (IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) are called with: softverbs' tag
+ * ("SV") in the high 32 bits, as providers put their driver id there, and
+ * what the memory is for in the low ones. softverbs asks only for ring
+ * memory, in whole pages aligned to the page size, and maps the ring's
+ * shared memory over the block it gets:
+ *   SV_RES_TYPE_QP  a QP's send and receive rings (one block per QP)
+ *   SV_RES_TYPE_CQ  a CQ's ring (one block per CQ; a new one at resize)
+ * alloc() may return IBV_ALLOCATOR_USE_DEFAULT (softverbs maps the ring
+ * itself) or NULL (the create fails with ENOMEM).
+ */
+#define SV_RES_TYPE_QP (((uint64_t)0x5356 << 32) | 1)
+#define SV_RES_TYPE_CQ (((uint64_t)0x5356 << 32) | 2)
+
 /* ---------------- device query (seed 000) ---------------- */
 
 enum ibv_exp_device_attr_comp_mask {
@@ -160,7 +177,10 @@ int ibv_exp_query_device(struct ibv_context *context,
 
 struct sv_res_domain_info {
 	uint32_t db_index;         /* the doorbell page (and engine) it uses */
-	uint32_t dedicated;        /* 1: no other domain shares that page */
+	/* 1: no other domain used that page when this one was created; a
+	 * FORCE_LOW_LATENCY domain keeps it so for its whole life (others,
+	 * created once every page is taken, may come to share theirs) */
+	uint32_t dedicated;
 	enum ibv_exp_thread_model thread_model;
 	enum ibv_exp_msg_model msg_model;
 };

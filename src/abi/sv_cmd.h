@@ -177,7 +177,9 @@ struct sv_cmd_create_qp {
  * (seed 000's index, seed 001's ibv_exp_res_domain, upstream's thread
  * domain). It gets a doorbell page and an engine of its own while the
  * device has one free, else it shares the least used domain page (unless
- * SV_DOMAIN_DEDICATED: then ENOMEM). Thread models are the library's alone.
+ * SV_DOMAIN_DEDICATED: then ENOMEM). A page claimed with SV_DOMAIN_DEDICATED
+ * is never shared; when every page is, sharing falls back to the default
+ * page 0. Thread models are the library's alone.
  */
 enum sv_msg_model {
 	SV_MSG_DEFAULT = 0,
@@ -422,7 +424,9 @@ struct sv_rsp_srq {
 struct sv_rsp_domain {
 	uint64_t handle;
 	uint32_t db_index;         /* its doorbell page */
-	uint32_t dedicated;        /* 1: no other domain uses the page */
+	uint32_t dedicated;        /* 1: no other domain used the page when it
+				    * was created (with SV_DOMAIN_DEDICATED:
+				    * none ever will while it lives) */
 };
 
 struct sv_rsp_query_srq {

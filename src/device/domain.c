@@ -9,7 +9,9 @@
  * ("dedicated"): its QPs are served by an engine that serves nothing else,
  * in parallel with the other engines. Once every page is held, a new domain
  * shares the least used page (not a failure), unless it asked for a page of
- * its own (SV_DOMAIN_DEDICATED, FORCE_LOW_LATENCY): then ENOMEM. The
+ * its own (SV_DOMAIN_DEDICATED, FORCE_LOW_LATENCY): then ENOMEM. A page so
+ * claimed is never shared while its domain lives (sharers go elsewhere,
+ * page 0 when every page is taken that way). The
  * thread model is the library's business (which locks post and poll take);
  * the message model picks the engine's policy (engine.c).
  */

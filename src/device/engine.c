@@ -409,25 +409,29 @@ struct sv_engine *sv_engine_claim(uint32_t msg_model, bool dedicated_only,
 			if (engine_launch(c) == 0) {
 				engine_policy(c, msg_model);
 				c->domains = 1;
+				c->exclusive = dedicated_only;
 				*dedicated = true;
 				return c;
 			}
 			continue;
 		}
-		if (!e || c->domains < e->domains)
+		/* a page promised to a FORCE domain stays its own */
+		if (!c->exclusive && (!e || c->domains < e->domains))
 			e = c;
 	}
 	*dedicated = false;
-	if (dedicated_only || !e)
+	if (dedicated_only)
 		return NULL;
+	if (!e)
+		e = &engines[0];       /* every page is someone's own */
 	e->domains++;
 	return e;
 }
 
 void sv_engine_release(struct sv_engine *e)
 {
-	if (e && e->domains)
-		e->domains--;
+	if (e && e->domains && !--e->domains)
+		e->exclusive = false;
 }
 
 int sv_engine_start(void)

@@ -36,6 +36,8 @@ struct sv_engine {
 	/* the domains on this page (pages 1..: 0 = free) and the policy of
 	 * the first of them (enum sv_msg_model), under sv_dev.lock */
 	uint32_t domains;
+	bool exclusive;            /* held by a dedicated-only domain: no
+				    * other domain joins it */
 	uint32_t msg_model;
 	uint64_t spin_ns;          /* spin this long idle before sleeping */
 	uint32_t batch;            /* WQEs of one QP per pass, at most */

@@ -146,7 +146,14 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct sv_context *ctx = to_sv_ctx(context);
 
-	/* the daemon frees whatever the application left behind */
+	/* the daemon frees whatever the application left behind; so do we
+	 * for the hidden domains of QPs left behind (resdom.c) */
+	while (ctx->idx_domains) {
+		struct sv_res_domain *rd = ctx->idx_domains;
+
+		ctx->idx_domains = rd->next;
+		free(rd);
+	}
 	close(context->async_fd);
 	sv_conn_close(&ctx->conn);
 	if (ctx->db_map)

@@ -6,7 +6,10 @@
  * producer counter (pairs with the engine's release store after it wrote the
  * CQE), copies, then a release store of our consumer counter (pairs with the
  * engine's acquire load before it reuses a slot). No system call, no
- * allocation; a spinlock unless the CQ was created single-threaded.
+ * allocation; a spinlock unless the CQ was created single-threaded
+ * (IBV_CREATE_CQ_ATTR_SINGLE_THREADED, a parent domain with a thread domain,
+ * or a resource domain whose thread model is not SAFE). On a parent domain
+ * with allocator callbacks the ring is mapped over a block they gave (td.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -269,20 +272,26 @@ static void set_ex_ops(struct ibv_cq_ex *ex)
 
 /* ---- create, resize, destroy ---- */
 
+/* Map the ring of a create or resize response (in a block of the parent
+ * domain's allocator, if the CQ was made on one that has it) and switch to
+ * it, unmapping the ring it replaces. */
 static int map_ring(struct sv_cq *cq, int fd, const struct sv_rsp_cq *r)
 {
-	void *p;
+	struct sv_pd *pd = cq->parent ? to_sv_pd(cq->parent) : NULL;
+	struct sv_ring_mem m;
+	int ret;
 
 	if (fd < 0 || r->ring_entries == 0 ||
 	    (r->ring_entries & (r->ring_entries - 1)) ||
 	    r->ring_bytes != sv_cq_ring_bytes(r->ring_entries))
 		return -EIO;
-	p = mmap(NULL, r->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	if (cq->ring)
-		munmap(cq->ring, cq->ring_bytes);
-	cq->ring = p;
+	ret = sv_ring_map(&m, pd && pd->alloc ? pd : NULL, SV_RES_TYPE_CQ, fd,
+			  r->ring_bytes);
+	if (ret)
+		return ret;
+	sv_ring_unmap(&cq->mem);
+	cq->mem = m;
+	cq->ring = m.map;
 	cq->ring_bytes = r->ring_bytes;
 	cq->entries = r->ring_entries;
 	cq->cons = __atomic_load_n(&cq->ring->cons, __ATOMIC_RELAXED);
@@ -314,6 +323,13 @@ static void ctx_del_cq(struct sv_context *ctx, struct sv_cq *cq)
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 				  struct ibv_cq_init_attr_ex *attr)
 {
+	return sv_create_cq_in(context, attr, NULL);
+}
+
+struct ibv_cq_ex *sv_create_cq_in(struct ibv_context *context,
+				  struct ibv_cq_init_attr_ex *attr,
+				  struct sv_res_domain *rd)
+{
 	struct sv_context *ctx = to_sv_ctx(context);
 	struct sv_cq *cq;
 	struct sv_cmd cmd;
@@ -333,6 +349,8 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return sv_err_ptr(-ENOMEM);
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+		cq->parent = attr->parent_domain; /* its allocator, if any */
 	sv_cmd_init(&cmd, SV_CMD_CREATE_CQ);
 	cmd.u.create_cq.cookie = (uintptr_t)cq;
 	cmd.u.create_cq.channel = attr->channel ?
@@ -355,7 +373,13 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 		((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 		 (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
 		((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
-		 sv_pd_single_threaded(attr->parent_domain));
+		 sv_pd_single_threaded(attr->parent_domain)) ||
+		(rd && rd->thread_model != IBV_EXP_THREAD_SAFE);
+	/* the references it holds: its domain's (the caller's, handed
+	 * over) and its parent domain's */
+	cq->rd = rd;
+	if (cq->parent)
+		sv_pd_get(cq->parent);
 	cq_spin_init(cq);
 	pthread_mutex_init(&cq->ex.mutex, NULL);
 	pthread_cond_init(&cq->ex.cond, NULL);
@@ -399,6 +423,57 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 	return ex ? ibv_cq_ex_to_cq(ex) : NULL;
 }
 
+#define SV_EXP_CQ_INIT_KNOWN                                                 \
+	((uint32_t)(IBV_EXP_CQ_INIT_ATTR_FLAGS |                             \
+		    IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN))
+
+SV_EXPORT struct ibv_cq *ibv_exp_create_cq(struct ibv_context *context,
+					   int cqe, void *cq_context,
+					   struct ibv_comp_channel *channel,
+					   int comp_vector,
+					   struct ibv_exp_cq_init_attr *attr)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = (uint32_t)cqe,
+		.cq_context = cq_context,
+		.channel = channel,
+		.comp_vector = (uint32_t)comp_vector,
+	};
+	struct sv_res_domain *rd = NULL;
+	struct ibv_cq_ex *ex;
+
+	if (!context || cqe < 1 || comp_vector < 0)
+		return sv_err_ptr(-EINVAL);
+	if (attr) {
+		if (attr->comp_mask & ~SV_EXP_CQ_INIT_KNOWN)
+			return sv_err_ptr(-EINVAL);
+		if (attr->comp_mask & IBV_EXP_CQ_INIT_ATTR_FLAGS) {
+			/* as ibv_create_cq_ex's flags */
+			ca.comp_mask |= IBV_CQ_INIT_ATTR_MASK_FLAGS;
+			ca.flags = attr->flags;
+		}
+		if (attr->comp_mask & IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN) {
+			if (!attr->res_domain ||
+			    attr->res_domain->context != context)
+				return sv_err_ptr(-EINVAL);
+			rd = to_sv_rd(attr->res_domain);
+		}
+	}
+	if (rd)
+		sv_rd_get(rd);
+	ex = sv_create_cq_in(context, &ca, rd);
+	if (!ex) {
+		if (rd) {
+			int err = errno;
+
+			sv_rd_put(to_sv_ctx(context), rd);
+			errno = err;
+		}
+		return NULL;
+	}
+	return ibv_cq_ex_to_cq(ex);
+}
+
 SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
@@ -418,7 +493,8 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ret = sv_conn_call(&to_sv_ctx(ibcq->context)->conn, &cmd, -1, &rsp, &fd);
 	if (!ret) {
 		ret = map_ring(cq, fd, &rsp.u.cq);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 	}
 	cq_unlock(cq);
 	return -ret;
@@ -441,7 +517,11 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	       ibcq->async_events_completed != cq->async_events)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
-	munmap(cq->ring, cq->ring_bytes);
+	sv_ring_unmap(&cq->mem);
+	if (cq->rd)
+		sv_rd_put(ctx, cq->rd);
+	if (cq->parent)
+		sv_pd_put(cq->parent);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
 	free(cq);

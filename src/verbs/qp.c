@@ -6,7 +6,14 @@
  * sq_offset, receive ring at rq_offset) and says how big they are; the
  * library maps it, checks that the sizes it was told fit the mapping, and
  * from then on uses only its private copies of those sizes: the ring headers
- * live in memory the application can scribble on.
+ * live in memory the application can scribble on. (On a parent domain with
+ * allocator callbacks, the mapping lies over a block they gave: td.c.)
+ *
+ * A QP is made in a daemon domain (its doorbell page and engine) when the
+ * API names one: a thread domain through a parent domain, or, through
+ * ibv_exp_create_qp, a resource domain or a domain index (resdom.c); the
+ * latter win over the former. It posts without locks in a thread domain or
+ * in a resource domain whose thread model is not SAFE.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -81,7 +88,8 @@ static int setup_wq(struct sv_wq *wq, void *map, uint64_t map_bytes,
 }
 
 static int map_rings(struct sv_context *ctx, struct sv_qp *qp, int fd,
-		     const struct sv_rsp_qp *r, bool has_srq)
+		     const struct sv_rsp_qp *r, bool has_srq,
+		     struct sv_pd *alloc_pd)
 {
 	const struct sv_wire_qp_cap *cap = &r->cap;
 	struct stat st;
@@ -98,10 +106,12 @@ static int map_rings(struct sv_context *ctx, struct sv_qp *qp, int fd,
 		return -errno;
 	if ((uint64_t)st.st_size < r->ring_bytes)
 		return -EPROTO;
-	map = mmap(NULL, r->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		   0);
-	if (map == MAP_FAILED)
-		return -errno;
+	/* our own mapping, or a block of the parent domain's allocator */
+	ret = sv_ring_map(&qp->mem, alloc_pd, SV_RES_TYPE_QP, fd,
+			  r->ring_bytes);
+	if (ret)
+		return ret;
+	map = qp->mem.map;
 	ret = setup_wq(&qp->sq, map, r->ring_bytes, r->sq_offset, r->sq_entries,
 		       r->sq_stride, cap->max_send_wr, cap->max_send_sge,
 		       cap->max_inline_data,
@@ -112,11 +122,12 @@ static int map_rings(struct sv_context *ctx, struct sv_qp *qp, int fd,
 			       cap->max_recv_sge, 0,
 			       sv_recv_stride(cap->max_recv_sge));
 	if (ret) {
-		munmap(map, r->ring_bytes);
+		sv_ring_unmap(&qp->mem);
 		return ret;
 	}
 	qp->ring = map;
 	qp->ring_bytes = r->ring_bytes;
+	qp->db_index = r->db_index;
 	qp->db = (struct sv_doorbell *)((char *)ctx->db_map +
 					(size_t)r->db_index * SV_DB_PAGE_BYTES);
 	qp->max_send_wr = cap->max_send_wr;
@@ -161,8 +172,12 @@ static int check_init_attr(struct ibv_context *context,
 	return 0;
 }
 
-struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
-			       struct ibv_qp_init_attr_ex *a)
+/* The create path of every API, once the attributes are checked: the QP
+ * goes in dom's daemon domain, takes over dom->rd's reference and a
+ * reference on its parent domain, if it is made on one. */
+static struct ibv_qp *create_qp(struct ibv_context *context,
+				struct ibv_qp_init_attr_ex *a,
+				const struct sv_qp_dom *dom)
 {
 	struct sv_context *ctx = to_sv_ctx(context);
 	bool want_ex = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -172,9 +187,6 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	struct sv_rsp rsp;
 	int ret, fd = -1;
 
-	ret = check_init_attr(context, a);
-	if (ret)
-		return sv_err_ptr(ret);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return sv_err_ptr(-ENOMEM);
@@ -197,11 +209,12 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	cmd.u.create_qp.cap.max_send_sge = a->cap.max_send_sge;
 	cmd.u.create_qp.cap.max_recv_sge = a->srq ? 0 : a->cap.max_recv_sge;
 	cmd.u.create_qp.cap.max_inline_data = a->cap.max_inline_data;
+	cmd.u.create_qp.domain = dom->domain;
 	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd);
 	if (ret)
 		goto err_free;
 	qp->handle = rsp.u.qp.handle;
-	ret = map_rings(ctx, qp, fd, &rsp.u.qp, a->srq != NULL);
+	ret = map_rings(ctx, qp, fd, &rsp.u.qp, a->srq != NULL, dom->alloc_pd);
 	if (fd >= 0)
 		close(fd);
 	if (ret)
@@ -209,8 +222,11 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 
 	sv_spin_init(&qp->sq_lock);
 	sv_spin_init(&qp->rq_lock);
-	/* on a parent domain with a thread domain: no locks */
-	qp->single_threaded = sv_pd_single_threaded(a->pd);
+	/* in a thread domain, or a resource domain not SAFE: no locks */
+	qp->single_threaded = dom->single_threaded;
+	qp->rd = dom->rd;
+	if (to_sv_pd(a->pd)->parent)
+		sv_pd_get(a->pd);
 	qp->sq_sig_all = cmd.u.create_qp.sq_sig_all;
 	qp->send_ops_flags = cmd.u.create_qp.send_ops_flags;
 	ibqp->context = context;
@@ -248,6 +264,114 @@ err_destroy:
 err_free:
 	free(qp);
 	return sv_err_ptr(ret);
+}
+
+/* The domain of a QP made on pd: a parent domain's thread domain (no locks)
+ * and allocator, or nothing. */
+static void dom_of_pd(struct ibv_pd *pd, struct sv_qp_dom *dom)
+{
+	struct sv_pd *p = to_sv_pd(pd);
+
+	memset(dom, 0, sizeof(*dom));
+	dom->domain = sv_pd_domain(pd);
+	dom->single_threaded = sv_pd_single_threaded(pd);
+	dom->alloc_pd = p->parent && p->alloc ? p : NULL;
+}
+
+struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
+			       struct ibv_qp_init_attr_ex *a)
+{
+	struct sv_qp_dom dom;
+	int ret;
+
+	ret = check_init_attr(context, a);
+	if (ret)
+		return sv_err_ptr(ret);
+	dom_of_pd(a->pd, &dom);
+	return create_qp(context, a, &dom);
+}
+
+/* ---- the experimental API (include/softverbs/softverbs.h) ---- */
+
+#define SV_EXP_QP_INIT_KNOWN                                                 \
+	((uint32_t)(IBV_EXP_QP_INIT_ATTR_PD | IBV_EXP_QP_INIT_ATTR_XRCD |    \
+		    IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS |                      \
+		    IBV_EXP_QP_INIT_ATTR_RES_DOMAIN |                        \
+		    IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX))
+
+SV_EXPORT struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context,
+					   struct ibv_exp_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct sv_res_domain *rd = NULL;
+	struct sv_qp_dom dom;
+	struct ibv_qp *qp;
+	uint32_t m;
+	int ret;
+
+	if (!context || !attr)
+		return sv_err_ptr(-EINVAL);
+	m = attr->comp_mask;
+	/* a PD is required; XRC QPs are not offered here (yet); one kind of
+	 * domain at most */
+	if ((m & ~SV_EXP_QP_INIT_KNOWN) || !(m & IBV_EXP_QP_INIT_ATTR_PD) ||
+	    (m & IBV_EXP_QP_INIT_ATTR_XRCD) ||
+	    ((m & IBV_EXP_QP_INIT_ATTR_RES_DOMAIN) &&
+	     (m & IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX)))
+		return sv_err_ptr(-EINVAL);
+	if ((m & IBV_EXP_QP_INIT_ATTR_RES_DOMAIN) &&
+	    (!attr->res_domain || attr->res_domain->context != context))
+		return sv_err_ptr(-EINVAL);
+	if ((m & IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX) &&
+	    attr->resource_domain >=
+		    to_sv_ctx(context)->attr.max_resource_domains)
+		return sv_err_ptr(-EINVAL);
+
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = attr->qp_context;
+	ex.send_cq = attr->send_cq;
+	ex.recv_cq = attr->recv_cq;
+	ex.srq = attr->srq;
+	ex.cap = attr->cap;
+	ex.qp_type = attr->qp_type;
+	ex.sq_sig_all = attr->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = attr->pd;
+	if (m & IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS) {
+		ex.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		ex.create_flags = attr->exp_create_flags;
+	}
+	/* everything checked before a domain is made for an index */
+	ret = check_init_attr(context, &ex);
+	if (ret)
+		return sv_err_ptr(ret);
+	dom_of_pd(ex.pd, &dom);
+	if (m & IBV_EXP_QP_INIT_ATTR_RES_DOMAIN) {
+		rd = to_sv_rd(attr->res_domain);
+		sv_rd_get(rd);
+	} else if (m & IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX) {
+		rd = sv_rd_of_index(to_sv_ctx(context), attr->resource_domain);
+		if (!rd)
+			return NULL;
+	}
+	if (rd) {
+		dom.domain = rd->handle;
+		dom.rd = rd;
+		if (rd->thread_model != IBV_EXP_THREAD_SAFE)
+			dom.single_threaded = true;
+	}
+	qp = create_qp(context, &ex, &dom);
+	if (!qp) {
+		if (rd) {
+			int err = errno;
+
+			sv_rd_put(to_sv_ctx(context), rd);
+			errno = err;
+		}
+		return NULL;
+	}
+	attr->cap = ex.cap;
+	return qp;
 }
 
 SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
@@ -473,7 +597,11 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (ret)
 		return ret;
 	sv_ctx_del_evtarget(ctx, &qp->ev); /* waits for its events' acks */
-	munmap(qp->ring, qp->ring_bytes);
+	sv_ring_unmap(&qp->mem);
+	if (qp->rd)
+		sv_rd_put(ctx, qp->rd);
+	if (to_sv_pd(ibqp->pd)->parent)
+		sv_pd_put(ibqp->pd);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);

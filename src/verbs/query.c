@@ -80,6 +80,25 @@ int sv_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
+/* include/softverbs/softverbs.h (seed 000) */
+SV_EXPORT int ibv_exp_query_device(struct ibv_context *context,
+				   struct ibv_exp_device_attr *attr)
+{
+	uint32_t asked;
+
+	if (!context || !attr)
+		return EINVAL;
+	/* fill what is asked and known; say which those were */
+	asked = attr->comp_mask;
+	attr->comp_mask = 0;
+	if (asked & IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS) {
+		attr->max_resource_domains =
+			to_sv_ctx(context)->attr.max_resource_domains;
+		attr->comp_mask |= IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS;
+	}
+	return 0;
+}
+
 static int query_port(struct ibv_context *context, uint8_t port_num,
 		      struct ibv_port_attr *o, size_t len)
 {

@@ -12,6 +12,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "softverbs/softverbs.h"
+
 #include "abi/sv_cmd.h"
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
@@ -46,6 +48,7 @@ struct sv_device {
 };
 
 struct sv_cq;
+struct sv_res_domain;
 
 struct sv_context {
 	struct verbs_context vctx; /* ends with struct ibv_context */
@@ -59,6 +62,8 @@ struct sv_context {
 	size_t db_bytes;
 	uint32_t db_pages;
 	struct sv_evtarget *evtargets; /* live QPs and SRQs (lock) */
+	/* the hidden domains of the index form (resdom.c), by index (lock) */
+	struct sv_res_domain *idx_domains;
 };
 
 static inline struct sv_context *to_sv_ctx(struct ibv_context *ctx)
@@ -72,6 +77,45 @@ static inline struct sv_conn *sv_conn_of(struct ibv_context *ctx)
 	return &to_sv_ctx(ctx)->conn;
 }
 
+/*
+ * A resource domain (resdom.c): the daemon's domain object (a doorbell page
+ * and its engine) plus what only the library knows, the thread model. The
+ * experimental API hands out ibrd; the index form keeps hidden ones on the
+ * context's list, one per index in use, made by the first QP that names the
+ * index and destroyed with the last.
+ */
+struct sv_res_domain {
+	struct ibv_exp_res_domain ibrd; /* first: what the application holds */
+	uint64_t handle;           /* the daemon's DOMAIN */
+	uint32_t db_index;         /* its doorbell page */
+	uint32_t dedicated;        /* 1: no other domain uses the page */
+	enum ibv_exp_thread_model thread_model;
+	enum ibv_exp_msg_model msg_model;
+	uint32_t refs;             /* CQs and QPs made in it (atomic) */
+	/* index form only (under the context's lock) */
+	bool hidden;
+	uint32_t index;
+	struct sv_res_domain *next; /* in sv_context.idx_domains */
+};
+
+static inline struct sv_res_domain *to_sv_rd(struct ibv_exp_res_domain *rd)
+{
+	return (struct sv_res_domain *)rd;
+}
+
+/* The daemon's side of a domain (resdom.c): CREATE_DOMAIN with an
+ * SV_MSG_* and SV_DOMAIN_* flags, and DESTROY_DOMAIN. 0 or -errno. */
+int sv_domain_create(struct sv_context *ctx, uint32_t msg_model,
+		     uint32_t flags, struct sv_rsp_domain *out);
+int sv_domain_destroy(struct sv_context *ctx, uint64_t handle);
+/* CQs and QPs made in a domain hold a reference on it. */
+void sv_rd_get(struct sv_res_domain *rd);
+/* Drop one: a hidden (index-form) domain goes with its last reference. */
+void sv_rd_put(struct sv_context *ctx, struct sv_res_domain *rd);
+/* The hidden domain of index idx, made on first use, with one more
+ * reference: the domain or NULL with errno set. */
+struct sv_res_domain *sv_rd_of_index(struct sv_context *ctx, uint32_t idx);
+
 struct sv_td;
 
 /* A protection domain, or a parent domain (td.c): a parent domain names the
@@ -81,7 +125,10 @@ struct sv_pd {
 	uint64_t handle;
 	struct sv_pd *parent;      /* parent domains only: the PD they extend */
 	struct sv_td *td;          /* parent domains only: NULL or their td */
-	uint32_t refs;             /* PDs: parent domains made on them */
+	uint32_t refs;             /* PDs: parent domains made on them;
+				    * parent domains: QPs and CQs made on
+				    * them (they may hold the allocator's
+				    * memory) */
 	void *pd_context;          /* IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT */
 	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
 		       size_t alignment, uint64_t resource_type);
@@ -90,11 +137,51 @@ struct sv_pd {
 };
 
 /* A thread domain: objects made with it are used by one thread at a time,
- * so their post and poll take no lock. */
+ * so their post and poll take no lock; it is a daemon domain (SV_MSG_DEFAULT)
+ * too, so that its QPs get a doorbell page of their own while one is free. */
 struct sv_td {
 	struct ibv_td ibtd;
 	uint32_t refs;             /* parent domains using it */
+	uint64_t domain;           /* the daemon's DOMAIN */
+	uint32_t db_index;
 };
+
+/* The daemon domain of a QP made on pd: its thread domain's, or 0. */
+static inline uint64_t sv_pd_domain(struct ibv_pd *pd)
+{
+	struct sv_pd *p = (struct sv_pd *)pd;
+
+	return p && p->parent && p->td ? p->td->domain : 0;
+}
+
+/* The allocators' resource types (SV_RES_TYPE_QP, SV_RES_TYPE_CQ) are in
+ * <softverbs/softverbs.h>. */
+
+/* Where a ring lives: our own mapping of the daemon's memfd, or a block
+ * from a parent domain's allocator with that memfd mapped over it. */
+struct sv_ring_mem {
+	void *map;
+	size_t bytes;              /* the ring's size (the mapping's) */
+	struct sv_pd *pd;          /* the allocator's parent domain, or NULL */
+	void *block;               /* pd's block (== map), or NULL */
+	size_t block_bytes;
+	uint64_t res_type;
+};
+
+/* Map bytes of the ring memfd fd into m: in a block of pd's allocator if pd
+ * is a parent domain with one that does not answer USE_DEFAULT, else
+ * anywhere (the object whose ring it is holds a reference on pd, which
+ * outlives the block). 0 or -errno (ENOMEM: the allocator gave NULL; EINVAL: a block not aligned
+ * to the page size). */
+int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
+		int fd, size_t bytes);
+/* Undo sv_ring_map: a block gets private anonymous memory back over it and
+ * goes to the allocator's free. */
+void sv_ring_unmap(struct sv_ring_mem *m);
+
+/* A parent domain's references from the QPs and CQs made on it. */
+void sv_pd_get(struct ibv_pd *pd);
+void sv_pd_put(struct ibv_pd *pd);
 
 /* Objects made on pd are single-threaded: pd is a parent domain with a
  * thread domain. */
@@ -126,6 +213,9 @@ struct sv_cq {
 	struct sv_cq *next;        /* in sv_context.cqs */
 	struct sv_cq_ring *ring;
 	size_t ring_bytes;
+	struct sv_ring_mem mem;    /* where ring lives */
+	struct ibv_pd *parent;     /* the parent domain it was made on, or NULL */
+	struct sv_res_domain *rd;  /* its resource domain (a reference), or NULL */
 	uint32_t entries;          /* private copy: never trust the ring's */
 	uint32_t cons;             /* private copy of the consumer counter */
 	uint32_t arm_sn;
@@ -187,6 +277,9 @@ struct sv_qp {
 	struct sv_evtarget ev;     /* on sv_context.evtargets */
 	void *ring;                /* the QP's memfd mapping */
 	size_t ring_bytes;
+	struct sv_ring_mem mem;    /* where ring lives */
+	struct sv_res_domain *rd;  /* its resource domain (a reference), or NULL */
+	uint32_t db_index;         /* its doorbell page (sv_query_qp_db) */
 	struct sv_wq sq;
 	struct sv_wq rq;           /* entries == 0 with an SRQ */
 	struct sv_doorbell *db;    /* the page of the QP's engine */
@@ -273,6 +366,21 @@ int sv_query_device_ex(struct ibv_context *context,
 /* cq.c */
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 				  struct ibv_cq_init_attr_ex *attr);
+/* The create path of both APIs: attr as create_cq_ex's; rd (NULL or a
+ * domain the CQ takes a reference on) makes it single-threaded unless its
+ * thread model is SAFE. */
+struct ibv_cq_ex *sv_create_cq_in(struct ibv_context *context,
+				  struct ibv_cq_init_attr_ex *attr,
+				  struct sv_res_domain *rd);
+
+/* qp.c: what the create path of every API is given besides the attributes */
+struct sv_qp_dom {
+	uint64_t domain;           /* the daemon's DOMAIN, 0 for none */
+	bool single_threaded;      /* no locks on post */
+	struct sv_res_domain *rd;  /* its reference goes to the QP on success */
+	struct sv_pd *alloc_pd;    /* parent domain whose allocator makes the
+				    * ring's memory, or NULL */
+};
 int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);

@@ -4,41 +4,66 @@
  * domains).
  *
  * A thread domain is the application's promise that the objects made with
- * it are used by one thread at a time. A parent domain is a protection
- * domain (the daemon's PD of its parent, by the same handle, so MRs, AHs and
- * SRQs work on it unchanged) that carries a thread domain: QPs made on it
- * (ibv_create_qp_ex) and CQs made with it (ibv_create_cq_ex,
+ * it are used by one thread at a time. It is a daemon DOMAIN too (message
+ * model DEFAULT): its QPs get a doorbell page and an engine of their own
+ * while the device has one free (else they share one with other domains).
+ * A parent domain is a protection domain (the daemon's PD of its parent, by
+ * the same handle, so MRs, AHs and SRQs work on it unchanged) that carries a
+ * thread domain: QPs made on it (ibv_create_qp_ex) are in the thread
+ * domain's DOMAIN, and they and CQs made with it (ibv_create_cq_ex,
  * IBV_CQ_INIT_ATTR_MASK_PD) post and poll without locks.
  *
- * Not yet: a thread domain does not get a doorbell page and an engine of its
- * own (docs/DESIGN.md, "Next: resource domains"); the allocator callbacks
- * are kept but not called, since ring memory is the daemon's.
+ * A parent domain's allocator callbacks make the memory of the rings of its
+ * QPs and CQs: the daemon's memfd of a ring is mapped over the block they
+ * return (MAP_FIXED), and at destroy private anonymous memory is put back
+ * over the block before it goes to their free. The rings stay the daemon's
+ * memory (it maps the same memfd); only where they appear in the
+ * application's address space is the allocator's choice. QPs and CQs hold a
+ * reference on their parent domain, which refuses to go (EBUSY) before them.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "verbs/sv_verbs.h"
 
 struct ibv_td *sv_alloc_td(struct ibv_context *context,
 			   struct ibv_td_init_attr *attr)
 {
+	struct sv_rsp_domain r;
 	struct sv_td *td;
+	int ret;
 
 	if (!attr || attr->comp_mask)
 		return sv_err_ptr(-EINVAL);
 	td = calloc(1, sizeof(*td));
 	if (!td)
 		return sv_err_ptr(-ENOMEM);
+	ret = sv_domain_create(to_sv_ctx(context), SV_MSG_DEFAULT, 0, &r);
+	if (ret) {
+		free(td);
+		return sv_err_ptr(ret);
+	}
 	td->ibtd.context = context;
+	td->domain = r.handle;
+	td->db_index = r.db_index;
 	return &td->ibtd;
 }
 
 int sv_dealloc_td(struct ibv_td *ibtd)
 {
 	struct sv_td *td = (struct sv_td *)ibtd;
+	int ret;
 
 	if (__atomic_load_n(&td->refs, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	ret = sv_domain_destroy(to_sv_ctx(ibtd->context), td->domain);
+	if (ret)
+		return -ret;
 	free(td);
 	return 0;
 }
@@ -82,11 +107,98 @@ struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *context,
 
 int sv_dealloc_parent_domain(struct sv_pd *pd)
 {
+	/* a PD with parent domains, a parent domain with QPs or CQs */
+	if (__atomic_load_n(&pd->refs, __ATOMIC_ACQUIRE))
+		return -EBUSY;
 	if (!pd->parent)
-		return __atomic_load_n(&pd->refs, __ATOMIC_ACQUIRE) ? -EBUSY : 0;
+		return 0;
 	if (pd->td)
 		__atomic_fetch_sub(&pd->td->refs, 1, __ATOMIC_ACQ_REL);
 	__atomic_fetch_sub(&pd->parent->refs, 1, __ATOMIC_ACQ_REL);
 	free(pd);
 	return 0;
+}
+
+void sv_pd_get(struct ibv_pd *pd)
+{
+	__atomic_fetch_add(&to_sv_pd(pd)->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+void sv_pd_put(struct ibv_pd *pd)
+{
+	__atomic_fetch_sub(&to_sv_pd(pd)->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+/* ---- ring memory from the allocator callbacks ---- */
+
+static size_t page_bytes(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+
+	return p > 0 ? (size_t)p : 4096;
+}
+
+int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
+		int fd, size_t bytes)
+{
+	size_t page = page_bytes(), len;
+	void *block, *p;
+
+	memset(m, 0, sizeof(*m));
+	if (!bytes || bytes > SIZE_MAX - page)
+		return -EINVAL;
+	block = IBV_ALLOCATOR_USE_DEFAULT;
+	len = (bytes + page - 1) & ~(page - 1);
+	if (pd && pd->parent && pd->alloc)
+		block = pd->alloc(&pd->ibpd, pd->pd_context, len, page,
+				  res_type);
+	if (block == IBV_ALLOCATOR_USE_DEFAULT) {
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		m->map = p;
+		m->bytes = bytes;
+		return 0;
+	}
+	if (!block)
+		return -ENOMEM;
+	if ((uintptr_t)block & (page - 1)) {
+		pd->free(&pd->ibpd, pd->pd_context, block, res_type);
+		return -EINVAL;
+	}
+	p = mmap(block, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 fd, 0);
+	if (p == MAP_FAILED) {
+		int err = errno;
+
+		pd->free(&pd->ibpd, pd->pd_context, block, res_type);
+		return -err;
+	}
+	m->map = p;
+	m->bytes = bytes;
+	m->pd = pd;
+	m->block = block;
+	m->block_bytes = len;
+	m->res_type = res_type;
+	return 0;
+}
+
+void sv_ring_unmap(struct sv_ring_mem *m)
+{
+	struct sv_pd *pd = m->pd;
+
+	if (!m->map)
+		return;
+	if (!pd) {
+		munmap(m->map, m->bytes);
+	} else {
+		/* the block is the application's again: ordinary memory, no
+		 * longer the ring (if this fails, the block keeps showing the
+		 * ring, which the daemon no longer uses) */
+		mmap(m->block, m->block_bytes, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		pd->free(&pd->ibpd, pd->pd_context, m->block, m->res_type);
+	}
+	memset(m, 0, sizeof(*m));
 }

@@ -1919,6 +1919,37 @@ static void test_domain(void **state)
 	check_clean();
 }
 
+/* Pages claimed by dedicated-only domains are never shared: sharers go to
+ * the default page once every page is so claimed. */
+static void test_domain_exclusive(void **state)
+{
+	struct sv_rsp_domain d[32], shared;
+	struct sv_dev_attr dev;
+	uint32_t i, max;
+	int s = conn_open();
+
+	(void)state;
+	dev = dev_attr(s);
+	max = dev.max_resource_domains;
+	for (i = 0; i < max; i++) {
+		assert_status(create_domain(s, SV_MSG_LOW_LATENCY,
+					    SV_DOMAIN_DEDICATED, &d[i]), 0);
+		assert_int_equal(d[i].dedicated, 1);
+	}
+	assert_status(create_domain(s, SV_MSG_DEFAULT, 0, &shared), 0);
+	assert_int_equal(shared.dedicated, 0);
+	assert_int_equal(shared.db_index, 0);
+	assert_status(create_domain(s, SV_MSG_DEFAULT, SV_DOMAIN_DEDICATED,
+				    NULL), -ENOMEM);
+	/* one goes: its page is free for the next */
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_DOMAIN, d[3].handle), 0);
+	assert_status(create_domain(s, SV_MSG_HIGH_BW, 0, &d[3]), 0);
+	assert_int_equal(d[3].dedicated, 1);
+	assert_true(d[3].db_index != 0);
+	conn_close(s);
+	check_clean();
+}
+
 static void test_modify_qp(void **state)
 {
 	struct sv_wire_qp_attr at, init, rtr, rts;
@@ -2883,6 +2914,7 @@ int main(void)
 		T(test_probe),
 		T(test_create_qp),
 		T(test_domain),
+		T(test_domain_exclusive),
 		T(test_modify_qp),
 		T(test_srq_cmds),
 		T(test_ah_cmds),

@@ -1,0 +1,740 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Resource domains, the experimental form (seed 001) and the index form
+ * (seed 000), include/softverbs/softverbs.h:
+ *  - every thread model x message model: a domain, CQs and RC QPs in it,
+ *    a connected pair moving data both ways (SEND/RECV, RDMA WRITE); the
+ *    QPs use their domain's doorbell page;
+ *  - pages: two dedicated domains get two pages, a QP without a domain
+ *    page 0; a domain in use refuses to go (EBUSY);
+ *  - exhaustion: beyond max_resource_domains domains share pages (and
+ *    still move data), FORCE_LOW_LATENCY fails with ENOMEM until a page is
+ *    free again;
+ *  - the index form: same index same page, different indices different
+ *    pages;
+ *  - bad arguments: EINVAL.
+ * The test runs on a device of its own (isolated.sh), so every page is free
+ * when it starts.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <softverbs/softverbs.h>
+
+#include "vu.h"
+
+#define BUF_BYTES 8192
+#define MSG_BYTES 100
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static uint32_t max_rd;            /* max_resource_domains */
+
+static int setup(void **state)
+{
+	struct ibv_exp_device_attr da = {
+		.comp_mask = IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS,
+	};
+
+	(void)state;
+	ctx = vu_open();
+	if (!ctx)
+		return -1;
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		return -1;
+	if (ibv_exp_query_device(ctx, &da) ||
+	    da.comp_mask != IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS) {
+		fprintf(stderr, "ibv_exp_query_device failed\n");
+		return -1;
+	}
+	max_rd = da.max_resource_domains;
+	if (max_rd < 2) {
+		fprintf(stderr, "max_resource_domains %u: 2 at least wanted\n",
+			max_rd);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	ibv_dealloc_pd(pd);
+	return ibv_close_device(ctx);
+}
+
+static struct ibv_exp_res_domain *rd_new(enum ibv_exp_thread_model tm,
+					 enum ibv_exp_msg_model mm)
+{
+	struct ibv_exp_res_domain_init_attr a = {
+		.comp_mask = IBV_EXP_RES_DOMAIN_THREAD_MODEL |
+			     IBV_EXP_RES_DOMAIN_MSG_MODEL,
+		.thread_model = tm,
+		.msg_model = mm,
+	};
+
+	return ibv_exp_create_res_domain(ctx, &a);
+}
+
+static struct sv_res_domain_info rd_info(struct ibv_exp_res_domain *rd)
+{
+	struct sv_res_domain_info i;
+
+	memset(&i, 0xff, sizeof(i));
+	assert_int_equal(sv_query_res_domain(rd, &i), 0);
+	return i;
+}
+
+static uint32_t qp_db(struct ibv_qp *qp)
+{
+	uint32_t db = 0xdeadbeef;
+
+	assert_int_equal(sv_query_qp_db(qp, &db), 0);
+	return db;
+}
+
+static struct ibv_cq *cq_in(struct ibv_exp_res_domain *rd)
+{
+	struct ibv_exp_cq_init_attr a = { 0 };
+
+	if (rd) {
+		a.comp_mask = IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN;
+		a.res_domain = rd;
+	}
+	return ibv_exp_create_cq(ctx, 64, NULL, NULL, 0, &a);
+}
+
+static void qp_attr_init(struct ibv_exp_qp_init_attr *a, struct ibv_cq *cq)
+{
+	memset(a, 0, sizeof(*a));
+	a->send_cq = cq;
+	a->recv_cq = cq;
+	a->cap.max_send_wr = 16;
+	a->cap.max_recv_wr = 16;
+	a->cap.max_send_sge = 1;
+	a->cap.max_recv_sge = 1;
+	a->cap.max_inline_data = 64;
+	a->qp_type = IBV_QPT_RC;
+	a->comp_mask = IBV_EXP_QP_INIT_ATTR_PD;
+	a->pd = pd;
+}
+
+static struct ibv_qp *qp_in(struct ibv_exp_res_domain *rd, struct ibv_cq *cq)
+{
+	struct ibv_exp_qp_init_attr a;
+
+	qp_attr_init(&a, cq);
+	if (rd) {
+		a.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
+		a.res_domain = rd;
+	}
+	return ibv_exp_create_qp(ctx, &a);
+}
+
+static struct ibv_qp *qp_at_index(uint32_t idx, struct ibv_cq *cq)
+{
+	struct ibv_exp_qp_init_attr a;
+
+	qp_attr_init(&a, cq);
+	a.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX;
+	a.resource_domain = idx;
+	return ibv_exp_create_qp(ctx, &a);
+}
+
+/* One message from (qs, cs) to (qr, cr): a SEND into a posted RECV, or an
+ * RDMA WRITE; the bytes and the completions are checked. */
+static void one_way(struct ibv_qp *qs, struct ibv_cq *cs, uint8_t *sbuf,
+		    struct ibv_qp *qr, struct ibv_cq *cr, uint8_t *rbuf,
+		    struct ibv_mr *mr, bool write, uint8_t fill)
+{
+	struct ibv_sge rs = { (uintptr_t)rbuf, MSG_BYTES, mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 0x5151, .sg_list = &rs,
+				  .num_sge = 1 }, *rbad;
+	struct ibv_sge ss = { (uintptr_t)sbuf, MSG_BYTES, mr->lkey };
+	struct ibv_send_wr sw = {
+		.wr_id = 0x5e5e, .sg_list = &ss, .num_sge = 1,
+		.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { (uintptr_t)rbuf, mr->rkey },
+	}, *sbad;
+	struct ibv_wc wc;
+
+	memset(sbuf, fill, MSG_BYTES);
+	memset(rbuf, 0, MSG_BYTES);
+	if (!write)
+		assert_int_equal(ibv_post_recv(qr, &rw, &rbad), 0);
+	assert_int_equal(ibv_post_send(qs, &sw, &sbad), 0);
+	assert_int_equal(vu_poll(cs, &wc, 1, VU_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 0x5e5e);
+	assert_int_equal(wc.opcode, write ? IBV_WC_RDMA_WRITE : IBV_WC_SEND);
+	if (!write) {
+		assert_int_equal(vu_poll(cr, &wc, 1, VU_WAIT_MS), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 0x5151);
+		assert_int_equal(wc.opcode, IBV_WC_RECV);
+		assert_int_equal(wc.byte_len, MSG_BYTES);
+	}
+	for (int i = 0; i < MSG_BYTES; i++)
+		if (rbuf[i] != fill)
+			fail_msg("byte %d: %#x, not %#x", i, rbuf[i], fill);
+	/* nothing more than that came */
+	assert_int_equal(ibv_poll_cq(cs, 1, &wc), 0);
+	assert_int_equal(ibv_poll_cq(cr, 1, &wc), 0);
+}
+
+/* Connect a and b (each with its CQ) and move data both ways, several
+ * rounds: SEND/RECV and RDMA WRITE. */
+static void pair_transfer(struct ibv_qp *a, struct ibv_cq *ca, struct ibv_qp *b,
+			  struct ibv_cq *cb)
+{
+	static uint8_t buf[BUF_BYTES];
+	struct vu_conn c = vu_conn_default();
+	struct ibv_mr *mr;
+
+	mr = ibv_reg_mr(pd, buf, sizeof(buf),
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	assert_int_equal(vu_connect_pair(a, b, &c), 0);
+	for (int r = 0; r < 4; r++) {
+		uint8_t f = (uint8_t)(0x10 + r * 4);
+
+		one_way(a, ca, buf, b, cb, buf + 1024, mr, false, f);
+		one_way(b, cb, buf + 2048, a, ca, buf + 3072, mr, false, f + 1);
+		one_way(a, ca, buf, b, cb, buf + 4096, mr, true, f + 2);
+		one_way(b, cb, buf + 2048, a, ca, buf + 5120, mr, true, f + 3);
+	}
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+}
+
+/* ---- every thread model x message model ---- */
+
+static const enum ibv_exp_thread_model tms[] = {
+	IBV_EXP_THREAD_SAFE, IBV_EXP_THREAD_UNSAFE, IBV_EXP_THREAD_SINGLE,
+};
+static const enum ibv_exp_msg_model mms[] = {
+	IBV_EXP_MSG_DEFAULT, IBV_EXP_MSG_LOW_LATENCY, IBV_EXP_MSG_HIGH_BW,
+	IBV_EXP_MSG_FORCE_LOW_LATENCY,
+};
+
+static void test_models(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < VU_ARRAY_SIZE(tms); t++) {
+		for (size_t m = 0; m < VU_ARRAY_SIZE(mms); m++) {
+			struct ibv_exp_res_domain *rd = rd_new(tms[t], mms[m]);
+			struct sv_res_domain_info i;
+			struct ibv_cq *ca, *cb;
+			struct ibv_qp *a, *b;
+
+			if (!rd)
+				fail_msg("domain %zu/%zu: %s", t, m,
+					 strerror(errno));
+			assert_ptr_equal(rd->context, ctx);
+			i = rd_info(rd);
+			assert_int_equal(i.thread_model, tms[t]);
+			assert_int_equal(i.msg_model, mms[m]);
+			/* every page is free: each domain gets one */
+			assert_int_equal(i.dedicated, 1);
+			assert_true(i.db_index >= 1 && i.db_index <= max_rd);
+			ca = cq_in(rd);
+			cb = cq_in(rd);
+			assert_non_null(ca);
+			assert_non_null(cb);
+			a = qp_in(rd, ca);
+			b = qp_in(rd, cb);
+			assert_non_null(a);
+			assert_non_null(b);
+			assert_int_equal(qp_db(a), i.db_index);
+			assert_int_equal(qp_db(b), i.db_index);
+			pair_transfer(a, ca, b, cb);
+			assert_int_equal(ibv_destroy_qp(a), 0);
+			assert_int_equal(ibv_destroy_qp(b), 0);
+			assert_int_equal(ibv_destroy_cq(ca), 0);
+			assert_int_equal(ibv_destroy_cq(cb), 0);
+			assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd,
+								    NULL), 0);
+		}
+	}
+}
+
+/* Two QPs in two different domains talk to each other; a QP without a
+ * domain, on page 0, talks to one in a domain. */
+static void test_pages(void **state)
+{
+	struct ibv_exp_res_domain *r1, *r2;
+	struct sv_res_domain_info i1, i2;
+	struct ibv_cq *c1, *c2, *c0;
+	struct ibv_qp *q1, *q2, *q0, *q3;
+
+	(void)state;
+	r1 = rd_new(IBV_EXP_THREAD_SINGLE, IBV_EXP_MSG_FORCE_LOW_LATENCY);
+	r2 = rd_new(IBV_EXP_THREAD_SAFE, IBV_EXP_MSG_HIGH_BW);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	i1 = rd_info(r1);
+	i2 = rd_info(r2);
+	assert_int_equal(i1.dedicated, 1);
+	assert_int_equal(i2.dedicated, 1);
+	assert_int_not_equal(i1.db_index, 0);
+	assert_int_not_equal(i2.db_index, 0);
+	assert_int_not_equal(i1.db_index, i2.db_index);
+	c1 = cq_in(r1);
+	c2 = cq_in(r2);
+	c0 = cq_in(NULL);
+	assert_non_null(c1);
+	assert_non_null(c2);
+	assert_non_null(c0);
+	q1 = qp_in(r1, c1);
+	q2 = qp_in(r2, c2);
+	q0 = qp_in(NULL, c0);
+	assert_non_null(q1);
+	assert_non_null(q2);
+	assert_non_null(q0);
+	assert_int_equal(qp_db(q1), i1.db_index);
+	assert_int_equal(qp_db(q2), i2.db_index);
+	assert_int_equal(qp_db(q0), 0);
+	/* a plain ibv_create_qp: page 0 too */
+	{
+		struct ibv_qp_init_attr a = {
+			.send_cq = c0, .recv_cq = c0,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.qp_type = IBV_QPT_RC,
+		};
+
+		q3 = ibv_create_qp(pd, &a);
+		assert_non_null(q3);
+		assert_int_equal(qp_db(q3), 0);
+		assert_int_equal(ibv_destroy_qp(q3), 0);
+	}
+	pair_transfer(q1, c1, q2, c2);
+	assert_int_equal(ibv_destroy_qp(q2), 0);
+	q2 = qp_in(r2, c2);
+	assert_non_null(q2);
+	pair_transfer(q0, c0, q2, c2);
+	assert_int_equal(ibv_destroy_qp(q0), 0);
+	assert_int_equal(ibv_destroy_qp(q1), 0);
+	assert_int_equal(ibv_destroy_qp(q2), 0);
+	assert_int_equal(ibv_destroy_cq(c0), 0);
+	assert_int_equal(ibv_destroy_cq(c1), 0);
+	assert_int_equal(ibv_destroy_cq(c2), 0);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, r1, NULL), 0);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, r2, NULL), 0);
+}
+
+/* A domain with a CQ, or with a QP, refuses to go; it goes after them. */
+static void test_busy(void **state)
+{
+	struct ibv_exp_destroy_res_domain_attr da = { 0 };
+	struct ibv_exp_res_domain *rd;
+	struct ibv_cq *cq, *plain;
+	struct ibv_qp *qp;
+
+	(void)state;
+	rd = rd_new(IBV_EXP_THREAD_UNSAFE, IBV_EXP_MSG_DEFAULT);
+	assert_non_null(rd);
+	cq = cq_in(rd);
+	assert_non_null(cq);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, NULL), EBUSY);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+
+	plain = cq_in(NULL);
+	assert_non_null(plain);
+	qp = qp_in(rd, plain);
+	assert_non_null(qp);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, &da), EBUSY);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+
+	/* both at once: busy until the last one goes */
+	cq = cq_in(rd);
+	assert_non_null(cq);
+	qp = qp_in(rd, cq);
+	assert_non_null(qp);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, NULL), EBUSY);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, NULL), EBUSY);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, &da), 0);
+	assert_int_equal(ibv_destroy_cq(plain), 0);
+}
+
+/* More domains than pages: the first max_resource_domains get one each,
+ * the rest share (and work); FORCE_LOW_LATENCY gets ENOMEM until a page is
+ * free again. */
+static void test_exhaustion(void **state)
+{
+	uint32_t n = max_rd + 3;
+	struct ibv_exp_res_domain **rds = calloc(n, sizeof(*rds));
+	uint8_t *seen = calloc(max_rd + 1, 1);
+	struct ibv_exp_res_domain *force;
+	struct sv_res_domain_info i;
+	struct ibv_cq *ca, *cb;
+	struct ibv_qp *a, *b;
+
+	(void)state;
+	assert_non_null(rds);
+	assert_non_null(seen);
+	for (uint32_t k = 0; k < n; k++) {
+		rds[k] = rd_new(IBV_EXP_THREAD_SAFE, k & 1 ?
+				IBV_EXP_MSG_HIGH_BW : IBV_EXP_MSG_DEFAULT);
+		if (!rds[k])
+			fail_msg("domain %u: %s", k, strerror(errno));
+		i = rd_info(rds[k]);
+		assert_true(i.db_index >= 1 && i.db_index <= max_rd);
+		if (k < max_rd) {
+			assert_int_equal(i.dedicated, 1);
+			assert_int_equal(seen[i.db_index], 0);
+			seen[i.db_index] = 1;
+		} else {
+			assert_int_equal(i.dedicated, 0);
+		}
+	}
+	/* two shared domains still move data */
+	ca = cq_in(rds[max_rd]);
+	cb = cq_in(rds[max_rd + 1]);
+	assert_non_null(ca);
+	assert_non_null(cb);
+	a = qp_in(rds[max_rd], ca);
+	b = qp_in(rds[max_rd + 1], cb);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(qp_db(a), rd_info(rds[max_rd]).db_index);
+	assert_int_equal(qp_db(b), rd_info(rds[max_rd + 1]).db_index);
+	pair_transfer(a, ca, b, cb);
+	assert_int_equal(ibv_destroy_qp(a), 0);
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_destroy_cq(ca), 0);
+	assert_int_equal(ibv_destroy_cq(cb), 0);
+
+	/* no page to dedicate */
+	errno = 0;
+	assert_null(rd_new(IBV_EXP_THREAD_SINGLE,
+			   IBV_EXP_MSG_FORCE_LOW_LATENCY));
+	assert_int_equal(errno, ENOMEM);
+	/* a domain that holds a page alone goes (not one whose page a shared
+	 * domain uses too): the page is free for one */
+	{
+		uint32_t victim = n;
+
+		for (uint32_t k = max_rd; k < n; k++)
+			seen[rd_info(rds[k]).db_index] = 2;
+		for (uint32_t k = 0; k < max_rd && victim == n; k++)
+			if (seen[rd_info(rds[k]).db_index] == 1)
+				victim = k;
+		if (victim == n) {
+			/* every page is shared: the shared domains go first */
+			for (uint32_t k = max_rd; k < n; k++) {
+				assert_int_equal(ibv_exp_destroy_res_domain(
+							 ctx, rds[k], NULL), 0);
+				rds[k] = NULL;
+			}
+			victim = 0;
+		}
+		assert_int_equal(ibv_exp_destroy_res_domain(ctx, rds[victim],
+							    NULL), 0);
+		rds[victim] = NULL;
+	}
+	force = rd_new(IBV_EXP_THREAD_SINGLE, IBV_EXP_MSG_FORCE_LOW_LATENCY);
+	if (!force)
+		fail_msg("FORCE_LOW_LATENCY after a page was freed: %s",
+			 strerror(errno));
+	i = rd_info(force);
+	assert_int_equal(i.dedicated, 1);
+	assert_true(i.db_index >= 1 && i.db_index <= max_rd);
+	/* and it works */
+	ca = cq_in(force);
+	cb = cq_in(force);
+	assert_non_null(ca);
+	assert_non_null(cb);
+	a = qp_in(force, ca);
+	b = qp_in(force, cb);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(qp_db(a), i.db_index);
+	pair_transfer(a, ca, b, cb);
+	assert_int_equal(ibv_destroy_qp(a), 0);
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_destroy_cq(ca), 0);
+	assert_int_equal(ibv_destroy_cq(cb), 0);
+	errno = 0;
+	assert_null(rd_new(IBV_EXP_THREAD_SAFE, IBV_EXP_MSG_FORCE_LOW_LATENCY));
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, force, NULL), 0);
+	for (uint32_t k = 0; k < n; k++)
+		if (rds[k])
+			assert_int_equal(ibv_exp_destroy_res_domain(ctx, rds[k],
+								    NULL), 0);
+	free(seen);
+	free(rds);
+}
+
+/* The index form: QPs of one index share a page, of two indices do not;
+ * they move data; the page of an index is free again once its QPs go. */
+static void test_index(void **state)
+{
+	struct ibv_cq *ca, *cb, *cc;
+	struct ibv_qp *a, *b, *c;
+	uint32_t last = max_rd - 1;
+
+	(void)state;
+	ca = cq_in(NULL);
+	cb = cq_in(NULL);
+	cc = cq_in(NULL);
+	assert_non_null(ca);
+	assert_non_null(cb);
+	assert_non_null(cc);
+	a = qp_at_index(0, ca);
+	b = qp_at_index(0, cb);
+	c = qp_at_index(last, cc);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_int_not_equal(qp_db(a), 0);
+	assert_int_equal(qp_db(a), qp_db(b));
+	assert_int_not_equal(qp_db(c), 0);
+	assert_int_not_equal(qp_db(a), qp_db(c));
+	pair_transfer(a, ca, b, cb);        /* within one domain */
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	b = qp_at_index(0, cb);             /* index 0 still lives (a) */
+	assert_non_null(b);
+	assert_int_equal(qp_db(a), qp_db(b));
+	assert_int_equal(ibv_destroy_qp(a), 0);
+	pair_transfer(b, cb, c, cc);        /* across two domains */
+	/* every index gets a page of its own while pages are free */
+	{
+		struct ibv_qp **qs = calloc(max_rd, sizeof(*qs));
+		uint8_t *seen = calloc(max_rd + 1, 1);
+
+		assert_non_null(qs);
+		assert_non_null(seen);
+		for (uint32_t k = 0; k < max_rd; k++) {
+			uint32_t db;
+
+			qs[k] = qp_at_index(k, ca);
+			assert_non_null(qs[k]);
+			db = qp_db(qs[k]);
+			assert_true(db >= 1 && db <= max_rd);
+			if (k == 0)
+				assert_int_equal(db, qp_db(b));
+			if (k == last)
+				assert_int_equal(db, qp_db(c));
+			assert_int_equal(seen[db], 0);
+			seen[db] = 1;
+		}
+		for (uint32_t k = 0; k < max_rd; k++)
+			assert_int_equal(ibv_destroy_qp(qs[k]), 0);
+		free(seen);
+		free(qs);
+	}
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_destroy_qp(c), 0);
+	/* every hidden domain is gone: a FORCE_LOW_LATENCY domain per page */
+	{
+		struct ibv_exp_res_domain **rds = calloc(max_rd, sizeof(*rds));
+
+		assert_non_null(rds);
+		for (uint32_t k = 0; k < max_rd; k++) {
+			rds[k] = rd_new(IBV_EXP_THREAD_SAFE,
+					IBV_EXP_MSG_FORCE_LOW_LATENCY);
+			if (!rds[k])
+				fail_msg("domain %u: %s", k, strerror(errno));
+		}
+		for (uint32_t k = 0; k < max_rd; k++)
+			assert_int_equal(ibv_exp_destroy_res_domain(ctx, rds[k],
+								    NULL), 0);
+		free(rds);
+	}
+	assert_int_equal(ibv_destroy_cq(ca), 0);
+	assert_int_equal(ibv_destroy_cq(cb), 0);
+	assert_int_equal(ibv_destroy_cq(cc), 0);
+}
+
+/* ---- bad arguments ---- */
+
+#define EXPECT_NULL_ERRNO(call, e)                                           \
+	do {                                                                 \
+		errno = 0;                                                   \
+		assert_null(call);                                           \
+		assert_int_equal(errno, (e));                                \
+	} while (0)
+
+static void test_bad_args(void **state)
+{
+	struct ibv_exp_res_domain_init_attr ra = { 0 };
+	struct ibv_exp_destroy_res_domain_attr da = { .comp_mask = 1 };
+	struct ibv_exp_cq_init_attr ca = { 0 };
+	struct ibv_exp_qp_init_attr qa;
+	struct ibv_exp_device_attr dev = { 0 };
+	struct ibv_exp_res_domain *rd, *other_rd;
+	struct ibv_context *other;
+	struct ibv_cq *cq;
+
+	(void)state;
+	/* create_res_domain */
+	EXPECT_NULL_ERRNO(ibv_exp_create_res_domain(ctx, NULL), EINVAL);
+	ra.comp_mask = IBV_EXP_RES_DOMAIN_RESERVED;
+	EXPECT_NULL_ERRNO(ibv_exp_create_res_domain(ctx, &ra), EINVAL);
+	ra.comp_mask = 1u << 31;
+	EXPECT_NULL_ERRNO(ibv_exp_create_res_domain(ctx, &ra), EINVAL);
+	ra.comp_mask = IBV_EXP_RES_DOMAIN_THREAD_MODEL;
+	ra.thread_model = (enum ibv_exp_thread_model)9;
+	EXPECT_NULL_ERRNO(ibv_exp_create_res_domain(ctx, &ra), EINVAL);
+	ra.thread_model = (enum ibv_exp_thread_model)-1;
+	EXPECT_NULL_ERRNO(ibv_exp_create_res_domain(ctx, &ra), EINVAL);
+	ra.comp_mask = IBV_EXP_RES_DOMAIN_MSG_MODEL;
+	ra.msg_model = (enum ibv_exp_msg_model)9;
+	EXPECT_NULL_ERRNO(ibv_exp_create_res_domain(ctx, &ra), EINVAL);
+	/* fields without their mask bit are not read */
+	ra.comp_mask = 0;
+	rd = ibv_exp_create_res_domain(ctx, &ra);
+	assert_non_null(rd);
+	assert_int_equal(rd_info(rd).thread_model, IBV_EXP_THREAD_SAFE);
+	assert_int_equal(rd_info(rd).msg_model, IBV_EXP_MSG_DEFAULT);
+
+	/* destroy */
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, &da), EINVAL);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, NULL, NULL), EINVAL);
+
+	/* create_cq */
+	ca.comp_mask = IBV_EXP_CQ_INIT_ATTR_RESERVED;
+	EXPECT_NULL_ERRNO(ibv_exp_create_cq(ctx, 4, NULL, NULL, 0, &ca),
+			  EINVAL);
+	ca.comp_mask = IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN; /* and no domain */
+	EXPECT_NULL_ERRNO(ibv_exp_create_cq(ctx, 4, NULL, NULL, 0, &ca),
+			  EINVAL);
+	EXPECT_NULL_ERRNO(ibv_exp_create_cq(ctx, 0, NULL, NULL, 0, NULL),
+			  EINVAL);
+	ca.comp_mask = IBV_EXP_CQ_INIT_ATTR_FLAGS;
+	ca.flags = 1u << 20;                        /* no such flag */
+	errno = 0;
+	assert_null(ibv_exp_create_cq(ctx, 4, NULL, NULL, 0, &ca));
+	assert_int_not_equal(errno, 0);
+	ca.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+	cq = ibv_exp_create_cq(ctx, 4, NULL, NULL, 0, &ca);
+	assert_non_null(cq);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	cq = ibv_exp_create_cq(ctx, 4, NULL, NULL, 0, NULL);
+	assert_non_null(cq);
+
+	/* create_qp */
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, NULL), EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.comp_mask = 0;                           /* no PD */
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.pd = NULL;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_XRCD;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_RESERVED;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN |
+			IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX;
+	qa.res_domain = rd;
+	qa.resource_domain = 0;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;  /* and none */
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX;
+	qa.resource_domain = max_rd;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	qa.resource_domain = 0xffffffffu;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	/* a bad QP in a good index: no domain left behind (below) */
+	qa.resource_domain = 0;
+	qa.qp_type = (enum ibv_qp_type)77;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	/* a create flag: as create_qp_ex (none is offered) */
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS;
+	qa.exp_create_flags = IBV_QP_CREATE_SCATTER_FCS;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EOPNOTSUPP);
+	/* a failed create leaves the domain free to go */
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
+	qa.res_domain = rd;
+	qa.cap.max_send_wr = 1u << 30;
+	errno = 0;
+	assert_null(ibv_exp_create_qp(ctx, &qa));
+	assert_int_not_equal(errno, 0);
+
+	/* objects of another context */
+	other = vu_open();
+	assert_non_null(other);
+	other_rd = ibv_exp_create_res_domain(other, &ra);
+	assert_non_null(other_rd);
+	ca.comp_mask = IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN;
+	ca.res_domain = other_rd;
+	EXPECT_NULL_ERRNO(ibv_exp_create_cq(ctx, 4, NULL, NULL, 0, &ca),
+			  EINVAL);
+	qp_attr_init(&qa, cq);
+	qa.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
+	qa.res_domain = other_rd;
+	EXPECT_NULL_ERRNO(ibv_exp_create_qp(ctx, &qa), EINVAL);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, other_rd, NULL),
+			 EINVAL);
+	assert_int_equal(ibv_exp_destroy_res_domain(other, other_rd, NULL), 0);
+	assert_int_equal(ibv_close_device(other), 0);
+
+	/* the query: what is asked and known */
+	dev.comp_mask = 0;
+	dev.max_resource_domains = 12345;
+	assert_int_equal(ibv_exp_query_device(ctx, &dev), 0);
+	assert_int_equal(dev.comp_mask, 0);
+	assert_int_equal(dev.max_resource_domains, 12345);
+	dev.comp_mask = IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS |
+			IBV_EXP_DEVICE_ATTR_RESERVED;
+	assert_int_equal(ibv_exp_query_device(ctx, &dev), 0);
+	assert_int_equal(dev.comp_mask, IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS);
+	assert_int_equal(dev.max_resource_domains, max_rd);
+	assert_int_equal(ibv_exp_query_device(ctx, NULL), EINVAL);
+	assert_int_equal(sv_query_res_domain(NULL, NULL), EINVAL);
+	assert_int_equal(sv_query_qp_db(NULL, NULL), EINVAL);
+
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, NULL), 0);
+	/* nothing failed above left a domain behind: every page is free */
+	{
+		struct ibv_exp_res_domain **rds = calloc(max_rd, sizeof(*rds));
+
+		assert_non_null(rds);
+		for (uint32_t k = 0; k < max_rd; k++) {
+			rds[k] = rd_new(IBV_EXP_THREAD_SAFE,
+					IBV_EXP_MSG_FORCE_LOW_LATENCY);
+			if (!rds[k])
+				fail_msg("domain %u: %s", k, strerror(errno));
+		}
+		for (uint32_t k = 0; k < max_rd; k++)
+			assert_int_equal(ibv_exp_destroy_res_domain(ctx, rds[k],
+								    NULL), 0);
+		free(rds);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_models),
+		cmocka_unit_test(test_pages),
+		cmocka_unit_test(test_busy),
+		cmocka_unit_test(test_exhaustion),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_bad_args),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
