@@ -12,7 +12,9 @@
  *    free again;
  *  - the index form: same index same page, different indices different
  *    pages;
- *  - bad arguments: EINVAL.
+ *  - bad arguments: EINVAL;
+ *  - two domains moving large messages at once (their engines copy in
+ *    parallel) while commands come and go.
  * The test runs on a device of its own (isolated.sh), so every page is free
  * when it starts.
  */
@@ -725,6 +727,154 @@ static void test_bad_args(void **state)
 	}
 }
 
+/* ---- two domains at once: large messages copied in parallel ---- */
+
+#define PAR_MSG (256u * 1024u)     /* past the daemon's unlocked-copy size */
+#define PAR_N   8                  /* WRITEs and SENDs per pair, each */
+
+struct par_pair {
+	struct ibv_exp_res_domain *rd;
+	struct ibv_cq *ca, *cb;
+	struct ibv_qp *a, *b;
+	uint8_t *src, *dst;            /* 2 * PAR_N messages each */
+	struct ibv_mr *smr, *dmr;
+};
+
+static void par_fill(struct par_pair *p, uint8_t seed)
+{
+	for (size_t i = 0; i < 2u * PAR_N * PAR_MSG; i++)
+		p->src[i] = (uint8_t)(seed + i * 13 + i / 4093);
+	memset(p->dst, 0, 2u * PAR_N * PAR_MSG);
+}
+
+static void par_post(struct par_pair *p)
+{
+	for (unsigned int i = 0; i < PAR_N; i++) {
+		uint8_t *w = p->src + (size_t)i * PAR_MSG;
+		uint8_t *sd = p->src + (size_t)(PAR_N + i) * PAR_MSG;
+		uint8_t *rd = p->dst + (size_t)(PAR_N + i) * PAR_MSG;
+		struct ibv_sge ws = { (uintptr_t)w, PAR_MSG, p->smr->lkey };
+		struct ibv_sge ss = { (uintptr_t)sd, PAR_MSG, p->smr->lkey };
+		struct ibv_sge rs = { (uintptr_t)rd, PAR_MSG, p->dmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = i, .sg_list = &rs,
+					  .num_sge = 1 }, *rbad;
+		struct ibv_send_wr ww = {
+			.wr_id = 100 + i, .sg_list = &ws, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { (uintptr_t)(p->dst + (size_t)i * PAR_MSG),
+				     p->dmr->rkey },
+		}, sw = {
+			.wr_id = 200 + i, .sg_list = &ss, .num_sge = 1,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		}, *sbad;
+
+		assert_int_equal(ibv_post_recv(p->b, &rw, &rbad), 0);
+		assert_int_equal(ibv_post_send(p->a, &ww, &sbad), 0);
+		assert_int_equal(ibv_post_send(p->a, &sw, &sbad), 0);
+	}
+}
+
+static void par_check(struct par_pair *p)
+{
+	struct ibv_wc wc[2 * PAR_N];
+	int n = 0;
+
+	while (n < 2 * PAR_N) {
+		int k = vu_poll(p->ca, wc + n, 2 * PAR_N - n, VU_WAIT_MS);
+
+		assert_true(k > 0);
+		n += k;
+	}
+	for (int i = 0; i < n; i++)
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	assert_int_equal(vu_poll(p->cb, wc, PAR_N, VU_WAIT_MS), PAR_N);
+	for (int i = 0; i < PAR_N; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, (uint64_t)i); /* in order */
+		assert_int_equal(wc[i].byte_len, PAR_MSG);
+	}
+	assert_memory_equal(p->src, p->dst, 2u * PAR_N * PAR_MSG);
+}
+
+/* Two pairs in two dedicated domains (two engines) move 4 MiB each at
+ * once while the control thread deregisters memory and destroys a QP of a
+ * third domain: every byte arrives, every completion is right. */
+static void test_parallel(void **state)
+{
+	struct vu_conn c = vu_conn_default();
+	struct par_pair p[2];
+	enum ibv_exp_msg_model mm[2] = { IBV_EXP_MSG_HIGH_BW,
+					 IBV_EXP_MSG_DEFAULT };
+	size_t bytes = 2u * PAR_N * PAR_MSG;
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		p[k].rd = rd_new(IBV_EXP_THREAD_SINGLE, mm[k]);
+		assert_non_null(p[k].rd);
+		assert_int_equal(rd_info(p[k].rd).dedicated, 1);
+		p[k].ca = cq_in(p[k].rd);
+		p[k].cb = cq_in(p[k].rd);
+		assert_non_null(p[k].ca);
+		assert_non_null(p[k].cb);
+		p[k].a = qp_in(p[k].rd, p[k].ca);
+		p[k].b = qp_in(p[k].rd, p[k].cb);
+		assert_non_null(p[k].a);
+		assert_non_null(p[k].b);
+		p[k].src = malloc(bytes);
+		p[k].dst = malloc(bytes);
+		assert_non_null(p[k].src);
+		assert_non_null(p[k].dst);
+		p[k].smr = ibv_reg_mr(pd, p[k].src, bytes, access);
+		p[k].dmr = ibv_reg_mr(pd, p[k].dst, bytes, access);
+		assert_non_null(p[k].smr);
+		assert_non_null(p[k].dmr);
+		assert_int_equal(vu_connect_pair(p[k].a, p[k].b, &c), 0);
+		par_fill(&p[k], (uint8_t)(0x31 * (k + 1)));
+	}
+	assert_int_not_equal(qp_db(p[0].a), qp_db(p[1].a));
+	for (int round = 0; round < 3; round++) {
+		struct ibv_exp_res_domain *rd3;
+		struct ibv_cq *cq3;
+		struct ibv_qp *qp3;
+		struct ibv_mr *other;
+
+		par_post(&p[0]);
+		par_post(&p[1]);
+		/* commands meanwhile: a registration comes and goes, a QP of
+		 * a third domain too */
+		other = ibv_reg_mr(pd, p[0].src, bytes, IBV_ACCESS_LOCAL_WRITE);
+		assert_non_null(other);
+		rd3 = rd_new(IBV_EXP_THREAD_SAFE, IBV_EXP_MSG_LOW_LATENCY);
+		assert_non_null(rd3);
+		cq3 = cq_in(rd3);
+		assert_non_null(cq3);
+		qp3 = qp_in(rd3, cq3);
+		assert_non_null(qp3);
+		assert_int_equal(ibv_dereg_mr(other), 0);
+		assert_int_equal(ibv_destroy_qp(qp3), 0);
+		assert_int_equal(ibv_destroy_cq(cq3), 0);
+		assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd3, NULL), 0);
+		par_check(&p[0]);
+		par_check(&p[1]);
+		par_fill(&p[0], (uint8_t)(round * 7 + 1));
+		par_fill(&p[1], (uint8_t)(round * 11 + 2));
+	}
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(ibv_destroy_qp(p[k].a), 0);
+		assert_int_equal(ibv_destroy_qp(p[k].b), 0);
+		assert_int_equal(ibv_destroy_cq(p[k].ca), 0);
+		assert_int_equal(ibv_destroy_cq(p[k].cb), 0);
+		assert_int_equal(ibv_dereg_mr(p[k].smr), 0);
+		assert_int_equal(ibv_dereg_mr(p[k].dmr), 0);
+		assert_int_equal(ibv_exp_destroy_res_domain(ctx, p[k].rd, NULL),
+				 0);
+		free(p[k].src);
+		free(p[k].dst);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -734,6 +884,7 @@ int main(void)
 		cmocka_unit_test(test_exhaustion),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_parallel),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
