@@ -15,10 +15,16 @@
  * takes an empty poll's cost from the second phase and subtracts the misses
  * from the first, so what it reports is reproducible.
  *
- * Output, one line on stdout:
- *   iters=N misses=M empty=K
+ * With -d safe|unsafe|single, the CQ and both QPs are made in one resource
+ * domain of that thread model (message model DEFAULT) by ibv_exp_create_cq
+ * and ibv_exp_create_qp (include/softverbs/softverbs.h); -d plain (the
+ * default) makes them with ibv_create_cq and ibv_create_qp.
  *
- * Only the standard verbs API: run it with `softverbs run -- budget_post`.
+ * Output, one line on stdout:
+ *   iters=N misses=M empty=K domain=D db=P
+ * (P: the doorbell page the QPs got, sv_query_qp_db).
+ *
+ * Run it with `softverbs run -- budget_post`.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,6 +37,7 @@
 #include <time.h>
 
 #include <infiniband/verbs.h>
+#include <softverbs/softverbs.h>
 
 #define BUF_BYTES 4096
 #define MSG_BYTES 8
@@ -43,6 +50,7 @@ struct pair {
 	struct ibv_cq *cq;
 	struct ibv_qp *a, *b;
 	struct ibv_mr *mr;
+	struct ibv_exp_res_domain *dom;   /* NULL: -d plain */
 	uint8_t *buf;             /* [0, 2048): source; [2048, 4096): target */
 	union ibv_gid gid;
 };
@@ -81,21 +89,42 @@ static struct ibv_context *open_sv0(void)
 
 static struct ibv_qp *make_qp(struct pair *p)
 {
-	struct ibv_qp_init_attr ia;
+	struct ibv_qp_cap cap = {
+		.max_send_wr = 64,
+		.max_recv_wr = 1,
+		.max_send_sge = 1,
+		.max_recv_sge = 1,
+		.max_inline_data = 64,
+	};
 	struct ibv_qp *qp;
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = p->cq;
-	ia.recv_cq = p->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 64;
-	ia.cap.max_recv_wr = 1;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = 64;
-	qp = ibv_create_qp(p->pd, &ia);
-	if (!qp)
-		die("ibv_create_qp", errno);
+	if (p->dom) {
+		struct ibv_exp_qp_init_attr xa;
+
+		memset(&xa, 0, sizeof(xa));
+		xa.send_cq = p->cq;
+		xa.recv_cq = p->cq;
+		xa.qp_type = IBV_QPT_RC;
+		xa.cap = cap;
+		xa.comp_mask = IBV_EXP_QP_INIT_ATTR_PD |
+			       IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
+		xa.pd = p->pd;
+		xa.res_domain = p->dom;
+		qp = ibv_exp_create_qp(p->ctx, &xa);
+		if (!qp)
+			die("ibv_exp_create_qp", errno);
+	} else {
+		struct ibv_qp_init_attr ia;
+
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = p->cq;
+		ia.recv_cq = p->cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap = cap;
+		qp = ibv_create_qp(p->pd, &ia);
+		if (!qp)
+			die("ibv_create_qp", errno);
+	}
 	return qp;
 }
 
@@ -152,10 +181,23 @@ static void connect_qp(struct pair *p, struct ibv_qp *qp, uint32_t peer)
 		die("modify to RTS", ret);
 }
 
-static void setup(struct pair *p)
+/* thread_model < 0: no domain */
+static void setup(struct pair *p, int thread_model)
 {
 	memset(p, 0, sizeof(*p));
 	p->ctx = open_sv0();
+	if (thread_model >= 0) {
+		struct ibv_exp_res_domain_init_attr a = {
+			.comp_mask = IBV_EXP_RES_DOMAIN_THREAD_MODEL |
+				     IBV_EXP_RES_DOMAIN_MSG_MODEL,
+			.thread_model = (enum ibv_exp_thread_model)thread_model,
+			.msg_model = IBV_EXP_MSG_DEFAULT,
+		};
+
+		p->dom = ibv_exp_create_res_domain(p->ctx, &a);
+		if (!p->dom)
+			die("ibv_exp_create_res_domain", errno);
+	}
 	if (ibv_query_gid(p->ctx, 1, 0, &p->gid))
 		die("ibv_query_gid", errno);
 	p->pd = ibv_alloc_pd(p->ctx);
@@ -169,9 +211,20 @@ static void setup(struct pair *p)
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!p->mr)
 		die("ibv_reg_mr", errno);
-	p->cq = ibv_create_cq(p->ctx, 256, NULL, NULL, 0);
-	if (!p->cq)
-		die("ibv_create_cq", errno);
+	if (p->dom) {
+		struct ibv_exp_cq_init_attr ca = {
+			.comp_mask = IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN,
+			.res_domain = p->dom,
+		};
+
+		p->cq = ibv_exp_create_cq(p->ctx, 256, NULL, NULL, 0, &ca);
+		if (!p->cq)
+			die("ibv_exp_create_cq", errno);
+	} else {
+		p->cq = ibv_create_cq(p->ctx, 256, NULL, NULL, 0);
+		if (!p->cq)
+			die("ibv_create_cq", errno);
+	}
 	p->a = make_qp(p);
 	p->b = make_qp(p);
 	connect_qp(p, p->a, p->b->qp_num);
@@ -183,6 +236,12 @@ static void teardown(struct pair *p)
 	ibv_destroy_qp(p->a);
 	ibv_destroy_qp(p->b);
 	ibv_destroy_cq(p->cq);
+	if (p->dom) {
+		int err = ibv_exp_destroy_res_domain(p->ctx, p->dom, NULL);
+
+		if (err)
+			die("ibv_exp_destroy_res_domain", err);
+	}
 	ibv_dereg_mr(p->mr);
 	ibv_dealloc_pd(p->pd);
 	ibv_close_device(p->ctx);
@@ -272,25 +331,45 @@ PHASE void budget_phase_empty(struct pair *p, uint64_t n)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: budget_post [-n ITERS] [-e EMPTY_POLLS]\n"
+	fprintf(f, "usage: budget_post [-n ITERS] [-e EMPTY_POLLS] "
+		   "[-d plain|safe|unsafe|single]\n"
 		   "  ITERS 8-byte inline RDMA WRITEs on an RC pair of sv0, each\n"
-		   "  polled to its completion; then EMPTY_POLLS empty polls\n");
+		   "  polled to its completion; then EMPTY_POLLS empty polls.\n"
+		   "  -d: the CQ and QPs in no resource domain (plain), or in\n"
+		   "  one of that thread model\n");
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t iters = 1000, empty = 1000, warm_misses = 0, misses = 0;
 	struct pair p;
+	const char *dname = "plain";
+	int c, model = -1;
+	uint32_t db = 0;
 	uint64_t got;
-	int c;
 
-	while ((c = getopt(argc, argv, "n:e:h")) != -1) {
+	while ((c = getopt(argc, argv, "n:e:d:h")) != -1) {
 		switch (c) {
 		case 'n':
 			iters = strtoull(optarg, NULL, 10);
 			break;
 		case 'e':
 			empty = strtoull(optarg, NULL, 10);
+			break;
+		case 'd':
+			dname = optarg;
+			if (!strcmp(optarg, "plain"))
+				model = -1;
+			else if (!strcmp(optarg, "safe"))
+				model = IBV_EXP_THREAD_SAFE;
+			else if (!strcmp(optarg, "unsafe"))
+				model = IBV_EXP_THREAD_UNSAFE;
+			else if (!strcmp(optarg, "single"))
+				model = IBV_EXP_THREAD_SINGLE;
+			else {
+				usage(stderr);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -304,7 +383,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	setup(&p);
+	setup(&p, model);
+	c = sv_query_qp_db(p.a, &db);
+	if (c)
+		die("sv_query_qp_db", c);
 	budget_phase_warmup(&p, WARMUP, &warm_misses);
 	budget_phase_loop(&p, iters, &misses);
 	budget_phase_empty(&p, empty);
@@ -312,7 +394,8 @@ int main(int argc, char **argv)
 	if (got != 1000000 + iters - 1)
 		die("the last write did not land", EIO);
 	teardown(&p);
-	printf("iters=%llu misses=%llu empty=%llu\n", (unsigned long long)iters,
-	       (unsigned long long)misses, (unsigned long long)empty);
+	printf("iters=%llu misses=%llu empty=%llu domain=%s db=%u\n",
+	       (unsigned long long)iters, (unsigned long long)misses,
+	       (unsigned long long)empty, dname, db);
 	return 0;
 }

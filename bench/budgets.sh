@@ -19,6 +19,19 @@
 #                     the WQE out, check it, resolve the rkey, copy the data,
 #                     write the CQE; the kernel's share of process_vm_writev
 #                     is not counted)
+#   res_domains       the same workload with the CQ and the QPs made in a
+#                     resource domain (budget_post -d, ibv_exp_create_cq and
+#                     ibv_exp_create_qp) of each thread model, against a
+#                     second, uninstrumented softverbsd (the engine's count
+#                     stays that of the plain run): for "plain", "safe",
+#                     "unsafe" and "single" the three figures above, their
+#                     post_poll_ir (post_send_ir + poll_cq_ir: one WR posted
+#                     and its completion polled) and the doorbell page "db";
+#                     "single_vs_safe" and "unsafe_vs_safe": the ratios
+#                     (model / safe) of post_send, poll_cq and post_poll and
+#                     post_poll_fewer_pct, how many percent fewer
+#                     instructions post+poll takes than under SAFE (issue 5's
+#                     target: >= 20 for SINGLE)
 #
 # How many polls miss before the CQE is there depends on timing; an empty
 # poll costs the same every time, so the misses are taken out exactly. The
@@ -61,6 +74,7 @@ done
 
 dir=$(mktemp -d /tmp/sv-budgets.XXXXXX)
 daemon_pid=
+dom_err=
 cleanup() {
 	if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
 		kill -TERM "$daemon_pid" 2>/dev/null
@@ -103,18 +117,52 @@ SOFTVERBS_SOCKET=$sock SOFTVERBS_NO_AUTOSTART=1 \
 	fail "budget_post failed: $(tail -n 3 "$dir/client.log" | tr -d '"' | tr '\n' ' ')"
 
 # the daemon leaves once idle, writing its counts on the way out
+daemon_gone() {
+	for _ in $(seq 1 300); do
+		kill -0 "$daemon_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$daemon_pid" 2>/dev/null; then
+		kill -TERM "$daemon_pid" 2>/dev/null
+	fi
+	wait "$daemon_pid" 2>/dev/null
+	daemon_pid=
+}
+daemon_gone
+
+# The same workload in resource domains, against a softverbsd that is not
+# instrumented (its engine threads, one per domain page, spin as above).
+sock2=$dir/control2
+SOFTVERBSD_SPIN_US=10000000 \
+	"$build/bin/softverbsd" --socket "$sock2" --idle-exit 1 \
+	>"$dir/daemon2.log" 2>&1 &
+daemon_pid=$!
 for _ in $(seq 1 300); do
+	[ -S "$sock2" ] && break
 	kill -0 "$daemon_pid" 2>/dev/null || break
 	sleep 0.1
 done
-if kill -0 "$daemon_pid" 2>/dev/null; then
-	kill -TERM "$daemon_pid" 2>/dev/null
+if [ ! -S "$sock2" ]; then
+	dom_err="softverbsd (uninstrumented) did not start"
+else
+	for m in safe single unsafe; do
+		SOFTVERBS_SOCKET=$sock2 SOFTVERBS_NO_AUTOSTART=1 \
+			"$build/bin/softverbs" run -- \
+			"${cg[@]}" --callgrind-out-file="$dir/client-$m.out" \
+			--toggle-collect=sv_post_send --toggle-collect=sv_poll_cq \
+			'--dump-before=budget_phase_*' \
+			"$build/bin/budget_post" -d $m -n "$iters" -e "$iters" \
+			>"$dir/client-$m.log" 2>&1 || {
+			dom_err="budget_post -d $m failed: $(tail -n 3 "$dir/client-$m.log" | tr -d '"\\' | tr '\n' ' ')"
+			break
+		}
+	done
 fi
-wait "$daemon_pid" 2>/dev/null
-daemon_pid=
+daemon_gone
 
-python3 - "$dir" <<'EOF' || fail "could not read callgrind's output"
-import json, re, sys
+# exit 4: the plain figures are out, the resource domains' are not
+DOM_ERR=$dom_err python3 - "$dir" <<'EOF'
+import json, os, re, sys
 
 d = sys.argv[1]
 
@@ -153,30 +201,42 @@ def load(path):
 def client_dumps(base):
     # .1: before the warm-up, .2: the warm-up, .3: the loop; the final file
     # (no suffix): the empty polls
+    names.clear()
     load(base + '.1')
     load(base + '.2')
     loop = load(base + '.3')
     return loop, load(base)
 
 
-def run_info():
-    text = open(d + '/client.log').read()
-    m = re.search(r'iters=(\d+) misses=(\d+) empty=(\d+)', text)
+def run_info(log):
+    text = open(log).read()
+    m = re.search(r'iters=(\d+) misses=(\d+) empty=(\d+)(?: domain=\S+ db=(\d+))?',
+                  text)
     if not m:
-        raise SystemExit('no summary line from budget_post')
-    return tuple(int(x) for x in m.groups())
+        raise SystemExit('no summary line from budget_post (%s)' % log)
+    return tuple(int(x) if x is not None else None for x in m.groups())
 
-n, misses, k = run_info()
-(loop, loop_calls), (empty, empty_calls) = client_dumps(d + '/client.out')
 
-post = loop.get('sv_post_send', 0)
-poll = loop.get('sv_poll_cq', 0)
-if loop_calls.get('sv_post_send') != n or loop_calls.get('sv_poll_cq') != n + misses:
-    raise SystemExit('call counts do not match the run: %r' % loop_calls)
-if empty_calls.get('sv_poll_cq') != k:
-    raise SystemExit('empty-poll count does not match: %r' % empty_calls)
-empty_ir = empty['sv_poll_cq'] / k
-hit_ir = (poll - misses * empty_ir) / n
+def client(name):
+    """Per call of one run of budget_post: post, poll with a CQE, empty
+    poll; the run's iterations and doorbell page."""
+    n, misses, k, db = run_info('%s/%s.log' % (d, name))
+    (loop, loop_calls), (empty, empty_calls) = client_dumps(
+        '%s/%s.out' % (d, name))
+    post = loop.get('sv_post_send', 0)
+    poll = loop.get('sv_poll_cq', 0)
+    if loop_calls.get('sv_post_send') != n or \
+            loop_calls.get('sv_poll_cq') != n + misses:
+        raise SystemExit('%s: call counts do not match the run: %r'
+                         % (name, loop_calls))
+    if empty_calls.get('sv_poll_cq') != k:
+        raise SystemExit('%s: empty-poll count does not match: %r'
+                         % (name, empty_calls))
+    empty_ir = empty['sv_poll_cq'] / k
+    hit_ir = (poll - misses * empty_ir) / n
+    return post / n, hit_ir, empty_ir, n, db
+
+post_ir, hit_ir, empty_ir, n, plain_db = client('client')
 
 names.clear()
 eng, eng_calls = load(d + '/engine.out')
@@ -194,13 +254,47 @@ def r(x):
     return None if x is None else round(x, 1)
 
 out = {
-    'post_send_ir': r(post / n),
+    'post_send_ir': r(post_ir),
     'poll_cq_ir': r(hit_ir),
     'poll_cq_empty_ir': r(empty_ir),
     'engine_wqe_ir': r(eng_ir),
     'iters': n,
     'targets': {'post_send_ir': 150, 'poll_cq_ir': 80},
 }
+
+# resource domains: the plain run and one per thread model
+def model(p, h, e, db):
+    return {'post_send_ir': r(p), 'poll_cq_ir': r(h), 'poll_cq_empty_ir': r(e),
+            'post_poll_ir': r(p + h), 'db': db}
+
+rd = {'plain': model(post_ir, hit_ir, empty_ir, plain_db)}
+dom_err = os.environ.get('DOM_ERR') or None
+if not dom_err:
+    try:
+        for m in ('safe', 'single', 'unsafe'):
+            p, h, e, _, db = client('client-' + m)
+            rd[m] = model(p, h, e, db)
+    except (OSError, SystemExit) as ex:
+        dom_err = str(ex)
+
+
+def vs(a, b):
+    x, y = rd.get(a), rd.get(b)
+    if not x or not y:
+        return None
+    q = lambda k: round(x[k] / y[k], 3) if y[k] else None
+    v = {'post_send': q('post_send_ir'), 'poll_cq': q('poll_cq_ir'),
+         'post_poll': q('post_poll_ir')}
+    v['post_poll_fewer_pct'] = None if v['post_poll'] is None else \
+        round((1 - x['post_poll_ir'] / y['post_poll_ir']) * 100, 1)
+    return v
+
+if dom_err:
+    rd['error'] = dom_err
+rd['single_vs_safe'] = vs('single', 'safe')
+rd['unsafe_vs_safe'] = vs('unsafe', 'safe')
+rd['target_single_fewer_pct'] = 20
+out['res_domains'] = rd
 print(json.dumps(out))
 
 def row(name, v, target=None):
@@ -216,4 +310,25 @@ row('ibv_post_send, 8-byte inline WRITE', out['post_send_ir'], 150)
 row('ibv_poll_cq returning one CQE', out['poll_cq_ir'], 80)
 row('ibv_poll_cq on an empty CQ', out['poll_cq_empty_ir'])
 row('engine, per WQE executed (%d)' % wqes, out['engine_wqe_ir'])
+sys.stderr.write('%-38s %8s %8s %8s\n' % ('resource domains (thread model)',
+                 'post', 'poll', 'post+poll'))
+for m in ('plain', 'safe', 'unsafe', 'single'):
+    if m in rd:
+        sys.stderr.write('  %-36s %8.1f %8.1f %8.1f\n' % (
+            m, rd[m]['post_send_ir'], rd[m]['poll_cq_ir'],
+            rd[m]['post_poll_ir']))
+v = rd['single_vs_safe']
+if v:
+    sys.stderr.write('  SINGLE / SAFE: post %.3f, poll %.3f, post+poll %.3f'
+                     ' (%.1f%% fewer; target >= 20%%)\n' % (
+                         v['post_send'], v['poll_cq'], v['post_poll'],
+                         v['post_poll_fewer_pct']))
+if dom_err:
+    sys.stderr.write('budgets.sh: resource domains not measured: %s\n'
+                     % dom_err)
+    sys.exit(4)
 EOF
+rc=$?
+[ $rc = 0 ] && exit 0
+[ $rc = 4 ] && exit 1
+fail "could not read callgrind's output"

@@ -29,6 +29,7 @@ TARGET_UCX_BW = 1.0        # write 1 MiB bw >= 1.0 x ucx put bw
 TARGET_UCX_LAT = 1.2       # write 8 B lat <= 1.2 x ucx put lat
 TARGET_POST = 150          # instructions per ibv_post_send
 TARGET_POLL = 80           # instructions per ibv_poll_cq returning a CQE
+TARGET_SINGLE_FEWER = 20   # issue 5: post+poll under SINGLE, % fewer than SAFE
 
 
 def read(path):
@@ -230,6 +231,214 @@ def check_outputs(R, raw):
             st["note"] = "exited 0 but left no figures (see raw/%s.*)" % n
             hollow.append(n)
     return hollow
+
+
+# ---- resource domains (issue 5) ----
+
+def median(v):
+    v = sorted(x for x in v if x is not None)
+    if not v:
+        return None
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def res_domains(R, raw):
+    """The runs sv_rd_KIND.CONFIG.rROUND.out of bench/run.sh (KIND: lat,
+    rate, q2, q4; CONFIG: none or THREAD_MSG for lat and rate, none, one or
+    per-qp for qN) merged: per kind, configuration and size the median over
+    the rounds and the figures of each round; with the instructions of
+    the budgets (SAFE against SINGLE) and the ratios asked for."""
+    runs = {}
+    for f in sorted(os.listdir(raw)):
+        g = re.match(r"^sv_rd_(lat|rate|q\d+)\.([^.]+)\.r(\d+)\.out$", f)
+        if not g:
+            continue
+        j = read_json(os.path.join(raw, f))
+        if not j or not isinstance(j.get("results"), list):
+            continue
+        kind, cfg = g.group(1), g.group(2)
+        runs.setdefault(kind, {}).setdefault(cfg, []).append(j)
+
+    def merged(kind, cfg, key):
+        """[{size, KEY (median), runs: [...], qp_db}] over the rounds."""
+        js = (runs.get(kind) or {}).get(cfg) or []
+        sizes = sorted({r.get("size") for j in js for r in j["results"]})
+        out = []
+        for s in sizes:
+            v = [at(j["results"], s, key) for j in js]
+            out.append({"size": s, key: median(v),
+                        "runs": [x for x in v if x is not None]})
+        if not js:
+            return None
+        return {"results": out,
+                "outstanding": js[0].get("outstanding"),
+                "domains": js[0].get("domains"),
+                "res_domain": js[0].get("res_domain"),
+                "qp_db": [j.get("qp_db") for j in js],
+                "max_resource_domains": js[0].get("max_resource_domains")}
+
+    def ratios(a, b, key):
+        ra = (a or {}).get("results") or []
+        rb = (b or {}).get("results") or []
+        return [{"size": r["size"],
+                 "ratio": ratio(r.get(key), at(rb, r["size"], key))}
+                for r in ra if at(rb, r["size"], key) is not None]
+
+    D = {"rounds": max([len(c) for k in runs.values() for c in k.values()]
+                       or [0])}
+    b = (R["budgets"] or {}).get("res_domains")
+    D["instructions"] = b
+    lat = {c: merged("lat", c, "lat_p50_us")
+           for c in ("none", "safe_low_latency", "safe_high_bw")}
+    D["latency"] = {"configs": lat,
+                    "low_latency_vs_high_bw": ratios(
+                        lat["safe_low_latency"], lat["safe_high_bw"],
+                        "lat_p50_us")}
+    rate = {c: merged("rate", c, "msg_rate_Mpps")
+            for c in ("none", "safe_default", "safe_high_bw")}
+    D["msg_rate"] = {"configs": rate,
+                     "high_bw_vs_default": ratios(
+                         rate["safe_high_bw"], rate["safe_default"],
+                         "msg_rate_Mpps")}
+    D["qps"] = {}
+    for kind in sorted(runs):
+        if not kind.startswith("q"):
+            continue
+        n = int(kind[1:])
+        cf = {c: merged(kind, c, "msg_rate_Mpps")
+              for c in ("none", "one", "per-qp")}
+        get = lambda c: at((cf[c] or {}).get("results"), 8, "msg_rate_Mpps")
+        D["qps"][str(n)] = {
+            "configs": cf,
+            "per_qp_vs_one": ratio(get("per-qp"), get("one")),
+            "per_qp_vs_none": ratio(get("per-qp"), get("none")),
+            "one_vs_none": ratio(get("one"), get("none"))}
+    has = bool(runs) or bool(b)
+    return D if has else None
+
+
+def targets5(R):
+    D = R.get("res_domains") or {}
+    v = ((D.get("instructions") or {}).get("single_vs_safe") or {})
+    pct = v.get("post_poll_fewer_pct")
+    t = {"target": "post+poll instructions per WR: SINGLE >= %d%% fewer"
+         " than SAFE" % TARGET_SINGLE_FEWER,
+         "goal": ">= %d%% fewer" % TARGET_SINGLE_FEWER, "value": pct,
+         "detail": "callgrind"}
+    if pct is None:
+        t.update(met=None, by="not measured")
+    elif pct >= TARGET_SINGLE_FEWER:
+        t.update(met=True, by="%.1f%% fewer (SINGLE / SAFE = %.3fx)"
+                 % (pct, v.get("post_poll")))
+    else:
+        t.update(met=False, by="%.1f%% fewer (SINGLE / SAFE = %.3fx), %.1f"
+                 " points short" % (pct, v.get("post_poll"),
+                                    TARGET_SINGLE_FEWER - pct))
+    return [t]
+
+
+def table_res_domains(R):
+    D = R.get("res_domains")
+    L = ["Resource domains (issue 5)"]
+    if not D:
+        L.append("  not measured")
+        return L
+    ins = D.get("instructions") or {}
+    if ins.get("safe") or ins.get("plain"):
+        L.append("  %-40s %10s %12s %10s"
+                 % ("instructions per WR (callgrind)", "post", "poll",
+                    "post+poll"))
+        for m, title in (("plain", "no domain"), ("safe", "SAFE"),
+                         ("unsafe", "UNSAFE"), ("single", "SINGLE")):
+            x = ins.get(m)
+            if x:
+                L.append("    %-38s %s %s %s"
+                         % (title, num(x.get("post_send_ir"), 10),
+                            num(x.get("poll_cq_ir"), 12),
+                            num(x.get("post_poll_ir"), 10)))
+        for k, title in (("single_vs_safe", "SINGLE / SAFE"),
+                         ("unsafe_vs_safe", "UNSAFE / SAFE")):
+            v = ins.get(k)
+            if v:
+                L.append("    %-38s %s %s %s  (%s%% fewer)"
+                         % (title, times(v.get("post_send"), 10),
+                            times(v.get("poll_cq"), 12),
+                            times(v.get("post_poll"), 10),
+                            num(v.get("post_poll_fewer_pct"), 0)))
+    if ins.get("error"):
+        L.extend(wrap("    resource-domain instructions not measured: %s"
+                      % ins["error"]))
+    rounds = D.get("rounds") or 0
+    med = "median of %d run%s" % (rounds, "" if rounds == 1 else "s")
+
+    def rows_of(cfg):
+        return (cfg or {}).get("results")
+
+    lat = (D.get("latency") or {}).get("configs") or {}
+    if any(lat.values()):
+        L.append("  %-40s %10s %12s %10s %8s"
+                 % ("write latency (us p50, %s)" % med, "no domain",
+                    "low_latency", "high_bw", "ll/hb"))
+        sizes = sorted({r["size"] for c in lat.values()
+                        for r in rows_of(c) or []})
+        for s in sizes:
+            ll = at(rows_of(lat.get("safe_low_latency")), s, "lat_p50_us")
+            hb = at(rows_of(lat.get("safe_high_bw")), s, "lat_p50_us")
+            L.append("    %-38s %s %s %s %s"
+                     % (size_str(s), num(at(rows_of(lat.get("none")), s,
+                                            "lat_p50_us"), 10),
+                        num(ll, 12), num(hb, 10), times(ratio(ll, hb))))
+    rate = (D.get("msg_rate") or {}).get("configs") or {}
+    if any(rate.values()):
+        outst = (rate.get("safe_default") or rate.get("none")
+                 or {}).get("outstanding")
+        L.append("  %-40s %10s %12s %10s %8s"
+                 % ("write msg rate (Mpps%s)"
+                    % (", -o %d" % outst if outst else ""), "no domain",
+                    "default", "high_bw", "hb/def"))
+        sizes = sorted({r["size"] for c in rate.values()
+                        for r in rows_of(c) or []})
+        for s in sizes:
+            df = at(rows_of(rate.get("safe_default")), s, "msg_rate_Mpps")
+            hb = at(rows_of(rate.get("safe_high_bw")), s, "msg_rate_Mpps")
+            L.append("    %-38s %s %s %s %s"
+                     % (size_str(s), num(at(rows_of(rate.get("none")), s,
+                                            "msg_rate_Mpps"), 10),
+                        num(df, 12), num(hb, 10), times(ratio(hb, df))))
+    qs = D.get("qps") or {}
+    if qs:
+        oq = [(c or {}).get("outstanding") for q in qs.values()
+              for c in (q.get("configs") or {}).values() if c]
+        L.append("  %-40s %10s %12s %10s %8s %8s"
+                 % ("N QPs, aggregate Mpps (8 B%s)"
+                    % (", -o %d" % oq[0] if oq and oq[0] else ""),
+                    "no domain", "one domain",
+                    "per-qp", "pq/one", "pq/none"))
+        for n in sorted(qs, key=int):
+            q = qs[n]
+            cf = q.get("configs") or {}
+            get = lambda c: at(rows_of(cf.get(c)), 8, "msg_rate_Mpps")
+            L.append("    %-38s %s %s %s %s %s"
+                     % ("%s QPs" % n, num(get("none"), 10),
+                        num(get("one"), 12), num(get("per-qp"), 10),
+                        times(q.get("per_qp_vs_one")),
+                        times(q.get("per_qp_vs_none"))))
+        pages = []
+        for n in sorted(qs, key=int):
+            for c in ("none", "one", "per-qp"):
+                dbs = ((qs[n].get("configs") or {}).get(c) or {}).get("qp_db")
+                if dbs and dbs[0] is not None:
+                    pages.append("%s QPs %s: %s" % (
+                        n, c, ",".join(str(x) for x in dbs[0])))
+        if pages:
+            L.extend(wrap("    doorbell pages of the client's QPs: "
+                          + "; ".join(pages)))
+    L.append("  (latency and rate: the QPs and CQs of each process in one"
+             " domain, thread model SAFE, against the model in the column;"
+             " N QPs: domains safe,default; a ratio > 1x is more latency or"
+             " more rate; timings move with the load)")
+    return L
 
 
 # ---- lookups ----
@@ -559,6 +768,13 @@ def table(R):
         if t.get("context"):
             L.extend(wrap("           " + t["context"]))
     L.append("")
+    L.extend(table_res_domains(R))
+    L.append("")
+    L.append("Targets of issue 5")
+    for t in R.get("targets_issue5") or []:
+        mark = {True: "met", False: "MISSED", None: "n/a"}[t["met"]]
+        L.append("  [%-6s] %s: %s" % (mark, t["target"], t["by"]))
+    L.append("")
     bad = [s for s in R["steps"] if s["status"] not in ("ok",)]
     L.append("Steps: %d ok%s" % (
         sum(1 for s in R["steps"] if s["status"] == "ok"),
@@ -686,6 +902,8 @@ def main():
     hollow = check_outputs(R, raw)
     R["comparisons"] = comparisons(R)
     R["targets"] = targets(R)
+    R["res_domains"] = res_domains(R, raw)
+    R["targets_issue5"] = targets5(R)
     R["plots_error"] = plots(R, a.out)
 
     text = table(R)

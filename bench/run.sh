@@ -5,6 +5,14 @@
 #     another process, the engine's two copies through a bounce buffer, and
 #     latency floors between two processes;
 #   - 'softverbs bench': write/read/send/atomic, bandwidth and latency;
+#   - resource domains (issue 5), each configuration run a few times,
+#     interleaved (the report takes the median): write latency 2-64 B with
+#     --res-domain safe,low_latency against safe,high_bw (and no domain);
+#     write message rate of small messages with many WRs outstanding,
+#     safe,high_bw against safe,default (and no domain); the aggregate
+#     message rate of -q 2 and -q 4 QPs with --domains per-qp against one
+#     and none. Their post+poll instructions per WR, SAFE against SINGLE,
+#     come from the budgets below;
 #   - Debian's unmodified perftest on sv0 (ib_write_bw, ib_write_lat,
 #     ib_read_lat, ib_send_lat), server and client through 'softverbs run';
 #   - UCX's ucx_perftest between two processes over shared memory: put
@@ -242,6 +250,10 @@ if [ $short = 1 ]; then
 	pt_lat=(-s 8 -n 200)
 	ucx_bytes_bw=$((16 << 20)) ucx_bytes_lat=$((4 << 20))
 	ucx_max_bw=2000 ucx_max_lat=1000 ucx_min=50 ucx_am=100000
+	# resource domains: ROUNDS; lat SIZES ITERS; rate SIZES ITERS -o; -q
+	# ITERS -o
+	rd_rounds=1
+	rd_lat=(2,64 100) rd_rate=(8 2000 256) rd_q=(1000 64)
 	limit=60
 else
 	sizes=$(pow2 2 8388608)
@@ -257,6 +269,8 @@ else
 	pt_lat=(-a)
 	ucx_bytes_bw=$((2048 << 20)) ucx_bytes_lat=$((256 << 20))
 	ucx_max_bw=1000000 ucx_max_lat=100000 ucx_min=100 ucx_am=1000000
+	rd_rounds=3
+	rd_lat=($(pow2 2 64) 2000) rd_rate=(8,64 200000 1024) rd_q=(50000 256)
 	limit=300
 fi
 
@@ -290,6 +304,40 @@ if "$SV" bench --help >/dev/null 2>&1; then
 	fi
 else
 	record softverbs_bench missing 0 "'softverbs bench' is not in this build"
+fi
+
+# -- resource domains: each configuration rd_rounds times, interleaved
+if "$SV" bench --help 2>/dev/null | grep -q -- --res-domain; then
+	for r in $(seq 1 $rd_rounds); do
+		# latency, small writes: LOW_LATENCY against HIGH_BW
+		for c in none safe,low_latency safe,high_bw; do
+			d=(--domains none)
+			[ $c = none ] || d=(--res-domain $c)
+			step "sv_rd_lat.${c/,/_}.r$r" $limit "$SV" bench -t write \
+				-m lat --sizes "${rd_lat[0]}" -n "${rd_lat[1]}" \
+				"${d[@]}" --json --no-progress
+		done
+		# message rate, small writes, many outstanding: HIGH_BW
+		# against DEFAULT
+		for c in none safe,default safe,high_bw; do
+			d=(--domains none)
+			[ $c = none ] || d=(--res-domain $c)
+			step "sv_rd_rate.${c/,/_}.r$r" $limit "$SV" bench -t write \
+				-m bw --sizes "${rd_rate[0]}" -n "${rd_rate[1]}" \
+				-o "${rd_rate[2]}" "${d[@]}" --json --no-progress
+		done
+		# N QPs: a domain each, one for all, none
+		for q in 2 4; do
+			for dm in none one per-qp; do
+				step "sv_rd_q$q.$dm.r$r" $limit "$SV" bench -t write \
+					-m bw -s 8 -q $q -n "${rd_q[0]}" \
+					-o "${rd_q[1]}" --domains $dm --json \
+					--no-progress
+			done
+		done
+	done
+else
+	record sv_rd missing 0 "'softverbs bench' has no --res-domain"
 fi
 
 # -- Debian's unmodified perftest on sv0

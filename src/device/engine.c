@@ -48,7 +48,8 @@
 #define SV_BOUNCE_BYTES (1u << 20)
 #define SV_SPIN_NS      30000u      /* spin this long before sleeping */
 #define SV_SPIN_NS_FEW  2000u       /* ... on a machine of 2 CPUs or fewer */
-#define SV_SPIN_NS_LL   50000u      /* LOW_LATENCY domains, on any machine */
+#define SV_SPIN_NS_LL   50000u      /* LOW_LATENCY domains, > SV_FEW_CPUS_LL */
+#define SV_FEW_CPUS_LL  4           /* ... at most this many CPUs: no spin */
 #define SV_BATCH_HIGH_BW 32u        /* HIGH_BW domains: WQEs per QP per pass */
 
 /*
@@ -57,10 +58,18 @@
  * SV_SPIN_NS_FEW where there are 2 CPUs or fewer: there a spinning engine
  * takes a core from the applications that busy-poll their CQs (measured on
  * 2 cores: ib_write_lat 20.5 us typical with a 30 us spin, 5.8 us with none;
- * see docs/PERFORMANCE.md). A LOW_LATENCY domain asks for the longer spin
- * regardless: the application chose latency over CPU.
+ * see docs/PERFORMANCE.md).
+ *
+ * A LOW_LATENCY domain's engine spins SV_SPIN_NS_LL where CPUs are plenty,
+ * and not at all on machines of SV_FEW_CPUS_LL CPUs or fewer: a ping-pong
+ * there already has two busy-polling applications and two engines on too
+ * few cores, and a spinning engine only takes the CPU its poster needs.
+ * Measured on 2 CPUs (softverbs bench -t write -m lat, 8 B, p50 / p99):
+ * no spin 6.6 / 7.5 us, 2 us 8.3 / 9.9 us, 10 us 17.4 / 299 us, 50 us
+ * 68.7 / 883 us. $SOFTVERBSD_LL_SPIN_US overrides it.
  */
 static uint64_t spin_ns = SV_SPIN_NS;
+static uint64_t ll_spin_ns = SV_SPIN_NS_LL;
 
 static struct sv_engine engines[SV_DB_PAGES];
 
@@ -391,8 +400,8 @@ static void engine_policy(struct sv_engine *e, uint32_t msg_model)
 	e->msg_model = msg_model;
 	e->spin_ns = spin_ns;
 	e->batch = 1;
-	if (msg_model == SV_MSG_LOW_LATENCY && e->spin_ns < SV_SPIN_NS_LL)
-		e->spin_ns = SV_SPIN_NS_LL;
+	if (msg_model == SV_MSG_LOW_LATENCY)
+		e->spin_ns = ll_spin_ns;
 	if (msg_model == SV_MSG_HIGH_BW)
 		e->batch = SV_BATCH_HIGH_BW;
 }
@@ -443,14 +452,26 @@ int sv_engine_start(void)
 		char *end;
 		unsigned long us;
 
-		if (sysconf(_SC_NPROCESSORS_ONLN) <= 2)
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (ncpu <= 2)
 			spin_ns = SV_SPIN_NS_FEW;
+		if (ncpu <= SV_FEW_CPUS_LL)
+			ll_spin_ns = 0;
 		if (v && *v) {
 			us = strtoul(v, &end, 10);
 			if (!*end && us <= 10000000ul)
 				spin_ns = (uint64_t)us * 1000u;
 			else
 				sv_log(SV_LOG_WARN, "ignoring SOFTVERBSD_SPIN_US=%s", v);
+		}
+		v = getenv("SOFTVERBSD_LL_SPIN_US");
+		if (v && *v) {
+			us = strtoul(v, &end, 10);
+			if (!*end && us <= 10000000ul)
+				ll_spin_ns = (uint64_t)us * 1000u;
+			else
+				sv_log(SV_LOG_WARN, "ignoring SOFTVERBSD_LL_SPIN_US=%s", v);
 		}
 	}
 	ret = sv_ring_alloc("softverbs-doorbell",

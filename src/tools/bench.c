@@ -36,7 +36,8 @@ static void usage(FILE *f)
 "usage: softverbs bench [-t write|read|send|atomic] [-m bw|lat]\n"
 "                       [-s SIZE | -a | --sizes A,B,...] [-n ITERS]\n"
 "                       [-q QPS] [-o OUTSTANDING] [-e] [--json]\n"
-"                       [--no-progress]\n"
+"                       [--no-progress] [--res-domain THREAD[,MSG]]\n"
+"                       [--domains none|one|per-qp]\n"
 "Measures softverbs between a server and a client process on this host.\n"
 "  -t, --test T        write (RDMA WRITE, default), read (RDMA READ), send\n"
 "                      (SEND/RECV) or atomic (8-byte fetch-and-add)\n"
@@ -61,7 +62,17 @@ static void usage(FILE *f)
 "                      and waits for the receive completion)\n"
 "      --json          one JSON object on stdout instead of the table\n"
 "      --no-progress   no progress bar (there is none unless stderr is a\n"
-"                      terminal)\n"
+"                      terminal)\n""      --res-domain THREAD[,MSG]\n"
+"                      make the CQs and QPs of both processes in resource\n"
+"                      domains (ibv_exp_create_res_domain) of thread model\n"
+"                      THREAD (safe, unsafe or single) and message model MSG\n"
+"                      (default, low_latency, high_bw or force_low_latency;\n"
+"                      default if left out); implies --domains one\n"
+"      --domains D     none: plain ibv_create_cq/ibv_create_qp (default\n"
+"                      without --res-domain); one: every QP of a process and\n"
+"                      its two CQs in one domain; per-qp: a domain per QP,\n"
+"                      each QP with a send and a receive CQ of its own. A\n"
+"                      domain without --res-domain is safe,default\n"
 "Exit status: 0 measured, 1 failed, 2 bad arguments.\n",
 		BT_MAX_QPS, BT_MAX_OUTST, BT_MAX_QP_WRS);
 }
@@ -136,7 +147,35 @@ static int parse_uint(const char *opt, const char *s, uint64_t max,
 
 enum {
 	OPT_JSON = 0x100, OPT_NO_PROGRESS, OPT_SIZES, OPT_SERVER_FD,
+	OPT_RES_DOMAIN, OPT_DOMAINS,
 };
+
+/* --res-domain THREAD[,MSG] */
+static int parse_res_domain(const char *s, struct bt_opts *o)
+{
+	const char *comma = strchr(s, ',');
+	size_t tlen = comma ? (size_t)(comma - s) : strlen(s);
+	const char *msg = comma ? comma + 1 : "default";
+	unsigned int i;
+
+	for (i = 0; i < 3; i++)
+		if (strlen(bt_thread_model_name(i)) == tlen &&
+		    !strncmp(s, bt_thread_model_name(i), tlen))
+			break;
+	if (i == 3)
+		return bad("--res-domain: unknown thread model '%.*s' (safe, "
+			   "unsafe or single)", (int)(tlen > 64 ? 64 : tlen), s);
+	o->thread_model = i;
+	for (i = 0; i < 4; i++)
+		if (!strcmp(msg, bt_msg_model_name(i)))
+			break;
+	if (i == 4)
+		return bad("--res-domain: unknown message model '%.64s' "
+			   "(default, low_latency, high_bw or "
+			   "force_low_latency)", msg);
+	o->msg_model = i;
+	return 0;
+}
 
 /* 0: run; 1: --help printed; 2: bad arguments (said on stderr). */
 static int parse(int argc, char **argv, struct bt_opts *o)
@@ -155,10 +194,13 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "server-fd", required_argument, NULL, OPT_SERVER_FD },
+		{ "res-domain", required_argument, NULL, OPT_RES_DOMAIN },
+		{ "domains", required_argument, NULL, OPT_DOMAINS },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_s = false, have_a = false, have_list = false;
 	bool have_q = false, have_o = false, no_progress = false;
+	bool have_rd = false, have_dom = false;
 	uint64_t v, s_size = 65536;
 	char *list = NULL;
 	int c, ret;
@@ -234,6 +276,23 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 		case OPT_NO_PROGRESS:
 			no_progress = true;
 			break;
+		case OPT_RES_DOMAIN:
+			if ((ret = parse_res_domain(optarg, o)))
+				return ret;
+			have_rd = true;
+			break;
+		case OPT_DOMAINS:
+			if (!strcmp(optarg, "none"))
+				o->domains = BT_DOM_NONE;
+			else if (!strcmp(optarg, "one"))
+				o->domains = BT_DOM_ONE;
+			else if (!strcmp(optarg, "per-qp"))
+				o->domains = BT_DOM_PER_QP;
+			else
+				return bad("--domains: unknown value '%s' (none, "
+					   "one or per-qp)", optarg);
+			have_dom = true;
+			break;
 		case OPT_SERVER_FD:
 			if (parse_u64(optarg, false, &v) || v > INT_MAX)
 				return bad("--server-fd: '%s'", optarg);
@@ -257,6 +316,10 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 		return bad("unexpected argument '%s'", argv[optind]);
 	if (have_s + have_a + have_list > 1)
 		return bad("-s, -a and --sizes exclude each other");
+	if (have_rd && have_dom && o->domains == BT_DOM_NONE)
+		return bad("--res-domain and --domains none exclude each other");
+	if (have_rd && !have_dom)
+		o->domains = BT_DOM_ONE;
 
 	if (have_a) {
 		if (o->test == BT_ATOMIC)
@@ -393,18 +456,34 @@ static const char *op_title(enum bt_test t)
 	return "?";
 }
 
-static void print_table(const struct bt_opts *o, const struct bt_result *r)
+static void print_table(const struct bt_opts *o, const struct bt_result *r,
+			const struct bt_placement *w)
 {
 	const char *line = "-----------------------------------------------"
 			   "----------------------------------------";
 
+	char dom[96];
+
+	if (o->domains == BT_DOM_NONE)
+		snprintf(dom, sizeof(dom), "domains none");
+	else
+		snprintf(dom, sizeof(dom), "domains %s %s,%s",
+			 bt_domains_name(o->domains),
+			 bt_thread_model_name(o->thread_model),
+			 bt_msg_model_name(o->msg_model));
 	printf("%s\n", line);
-	printf(" %s %s   (softverbs, %u QP%s, %s%s)\n", op_title(o->test),
+	printf(" %s %s   (softverbs, %u QP%s, %s, %s%s)\n", op_title(o->test),
 	       o->mode == BT_BW ? "BW" : "Latency", o->qps,
 	       o->qps == 1 ? "" : "s", o->events ? "completion events" :
-	       "busy polling", o->mode == BT_LAT ?
+	       "busy polling", dom, o->mode == BT_LAT ?
 	       (o->test == BT_WRITE || o->test == BT_SEND ?
 		", one way = RTT/2" : ", round trip") : "");
+	printf(" doorbell page%s of the QP%s:", w->nqp == 1 ? "" : "s",
+	       w->nqp == 1 ? "" : "s");
+	for (unsigned int j = 0; j < w->nqp; j++)
+		printf(" %u", w->qp_db[j]);
+	printf(" (0: the shared default; 1 .. %u: domain pages)\n",
+	       w->max_resource_domains);
 	if (o->mode == BT_BW)
 		printf(" %u outstanding WRs per QP, a completion every %u\n",
 		       o->outstanding,
@@ -440,13 +519,26 @@ static void jnum(const char *key, double v, bool comma)
 	printf("\"%s\": %.6g%s", key, v, comma ? ", " : "");
 }
 
-static void print_json(const struct bt_opts *o, const struct bt_result *r)
+static void print_json(const struct bt_opts *o, const struct bt_result *r,
+		       const struct bt_placement *w)
 {
 	printf("{\"tool\": \"softverbs bench\", \"test\": \"%s\", "
 	       "\"mode\": \"%s\", \"qps\": %u, \"outstanding\": %u, "
-	       "\"events\": %s,\n \"results\": [",
+	       "\"events\": %s,\n \"domains\": \"%s\", ",
 	       bt_test_name(o->test), o->mode == BT_BW ? "bw" : "lat",
-	       o->qps, o->outstanding, o->events ? "true" : "false");
+	       o->qps, o->outstanding, o->events ? "true" : "false",
+	       bt_domains_name(o->domains));
+	if (o->domains == BT_DOM_NONE)
+		printf("\"res_domain\": null, ");
+	else
+		printf("\"res_domain\": \"%s,%s\", ",
+		       bt_thread_model_name(o->thread_model),
+		       bt_msg_model_name(o->msg_model));
+	printf("\"qp_db\": [");
+	for (unsigned int j = 0; j < w->nqp; j++)
+		printf("%s%u", j ? ", " : "", w->qp_db[j]);
+	printf("], \"max_resource_domains\": %u,\n \"results\": [",
+	       w->max_resource_domains);
 	for (unsigned int i = 0; i < o->nsizes; i++) {
 		printf("%s\n  {\"size\": %" PRIu64 ", \"iters\": %" PRIu64 ", ",
 		       i ? "," : "", r[i].size, r[i].iters);
@@ -534,6 +626,7 @@ int main(int argc, char **argv)
 {
 	struct bt_opts o;
 	struct bt_result *res;
+	struct bt_placement where;
 	struct sigaction sa;
 	pthread_t progress;
 	bool progress_on = false;
@@ -570,7 +663,8 @@ int main(int argc, char **argv)
 	    pthread_create(&progress, NULL, progress_main, &o) == 0)
 		progress_on = true;
 
-	ret = bt_client(&o, sv[0], res);
+	memset(&where, 0, sizeof(where));
+	ret = bt_client(&o, sv[0], res, &where);
 
 	if (progress_on) {
 		progress_stop = 1;
@@ -589,9 +683,9 @@ int main(int argc, char **argv)
 	}
 	if (ret == 0) {
 		if (o.json)
-			print_json(&o, res);
+			print_json(&o, res, &where);
 		else
-			print_table(&o, res);
+			print_table(&o, res, &where);
 	}
 	free(res);
 	return ret;

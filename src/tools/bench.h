@@ -15,6 +15,8 @@
 
 enum bt_test { BT_WRITE, BT_READ, BT_SEND, BT_ATOMIC };
 enum bt_mode { BT_BW, BT_LAT };
+/* --domains: how the QPs (and their CQs) are placed in resource domains */
+enum bt_domains { BT_DOM_NONE, BT_DOM_ONE, BT_DOM_PER_QP };
 
 #define BT_MAX_SIZES  64
 #define BT_MAX_SIZE   (1ull << 30)   /* one message */
@@ -36,6 +38,21 @@ struct bt_opts {
 	bool json;
 	bool progress;           /* a progress bar on stderr */
 	int server_fd;           /* >= 0: this process is the server */
+	/* resource domains (include/softverbs/softverbs.h): none, all QPs
+	 * in one, or one per QP (each QP then has CQs of its own); the
+	 * models of every domain made, as enum ibv_exp_thread_model and
+	 * enum ibv_exp_msg_model */
+	enum bt_domains domains;
+	unsigned int thread_model, msg_model;
+};
+
+/* What the client's QPs got: the doorbell page of each (sv_query_qp_db;
+ * 0 is the default page that objects without a domain share), and how many
+ * pages the device can dedicate to domains (ibv_exp_query_device). */
+struct bt_placement {
+	uint32_t qp_db[BT_MAX_QPS];
+	unsigned int nqp;
+	uint32_t max_resource_domains;
 };
 
 struct bt_result {
@@ -51,11 +68,16 @@ uint64_t bt_iters_for(const struct bt_opts *o, uint64_t size);
 uint64_t bt_warmup_for(const struct bt_opts *o, uint64_t iters);
 
 const char *bt_test_name(enum bt_test t);
+/* The names on the command line and in the JSON output. */
+const char *bt_domains_name(enum bt_domains d);
+const char *bt_thread_model_name(unsigned int m);
+const char *bt_msg_model_name(unsigned int m);
 
 /* The two halves, connected by a stream socket. 0, or 1 after a message on
- * stderr. The client fills res[0 .. o->nsizes). */
+ * stderr. The client fills res[0 .. o->nsizes) and *where. */
 int bt_server(const struct bt_opts *o, int fd);
-int bt_client(const struct bt_opts *o, int fd, struct bt_result *res);
+int bt_client(const struct bt_opts *o, int fd, struct bt_result *res,
+	      struct bt_placement *where);
 
 /* Set by the client once the server may end (it is told to quit). */
 extern volatile sig_atomic_t bt_server_may_exit;

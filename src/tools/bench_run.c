@@ -2,9 +2,13 @@
 /*
  * sv-bench: the measuring halves. Each process opens the device, makes its
  * PD, one buffer (receive half, send half) and its MR, a send CQ and a
- * receive CQ (each with its own completion channel under -e) and -q RC QPs;
- * the two exchange QPNs, GID, address and rkey over their socket and
- * connect. Then the client leads, size by size:
+ * receive CQ (the send CQs on one completion channel under -e, the receive
+ * CQs on another) and -q RC QPs; the two exchange QPNs, GID, address and
+ * rkey over their socket and connect. With --domains one, the CQs and QPs
+ * are made in one resource domain (ibv_exp_create_cq, ibv_exp_create_qp);
+ * with --domains per-qp, each QP has a domain and a send and a receive CQ
+ * of its own, and the loops that serve every QP look at the CQs in turn.
+ * Then the client leads, size by size:
  *
  *   client                               server
  *   RUN {size, iterations}  ---------->  prepares
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <softverbs/softverbs.h>
 
 #include "tools/bench.h"
 
@@ -69,8 +74,16 @@ struct bt_info {
 
 struct bt_cq {
 	struct ibv_cq *cq;
+	bool armed;              /* -e: a notification is requested */
+};
+
+/* The send CQs, or the receive CQs: one for all QPs, or one per QP
+ * (--domains per-qp). Under -e they share one completion channel. */
+struct bt_cqs {
+	struct bt_cq *c;
+	unsigned int n;
+	unsigned int next;       /* where a look at all of them begins */
 	struct ibv_comp_channel *ch;
-	bool armed;
 };
 
 struct bt_ep {
@@ -80,9 +93,11 @@ struct bt_ep {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
-	struct bt_cq scq, rcq;
+	struct bt_cqs scq, rcq;
 	struct ibv_qp **qp;
 	unsigned int nqp;
+	struct ibv_exp_res_domain **dom;   /* --domains one or per-qp */
+	unsigned int ndom;
 	char *buf;               /* 2 * half bytes: receive, then send */
 	size_t half;
 	char *rbuf, *sbuf;
@@ -141,6 +156,37 @@ const char *bt_test_name(enum bt_test t)
 	case BT_READ: return "read";
 	case BT_SEND: return "send";
 	case BT_ATOMIC: return "atomic";
+	}
+	return "?";
+}
+
+const char *bt_domains_name(enum bt_domains d)
+{
+	switch (d) {
+	case BT_DOM_NONE: return "none";
+	case BT_DOM_ONE: return "one";
+	case BT_DOM_PER_QP: return "per-qp";
+	}
+	return "?";
+}
+
+const char *bt_thread_model_name(unsigned int m)
+{
+	switch (m) {
+	case IBV_EXP_THREAD_SAFE: return "safe";
+	case IBV_EXP_THREAD_UNSAFE: return "unsafe";
+	case IBV_EXP_THREAD_SINGLE: return "single";
+	}
+	return "?";
+}
+
+const char *bt_msg_model_name(unsigned int m)
+{
+	switch (m) {
+	case IBV_EXP_MSG_DEFAULT: return "default";
+	case IBV_EXP_MSG_LOW_LATENCY: return "low_latency";
+	case IBV_EXP_MSG_HIGH_BW: return "high_bw";
+	case IBV_EXP_MSG_FORCE_LOW_LATENCY: return "force_low_latency";
 	}
 	return "?";
 }
@@ -244,33 +290,61 @@ static int expect_msg(struct bt_ep *e, uint32_t op)
 
 /* ---- completions ---- */
 
-/* Wait for at least one completion on c: how many (<= max) or -1. Busy
- * polling, or under -e: poll, arm, poll again, sleep on the channel. */
-static int cq_wait(struct bt_ep *e, struct bt_cq *c, int max)
+/* The CQ of s that QP j uses. */
+static inline unsigned int cq_of(const struct bt_cqs *s, uint32_t j)
+{
+	return s->n == 1 ? 0 : j;
+}
+
+/* Wait for at least one completion on the CQs [first, first + count) of
+ * s (all of them in turn, from where the last look ended): how many
+ * (<= max, in e->wc) or -1. Busy polling, or under -e: poll, arm those
+ * not armed, poll again, sleep on the channel (an event for another CQ of
+ * the set only disarms that one). */
+static int cq_wait(struct bt_ep *e, struct bt_cqs *s, unsigned int first,
+		   unsigned int count, int max)
 {
 	for (;;) {
-		int n = ibv_poll_cq(c->cq, max, e->wc);
 		struct ibv_cq *ev_cq;
 		void *ev_ctx;
+		bool armed = false;
 
-		if (n)
-			return n < 0 ? (errmsg(e, "ibv_poll_cq failed"), -1) : n;
-		if (!c->ch)
+		for (unsigned int k = 0; k < count; k++) {
+			unsigned int i = count == 1 ? first :
+					 first + (s->next + k) % count;
+			int n = ibv_poll_cq(s->c[i].cq, max, e->wc);
+
+			if (n < 0) {
+				errmsg(e, "ibv_poll_cq failed");
+				return -1;
+			}
+			if (n) {
+				if (count > 1)
+					s->next = (i - first + 1) % count;
+				return n;
+			}
+		}
+		if (!s->ch)
 			continue;
-		if (!c->armed) {
+		for (unsigned int k = 0; k < count; k++) {
+			struct bt_cq *c = &s->c[first + k];
+
+			if (c->armed)
+				continue;
 			if (ibv_req_notify_cq(c->cq, 0)) {
 				errmsg(e, "ibv_req_notify_cq failed");
 				return -1;
 			}
-			c->armed = true;
-			continue;
+			c->armed = armed = true;
 		}
-		if (ibv_get_cq_event(c->ch, &ev_cq, &ev_ctx)) {
+		if (armed)
+			continue;
+		if (ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx)) {
 			errmsg(e, "ibv_get_cq_event: %s", strerror(errno));
 			return -1;
 		}
 		ibv_ack_cq_events(ev_cq, 1);
-		c->armed = false;
+		((struct bt_cq *)ev_ctx)->armed = false;
 	}
 }
 
@@ -333,7 +407,8 @@ static inline int sq_room(struct bt_ep *e, uint32_t j)
 	uint64_t dummy = 0;
 
 	while (e->posted[j] - e->done[j] >= e->sq_depth) {
-		int n = cq_wait(e, &e->scq, BT_WC_BATCH);
+		int n = cq_wait(e, &e->scq, cq_of(&e->scq, j), 1,
+				BT_WC_BATCH);
 
 		if (n < 0 || reap_send(e, e->wc, n, &dummy))
 			return -1;
@@ -348,7 +423,8 @@ static int sq_drain(struct bt_ep *e)
 
 	for (uint32_t j = 0; j < e->nqp; j++)
 		while (e->done[j] < e->posted[j]) {
-			int n = cq_wait(e, &e->scq, BT_WC_BATCH);
+			int n = cq_wait(e, &e->scq, cq_of(&e->scq, j), 1,
+					BT_WC_BATCH);
 
 			if (n < 0 || reap_send(e, e->wc, n, &dummy))
 				return -1;
@@ -356,18 +432,23 @@ static int sq_drain(struct bt_ep *e)
 	return 0;
 }
 
-/* A look at the send CQ while spinning on memory, so an error completion
+/* A look at the send CQs while spinning on memory, so an error completion
  * ends the run instead of hanging it. */
 static int sq_peek(struct bt_ep *e)
 {
 	uint64_t dummy = 0;
-	int n = ibv_poll_cq(e->scq.cq, BT_WC_BATCH, e->wc);
 
-	if (n < 0) {
-		errmsg(e, "ibv_poll_cq failed");
-		return -1;
+	for (unsigned int i = 0; i < e->scq.n; i++) {
+		int n = ibv_poll_cq(e->scq.c[i].cq, BT_WC_BATCH, e->wc);
+
+		if (n < 0) {
+			errmsg(e, "ibv_poll_cq failed");
+			return -1;
+		}
+		if (reap_send(e, e->wc, n, &dummy))
+			return -1;
 	}
-	return reap_send(e, e->wc, n, &dummy);
+	return 0;
 }
 
 static int post_recv(struct bt_ep *e, uint32_t j)
@@ -385,7 +466,7 @@ static int post_recv(struct bt_ep *e, uint32_t j)
 /* Wait for one receive completion (lat: one QP) and repost it. */
 static inline int recv_one(struct bt_ep *e)
 {
-	int n = cq_wait(e, &e->rcq, 1);
+	int n = cq_wait(e, &e->rcq, 0, 1, 1);
 
 	if (n < 0 || wc_check(e, &e->wc[0]))
 		return -1;
@@ -420,53 +501,156 @@ static struct ibv_context *open_dev(struct bt_ep *e)
 	return ctx;
 }
 
-static int make_cq(struct bt_ep *e, struct bt_cq *c, int cqe)
+/* The domain of QP j and of its CQs (NULL: none). */
+static struct ibv_exp_res_domain *dom_of(const struct bt_ep *e, uint32_t j)
 {
+	if (!e->ndom)
+		return NULL;
+	return e->dom[e->ndom == 1 ? 0 : j];
+}
+
+/* --domains one: one domain; per-qp: one per QP; every one of the models
+ * of --res-domain. */
+static int make_domains(struct bt_ep *e)
+{
+	struct ibv_exp_res_domain_init_attr a;
+
+	e->ndom = e->o->domains == BT_DOM_NONE ? 0 :
+		  e->o->domains == BT_DOM_ONE ? 1 : e->nqp;
+	if (!e->ndom)
+		return 0;
+	e->dom = calloc(e->ndom, sizeof(*e->dom));
+	if (!e->dom) {
+		errmsg(e, "out of memory");
+		return -1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.comp_mask = IBV_EXP_RES_DOMAIN_THREAD_MODEL |
+		      IBV_EXP_RES_DOMAIN_MSG_MODEL;
+	a.thread_model = (enum ibv_exp_thread_model)e->o->thread_model;
+	a.msg_model = (enum ibv_exp_msg_model)e->o->msg_model;
+	for (unsigned int i = 0; i < e->ndom; i++) {
+		e->dom[i] = ibv_exp_create_res_domain(e->ctx, &a);
+		if (!e->dom[i]) {
+			errmsg(e, "ibv_exp_create_res_domain(%s,%s), domain %u "
+				  "of %u: %s",
+			       bt_thread_model_name(e->o->thread_model),
+			       bt_msg_model_name(e->o->msg_model), i + 1,
+			       e->ndom, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* n CQs of cqe entries each; CQ i in the domain of QP i (of all QPs when
+ * n is 1). */
+static int make_cqs(struct bt_ep *e, struct bt_cqs *s, unsigned int n,
+		    int cqe)
+{
+	s->n = n;
+	s->c = calloc(n, sizeof(*s->c));
+	if (!s->c) {
+		errmsg(e, "out of memory");
+		return -1;
+	}
 	if (e->o->events) {
-		c->ch = ibv_create_comp_channel(e->ctx);
-		if (!c->ch) {
+		s->ch = ibv_create_comp_channel(e->ctx);
+		if (!s->ch) {
 			errmsg(e, "ibv_create_comp_channel: %s",
 			       strerror(errno));
 			return -1;
 		}
 	}
-	c->cq = ibv_create_cq(e->ctx, cqe, NULL, c->ch, 0);
-	if (!c->cq) {
-		errmsg(e, "ibv_create_cq(%d): %s", cqe, strerror(errno));
-		return -1;
+	for (unsigned int i = 0; i < n; i++) {
+		struct ibv_exp_res_domain *d = dom_of(e, i);
+		struct bt_cq *c = &s->c[i];
+
+		if (d) {
+			struct ibv_exp_cq_init_attr ca;
+
+			memset(&ca, 0, sizeof(ca));
+			ca.comp_mask = IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN;
+			ca.res_domain = d;
+			c->cq = ibv_exp_create_cq(e->ctx, cqe, c, s->ch, 0, &ca);
+		} else {
+			c->cq = ibv_create_cq(e->ctx, cqe, c, s->ch, 0);
+		}
+		if (!c->cq) {
+			errmsg(e, "%s(%d): %s", d ? "ibv_exp_create_cq" :
+			       "ibv_create_cq", cqe, strerror(errno));
+			return -1;
+		}
 	}
 	return 0;
 }
 
-static struct ibv_qp *make_qp(struct bt_ep *e, uint32_t j)
+/* QP j with cap (updated with what it got), in its domain if it has one. */
+static struct ibv_qp *create_qp(struct bt_ep *e, uint32_t j,
+				struct ibv_qp_cap *cap)
 {
-	struct ibv_qp_init_attr ia;
+	struct ibv_exp_res_domain *d = dom_of(e, j);
+	struct ibv_cq *scq = e->scq.c[cq_of(&e->scq, j)].cq;
+	struct ibv_cq *rcq = e->rcq.c[cq_of(&e->rcq, j)].cq;
 	struct ibv_qp *qp;
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = e->scq.cq;
-	ia.recv_cq = e->rcq.cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = e->sq_depth;
-	ia.cap.max_recv_wr = e->rq_depth;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data =
+	if (d) {
+		struct ibv_exp_qp_init_attr xa;
+
+		memset(&xa, 0, sizeof(xa));
+		xa.send_cq = scq;
+		xa.recv_cq = rcq;
+		xa.qp_type = IBV_QPT_RC;
+		xa.cap = *cap;
+		xa.comp_mask = IBV_EXP_QP_INIT_ATTR_PD |
+			       IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
+		xa.pd = e->pd;
+		xa.res_domain = d;
+		qp = ibv_exp_create_qp(e->ctx, &xa);
+		if (qp)
+			*cap = xa.cap;
+	} else {
+		struct ibv_qp_init_attr ia;
+
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = scq;
+		ia.recv_cq = rcq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap = *cap;
+		qp = ibv_create_qp(e->pd, &ia);
+		if (qp)
+			*cap = ia.cap;
+	}
+	return qp;
+}
+
+static struct ibv_qp *make_qp(struct bt_ep *e, uint32_t j)
+{
+	struct ibv_qp_cap cap;
+	struct ibv_qp *qp;
+
+	memset(&cap, 0, sizeof(cap));
+	cap.max_send_wr = e->sq_depth;
+	cap.max_recv_wr = e->rq_depth;
+	cap.max_send_sge = 1;
+	cap.max_recv_sge = 1;
+	cap.max_inline_data =
 		e->o->test == BT_WRITE || e->o->test == BT_SEND ?
 		BT_MAX_INLINE : 0;
-	qp = ibv_create_qp(e->pd, &ia);
-	if (!qp && ia.cap.max_inline_data) {
+	qp = create_qp(e, j, &cap);
+	if (!qp && cap.max_inline_data) {
 		/* a device with less inline room: go without */
-		ia.cap.max_inline_data = 0;
-		qp = ibv_create_qp(e->pd, &ia);
+		cap.max_inline_data = 0;
+		qp = create_qp(e, j, &cap);
 	}
 	if (!qp) {
-		errmsg(e, "ibv_create_qp (%u send, %u receive WRs): %s",
+		errmsg(e, "%s (%u send, %u receive WRs): %s",
+		       dom_of(e, j) ? "ibv_exp_create_qp" : "ibv_create_qp",
 		       e->sq_depth, e->rq_depth, strerror(errno));
 		return NULL;
 	}
-	if (j == 0 || ia.cap.max_inline_data < e->max_inline)
-		e->max_inline = ia.cap.max_inline_data;
+	if (j == 0 || cap.max_inline_data < e->max_inline)
+		e->max_inline = cap.max_inline_data;
 	return qp;
 }
 
@@ -568,19 +752,40 @@ out:
 	return ret;
 }
 
-static void ep_destroy(struct bt_ep *e)
+static void cqs_destroy(struct bt_cqs *s)
 {
+	for (unsigned int i = 0; s->c && i < s->n; i++)
+		if (s->c[i].cq)
+			ibv_destroy_cq(s->c[i].cq);
+	if (s->ch)
+		ibv_destroy_comp_channel(s->ch);
+	free(s->c);
+}
+
+/* Everything ep_create made; -1 if a domain could not be destroyed (said
+ * on stderr). */
+static int ep_destroy(struct bt_ep *e)
+{
+	int ret = 0;
+
 	for (uint32_t j = 0; e->qp && j < e->nqp; j++)
 		if (e->qp[j])
 			ibv_destroy_qp(e->qp[j]);
-	if (e->scq.cq)
-		ibv_destroy_cq(e->scq.cq);
-	if (e->rcq.cq)
-		ibv_destroy_cq(e->rcq.cq);
-	if (e->scq.ch)
-		ibv_destroy_comp_channel(e->scq.ch);
-	if (e->rcq.ch)
-		ibv_destroy_comp_channel(e->rcq.ch);
+	cqs_destroy(&e->scq);
+	cqs_destroy(&e->rcq);
+	for (unsigned int i = 0; e->dom && i < e->ndom; i++) {
+		int err;
+
+		if (!e->dom[i])
+			continue;
+		err = ibv_exp_destroy_res_domain(e->ctx, e->dom[i], NULL);
+		if (err) {
+			errmsg(e, "ibv_exp_destroy_res_domain: %s",
+			       strerror(err));
+			ret = -1;
+		}
+	}
+	free(e->dom);
 	if (e->mr)
 		ibv_dereg_mr(e->mr);
 	if (e->pd)
@@ -599,6 +804,7 @@ static void ep_destroy(struct bt_ep *e)
 	free(e->done);
 	free(e->unsig);
 	free(e->samples);
+	return ret;
 }
 
 static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
@@ -715,12 +921,16 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 		       strerror(errno));
 		return -1;
 	}
-	/* the send CQ holds at most one CQE per sig_every WRs per QP (plus
-	 * the last of a run); the receive CQ one per receive WR */
+	if (make_domains(e))
+		return -1;
+	/* a send CQ holds at most one CQE per sig_every WRs per QP (plus
+	 * the last of a run); a receive CQ one per receive WR; per-qp: a
+	 * pair of CQs for each QP */
 	{
-		uint64_t scqe = (uint64_t)e->nqp *
-				(e->sq_depth / e->sig_every + 2);
-		uint64_t rcqe = (uint64_t)e->nqp * e->rq_depth;
+		unsigned int ncq = o->domains == BT_DOM_PER_QP ? e->nqp : 1;
+		uint64_t per = ncq == 1 ? e->nqp : 1;
+		uint64_t scqe = per * (e->sq_depth / e->sig_every + 2);
+		uint64_t rcqe = per * e->rq_depth;
 
 		if (scqe > (uint64_t)da.max_cqe || rcqe > (uint64_t)da.max_cqe) {
 			errmsg(e, "-q %u x -o %u needs more CQEs than the "
@@ -728,8 +938,8 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 			       da.max_cqe);
 			return -1;
 		}
-		if (make_cq(e, &e->scq, (int)scqe) ||
-		    make_cq(e, &e->rcq, (int)rcqe))
+		if (make_cqs(e, &e->scq, ncq, (int)scqe) ||
+		    make_cqs(e, &e->rcq, ncq, (int)rcqe))
 			return -1;
 	}
 	for (uint32_t j = 0; j < e->nqp; j++) {
@@ -841,7 +1051,7 @@ static int bw_pump(struct bt_ep *e, bool progress)
 			if (post_one(e, j))
 				return -1;
 	while (completed < total) {
-		int n = cq_wait(e, &e->scq, BT_WC_BATCH);
+		int n = cq_wait(e, &e->scq, 0, e->scq.n, BT_WC_BATCH);
 
 		if (n < 0)
 			return -1;
@@ -889,7 +1099,7 @@ static int bw_receiver(struct bt_ep *e, uint64_t size)
 	uint64_t total = (bw_warmup(e, size) + e->iters) * e->nqp, got = 0;
 
 	while (got < total) {
-		int n = cq_wait(e, &e->rcq, BT_WC_BATCH);
+		int n = cq_wait(e, &e->rcq, 0, e->rcq.n, BT_WC_BATCH);
 
 		if (n < 0)
 			return -1;
@@ -950,7 +1160,7 @@ static int lat_client(struct bt_ep *e, uint64_t size)
 		} else {
 			/* read, atomic: the operation's own completion */
 			uint64_t c = 0;
-			int n = cq_wait(e, &e->scq, 1);
+			int n = cq_wait(e, &e->scq, 0, 1, 1);
 
 			if (n < 0 || reap_send(e, e->wc, n, &c))
 				return -1;
@@ -1011,13 +1221,40 @@ static void lat_result(struct bt_ep *e, uint64_t warm, struct bt_result *r)
 
 /* ---- the two halves ---- */
 
-int bt_client(const struct bt_opts *o, int fd, struct bt_result *res)
+int bt_client(const struct bt_opts *o, int fd, struct bt_result *res,
+	      struct bt_placement *where)
 {
 	struct bt_ep e;
 	int ret = 1;
 
 	if (ep_create(&e, o, fd, false))
 		goto out;
+	/* where the QPs went (the doorbell page, whatever API put them
+	 * there), and out of how many pages */
+	{
+		struct ibv_exp_device_attr xa;
+		int err;
+
+		memset(&xa, 0, sizeof(xa));
+		xa.comp_mask = IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS;
+		err = ibv_exp_query_device(e.ctx, &xa);
+		if (err || !(xa.comp_mask &
+			     IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS)) {
+			errmsg(&e, "ibv_exp_query_device: %s",
+			       err ? strerror(err) : "no max_resource_domains");
+			goto out;
+		}
+		where->max_resource_domains = xa.max_resource_domains;
+	}
+	where->nqp = e.nqp;
+	for (uint32_t j = 0; j < e.nqp; j++) {
+		int err = sv_query_qp_db(e.qp[j], &where->qp_db[j]);
+
+		if (err) {
+			errmsg(&e, "sv_query_qp_db: %s", strerror(err));
+			goto out;
+		}
+	}
 	for (unsigned int s = 0; s < o->nsizes; s++) {
 		uint64_t size = o->sizes[s], n = bt_iters_for(o, size);
 		uint64_t warm = bt_warmup_for(o, n), ns = 0;
@@ -1054,7 +1291,8 @@ int bt_client(const struct bt_opts *o, int fd, struct bt_result *res)
 		goto out;
 	ret = 0;
 out:
-	ep_destroy(&e);
+	if (ep_destroy(&e))
+		ret = 1;
 	return ret;
 }
 
@@ -1093,6 +1331,7 @@ int bt_server(const struct bt_opts *o, int fd)
 	}
 	ret = 0;
 out:
-	ep_destroy(&e);
+	if (ep_destroy(&e))
+		ret = 1;
 	return ret;
 }

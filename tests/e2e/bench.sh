@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # softverbs bench: a short run of every test in both modes, busy polling and
-# with completion events, several QPs, size lists and sweeps, each as --json
-# checked for the shared format and sane numbers (never for speed); the
-# table; bad arguments give a clear error and exit 2.
+# with completion events, several QPs, size lists and sweeps, resource
+# domains (--res-domain, --domains), each as --json checked for the shared
+# format and sane numbers (never for speed) and the domains for where their
+# QPs went; the table; bad arguments give a clear error and exit 2.
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 >/dev/null || fail "python3 is needed to read the JSON"
 out=$SV_TEST_DIR/bench.json
 err=$SV_TEST_DIR/bench.err
 
-# check FILE TEST MODE QPS OUTSTANDING EVENTS SIZES(a,b,..) ITERS
+# check FILE TEST MODE QPS OUTSTANDING EVENTS SIZES(a,b,..) ITERS [DOMAINS
+# [THREAD,MSG]]: DOMAINS none (the default), one or per-qp
 check() {
 	python3 - "$@" <<'EOF'
 import json, math, sys
-f, test, mode, qps, outst, events, sizes, iters = sys.argv[1:]
+f, test, mode, qps, outst, events, sizes, iters = sys.argv[1:9]
+domains = sys.argv[9] if len(sys.argv) > 9 else "none"
+res_domain = sys.argv[10] if len(sys.argv) > 10 else \
+    (None if domains == "none" else "safe,default")
 qps, outst, iters = int(qps), int(outst), int(iters)
 sizes = [int(s) for s in sizes.split(",")]
 d = json.load(open(f))
@@ -21,11 +26,29 @@ def need(cond, what):
     if not cond:
         sys.exit("bad JSON (%s): %s" % (what, json.dumps(d)[:2000]))
 need(set(d) == {"tool", "test", "mode", "qps", "outstanding", "events",
+                "domains", "res_domain", "qp_db", "max_resource_domains",
                 "results"}, "top-level keys")
 need(d["tool"] == "softverbs bench", "tool")
 need(d["test"] == test and d["mode"] == mode, "test and mode")
 need(d["qps"] == qps and d["outstanding"] == outst, "qps, outstanding")
 need(d["events"] is (events == "true"), "events")
+# resource domains: as asked, and the QPs where they say (sv_query_qp_db:
+# page 0 is the shared default, 1 .. max_resource_domains domain pages)
+need(d["domains"] == domains and d["res_domain"] == res_domain,
+     "domains, res_domain")
+mx, db = d["max_resource_domains"], d["qp_db"]
+need(isinstance(mx, int) and mx >= 1, "max_resource_domains")
+need(isinstance(db, list) and len(db) == qps and
+     all(isinstance(x, int) and 0 <= x <= mx for x in db), "qp_db")
+if domains == "none":
+    need(all(x == 0 for x in db), "no domain: the default page")
+else:
+    need(all(x >= 1 for x in db), "in a domain: a domain page")
+if domains == "one":
+    need(len(set(db)) == 1, "one domain: one page")
+if domains == "per-qp" and 2 * qps <= mx:
+    # both processes' domains fit: each got a page of its own
+    need(len(set(db)) == qps, "a domain per QP: a page per QP")
 res = d["results"]
 need([r["size"] for r in res] == sizes, "sizes")
 num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) \
@@ -100,6 +123,35 @@ run "-a atomic" -t atomic -m lat -a -n 20
 check "$out" atomic lat 1 1 false 8 20 || fail "-a atomic: not 8 only"
 pass "size lists and sweeps"
 
+# resource domains: every test, both modes, the three placements, the
+# thread and message models, busy polling and -e
+run "rd write" -t write -q 2 -o 16 -s 64 -n 200 --domains per-qp
+check "$out" write bw 2 16 false 64 200 per-qp || fail "write --domains per-qp"
+run "rd read" -t read -q 4 -o 8 -s 4096 -n 100 --domains one
+check "$out" read bw 4 8 false 4096 100 one || fail "read --domains one"
+run "rd send" -t send -q 3 -o 4 -s 100 -n 100 -e --domains per-qp \
+	--res-domain single,high_bw
+check "$out" send bw 3 4 true 100 100 per-qp single,high_bw ||
+	fail "send -e --domains per-qp --res-domain single,high_bw"
+run "rd atomic" -t atomic -q 2 -n 100 --res-domain unsafe,default
+check "$out" atomic bw 2 64 false 8 100 one unsafe,default ||
+	fail "atomic --res-domain unsafe,default"
+run "rd write lat" -t write -m lat --sizes 2,64 -n 50 \
+	--res-domain safe,low_latency
+check "$out" write lat 1 1 false 2,64 50 one safe,low_latency ||
+	fail "write lat --res-domain safe,low_latency"
+run "rd write lat -e" -t write -m lat -s 8 -n 50 -e \
+	--res-domain single,force_low_latency
+check "$out" write lat 1 1 true 8 50 one single,force_low_latency ||
+	fail "write lat -e --res-domain single,force_low_latency"
+run "rd send lat" -t send -m lat -s 8 -n 50 --domains per-qp \
+	--res-domain unsafe,high_bw
+check "$out" send lat 1 1 false 8 50 per-qp unsafe,high_bw ||
+	fail "send lat --domains per-qp --res-domain unsafe,high_bw"
+run "rd read lat" -t read -m lat -s 8 -n 50 --domains none
+check "$out" read lat 1 1 false 8 50 none || fail "read lat --domains none"
+pass "resource domains: placements and models, the QPs where they say"
+
 # the table: a header and a row per size, no progress bar off a terminal
 "$SV" bench -t read --sizes 8,16 -n 20 >"$out" 2>"$err" ||
 	{ cat "$err"; fail "table run failed"; }
@@ -110,6 +162,13 @@ grep -q '#bytes' "$out" || fail "no table header"
 	fail "not one row per size"
 "$SV" bench -m lat -s 8 -n 20 --no-progress >"$out" 2>"$err" &&
 	grep -q 't_p99' "$out" || { cat "$err" "$out"; fail "lat table"; }
+grep -q 'busy polling, domains none' "$out" || fail "lat table: no domains"
+"$SV" bench -q 2 -s 8 -n 20 --domains per-qp --no-progress >"$out" \
+	2>"$err" || { cat "$err" "$out"; fail "table with domains"; }
+cat "$out"
+grep -q 'domains per-qp safe,default' "$out" &&
+	grep -q 'doorbell pages of the QPs: [1-9][0-9]* [1-9]' "$out" ||
+	fail "table: no domains or pages in the header"
 pass "the table"
 
 # bad arguments: a message naming the problem, exit 2, no output
@@ -138,6 +197,14 @@ bad "more than 32768 WRs" -q 128 -o 1024
 bad "unknown option '--bogus'" --bogus
 bad "-s needs a value" -s
 bad "unexpected argument 'x'" x
+bad "unknown thread model 'fast'" --res-domain fast
+bad "unknown thread model ''" --res-domain ,high_bw
+bad "unknown message model 'quick'" --res-domain safe,quick
+bad "unknown message model 'high_bw,x'" --res-domain single,high_bw,x
+bad "--domains: unknown value 'all'" --domains all
+bad "--res-domain and --domains none exclude each other" \
+	--res-domain safe --domains none
+bad "--res-domain needs a value" --res-domain
 "$SV" bench --help | grep -q '^usage: softverbs bench' ||
 	fail "bench --help"
 pass "bad arguments: clear errors, exit 2"

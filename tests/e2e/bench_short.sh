@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench, short, so that it cannot rot: bench/run.sh --short into a
 # folder of its own must exit 0 and leave results.json (every part there and
-# well-formed), table.txt (the ratios and the issue's targets), the two PNG
-# plots, and no process behind it. Timings are printed, never checked.
+# well-formed, the resource-domain comparisons of issue 5 included),
+# table.txt (the ratios and the issues' targets), the two PNG plots, and no
+# process behind it. Timings are printed, never checked.
 . "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$SV_TEST_DIR/bench
@@ -73,8 +74,79 @@ if st.get("budgets") == "ok":
     b = R.get("budgets") or {}
     need(all(b.get(k, 0) > 0 for k in ("post_send_ir", "poll_cq_ir",
                                        "engine_wqe_ir")), "budgets")
+    rd = b.get("res_domains") or {}
+    need("error" not in rd, "budgets: resource domains measured")
+    for m in ("plain", "safe", "unsafe", "single"):
+        x = rd.get(m) or {}
+        need(all(x.get(k, 0) > 0 for k in ("post_send_ir", "poll_cq_ir"))
+             and abs(x.get("post_poll_ir", 0) - x.get("post_send_ir", 0)
+                     - x.get("poll_cq_ir", 0)) < 0.2,
+             "budgets: %s post, poll, post+poll" % m)
+        need(x.get("db") == 0 if m == "plain" else (x.get("db") or 0) >= 1,
+             "budgets: %s doorbell page" % m)
+    v = rd.get("single_vs_safe") or {}
+    need(v.get("post_poll", 0) > 0 and v.get("post_poll_fewer_pct") is not None,
+         "budgets: SINGLE against SAFE")
 else:
     need(st.get("budgets") in ("skipped", "missing"), "budgets step")
+
+# resource domains (issue 5): every comparison there, the runs as asked
+if has_bench:
+    D = R.get("res_domains") or {}
+    need(D.get("rounds", 0) >= 1, "res_domains: rounds")
+
+    def cfg_ok(c, what, key, domains, res_domain, qps=1):
+        rows = (c or {}).get("results")
+        rows_ok(rows, key, "res_domains " + what)
+        need(all(len(r.get("runs") or []) == D.get("rounds") for r in rows or []),
+             "res_domains %s: a figure per round" % what)
+        need((c or {}).get("domains") == domains and
+             (c or {}).get("res_domain") == res_domain,
+             "res_domains %s: domains %s, res_domain %s" % (what, domains,
+                                                            res_domain))
+        for db in (c or {}).get("qp_db") or [None]:
+            ok = isinstance(db, list) and len(db) == qps
+            if ok and domains == "none":
+                ok = all(x == 0 for x in db)
+            elif ok and domains == "one":
+                ok = len(set(db)) == 1 and db[0] >= 1
+            elif ok:
+                # distinct pages while both processes' domains fit
+                mx = (c or {}).get("max_resource_domains") or 0
+                ok = min(db) >= 1 and (len(set(db)) == qps or 2 * qps > mx)
+            need(ok, "res_domains %s: doorbell pages %r" % (what, db))
+
+    lat = (D.get("latency") or {}).get("configs") or {}
+    cfg_ok(lat.get("none"), "lat none", "lat_p50_us", "none", None)
+    cfg_ok(lat.get("safe_low_latency"), "lat low_latency", "lat_p50_us",
+           "one", "safe,low_latency")
+    cfg_ok(lat.get("safe_high_bw"), "lat high_bw", "lat_p50_us", "one",
+           "safe,high_bw")
+    need(all((r.get("ratio") or 0) > 0 for r in
+             (D.get("latency") or {}).get("low_latency_vs_high_bw") or [{}]),
+         "res_domains: latency LOW_LATENCY / HIGH_BW")
+    rate = (D.get("msg_rate") or {}).get("configs") or {}
+    cfg_ok(rate.get("none"), "rate none", "msg_rate_Mpps", "none", None)
+    cfg_ok(rate.get("safe_default"), "rate default", "msg_rate_Mpps", "one",
+           "safe,default")
+    cfg_ok(rate.get("safe_high_bw"), "rate high_bw", "msg_rate_Mpps", "one",
+           "safe,high_bw")
+    need(all((r.get("ratio") or 0) > 0 for r in
+             (D.get("msg_rate") or {}).get("high_bw_vs_default") or [{}]),
+         "res_domains: message rate HIGH_BW / DEFAULT")
+    for n in ("2", "4"):
+        q = (D.get("qps") or {}).get(n) or {}
+        for c in ("none", "one", "per-qp"):
+            cfg_ok((q.get("configs") or {}).get(c), "%s QPs %s" % (n, c),
+                   "msg_rate_Mpps", c, None if c == "none" else "safe,default",
+                   int(n))
+        need((q.get("per_qp_vs_one") or 0) > 0 and
+             (q.get("per_qp_vs_none") or 0) > 0,
+             "res_domains: %s QPs, per-qp against one and none" % n)
+    T5 = R.get("targets_issue5") or []
+    need(len(T5) == 1 and (st.get("budgets") != "ok" or
+                           T5[0]["value"] is not None),
+         "the target of issue 5 (SINGLE against SAFE)")
 
 T = R.get("targets") or []
 need(len(T) == 5, "five targets")
@@ -84,8 +156,14 @@ if has_bench:
 
 table = open(os.path.join(out, "table.txt")).read()
 for s in ("Bandwidth (MB/s)", "Latency (us p50)", "Targets of issue 4",
-          "Registration", "Instructions"):
+          "Registration", "Instructions", "Resource domains (issue 5)",
+          "Targets of issue 5"):
     need(s in table, "table.txt: " + s)
+if has_bench:
+    for s in ("ll/hb", "hb/def", "pq/one"):
+        need(s in table, "table.txt: " + s)
+if st.get("budgets") == "ok":
+    need("SINGLE / SAFE" in table, "table.txt: SINGLE / SAFE")
 
 for png in ("bw_vs_size.png", "lat_vs_size.png"):
     p = os.path.join(out, png)
