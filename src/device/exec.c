@@ -42,6 +42,8 @@
 #include "device/engine.h"
 #include "device/sv_dev.h"
 
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
 /* ================= pure helpers ================= */
 
 uint64_t sv_rnr_timer_ns(uint8_t code)
@@ -364,17 +366,15 @@ static bool *rx_busy_of(struct sv_qp *t)
  *    requester or the responder was destroyed or changed state meanwhile:
  *    the caller then drops what it was doing.
  */
-static int msg_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
-		    const struct sv_mem *dst, uint64_t doff,
-		    const struct sv_mem *src, uint64_t soff, uint64_t len)
+static __attribute__((noinline)) int
+msg_copy_unlocked(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
+		  const struct sv_mem *dst, uint64_t doff,
+		  const struct sv_mem *src, uint64_t soff, uint64_t len)
 {
 	uint32_t qgen = m->qp->state_gen, tgen = t->state_gen;
 	bool *busy = rx ? rx_busy_of(t) : NULL;
 	int ret;
 
-	if (len < SV_UNLOCKED_COPY || !x->copy_seq)
-		return sv_mem_copy(dst, doff, src, soff, len, x->bounce,
-				   x->bounce_bytes);
 	if (busy)
 		*busy = true;
 	__atomic_store_n(x->copy_seq, *x->copy_seq + 1, __ATOMIC_RELEASE);
@@ -394,6 +394,18 @@ static int msg_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
 	else if (t->dead || t->state_gen != tgen)
 		m->lost = LOST_RESP;
 	return ret;
+}
+
+static inline int msg_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t,
+			   bool rx, const struct sv_mem *dst, uint64_t doff,
+			   const struct sv_mem *src, uint64_t soff,
+			   uint64_t len)
+{
+	if (unlikely(len >= SV_UNLOCKED_COPY && x->copy_seq))
+		return msg_copy_unlocked(x, m, t, rx, dst, doff, src, soff,
+					 len);
+	return sv_mem_copy(dst, doff, src, soff, len, x->bounce,
+			   x->bounce_bytes);
 }
 
 /* The responder's answer once an unlocked copy found things changed. */
