@@ -443,37 +443,33 @@ void sv_engine_release(struct sv_engine *e)
 		e->exclusive = false;
 }
 
+/* A spin time from the environment: $name in microseconds, 0 .. 10 s. */
+static void env_spin(const char *name, uint64_t *ns)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long us;
+
+	if (!v || !*v)
+		return;
+	us = strtoul(v, &end, 10);
+	if (!*end && us <= 10000000ul)
+		*ns = (uint64_t)us * 1000u;
+	else
+		sv_log(SV_LOG_WARN, "ignoring %s=%s", name, v);
+}
+
 int sv_engine_start(void)
 {
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret;
 
-	{
-		const char *v = getenv("SOFTVERBSD_SPIN_US");
-		char *end;
-		unsigned long us;
-
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-		if (ncpu <= 2)
-			spin_ns = SV_SPIN_NS_FEW;
-		if (ncpu <= SV_FEW_CPUS_LL)
-			ll_spin_ns = 0;
-		if (v && *v) {
-			us = strtoul(v, &end, 10);
-			if (!*end && us <= 10000000ul)
-				spin_ns = (uint64_t)us * 1000u;
-			else
-				sv_log(SV_LOG_WARN, "ignoring SOFTVERBSD_SPIN_US=%s", v);
-		}
-		v = getenv("SOFTVERBSD_LL_SPIN_US");
-		if (v && *v) {
-			us = strtoul(v, &end, 10);
-			if (!*end && us <= 10000000ul)
-				ll_spin_ns = (uint64_t)us * 1000u;
-			else
-				sv_log(SV_LOG_WARN, "ignoring SOFTVERBSD_LL_SPIN_US=%s", v);
-		}
-	}
+	if (ncpu <= 2)
+		spin_ns = SV_SPIN_NS_FEW;
+	if (ncpu <= SV_FEW_CPUS_LL)
+		ll_spin_ns = 0;
+	env_spin("SOFTVERBSD_SPIN_US", &spin_ns);
+	env_spin("SOFTVERBSD_LL_SPIN_US", &ll_spin_ns);
 	ret = sv_ring_alloc("softverbs-doorbell",
 			    (size_t)SV_DB_PAGES * SV_DB_PAGE_BYTES,
 			    &sv_dev.db_memfd, &sv_dev.db_map);

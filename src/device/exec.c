@@ -793,6 +793,25 @@ static void rq_complete(struct sv_qp *t, struct rwqe *r, uint32_t status,
 		qp_error(t, 0);
 }
 
+/* The receive WQE a message consumes, looked at (rq_peek): 0, or the
+ * responder's answer when there is none to take: RES_BUSY (another engine
+ * fills the head one), RES_RNR (none posted; m->rnr_ns set), RES_NOACK (the
+ * target just went to ERR). */
+static inline __attribute__((always_inline)) int
+rq_next(struct sv_qp *t, struct rwqe *r, struct msg *m)
+{
+	int ret;
+
+	if (*rx_busy_of(t))
+		return RES_BUSY;
+	ret = rq_peek(t, r);
+	if (ret == -ENOENT) {
+		m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
+		return RES_RNR;
+	}
+	return ret ? RES_NOACK : 0;
+}
+
 /* Take a receive WQE and fill it with the message (SEND / SEND_WITH_IMM). */
 static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
@@ -802,15 +821,9 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	uint32_t st;
 	int ret;
 
-	if (*rx_busy_of(t))
-		return RES_BUSY;
-	ret = rq_peek(t, &r);
-	if (ret == -ENOENT) {
-		m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
-		return RES_RNR;
-	}
+	ret = rq_next(t, &r, m);
 	if (ret)
-		return RES_NOACK;       /* the target just went to ERR */
+		return ret;
 	st = rq_resolve(t, &r);
 	if (st != IBV_WC_SUCCESS) {
 		rq_complete(t, &r, st, IBV_WC_RECV, m, 0);
@@ -887,15 +900,9 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
 		return resp_inv_req(t);
 	if (imm) {
-		if (*rx_busy_of(t))
-			return RES_BUSY;
-		ret = rq_peek(t, &r);
-		if (ret == -ENOENT) {
-			m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
-			return RES_RNR;
-		}
+		ret = rq_next(t, &r, m);
 		if (ret)
-			return RES_NOACK;
+			return ret;
 	}
 	if (m->len) {
 		if (!rkey_resolve(t, h->rkey, h->remote_addr, m->len,

@@ -127,7 +127,6 @@ static int map_rings(struct sv_context *ctx, struct sv_qp *qp, int fd,
 	}
 	qp->ring = map;
 	qp->ring_bytes = r->ring_bytes;
-	qp->db_index = r->db_index;
 	qp->db = (struct sv_doorbell *)((char *)ctx->db_map +
 					(size_t)r->db_index * SV_DB_PAGE_BYTES);
 	qp->max_send_wr = cap->max_send_wr;
@@ -408,7 +407,7 @@ SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 
 /* ---- modify and query ---- */
 
-static void ah_to_wire(const struct ibv_ah_attr *a, struct sv_wire_ah *w)
+void sv_ah_to_wire(const struct ibv_ah_attr *a, struct sv_wire_ah *w)
 {
 	memset(w, 0, sizeof(*w));
 	memcpy(w->dgid, a->grh.dgid.raw, sizeof(w->dgid));
@@ -461,7 +460,7 @@ static void qp_attr_to_wire(const struct ibv_qp_attr *a, int mask,
 	if (mask & IBV_QP_QKEY)
 		w->qkey = a->qkey;
 	if (mask & IBV_QP_AV)
-		ah_to_wire(&a->ah_attr, &w->ah_attr);
+		sv_ah_to_wire(&a->ah_attr, &w->ah_attr);
 	if (mask & IBV_QP_PATH_MTU)
 		w->path_mtu = a->path_mtu;
 	if (mask & IBV_QP_TIMEOUT)
@@ -475,7 +474,7 @@ static void qp_attr_to_wire(const struct ibv_qp_attr *a, int mask,
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		w->max_rd_atomic = a->max_rd_atomic;
 	if (mask & IBV_QP_ALT_PATH) {
-		ah_to_wire(&a->alt_ah_attr, &w->alt_ah_attr);
+		sv_ah_to_wire(&a->alt_ah_attr, &w->alt_ah_attr);
 		w->alt_pkey_index = a->alt_pkey_index;
 		w->alt_port_num = a->alt_port_num;
 		w->alt_timeout = a->alt_timeout;

@@ -234,6 +234,9 @@ SV_EXPORT int sv_query_qp_db(struct ibv_qp *qp, uint32_t *db_index)
 {
 	if (!qp || !db_index)
 		return EINVAL;
-	*db_index = to_sv_qp(qp)->db_index;
+	/* the page its doorbell pointer is in */
+	*db_index = (uint32_t)(((char *)to_sv_qp(qp)->db -
+				(char *)to_sv_ctx(qp->context)->db_map) /
+			       SV_DB_PAGE_BYTES);
 	return 0;
 }

@@ -212,7 +212,6 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 {
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
-	struct sv_wire_ah *w;
 	struct sv_ah *ah;
 	int ret;
 
@@ -223,18 +222,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 		return sv_err_ptr(-ENOMEM);
 	sv_cmd_init(&cmd, SV_CMD_CREATE_AH);
 	cmd.u.create_ah.pd = to_sv_pd(pd)->handle;
-	w = &cmd.u.create_ah.attr;
-	memcpy(w->dgid, attr->grh.dgid.raw, sizeof(w->dgid));
-	w->flow_label = attr->grh.flow_label;
-	w->sgid_index = attr->grh.sgid_index;
-	w->hop_limit = attr->grh.hop_limit;
-	w->traffic_class = attr->grh.traffic_class;
-	w->dlid = attr->dlid;
-	w->sl = attr->sl;
-	w->src_path_bits = attr->src_path_bits;
-	w->static_rate = attr->static_rate;
-	w->is_global = attr->is_global;
-	w->port_num = attr->port_num;
+	sv_ah_to_wire(attr, &cmd.u.create_ah.attr);
 	ret = sv_conn_call(sv_conn_of(pd->context), &cmd, -1, &rsp, NULL);
 	if (ret) {
 		free(ah);

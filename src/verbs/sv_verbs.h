@@ -88,7 +88,7 @@ struct sv_res_domain {
 	struct ibv_exp_res_domain ibrd; /* first: what the application holds */
 	uint64_t handle;           /* the daemon's DOMAIN */
 	uint32_t db_index;         /* its doorbell page */
-	uint32_t dedicated;        /* 1: no other domain uses the page */
+	uint32_t dedicated;        /* 1: alone on its page when created */
 	enum ibv_exp_thread_model thread_model;
 	enum ibv_exp_msg_model msg_model;
 	uint32_t refs;             /* CQs and QPs made in it (atomic) */
@@ -143,7 +143,6 @@ struct sv_td {
 	struct ibv_td ibtd;
 	uint32_t refs;             /* parent domains using it */
 	uint64_t domain;           /* the daemon's DOMAIN */
-	uint32_t db_index;
 };
 
 /* The daemon domain of a QP made on pd: its thread domain's, or 0. */
@@ -279,7 +278,6 @@ struct sv_qp {
 	size_t ring_bytes;
 	struct sv_ring_mem mem;    /* where ring lives */
 	struct sv_res_domain *rd;  /* its resource domain (a reference), or NULL */
-	uint32_t db_index;         /* its doorbell page (sv_query_qp_db) */
 	struct sv_wq sq;
 	struct sv_wq rq;           /* entries == 0 with an SRQ */
 	struct sv_doorbell *db;    /* the page of the QP's engine */
@@ -324,6 +322,9 @@ struct sv_ah {
 	struct ibv_ah ibah;
 	uint64_t handle;
 };
+
+/* An address vector as the daemon takes it (qp.c; also CREATE_AH). */
+void sv_ah_to_wire(const struct ibv_ah_attr *a, struct sv_wire_ah *w);
 
 /* Wake the engine behind a doorbell page if it sleeps: the only system call
  * on the post path. Call after publishing a producer counter. */

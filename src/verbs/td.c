@@ -50,7 +50,6 @@ struct ibv_td *sv_alloc_td(struct ibv_context *context,
 	}
 	td->ibtd.context = context;
 	td->domain = r.handle;
-	td->db_index = r.db_index;
 	return &td->ibtd;
 }
 

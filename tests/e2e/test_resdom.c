@@ -217,6 +217,29 @@ static void pair_transfer(struct ibv_qp *a, struct ibv_cq *ca, struct ibv_qp *b,
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 }
 
+/* A CQ and an RC QP in ra, another pair in rb (may be ra): each QP on its
+ * domain's page, data both ways, then gone. */
+static void domains_pair(struct ibv_exp_res_domain *ra,
+			 struct ibv_exp_res_domain *rb)
+{
+	struct ibv_cq *ca = cq_in(ra), *cb = cq_in(rb);
+	struct ibv_qp *a, *b;
+
+	assert_non_null(ca);
+	assert_non_null(cb);
+	a = qp_in(ra, ca);
+	b = qp_in(rb, cb);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(qp_db(a), rd_info(ra).db_index);
+	assert_int_equal(qp_db(b), rd_info(rb).db_index);
+	pair_transfer(a, ca, b, cb);
+	assert_int_equal(ibv_destroy_qp(a), 0);
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_destroy_cq(ca), 0);
+	assert_int_equal(ibv_destroy_cq(cb), 0);
+}
+
 /* ---- every thread model x message model ---- */
 
 static const enum ibv_exp_thread_model tms[] = {
@@ -234,8 +257,6 @@ static void test_models(void **state)
 		for (size_t m = 0; m < VU_ARRAY_SIZE(mms); m++) {
 			struct ibv_exp_res_domain *rd = rd_new(tms[t], mms[m]);
 			struct sv_res_domain_info i;
-			struct ibv_cq *ca, *cb;
-			struct ibv_qp *a, *b;
 
 			if (!rd)
 				fail_msg("domain %zu/%zu: %s", t, m,
@@ -247,21 +268,7 @@ static void test_models(void **state)
 			/* every page is free: each domain gets one */
 			assert_int_equal(i.dedicated, 1);
 			assert_true(i.db_index >= 1 && i.db_index <= max_rd);
-			ca = cq_in(rd);
-			cb = cq_in(rd);
-			assert_non_null(ca);
-			assert_non_null(cb);
-			a = qp_in(rd, ca);
-			b = qp_in(rd, cb);
-			assert_non_null(a);
-			assert_non_null(b);
-			assert_int_equal(qp_db(a), i.db_index);
-			assert_int_equal(qp_db(b), i.db_index);
-			pair_transfer(a, ca, b, cb);
-			assert_int_equal(ibv_destroy_qp(a), 0);
-			assert_int_equal(ibv_destroy_qp(b), 0);
-			assert_int_equal(ibv_destroy_cq(ca), 0);
-			assert_int_equal(ibv_destroy_cq(cb), 0);
+			domains_pair(rd, rd);
 			assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd,
 								    NULL), 0);
 		}
@@ -379,8 +386,6 @@ static void test_exhaustion(void **state)
 	uint8_t *seen = calloc(max_rd + 1, 1);
 	struct ibv_exp_res_domain *force;
 	struct sv_res_domain_info i;
-	struct ibv_cq *ca, *cb;
-	struct ibv_qp *a, *b;
 
 	(void)state;
 	assert_non_null(rds);
@@ -401,21 +406,7 @@ static void test_exhaustion(void **state)
 		}
 	}
 	/* two shared domains still move data */
-	ca = cq_in(rds[max_rd]);
-	cb = cq_in(rds[max_rd + 1]);
-	assert_non_null(ca);
-	assert_non_null(cb);
-	a = qp_in(rds[max_rd], ca);
-	b = qp_in(rds[max_rd + 1], cb);
-	assert_non_null(a);
-	assert_non_null(b);
-	assert_int_equal(qp_db(a), rd_info(rds[max_rd]).db_index);
-	assert_int_equal(qp_db(b), rd_info(rds[max_rd + 1]).db_index);
-	pair_transfer(a, ca, b, cb);
-	assert_int_equal(ibv_destroy_qp(a), 0);
-	assert_int_equal(ibv_destroy_qp(b), 0);
-	assert_int_equal(ibv_destroy_cq(ca), 0);
-	assert_int_equal(ibv_destroy_cq(cb), 0);
+	domains_pair(rds[max_rd], rds[max_rd + 1]);
 
 	/* no page to dedicate */
 	errno = 0;
@@ -453,20 +444,7 @@ static void test_exhaustion(void **state)
 	assert_int_equal(i.dedicated, 1);
 	assert_true(i.db_index >= 1 && i.db_index <= max_rd);
 	/* and it works */
-	ca = cq_in(force);
-	cb = cq_in(force);
-	assert_non_null(ca);
-	assert_non_null(cb);
-	a = qp_in(force, ca);
-	b = qp_in(force, cb);
-	assert_non_null(a);
-	assert_non_null(b);
-	assert_int_equal(qp_db(a), i.db_index);
-	pair_transfer(a, ca, b, cb);
-	assert_int_equal(ibv_destroy_qp(a), 0);
-	assert_int_equal(ibv_destroy_qp(b), 0);
-	assert_int_equal(ibv_destroy_cq(ca), 0);
-	assert_int_equal(ibv_destroy_cq(cb), 0);
+	domains_pair(force, force);
 	errno = 0;
 	assert_null(rd_new(IBV_EXP_THREAD_SAFE, IBV_EXP_MSG_FORCE_LOW_LATENCY));
 	assert_int_equal(errno, ENOMEM);
