@@ -9,6 +9,13 @@
  *    (max_resource_domains from ibv_exp_query_device, a domain index at QP
  *    creation). Upstream's thread domains (ibv_alloc_td,
  *    ibv_alloc_parent_domain) need nothing from here.
+ *  - the memory-management extensions of seeds 002 and 004 that upstream
+ *    verbs have no name for: fast-register MRs and their page lists, the
+ *    fast-register work request (in ibv_exp_post_send and as an ibv_wr_*
+ *    style call), RDMA read with invalidate, block-list registration, type
+ *    2A windows. Memory windows, local invalidate, send with invalidate,
+ *    ibv_inc_rkey and zero-based MRs (IBV_ACCESS_ZERO_BASED,
+ *    ibv_reg_mr_iova) are the standard verbs.
  *
  * The functions are exported by softverbs' libibverbs.so.1 (version node
  * SOFTVERBS_1.0): link with -libverbs against softverbs' build, or run the
@@ -158,20 +165,237 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context,
 
 enum ibv_exp_device_attr_comp_mask {
 	IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS = 1 << 0,
-	IBV_EXP_DEVICE_ATTR_RESERVED = 1 << 1,
+	IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS = 1 << 1,
+	IBV_EXP_DEVICE_ATTR_MAX_FAST_REG_PAGE_LIST_LEN = 1 << 2,
+	IBV_EXP_DEVICE_ATTR_RESERVED = 1 << 3,
+};
+
+/* ibv_exp_device_attr.exp_device_cap_flags: the memory-management
+ * capabilities device_cap_flags has no bit for (it has
+ * IBV_DEVICE_MEM_MGT_EXTENSIONS, IBV_DEVICE_MEM_WINDOW and
+ * IBV_DEVICE_MEM_WINDOW_TYPE_2A / _2B). */
+enum ibv_exp_device_cap_flags {
+	IBV_EXP_DEVICE_FAST_REG_USER = 1 << 0,  /* fast register from here */
+	IBV_EXP_DEVICE_BLOCK_LIST = 1 << 1,     /* block-list MRs */
+	IBV_EXP_DEVICE_ZERO_BASED_MR = 1 << 2,  /* zero-based MRs */
+	IBV_EXP_DEVICE_ZERO_BASED_MW = 1 << 3,  /* zero-based windows */
+	IBV_EXP_DEVICE_READ_WITH_INV = 1 << 4,  /* RDMA read with invalidate */
+	IBV_EXP_DEVICE_SEND_WITH_INV = 1 << 5,  /* send with invalidate */
 };
 
 struct ibv_exp_device_attr {
-	/* in: the fields asked for; out: those filled in */
+	/* in: the fields asked for; out: those filled in (a field whose bit
+	 * is not asked for is not written) */
 	uint32_t comp_mask;
 	/* domain indices are [0, max_resource_domains); also the number of
 	 * doorbell pages the device can dedicate to domains */
 	uint32_t max_resource_domains;
+	/* with _EXP_CAP_FLAGS: enum ibv_exp_device_cap_flags */
+	uint64_t exp_device_cap_flags;
+	/* with _MAX_FAST_REG_PAGE_LIST_LEN: entries of a page / block list */
+	uint32_t max_fast_reg_page_list_len;
+	uint32_t reserved;
 };
 
 /* 0 or an errno value. */
 int ibv_exp_query_device(struct ibv_context *context,
 			 struct ibv_exp_device_attr *attr);
+
+/* ---------------- memory-management extensions (seeds 002, 004) -------- */
+
+/*
+ * A fast-register MR: keys but no memory, invalid until a fast-register
+ * work request makes it valid over a page list; local invalidate (or a
+ * peer's send with invalidate) makes it invalid again, and it may then be
+ * fast-registered anew (with a new 8-bit key). ibv_dereg_mr frees it. NULL
+ * with errno set (EINVAL: max_page_list_len not in
+ * [1, max_fast_reg_page_list_len]).
+ */
+struct ibv_mr *ibv_exp_alloc_fast_reg_mr(struct ibv_pd *pd,
+					 int max_page_list_len);
+
+/* One block of a block list: any address, any length (> 0). */
+struct ibv_exp_mem_block {
+	uint64_t addr;
+	uint64_t length;
+};
+
+/*
+ * A page list: max_page_list_len entries in memory the device reads
+ * directly (shared with it). A fast registration in page mode reads
+ * page_list[0 .. page_list_len), page addresses aligned to the page size;
+ * in block mode (IBV_EXP_FAST_REG_BLOCK_LIST) it reads
+ * blocks[0 .. page_list_len) (the same memory). The device reads the list
+ * when it executes the work request: keep it unchanged until that
+ * completes, then reuse it. One list per fast registration in flight.
+ */
+struct ibv_exp_fast_reg_page_list {
+	struct ibv_context *context;
+	uint64_t *page_list;
+	struct ibv_exp_mem_block *blocks;
+	unsigned int max_page_list_len;
+};
+
+/* NULL with errno set. */
+struct ibv_exp_fast_reg_page_list *
+ibv_exp_alloc_fast_reg_page_list(struct ibv_context *context,
+				 int max_page_list_len);
+/* 0 or an errno value. */
+int ibv_exp_free_fast_reg_page_list(struct ibv_exp_fast_reg_page_list *pl);
+
+/* The key of a fast-register MR with a new consumer key (its low 8 bits). */
+static inline uint32_t ibv_exp_update_fast_reg_key(uint32_t key,
+						   uint8_t newkey)
+{
+	return (key & 0xffffff00u) | newkey;
+}
+
+/*
+ * Register a valid MR over a list of blocks of any size and alignment, in
+ * the order given: the MR's bytes are block 0's, then block 1's, ...
+ * Addressed from iova, or from 0 with IBV_ACCESS_ZERO_BASED. NULL with
+ * errno set.
+ */
+struct ibv_mr *ibv_exp_reg_mr_blocks(struct ibv_pd *pd,
+				     const struct ibv_exp_mem_block *blocks,
+				     int nblocks, uint64_t iova,
+				     unsigned int access);
+
+/* Type 2A memory windows (associated with a QP only): pass this to
+ * ibv_alloc_mw. IBV_MW_TYPE_2 windows are type 2B (QP and PD). mw->type
+ * reads IBV_MW_TYPE_2 for both. */
+#define IBV_EXP_MW_TYPE_2A ((enum ibv_mw_type)3)
+
+/* The work requests of ibv_exp_post_send: the standard ones (same values)
+ * and the two upstream has no opcode for. */
+enum ibv_exp_wr_opcode {
+	IBV_EXP_WR_RDMA_WRITE = IBV_WR_RDMA_WRITE,
+	IBV_EXP_WR_RDMA_WRITE_WITH_IMM = IBV_WR_RDMA_WRITE_WITH_IMM,
+	IBV_EXP_WR_SEND = IBV_WR_SEND,
+	IBV_EXP_WR_SEND_WITH_IMM = IBV_WR_SEND_WITH_IMM,
+	IBV_EXP_WR_RDMA_READ = IBV_WR_RDMA_READ,
+	IBV_EXP_WR_ATOMIC_CMP_AND_SWP = IBV_WR_ATOMIC_CMP_AND_SWP,
+	IBV_EXP_WR_ATOMIC_FETCH_AND_ADD = IBV_WR_ATOMIC_FETCH_AND_ADD,
+	IBV_EXP_WR_LOCAL_INV = IBV_WR_LOCAL_INV,
+	IBV_EXP_WR_BIND_MW = IBV_WR_BIND_MW,
+	IBV_EXP_WR_SEND_WITH_INV = IBV_WR_SEND_WITH_INV,
+	/* make wr.fast_reg.mr valid (the seed's FAST_REG_MR) */
+	IBV_EXP_WR_FAST_REG_MR = 12,
+	/* RDMA_READ, then invalidate the local key invalidate_rkey once the
+	 * data has landed (the seed's READ_WITH_INV) */
+	IBV_EXP_WR_RDMA_READ_WITH_INV = 13,
+};
+
+/* The completion opcode of a fast registration. */
+#define IBV_EXP_WC_FAST_REG_MR ((enum ibv_wc_opcode)8)
+
+/* wr.fast_reg.flags */
+enum ibv_exp_fast_reg_flags {
+	/* the list holds blocks (page_list->blocks), not pages */
+	IBV_EXP_FAST_REG_BLOCK_LIST = 1 << 0,
+};
+
+/*
+ * A send work request of ibv_exp_post_send. Up to and including bind_mw
+ * it is laid out as struct ibv_send_wr (the standard opcodes read the same
+ * fields); fast_reg follows.
+ */
+struct ibv_exp_send_wr {
+	uint64_t wr_id;
+	struct ibv_exp_send_wr *next;
+	struct ibv_sge *sg_list;
+	int num_sge;
+	enum ibv_exp_wr_opcode exp_opcode;
+	unsigned int exp_send_flags;       /* enum ibv_send_flags */
+	union {
+		__be32 imm_data;
+		/* SEND_WITH_INV, LOCAL_INV: the key to invalidate;
+		 * RDMA_READ_WITH_INV: the local key (of the READ's sink) */
+		uint32_t invalidate_rkey;
+	};
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+		struct {
+			struct ibv_ah *ah;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+		} ud;
+	} wr;
+	union {
+		struct {
+			uint32_t remote_srqn;
+		} xrc;
+	} qp_type;
+	union {
+		struct {
+			struct ibv_mw *mw;
+			uint32_t rkey;
+			struct ibv_mw_bind_info bind_info;
+		} bind_mw;
+		struct {
+			void *hdr;
+			uint16_t hdr_sz;
+			uint16_t mss;
+		} tso;
+	};
+	/* IBV_EXP_WR_FAST_REG_MR (seed 002's fields) */
+	struct {
+		uint64_t iova_start;       /* ignored with IBV_ACCESS_ZERO_BASED */
+		struct ibv_mr *mr;         /* from ibv_exp_alloc_fast_reg_mr */
+		struct ibv_exp_fast_reg_page_list *page_list;
+		unsigned int page_size;    /* a power of two >= 4096 (pages) */
+		unsigned int page_list_len; /* entries used */
+		unsigned int first_byte_offset; /* into the first page/block */
+		uint64_t length;
+		int access_flags;          /* enum ibv_access_flags */
+		uint8_t key;               /* the new 8-bit consumer key */
+		uint32_t flags;            /* enum ibv_exp_fast_reg_flags */
+	} fast_reg;
+};
+
+/*
+ * ibv_post_send for struct ibv_exp_send_wr: standard and extended work
+ * requests in one list, executed in order. A FAST_REG_MR sets the MR's
+ * lkey and rkey to their new key (ibv_exp_update_fast_reg_key) when it is
+ * posted. 0, or an errno value and *bad_wr.
+ */
+int ibv_exp_post_send(struct ibv_qp *qp, struct ibv_exp_send_wr *wr,
+		      struct ibv_exp_send_wr **bad_wr);
+
+/* The fast registration of ibv_exp_wr_fast_reg_mr: the fields of
+ * ibv_exp_send_wr.fast_reg but the MR and key. */
+struct ibv_exp_fast_reg_attr {
+	struct ibv_exp_fast_reg_page_list *page_list;
+	unsigned int page_size;
+	unsigned int page_list_len;
+	unsigned int first_byte_offset;
+	uint64_t length;
+	uint64_t iova_start;
+	int access_flags;
+	uint32_t flags;                    /* enum ibv_exp_fast_reg_flags */
+};
+
+/*
+ * ibv_wr_* style, between ibv_wr_start and ibv_wr_complete of a QP created
+ * with ibv_create_qp_ex: a fast registration of mr with the new consumer
+ * key (ex->wr_id, ex->wr_flags as for any builder), and an RDMA read that
+ * invalidates invalidate_lkey once its data has landed (then
+ * ibv_wr_set_sge*). Errors show in ibv_wr_complete.
+ */
+void ibv_exp_wr_fast_reg_mr(struct ibv_qp_ex *qp, struct ibv_mr *mr,
+			    uint8_t key,
+			    const struct ibv_exp_fast_reg_attr *attr);
+void ibv_exp_wr_rdma_read_inv(struct ibv_qp_ex *qp, uint32_t rkey,
+			      uint64_t remote_addr, uint32_t invalidate_lkey);
 
 /* ---------------- softverbs' own: what a domain got ---------------- */
 

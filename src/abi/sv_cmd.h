@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 2u
+#define SV_PROTO_VERSION 3u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -29,6 +29,7 @@ enum sv_obj_type {
 	SV_OBJ_NONE = 0,
 	SV_OBJ_DOMAIN,    /* resource domain: a doorbell page and its engine */
 	SV_OBJ_CHANNEL,   /* completion channel */
+	SV_OBJ_PAGE_LIST, /* fast-register page list (shared memory) */
 	SV_OBJ_PD,
 	SV_OBJ_XRCD,
 	SV_OBJ_CQ,
@@ -42,7 +43,7 @@ enum sv_obj_type {
 
 #define SV_OBJ_NAMES_INIT                                                    \
 	{ [SV_OBJ_NONE] = "none", [SV_OBJ_DOMAIN] = "domain",                \
-	  [SV_OBJ_CHANNEL] = "channel",                                      \
+	  [SV_OBJ_CHANNEL] = "channel", [SV_OBJ_PAGE_LIST] = "page_list",    \
 	  [SV_OBJ_PD] = "pd", [SV_OBJ_XRCD] = "xrcd", [SV_OBJ_CQ] = "cq",     \
 	  [SV_OBJ_MR] = "mr", [SV_OBJ_SRQ] = "srq", [SV_OBJ_QP] = "qp",       \
 	  [SV_OBJ_MW] = "mw", [SV_OBJ_AH] = "ah" }
@@ -76,7 +77,13 @@ enum sv_obj_type {
 	X(CREATE_AH, 25)                                                     \
 	X(DESTROY_AH, 26)                                                    \
 	X(CREATE_DOMAIN, 27)                                                 \
-	X(DESTROY_DOMAIN, 28)
+	X(DESTROY_DOMAIN, 28)                                                \
+	X(ALLOC_MR, 29)                                                      \
+	X(ALLOC_PAGE_LIST, 30)                                               \
+	X(FREE_PAGE_LIST, 31)                                                \
+	X(REG_MR_LIST, 32)                                                   \
+	X(ALLOC_MW, 33)                                                      \
+	X(DEALLOC_MW, 34)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -136,6 +143,74 @@ struct sv_cmd_rereg_mr {
 	uint64_t iova;
 	uint32_t flags;        /* enum ibv_rereg_mr_flags */
 	uint32_t access;       /* with IBV_REREG_MR_CHANGE_ACCESS */
+};
+
+/*
+ * Memory-management extensions (docs/MEMORY-EXTENSIONS.md).
+ *
+ * ALLOC_MR: a fast-register MR of pd for lists of up to max_entries pages
+ * or blocks, invalid until a FAST_REG_MR work request makes it valid ->
+ * struct sv_rsp_mr (lkey == rkey). DEREG_MR frees it.
+ *
+ * ALLOC_PAGE_LIST: a list of max_entries entries in shared memory: the
+ * memfd (max_entries * 16 bytes, rounded up to a page) comes with struct
+ * sv_rsp_page_list. Entries are uint64_t page addresses (page lists) or
+ * struct sv_mem_block (block lists), as the work request or command that
+ * uses the list says. The device reads the list when it executes the work
+ * request (or command) and keeps a copy; the list may be reused once that
+ * completes. FREE_PAGE_LIST (struct sv_cmd_handle) frees it.
+ *
+ * REG_MR_LIST: register a valid MR directly over the first n entries of a
+ * page list (fbo, length, iova, access, page_shift and SV_REG_BLOCKS as in
+ * struct sv_wqe_reg); every block is checked against the client's memory
+ * map as REG_MR checks its range -> struct sv_rsp_mr.
+ *
+ * ALLOC_MW: a memory window of pd, type SV_MW_TYPE_* -> struct sv_rsp_mr
+ * (rkey; lkey 0). Type 1 windows are valid (unbound) at once; type 2 ones
+ * are free until bound. DEALLOC_MW (struct sv_cmd_handle) frees it, bound
+ * or not. Binding goes through the send queue (IBV_WR_BIND_MW).
+ */
+struct sv_mem_block {
+	uint64_t addr;
+	uint64_t length;
+};
+
+#define SV_MAX_PAGE_LIST (1u << 16)    /* entries of a list / fast-reg MR */
+
+struct sv_cmd_alloc_mr {
+	uint64_t pd;
+	uint32_t max_entries;  /* 1 .. SV_MAX_PAGE_LIST */
+	uint32_t rsvd;
+};
+
+struct sv_cmd_alloc_page_list {
+	uint32_t max_entries;  /* 1 .. SV_MAX_PAGE_LIST */
+	uint32_t rsvd;
+};
+
+struct sv_cmd_reg_mr_list {
+	uint64_t pd;
+	uint64_t list;         /* a PAGE_LIST handle */
+	uint64_t length;
+	uint64_t iova;
+	uint32_t nentries;
+	uint32_t fbo;
+	uint32_t access;       /* enum ibv_access_flags */
+	uint8_t page_shift;
+	uint8_t rsvd;
+	uint16_t flags;        /* SV_REG_BLOCKS */
+};
+
+enum sv_mw_type {
+	SV_MW_TYPE_1 = 1,      /* bound by ibv_bind_mw; checks the PD */
+	SV_MW_TYPE_2A = 2,     /* bound by a work request; checks the QP */
+	SV_MW_TYPE_2B = 3,     /* bound by a work request; checks QP and PD */
+};
+
+struct sv_cmd_alloc_mw {
+	uint64_t pd;
+	uint32_t type;         /* enum sv_mw_type */
+	uint32_t rsvd;
 };
 
 /* CREATE_CHANNEL carries the client's end of the channel's event socket. */
@@ -266,6 +341,10 @@ struct sv_cmd {
 		struct sv_cmd_modify_srq modify_srq;
 		struct sv_cmd_create_ah create_ah;
 		struct sv_cmd_create_domain create_domain;
+		struct sv_cmd_alloc_mr alloc_mr;
+		struct sv_cmd_alloc_page_list alloc_page_list;
+		struct sv_cmd_reg_mr_list reg_mr_list;
+		struct sv_cmd_alloc_mw alloc_mw;
 		uint8_t raw[SV_CMD_SIZE - sizeof(struct sv_cmd_hdr)];
 	} u;
 };
@@ -321,8 +400,19 @@ struct sv_dev_attr {
 	uint64_t hca_core_clock;   /* kHz */
 	uint64_t completion_timestamp_mask;
 	uint32_t max_resource_domains; /* doorbell pages a domain can own */
-	uint32_t rsvd;
+	uint32_t max_fast_reg_page_list_len; /* entries of a page / block list */
+	uint64_t exp_cap_flags;    /* SV_EXP_CAP_*: what device_cap_flags
+				    * has no bit for */
 };
+
+/* sv_dev_attr.exp_cap_flags (the same bits as softverbs.h's
+ * IBV_EXP_DEVICE_*) */
+#define SV_EXP_CAP_FAST_REG_USER  (1ull << 0) /* fast register from user space */
+#define SV_EXP_CAP_BLOCK_LIST     (1ull << 1) /* block-list MRs */
+#define SV_EXP_CAP_ZERO_BASED_MR  (1ull << 2) /* zero-based MRs */
+#define SV_EXP_CAP_ZERO_BASED_MW  (1ull << 3) /* zero-based windows */
+#define SV_EXP_CAP_READ_WITH_INV  (1ull << 4) /* RDMA read with invalidate */
+#define SV_EXP_CAP_SEND_WITH_INV  (1ull << 5) /* send with invalidate */
 
 struct sv_port_attr {
 	uint32_t state;            /* enum ibv_port_state */
@@ -429,6 +519,14 @@ struct sv_rsp_domain {
 				    * none ever will while it lives) */
 };
 
+/* A page list's memfd comes with this response. */
+struct sv_rsp_page_list {
+	uint64_t handle;
+	uint64_t bytes;            /* size of the memfd to map */
+	uint32_t max_entries;
+	uint32_t rsvd;
+};
+
 struct sv_rsp_query_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
@@ -479,6 +577,7 @@ struct sv_rsp {
 		struct sv_rsp_srq srq;
 		struct sv_rsp_query_srq query_srq;
 		struct sv_rsp_domain domain;
+		struct sv_rsp_page_list page_list;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;
 };

@@ -56,29 +56,79 @@ struct sv_wqe_sge {
 	uint32_t lkey;
 };
 
+/*
+ * Send WQE opcodes: enum ibv_wr_opcode, plus the device's own where
+ * upstream has no opcode (values upstream leaves unused):
+ *  - SV_WR_FAST_REG_MR: make a fast-register MR valid over a page list or
+ *    block list (the `reg` overlay; num_sge = the list's entries).
+ *  - SV_WR_RDMA_READ_INV: an RDMA_READ, then, once its data has landed, a
+ *    local invalidate of the key in `imm` (seed 004's read with
+ *    invalidate of the local sink).
+ * IBV_WR_LOCAL_INV: invalidate the MR or type 2 MW whose key is in `imm`.
+ * IBV_WR_BIND_MW: bind (or, type 1 with length 0, unbind) an MW (`reg`).
+ * IBV_WR_SEND_WITH_INV: a SEND whose responder invalidates the key in `imm`.
+ */
+#define SV_WR_FAST_REG_MR   12u
+#define SV_WR_RDMA_READ_INV 13u
+
+/* sv_wqe_reg.flags */
+#define SV_REG_BLOCKS  1u  /* FAST_REG: entries are {addr, length} blocks */
+#define SV_REG_TYPE1   2u  /* BIND: from ibv_bind_mw (type 1 windows only) */
+
+/*
+ * The second half of the header for FAST_REG_MR and BIND_MW.
+ *  FAST_REG_MR: key = the MR's key with its new consumer byte; iova = the
+ *    MR's first address (ignored with IBV_ACCESS_ZERO_BASED: 0); length;
+ *    access (enum ibv_access_flags); list = the page list's handle; fbo =
+ *    offset of the first byte in the first page / block; page_shift =
+ *    log2(page size) (page lists only).
+ *  BIND_MW: key = the MW's new key (index unchanged); iova = the window's
+ *    first address in the MR's addresses; length (0 with SV_REG_TYPE1:
+ *    unbind); access = the window's (IBV_ACCESS_REMOTE_*, ZERO_BASED);
+ *    list = the MR's lkey.
+ */
+struct sv_wqe_reg {
+	uint64_t iova;
+	uint32_t key;
+	uint32_t access;
+	uint64_t length;
+	uint64_t list;
+	uint32_t fbo;
+	uint8_t page_shift;
+	uint8_t rsvd;
+	uint16_t flags;            /* SV_REG_* */
+};
+
 /* Send WQE header; the slot continues with num_sge struct sv_wqe_sge, or with
  * inline_len bytes of data when flags has IBV_SEND_INLINE. */
 struct sv_send_wqe {
 	uint64_t wr_id;
-	uint32_t opcode;           /* enum ibv_wr_opcode */
+	uint32_t opcode;           /* enum ibv_wr_opcode or SV_WR_* */
 	uint32_t flags;            /* enum ibv_send_flags */
-	uint32_t imm;              /* imm_data (big-endian) or invalidate rkey */
-	uint32_t num_sge;          /* SGEs, or inline bytes with IBV_SEND_INLINE */
-	uint64_t remote_addr;      /* RDMA, atomics */
-	uint32_t rkey;             /* RDMA, atomics */
-	uint32_t remote_qpn;       /* UD */
+	uint32_t imm;              /* imm_data (big-endian) or the key to
+				    * invalidate (host order) */
+	uint32_t num_sge;          /* SGEs, or inline bytes with IBV_SEND_INLINE;
+				    * FAST_REG_MR: list entries */
 	union {
 		struct {
-			uint64_t compare_add;
-			uint64_t swap;
-		} atomic;
-		struct {
-			uint64_t ah;       /* the AH's daemon handle */
-			uint32_t remote_qkey;
-			uint32_t rsvd;
-		} ud;
+			uint64_t remote_addr;      /* RDMA, atomics */
+			uint32_t rkey;             /* RDMA, atomics */
+			uint32_t remote_qpn;       /* UD */
+			union {
+				struct {
+					uint64_t compare_add;
+					uint64_t swap;
+				} atomic;
+				struct {
+					uint64_t ah;       /* the AH's daemon handle */
+					uint32_t remote_qkey;
+					uint32_t rsvd;
+				} ud;
+			};
+			uint64_t rsvd;
+		};
+		struct sv_wqe_reg reg;     /* FAST_REG_MR, BIND_MW */
 	};
-	uint64_t rsvd;
 };
 
 /* Receive WQE header; the slot continues with num_sge struct sv_wqe_sge. */
@@ -96,6 +146,8 @@ _Static_assert(offsetof(struct sv_wq_ring, cons) == SV_CACHELINE, "cons line");
 _Static_assert(sizeof(struct sv_wqe_sge) == 16, "sge");
 _Static_assert(sizeof(struct sv_send_wqe) == SV_SEND_WQE_HDR, "send wqe");
 _Static_assert(sizeof(struct sv_recv_wqe) == SV_RECV_WQE_HDR, "recv wqe");
+_Static_assert(sizeof(struct sv_wqe_reg) == 40, "reg overlay");
+_Static_assert(offsetof(struct sv_send_wqe, reg) == 24, "reg offset");
 
 /* Slot size of a send ring for max_sge SGEs and max_inline inline bytes. */
 static inline uint32_t sv_send_stride(uint32_t max_sge, uint32_t max_inline)

@@ -86,7 +86,8 @@ void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
 {
 	static const char *const why[SV_OBJ_TYPE_MAX] = {
 		[SV_OBJ_DOMAIN] = "no such domain",
-		[SV_OBJ_CHANNEL] = "no such channel", [SV_OBJ_PD] = "no such pd",
+		[SV_OBJ_CHANNEL] = "no such channel",
+		[SV_OBJ_PAGE_LIST] = "no such page list", [SV_OBJ_PD] = "no such pd",
 		[SV_OBJ_XRCD] = "no such xrcd", [SV_OBJ_CQ] = "no such cq",
 		[SV_OBJ_MR] = "no such mr", [SV_OBJ_SRQ] = "no such srq",
 		[SV_OBJ_QP] = "no such qp", [SV_OBJ_MW] = "no such mw",
@@ -113,6 +114,12 @@ static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 	switch (type) {
 	case SV_OBJ_MR:
 		sv_mr_destroy(obj);
+		break;
+	case SV_OBJ_MW:
+		sv_mw_destroy(obj);     /* before its MR: higher type */
+		break;
+	case SV_OBJ_PAGE_LIST:
+		sv_page_list_destroy(obj);
 		break;
 	case SV_OBJ_CQ:
 		sv_cq_destroy(obj);

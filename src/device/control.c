@@ -203,6 +203,12 @@ static const struct {
 	[SV_CMD_DESTROY_AH] = { sv_cmd_destroy_ah, 0 },
 	[SV_CMD_CREATE_DOMAIN] = { sv_cmd_create_domain, 0 },
 	[SV_CMD_DESTROY_DOMAIN] = { sv_cmd_destroy_domain, 0 },
+	[SV_CMD_ALLOC_MR] = { sv_cmd_alloc_mr, 0 },
+	[SV_CMD_ALLOC_PAGE_LIST] = { sv_cmd_alloc_page_list, 0 },
+	[SV_CMD_FREE_PAGE_LIST] = { sv_cmd_free_page_list, 0 },
+	[SV_CMD_REG_MR_LIST] = { sv_cmd_reg_mr_list, 0 },
+	[SV_CMD_ALLOC_MW] = { sv_cmd_alloc_mw, 0 },
+	[SV_CMD_DEALLOC_MW] = { sv_cmd_dealloc_mw, 0 },
 };
 
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,

@@ -114,21 +114,10 @@ void sv_engine_quiesce(void)
 	if (!busy)
 		return;
 	sv_dev_unlock();
-	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
-		unsigned int spins = 0;
-
-		if (!(seen[i] & 1))
-			continue;
-		/* the copy ends by itself (bytes between two processes):
-		 * nothing it waits for is ours */
-		while (__atomic_load_n(&engines[i].copy_seq, __ATOMIC_ACQUIRE) ==
-		       seen[i]) {
-			if (++spins < 64)
-				sv_cpu_relax();
-			else
-				sched_yield();
-		}
-	}
+	/* a copy, or a fence that waits for copies: both end by themselves */
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++)
+		if (seen[i] & 1)
+			sv_seq_wait(&engines[i].copy_seq, seen[i]);
 	sv_dev_lock(true);
 }
 
@@ -348,6 +337,7 @@ static void *engine_main(void *arg)
 		.bounce = e->bounce,
 		.bounce_bytes = e->bounce_bytes,
 		.copy_seq = &e->copy_seq,
+		.fencing = &e->fencing,
 	};
 	char name[16];
 

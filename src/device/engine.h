@@ -30,9 +30,12 @@ struct sv_engine {
 	bool started;
 	uint32_t stop;             /* atomic: leave the loop */
 	struct sv_doorbell *db;
-	/* odd while the engine copies bytes without sv_dev.lock (exec.c);
-	 * written by the engine, read by sv_engine_quiesce */
+	/* odd while the engine copies bytes without sv_dev.lock (exec.c), or
+	 * waits without it in a fence (then `fencing` is set too, under the
+	 * lock); written by the engine, read by sv_engine_quiesce and by other
+	 * engines' fences */
 	uint32_t copy_seq;
+	bool fencing;
 	/* the domains on this page (pages 1..: 0 = free) and the policy of
 	 * the first of them (enum sv_msg_model), under sv_dev.lock */
 	uint32_t domains;
@@ -114,6 +117,10 @@ int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
 		const struct sv_mem *src, uint64_t src_off, uint64_t len,
 		void *bounce, size_t bounce_bytes);
 
+/* Wait until *seq is no longer seen (another thread's copy_seq moves on by
+ * itself: the end of a copy between two processes). */
+void sv_seq_wait(const uint32_t *seq, uint32_t seen);
+
 /* ---- exec.c: WQE execution (under sv_dev.lock) ---- */
 
 struct sv_exec {
@@ -123,6 +130,10 @@ struct sv_exec {
 	/* the engine's copy_seq: messages of SV_UNLOCKED_COPY bytes or more
 	 * are copied without sv_dev.lock. NULL (unit tests): never unlock. */
 	uint32_t *copy_seq;
+	/* the engine's `fencing`: an operation that ends a grant waits,
+	 * without the lock, for the other engines' unlocked copies (the
+	 * engines of sv_dev.engine). NULL (unit tests): never waits. */
+	bool *fencing;
 };
 
 /* Copies this large or larger run without the device lock, so that engines

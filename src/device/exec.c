@@ -20,9 +20,16 @@
  * Execution is synchronous and in order: a WQE is finished (or waits as the
  * head of its queue) before the next starts. So IBV_SEND_FENCE and the
  * max_rd_atomic / max_dest_rd_atomic limits (at most one READ or atomic is
- * ever outstanding per QP) are honoured by construction. Atomics run under
+ * ever outstanding per QP) are honoured by construction, and a LOCAL_INV
+ * behind a READ runs once the READ's data has landed. Atomics run under
  * sv_dev.lock, so they are atomic with respect to each other across the whole
  * device (IBV_ATOMIC_HCA).
+ *
+ * Keys become memory through mm.h (MRs, fast-register MRs over page or block
+ * lists, memory windows); the memory-management work requests (FAST_REG_MR,
+ * LOCAL_INV, BIND_MW, and the invalidation of SEND_WITH_INV and
+ * RDMA_READ_INV) change what keys grant. One that ends a grant completes only
+ * once no copy that may still use the old grant runs (grant_fence_needed).
  *
  * Nothing a client wrote is trusted: a WQE slot is copied out of the ring
  * before any field is looked at, and every index, count, length, key and
@@ -31,6 +38,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +47,12 @@
 
 #include <infiniband/verbs.h>
 
+#include "abi/sv_cpu.h"
 #include "device/engine.h"
+#include "device/mm.h"
 #include "device/sv_dev.h"
 
+#define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ================= pure helpers ================= */
@@ -268,6 +279,20 @@ int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
 	return SV_COPY_OK;
 }
 
+void sv_seq_wait(const uint32_t *seq, uint32_t seen)
+{
+	unsigned int spins = 0;
+
+	/* the work ends by itself (bytes between two processes): nothing it
+	 * waits for is the waiter's */
+	while (__atomic_load_n(seq, __ATOMIC_ACQUIRE) == seen) {
+		if (++spins < 64)
+			sv_cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
 /* ================= WQE execution ================= */
 
 uint64_t sv_now_ns(void)
@@ -307,7 +332,65 @@ static bool target_gone(const struct sv_qp *t)
 #define RES_BUSY  (-3)    /* the target's receive queue is being filled by
 			   * another engine's unlocked copy: try again */
 #define RES_LOST  (-4)    /* the requester changed (destroyed, new state)
-			   * during an unlocked copy: forget this attempt */
+			   * during an unlocked copy or a fence: forget
+			   * this attempt */
+
+/* softverbs.h's IBV_EXP_WC_FAST_REG_MR: the completion of a FAST_REG_MR */
+#define SV_WC_FAST_REG_MR 8u
+
+/* What the device knows of each send opcode. */
+#define OPF_QPT(t)  (1u << (t))        /* taken by QPs of type t (< 8) */
+#define OPF_CONN    (OPF_QPT(IBV_QPT_RC) | OPF_QPT(IBV_QPT_UC))
+#define OPF_ALL     (OPF_CONN | OPF_QPT(IBV_QPT_UD))
+#define OPF_SINK    (1u << 8)          /* the local SGEs take data */
+#define OPF_ATOMIC  (1u << 9)
+#define OPF_LOCAL   (1u << 10)         /* no message: runs at the requester */
+#define OPF_IMM     (1u << 11)         /* carries immediate data */
+#define OPF_INV     (1u << 12)         /* the responder invalidates imm */
+
+static const struct {
+	uint16_t flags;
+	uint8_t wc;                        /* enum ibv_wc_opcode */
+} op_tab[] = {
+	[IBV_WR_RDMA_WRITE] = { OPF_CONN, IBV_WC_RDMA_WRITE },
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = { OPF_CONN | OPF_IMM,
+					 IBV_WC_RDMA_WRITE },
+	[IBV_WR_SEND] = { OPF_ALL, IBV_WC_SEND },
+	[IBV_WR_SEND_WITH_IMM] = { OPF_ALL | OPF_IMM, IBV_WC_SEND },
+	[IBV_WR_RDMA_READ] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK,
+			       IBV_WC_RDMA_READ },
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
+					OPF_ATOMIC, IBV_WC_COMP_SWAP },
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
+					  OPF_ATOMIC, IBV_WC_FETCH_ADD },
+	[IBV_WR_LOCAL_INV] = { OPF_ALL | OPF_LOCAL, IBV_WC_LOCAL_INV },
+	[IBV_WR_BIND_MW] = { OPF_CONN | OPF_LOCAL, IBV_WC_BIND_MW },
+	[IBV_WR_SEND_WITH_INV] = { OPF_QPT(IBV_QPT_RC) | OPF_INV,
+				   IBV_WC_SEND },
+	[IBV_WR_TSO] = { 0, IBV_WC_TSO },
+	[IBV_WR_DRIVER1] = { 0, IBV_WC_SEND },
+	[SV_WR_FAST_REG_MR] = { OPF_ALL | OPF_LOCAL, SV_WC_FAST_REG_MR },
+	[SV_WR_RDMA_READ_INV] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK,
+				  IBV_WC_RDMA_READ },
+};
+
+#define N_OPS (sizeof(op_tab) / sizeof(op_tab[0]))
+
+/* The flags of an opcode (0: unknown). Any value is a safe input. */
+static inline uint32_t op_flags(uint32_t op)
+{
+	return op < N_OPS ? op_tab[op].flags : 0;
+}
+
+static uint32_t wc_opcode(uint32_t wr_opcode)
+{
+	return wr_opcode < N_OPS ? op_tab[wr_opcode].wc : IBV_WC_SEND;
+}
+
+static inline bool op_valid(uint32_t qp_type, uint32_t flags)
+{
+	return qp_type < 8 && (flags & OPF_QPT(qp_type));
+}
 
 /* A send WQE copied out of its slot. */
 struct swqe {
@@ -318,14 +401,52 @@ struct swqe {
 	} u;
 };
 
+/*
+ * One side of a copy: the bytes of one process, as the pieces that keys
+ * granted (struct sv_map: a range of an MR) or as one range of the daemon's
+ * own memory (raw: inline data, a GRH, an atomic's operand).
+ *
+ * A piece of an MR over a page or block list may cover any number of runs
+ * (up to SV_MAX_PAGE_LIST per MR, and SV_MAX_SGE pieces per side). When a
+ * side is resolved, its pieces are also turned into iovecs, up to
+ * SV_IOV_WINDOW of them (the caller's array): that is every byte of a side
+ * over plain MRs or a few runs ("whole"), and the copy is then one
+ * sv_mem_copy, as cheap as ever. Only a side that needs more is copied a
+ * window at a time (struct round, on the stack), expanding its pieces with
+ * sv_mr_iov as the copy goes: no cap, no allocation, nothing that grows with
+ * the lists. (Scratch arrays sized for the worst case would take SV_MAX_SGE
+ * * SV_MAX_PAGE_LIST iovecs, 32 MiB, per side and engine.)
+ *
+ * iovecs are made from an MR only under sv_dev.lock: its block array is the
+ * daemon's, and fast register rewrites it once the MR is invalid. A copy
+ * without the lock (msg_copy_unlocked) reads only its own iovecs; over
+ * several windows it takes the lock back between two, and checks its keys
+ * again (span_regrant): a grant that ended meanwhile stops the copy there,
+ * as a fault of that side.
+ */
+struct span {
+	struct sv_mem mem;         /* the bytes as iovecs, when `whole` */
+	bool whole;                /* mem covers every byte (else: windows) */
+	struct sv_map *map;        /* the pieces; NULL: raw */
+	unsigned int nmap;
+	struct iovec raw;          /* the daemon's memory (map NULL) */
+	/* how SGEs were granted, to ask again (span_regrant; a remote range
+	 * is asked again from its message) */
+	const struct sv_wqe_sge *sge;   /* NULL: a remote range */
+	uint32_t nsge;
+	bool write;
+	const struct sv_pd *pd;    /* the PD the SGEs' MRs must be of */
+};
+
 /* A receive WQE copied out, and what it resolves to. */
 struct rwqe {
 	struct sv_recv_wqe h;
 	struct sv_wqe_sge sge[SV_MAX_SGE];
 	struct sv_wq *wq;          /* the ring it came from */
 	struct sv_srq *srq;        /* or NULL */
-	struct iovec iov[SV_MAX_SGE];
-	struct sv_mem mem;
+	struct sv_map map[SV_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+	struct span mem;
 	uint64_t cap;              /* bytes the buffers hold */
 };
 
@@ -335,12 +456,300 @@ struct msg {
 	const struct swqe *w;
 	uint32_t opcode;           /* enum ibv_wr_opcode */
 	uint64_t len;
-	struct sv_mem local;       /* source (SEND, WRITE) or sink (READ, atomic) */
-	struct iovec liov[SV_MAX_SGE];
+	struct span local;         /* source (SEND, WRITE) or sink (READ, atomic) */
+	struct sv_map lmap[SV_MAX_SGE];
+	struct iovec liov[SV_IOV_WINDOW];
 	struct sv_ah *ah;          /* UD */
 	uint64_t rnr_ns;           /* out: the target's RNR timer */
 	int lost;                  /* out: see msg_copy */
 };
+
+/* The remote side of an RDMA or atomic operation. */
+struct rspan {
+	struct span s;
+	struct sv_map map;
+	struct iovec iov[SV_IOV_WINDOW];
+};
+
+static void span_raw(struct span *s, void *p, size_t len)
+{
+	s->map = NULL;
+	s->raw.iov_base = p;
+	s->raw.iov_len = len;
+	s->mem.pid = 0;
+	s->mem.iov = &s->raw;
+	s->mem.niov = 1;
+	s->whole = true;
+}
+
+/* iovecs for len bytes from byte off of piece mp (at most max, >= 1): the
+ * count, *done the bytes. sv_mr_iov, with its common case here: a
+ * contiguous MR (nblocks 0, sv_dev.h) is one iovec. mp was resolved under
+ * the lock held now, so the range lies in the MR. */
+static inline unsigned int map_iov(const struct sv_map *mp, uint64_t off,
+				   uint64_t len, struct iovec *iov,
+				   unsigned int max, uint64_t *done)
+{
+	const struct sv_mr *mr = mp->mr;
+
+	if (likely(!mr->nblocks)) {
+		iov->iov_base = (void *)(uintptr_t)(mr->addr + mp->off + off);
+		iov->iov_len = len;
+		*done = len;
+		return 1;
+	}
+	return sv_mr_iov(mr, mp->off + off, len, iov, max, done);
+}
+
+/* Add piece mp to s's iovecs, while they still hold every byte. */
+static inline void span_add(struct span *s, const struct sv_map *mp)
+{
+	unsigned int room = SV_IOV_WINDOW - s->mem.niov;
+	uint64_t done;
+
+	if (!s->whole)
+		return;
+	if (!room) {
+		s->whole = false;
+		return;
+	}
+	s->mem.niov += map_iov(mp, 0, mp->len,
+			       (struct iovec *)s->mem.iov + s->mem.niov, room,
+			       &done);
+	if (done < mp->len)
+		s->whole = false;
+}
+
+/* Resolve n local SGEs of pd into s (pieces in map, iovecs in iov): a
+ * completion status, and *total their bytes. Zero-length SGEs are skipped
+ * (no key is checked for them). */
+static uint32_t span_sges(struct span *s, struct sv_map *map,
+			  struct iovec *iov, const struct sv_wqe_sge *sge,
+			  uint32_t n, const struct sv_pd *pd, bool write,
+			  uint64_t *total)
+{
+	uint64_t sum = 0;
+	unsigned int k = 0;
+
+	s->mem.iov = iov;
+	s->mem.niov = 0;
+	s->mem.pid = -1;    /* never 0 (this process): set by the first MR */
+	s->whole = true;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t st;
+
+		sum += sge[i].length;
+		if (!sge[i].length)
+			continue;
+		st = sv_lkey_map(sge[i].lkey, pd, sge[i].addr, sge[i].length,
+				 write, &map[k]);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+		s->mem.pid = map[k].pid;
+		span_add(s, &map[k]);
+		k++;
+	}
+	s->map = map;
+	s->nmap = k;
+	s->sge = sge;
+	s->nsge = n;
+	s->pd = pd;
+	s->write = write;
+	*total = sum;
+	return IBV_WC_SUCCESS;
+}
+
+/* The responder t's memory that rkey grants for len bytes at addr with
+ * access, into r. */
+static inline __attribute__((always_inline)) bool
+span_remote(struct rspan *r, uint32_t rkey, const struct sv_qp *t,
+	    uint64_t addr, uint64_t len, uint32_t access)
+{
+	struct span *s = &r->s;
+
+	const struct sv_mr *mr;
+	uint64_t done;
+
+	if (!sv_rkey_map(rkey, t, addr, len, access, &r->map))
+		return false;
+	mr = r->map.mr;
+	s->mem.iov = r->iov;
+	s->mem.pid = r->map.pid;
+	if (likely(!mr->nblocks)) {     /* map_iov's common case */
+		r->iov[0].iov_base = (void *)(uintptr_t)(mr->addr + r->map.off);
+		r->iov[0].iov_len = len;
+		s->mem.niov = 1;
+		s->whole = true;
+	} else {
+		s->mem.niov = sv_mr_iov(mr, r->map.off, len, r->iov,
+					SV_IOV_WINDOW, &done);
+		s->whole = done == len;
+	}
+	s->map = &r->map;
+	s->nmap = 1;
+	s->sge = NULL;
+	return true;
+}
+
+/* The lock was let go: do s's keys still grant what they did? The pieces
+ * are made again (the same count and lengths: they come from the WQE). A
+ * remote range is m's, at responder t. */
+static bool span_regrant(struct span *s, const struct msg *m,
+			 const struct sv_qp *t)
+{
+	const struct sv_send_wqe *h = &m->w->h;
+	uint64_t total;
+
+	if (!s->map)
+		return true;
+	if (s->sge)
+		return span_sges(s, s->map, (struct iovec *)s->mem.iov, s->sge,
+				 s->nsge, s->pd, s->write,
+				 &total) == IBV_WC_SUCCESS;
+	/* atomics never go unlocked: a WRITE or a READ */
+	return sv_rkey_map(h->rkey, t, h->remote_addr, m->len,
+			   (op_flags(m->opcode) & OPF_SINK) ?
+			   IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE,
+			   s->map);
+}
+
+/* A position in a span: the piece, and the byte in it. */
+struct spos {
+	unsigned int idx;
+	uint64_t off;
+};
+
+/* Move p n bytes on; false past the end of s. */
+static bool span_seek(const struct span *s, struct spos *p, uint64_t n)
+{
+	if (!s->map) {
+		p->off += n;
+		return p->off <= s->raw.iov_len;
+	}
+	while (n) {
+		uint64_t left;
+
+		if (p->idx >= s->nmap)
+			return false;
+		left = s->map[p->idx].len - p->off;
+		if (n < left) {
+			p->off += n;
+			return true;
+		}
+		n -= left;
+		p->idx++;
+		p->off = 0;
+	}
+	return true;
+}
+
+/* One window of a copy: iovecs for the next bytes of one side. */
+struct round {
+	struct iovec v[SV_IOV_WINDOW];
+	struct sv_mem mem;
+};
+
+/* Fill r with up to max bytes of s from p (at most SV_IOV_WINDOW iovecs):
+ * the bytes it covers, 0 when s has none left. Under sv_dev.lock. */
+static uint64_t span_fill(const struct span *s, struct spos p, uint64_t max,
+			  struct round *r)
+{
+	uint64_t got = 0;
+	unsigned int k = 0;
+
+	r->mem.pid = s->mem.pid;
+	r->mem.iov = r->v;
+	if (!s->map) {
+		if (p.off < s->raw.iov_len) {
+			got = s->raw.iov_len - p.off;
+			if (got > max)
+				got = max;
+			r->v[0].iov_base = (char *)s->raw.iov_base + p.off;
+			r->v[0].iov_len = got;
+			k = 1;
+		}
+		r->mem.niov = k;
+		return got;
+	}
+	while (got < max && k < SV_IOV_WINDOW && p.idx < s->nmap) {
+		const struct sv_map *mp = &s->map[p.idx];
+		uint64_t want = mp->len - p.off, done;
+
+		if (want > max - got)
+			want = max - got;
+		k += map_iov(mp, p.off, want, r->v + k, SV_IOV_WINDOW - k,
+			     &done);
+		got += done;
+		if (done < want)
+			break;          /* the window is full */
+		p.idx++;
+		p.off = 0;
+	}
+	r->mem.niov = k;
+	return got;
+}
+
+/* The next window of a copy of left bytes from s at sp to d at dp: the
+ * bytes both sides' iovecs cover, or 0 and *err (a side ran out). */
+static uint64_t round_plan(struct round *rs, const struct span *s,
+			   struct spos sp, struct round *rd,
+			   const struct span *d, struct spos dp, uint64_t left,
+			   int *err)
+{
+	uint64_t n = span_fill(s, sp, left, rs);
+
+	if (!n) {
+		*err = SV_COPY_SRC_FAULT;
+		return 0;
+	}
+	n = span_fill(d, dp, n, rd);
+	if (!n)
+		*err = SV_COPY_DST_FAULT;
+	return n;
+}
+
+/* span_copy of sides that are not whole: a window at a time. */
+static __attribute__((noinline)) int
+span_copy_windows(const struct sv_exec *x, const struct span *d,
+		  uint64_t doff, const struct span *s, uint64_t soff,
+		  uint64_t len)
+{
+	struct spos sp = { 0, 0 }, dp = { 0, 0 };
+	struct round rs, rd;
+	int err = SV_COPY_OK;
+
+	if (!span_seek(s, &sp, soff))
+		return SV_COPY_SRC_FAULT;
+	if (!span_seek(d, &dp, doff))
+		return SV_COPY_DST_FAULT;
+	while (len) {
+		uint64_t n = round_plan(&rs, s, sp, &rd, d, dp, len, &err);
+
+		if (!n)
+			return err;
+		err = sv_mem_copy(&rd.mem, 0, &rs.mem, 0, n, x->bounce,
+				  x->bounce_bytes);
+		if (err)
+			return err;
+		len -= n;
+		if (len) {
+			span_seek(s, &sp, n);
+			span_seek(d, &dp, n);
+		}
+	}
+	return SV_COPY_OK;
+}
+
+/* Copy len bytes from byte soff of s to byte doff of d, under the lock. */
+static inline int span_copy(const struct sv_exec *x, const struct span *d,
+			    uint64_t doff, const struct span *s, uint64_t soff,
+			    uint64_t len)
+{
+	if (likely(d->whole && s->whole))
+		return sv_mem_copy(&d->mem, doff, &s->mem, soff, len,
+				   x->bounce, x->bounce_bytes);
+	return span_copy_windows(x, d, doff, s, soff, len);
+}
 
 /* What changed during an unlocked copy. */
 #define LOST_REQ  1       /* the requester QP */
@@ -352,14 +761,37 @@ static bool *rx_busy_of(struct sv_qp *t)
 	return t->srq ? &t->srq->rx_busy : &t->rx_busy;
 }
 
+/* The lock is back after a while without it: m->lost says whether the
+ * requester or the responder was destroyed or changed state meanwhile. */
+static void msg_check(struct msg *m, const struct sv_qp *t, uint32_t qgen,
+		      uint32_t tgen)
+{
+	if (m->qp->dead || m->qp->state_gen != qgen)
+		m->lost = LOST_REQ;
+	else if (t->dead || t->state_gen != tgen)
+		m->lost = LOST_RESP;
+}
+
+/* t's receive queue is no longer filled by us (busy from rx_busy_of). */
+static void rx_release(const struct msg *m, struct sv_qp *t, bool *busy)
+{
+	*busy = false;
+	/* t's engine may have left a flush for later */
+	if (t->engine != m->qp->engine)
+		sv_engine_kick(t->engine);
+}
+
 /*
  * Copy a message's bytes between requester and responder. Up to
  * SV_UNLOCKED_COPY bytes, under sv_dev.lock like everything else; larger
- * ones without it, so that the engines of other domains, and commands, go on
- * meanwhile. Then:
- *  - copy_seq is odd for the duration: whoever frees an object waits for it
- *    to be even again (sv_engine_quiesce), so qp, t, their SRQ and CQs, and
- *    the memory of every MR resolved before the copy outlive it;
+ * ones without it, a window at a time (struct span), so that the engines of
+ * other domains, and commands, go on meanwhile. Then:
+ *  - copy_seq is odd while a window is copied: whoever frees an object
+ *    waits for it to be even again (sv_engine_quiesce), so qp, t, their SRQ
+ *    and CQs, and the memory of every MR resolved before the window outlive
+ *    it; and an operation that ends a grant waits for it (grant_fence);
+ *  - between two windows, with the lock: the keys are checked again, and a
+ *    grant that ended stops the copy (a fault of that side);
  *  - rx (the copy fills t's head receive WQE): the receive queue is marked
  *    busy, so no other engine takes, fills or flushes that WQE meanwhile;
  *  - the lock is held again on return, and m->lost says whether the
@@ -368,50 +800,125 @@ static bool *rx_busy_of(struct sv_qp *t)
  */
 static __attribute__((noinline)) int
 msg_copy_unlocked(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
-		  const struct sv_mem *dst, uint64_t doff,
-		  const struct sv_mem *src, uint64_t soff, uint64_t len)
+		  struct span *d, uint64_t doff, struct span *s, uint64_t soff,
+		  uint64_t len)
 {
 	uint32_t qgen = m->qp->state_gen, tgen = t->state_gen;
 	bool *busy = rx ? rx_busy_of(t) : NULL;
-	int ret;
+	bool whole = d->whole && s->whole;
+	struct spos sp = { 0, 0 }, dp = { 0, 0 };
+	struct round rs, rd;
+	int ret = SV_COPY_OK;
 
+	if (!whole) {
+		if (!span_seek(s, &sp, soff))
+			return SV_COPY_SRC_FAULT;
+		if (!span_seek(d, &dp, doff))
+			return SV_COPY_DST_FAULT;
+	}
 	if (busy)
 		*busy = true;
-	__atomic_store_n(x->copy_seq, *x->copy_seq + 1, __ATOMIC_RELEASE);
-	sv_dev_unlock();
-	ret = sv_mem_copy(dst, doff, src, soff, len, x->bounce,
-			  x->bounce_bytes);
-	sv_dev_lock(false);
-	__atomic_store_n(x->copy_seq, *x->copy_seq + 1, __ATOMIC_RELEASE);
-	if (busy) {
-		*busy = false;
-		/* t's engine may have left a flush for later */
-		if (t->engine != m->qp->engine)
-			sv_engine_kick(t->engine);
+	for (;;) {
+		const struct sv_mem *dm = &d->mem, *sm = &s->mem;
+		uint64_t n = len, o1 = doff, o2 = soff;
+
+		if (!whole) {
+			n = round_plan(&rs, s, sp, &rd, d, dp, len, &ret);
+			if (!n)
+				break;
+			dm = &rd.mem;
+			sm = &rs.mem;
+			o1 = o2 = 0;
+		}
+		__atomic_store_n(x->copy_seq, *x->copy_seq + 1,
+				 __ATOMIC_RELEASE);
+		sv_dev_unlock();
+		ret = sv_mem_copy(dm, o1, sm, o2, n, x->bounce,
+				  x->bounce_bytes);
+		sv_dev_lock(false);
+		__atomic_store_n(x->copy_seq, *x->copy_seq + 1,
+				 __ATOMIC_RELEASE);
+		msg_check(m, t, qgen, tgen);
+		if (m->lost || ret)
+			break;
+		len -= n;
+		if (!len)
+			break;
+		span_seek(s, &sp, n);
+		span_seek(d, &dp, n);
+		if (!span_regrant(s, m, t)) {
+			ret = SV_COPY_SRC_FAULT;
+			break;
+		}
+		if (!span_regrant(d, m, t)) {
+			ret = SV_COPY_DST_FAULT;
+			break;
+		}
 	}
-	if (m->qp->dead || m->qp->state_gen != qgen)
-		m->lost = LOST_REQ;
-	else if (t->dead || t->state_gen != tgen)
-		m->lost = LOST_RESP;
+	if (busy)
+		rx_release(m, t, busy);
 	return ret;
 }
 
 static inline int msg_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t,
-			   bool rx, const struct sv_mem *dst, uint64_t doff,
-			   const struct sv_mem *src, uint64_t soff,
-			   uint64_t len)
+			   bool rx, struct span *d, uint64_t doff,
+			   struct span *s, uint64_t soff, uint64_t len)
 {
 	if (unlikely(len >= SV_UNLOCKED_COPY && x->copy_seq))
-		return msg_copy_unlocked(x, m, t, rx, dst, doff, src, soff,
-					 len);
-	return sv_mem_copy(dst, doff, src, soff, len, x->bounce,
-			   x->bounce_bytes);
+		return msg_copy_unlocked(x, m, t, rx, d, doff, s, soff, len);
+	return span_copy(x, d, doff, s, soff, len);
 }
 
 /* The responder's answer once an unlocked copy found things changed. */
 static int lost_res(const struct msg *m)
 {
 	return m->lost == LOST_REQ ? RES_LOST : RES_NOACK;
+}
+
+/*
+ * The fence rule. An operation that ended a grant (invalidated an MR or a
+ * window, rebound or unbound a type 1 window) must not complete while a
+ * copy that resolved the old grant may still run: that is, an unlocked copy
+ * of another engine (ours is not running; copies under the lock resolved
+ * after the change). grant_fence_needed takes the copy_seq of every other
+ * engine in the middle of a copy (not of those waiting in a fence
+ * themselves: two fences never wait for each other); grant_fence_wait waits,
+ * without the lock, for each to move on. Meanwhile our own copy_seq is odd,
+ * so that sv_engine_quiesce waits for us and what the caller holds (QPs,
+ * CQs, a receive WQE) outlives the wait; the caller then looks at its QPs
+ * again, as after an unlocked copy.
+ */
+static bool grant_fence_needed(const struct sv_exec *x,
+			       uint32_t seen[SV_DB_PAGES])
+{
+	bool busy = false;
+
+	if (!x->copy_seq || !x->fencing)
+		return false;   /* never unlocks (unit tests) */
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
+		const struct sv_engine *e = sv_dev.engine[i];
+
+		seen[i] = 0;
+		if (!e || &e->copy_seq == x->copy_seq || e->fencing)
+			continue;
+		seen[i] = __atomic_load_n(&e->copy_seq, __ATOMIC_ACQUIRE);
+		busy |= (seen[i] & 1) != 0;
+	}
+	return busy;
+}
+
+static __attribute__((noinline)) void
+grant_fence_wait(struct sv_exec *x, const uint32_t seen[SV_DB_PAGES])
+{
+	*x->fencing = true;
+	__atomic_store_n(x->copy_seq, *x->copy_seq + 1, __ATOMIC_RELEASE);
+	sv_dev_unlock();
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++)
+		if (seen[i] & 1)
+			sv_seq_wait(&sv_dev.engine[i]->copy_seq, seen[i]);
+	sv_dev_lock(false);
+	__atomic_store_n(x->copy_seq, *x->copy_seq + 1, __ATOMIC_RELEASE);
+	*x->fencing = false;
 }
 
 static inline uint32_t wq_prod(const struct sv_wq *wq)
@@ -503,59 +1010,6 @@ static void qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 		qp_error(qp, IBV_EVENT_QP_FATAL);
 }
 
-static uint32_t wc_opcode(uint32_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	case IBV_WR_LOCAL_INV:
-		return IBV_WC_LOCAL_INV;
-	case IBV_WR_BIND_MW:
-		return IBV_WC_BIND_MW;
-	case IBV_WR_TSO:
-		return IBV_WC_TSO;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
-static bool op_valid(uint32_t qp_type, uint32_t op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC ||
-		       qp_type == IBV_QPT_UD;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return qp_type == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
-
-static bool is_atomic(uint32_t op)
-{
-	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-static bool has_imm(uint32_t op)
-{
-	return op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
-}
-
 /* ---- the send queue ---- */
 
 /* Finish the head WQE of qp's SQ with status. */
@@ -586,16 +1040,15 @@ static void sq_complete(struct sv_qp *qp, const struct swqe *w,
 		qp_set_state(qp, IBV_QPS_SQE);
 }
 
-/* Copy the head send WQE out of the ring: header, then as much of the body
- * as the header says, bounded by the QP's private limits. false: the WQE is
- * malformed. */
-static bool swqe_copy(const struct sv_qp *qp, struct swqe *w)
+/* Copy the body of the head send WQE (its header is in w) out of the ring:
+ * as much as the header says, bounded by the QP's private limits. false:
+ * the WQE is malformed. */
+static bool swqe_body(const struct sv_qp *qp, struct swqe *w)
 {
 	const uint8_t *slot = wq_head(&qp->sq);
 	uint32_t body = qp->sq.stride - SV_SEND_WQE_HDR;
 	size_t need;
 
-	memcpy(&w->h, slot, sizeof(w->h));
 	if (w->h.flags & IBV_SEND_INLINE) {
 		if (w->h.num_sge > qp->sq.max_inline ||
 		    w->h.num_sge > SV_MAX_INLINE)
@@ -611,40 +1064,6 @@ static bool swqe_copy(const struct sv_qp *qp, struct swqe *w)
 		return false;
 	memcpy(&w->u, slot + SV_SEND_WQE_HDR, need);
 	return true;
-}
-
-/* Resolve local SGEs of pd into iovecs: a completion status. Zero-length
- * SGEs are skipped (no key is checked for them). */
-static uint32_t sges_resolve(const struct sv_wqe_sge *sge, uint32_t n,
-			     struct sv_pd *pd, bool sink, struct iovec *iov,
-			     struct sv_mem *mem, uint64_t *total)
-{
-	uint64_t sum = 0;
-	unsigned int k = 0;
-
-	mem->pid = -1;      /* never 0 (this process): set by the first MR */
-	for (uint32_t i = 0; i < n; i++) {
-		struct sv_mr *mr;
-
-		sum += sge[i].length;
-		if (!sge[i].length)
-			continue;
-		mr = sv_keytab_lookup(&sv_dev.keys, sge[i].lkey);
-		if (!mr || mr->pd != pd ||
-		    !sv_range_ok(mr->iova, mr->length, sge[i].addr,
-				 sge[i].length) ||
-		    (sink && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
-			return IBV_WC_LOC_PROT_ERR;
-		mem->pid = mr->owner->pid;
-		iov[k].iov_base = (void *)(uintptr_t)(mr->addr +
-						      (sge[i].addr - mr->iova));
-		iov[k].iov_len = sge[i].length;
-		k++;
-	}
-	mem->iov = iov;
-	mem->niov = k;
-	*total = sum;
-	return IBV_WC_SUCCESS;
 }
 
 /* ---- the responder ---- */
@@ -738,8 +1157,8 @@ static uint32_t rq_resolve(struct sv_qp *t, struct rwqe *r)
 
 	if (r->h.num_sge == UINT32_MAX)
 		return IBV_WC_LOC_QP_OP_ERR;
-	return sges_resolve(r->sge, r->h.num_sge, pd, true, r->iov, &r->mem,
-			    &r->cap);
+	return span_sges(&r->mem, r->map, r->iov, r->sge, r->h.num_sge, pd,
+			 true, &r->cap);
 }
 
 /* Take the peeked WQE off its ring. */
@@ -775,9 +1194,14 @@ static void rq_complete(struct sv_qp *t, struct rwqe *r, uint32_t status,
 	e.byte_len = byte_len;
 	e.src_qp = m->qp->qpn;
 	if (status == IBV_WC_SUCCESS) {
-		if (has_imm(m->opcode)) {
+		uint32_t f = op_flags(m->opcode);
+
+		if (f & (OPF_IMM | OPF_INV)) {
+			/* immediate data as sent (big-endian), or the key
+			 * invalidated (host order) */
 			e.imm_data = m->w->h.imm;
-			e.wc_flags |= IBV_WC_WITH_IMM;
+			e.wc_flags |= (f & OPF_IMM) ? IBV_WC_WITH_IMM :
+						      IBV_WC_WITH_INV;
 		}
 		solicited = (m->w->h.flags & IBV_SEND_SOLICITED) != 0;
 	}
@@ -812,7 +1236,32 @@ rq_next(struct sv_qp *t, struct rwqe *r, struct msg *m)
 	return ret ? RES_NOACK : 0;
 }
 
-/* Take a receive WQE and fill it with the message (SEND / SEND_WITH_IMM). */
+/*
+ * SEND_WITH_INV, once its data has landed: t invalidates the key, and the
+ * receive completes after the fence (grant_fence_needed), during which
+ * nobody else takes that receive WQE. 0, or the answer of a copy that lost
+ * its QPs (the invalidation stays: a retry is then refused).
+ */
+static __attribute__((noinline)) int
+remote_inv(struct sv_exec *x, struct msg *m, struct sv_qp *t)
+{
+	uint32_t seen[SV_DB_PAGES], qgen = m->qp->state_gen,
+		 tgen = t->state_gen;
+	bool *busy;
+
+	sv_mm_remote_inv(t, m->w->h.imm);
+	if (!grant_fence_needed(x, seen))
+		return 0;
+	busy = rx_busy_of(t);
+	*busy = true;
+	grant_fence_wait(x, seen);
+	rx_release(m, t, busy);
+	msg_check(m, t, qgen, tgen);
+	return m->lost ? lost_res(m) : 0;
+}
+
+/* Take a receive WQE and fill it with the message (SEND, SEND_WITH_IMM,
+ * SEND_WITH_INV). */
 static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	struct rwqe r;
@@ -833,18 +1282,24 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		rq_complete(t, &r, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, m, 0);
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
+	/* a key t may not invalidate: refused before anything lands */
+	if (unlikely(m->opcode == IBV_WR_SEND_WITH_INV) &&
+	    !sv_mm_remote_inv_ok(t, m->w->h.imm)) {
+		rq_complete(t, &r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, m, 0);
+		return IBV_WC_REM_OP_ERR;
+	}
 	if (m->ah) {
 		const struct sv_wire_ah *ah = &m->ah->attr;
 		const uint8_t *sgid = sv_dev.gid[ah->sgid_index %
 						 SV_GID_TBL_LEN].gid;
-		struct iovec g = { grh, sizeof(grh) };
-		struct sv_mem gm = { 0, &g, 1 };
+		struct span g;
 
 		sv_grh_build(grh, sgid, ah->dgid, ah->traffic_class,
 			     ah->flow_label, ah->hop_limit, (uint32_t)m->len,
-			     has_imm(m->opcode));
-		if (sv_mem_copy(&r.mem, 0, &gm, 0, sizeof(grh), x->bounce,
-				x->bounce_bytes) != SV_COPY_OK) {
+			     (op_flags(m->opcode) & OPF_IMM) != 0);
+		span_raw(&g, grh, sizeof(grh));
+		if (span_copy(x, &r.mem, 0, &g, 0, sizeof(grh)) !=
+		    SV_COPY_OK) {
 			rq_complete(t, &r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV,
 				    m, 0);
 			return IBV_WC_REM_OP_ERR;
@@ -865,35 +1320,21 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	default:
 		break;
 	}
+	if (unlikely(m->opcode == IBV_WR_SEND_WITH_INV)) {
+		ret = remote_inv(x, m, t);
+		if (ret)
+			return ret;
+	}
 	rq_complete(t, &r, IBV_WC_SUCCESS, IBV_WC_RECV, m,
 		    (uint32_t)(hdr + m->len));
 	return IBV_WC_SUCCESS;
-}
-
-/* The target's memory named by rkey for len bytes at addr, with access. */
-static bool rkey_resolve(struct sv_qp *t, uint32_t rkey, uint64_t addr,
-			 uint64_t len, uint32_t access, struct iovec *iov,
-			 struct sv_mem *mem)
-{
-	struct sv_mr *mr = sv_keytab_lookup(&sv_dev.keys, rkey);
-
-	if (!mr || mr->pd != t->pd || !(mr->access & access) ||
-	    !sv_range_ok(mr->iova, mr->length, addr, len))
-		return false;
-	iov->iov_base = (void *)(uintptr_t)(mr->addr + (addr - mr->iova));
-	iov->iov_len = len;
-	mem->pid = mr->owner->pid;
-	mem->iov = iov;
-	mem->niov = 1;
-	return true;
 }
 
 static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
 	bool imm = m->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	struct iovec riov;
-	struct sv_mem rmem;
+	struct rspan rmem;
 	struct rwqe r;
 	int ret;
 
@@ -905,10 +1346,10 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 			return ret;
 	}
 	if (m->len) {
-		if (!rkey_resolve(t, h->rkey, h->remote_addr, m->len,
-				  IBV_ACCESS_REMOTE_WRITE, &riov, &rmem))
+		if (!span_remote(&rmem, h->rkey, t, h->remote_addr,
+				 m->len, IBV_ACCESS_REMOTE_WRITE))
 			return resp_access(t);
-		ret = msg_copy(x, m, t, imm, &rmem, 0, &m->local, 0, m->len);
+		ret = msg_copy(x, m, t, imm, &rmem.s, 0, &m->local, 0, m->len);
 		if (m->lost)
 			return lost_res(m);
 		switch (ret) {
@@ -926,51 +1367,57 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	return IBV_WC_SUCCESS;
 }
 
+static int local_inv(struct sv_exec *x, struct sv_qp *qp, uint32_t key);
+
 static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
-	struct iovec riov;
-	struct sv_mem rmem;
+	struct rspan rmem;
 	int ret;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 		return resp_inv_req(t);
-	if (!m->len)
-		return IBV_WC_SUCCESS;
-	if (!rkey_resolve(t, h->rkey, h->remote_addr, m->len,
-			  IBV_ACCESS_REMOTE_READ, &riov, &rmem))
-		return resp_access(t);
-	ret = msg_copy(x, m, t, false, &m->local, 0, &rmem, 0, m->len);
-	if (m->lost)
-		return lost_res(m);
-	switch (ret) {
-	case SV_COPY_SRC_FAULT:
-		return target_gone(t) ? RES_NOACK : resp_access(t);
-	case SV_COPY_DST_FAULT:
-		return IBV_WC_LOC_PROT_ERR;
-	default:
-		return IBV_WC_SUCCESS;
+	if (m->len) {
+		if (!span_remote(&rmem, h->rkey, t, h->remote_addr,
+				 m->len, IBV_ACCESS_REMOTE_READ))
+			return resp_access(t);
+		ret = msg_copy(x, m, t, false, &m->local, 0, &rmem.s, 0, m->len);
+		if (m->lost)
+			return lost_res(m);
+		switch (ret) {
+		case SV_COPY_SRC_FAULT:
+			return target_gone(t) ? RES_NOACK : resp_access(t);
+		case SV_COPY_DST_FAULT:
+			return IBV_WC_LOC_PROT_ERR;
+		default:
+			break;
+		}
 	}
+	/* RDMA_READ_INV: the requester's own step, once the data has landed
+	 * (here, where only READs pay for the test) */
+	if (m->opcode == SV_WR_RDMA_READ_INV)
+		return local_inv(x, m->qp, h->imm);
+	return IBV_WC_SUCCESS;
 }
 
 static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
 	uint64_t orig, val;
-	struct iovec riov, liov = { &orig, sizeof(orig) };
-	struct iovec viov = { &val, sizeof(val) };
-	struct sv_mem rmem, lmem = { 0, &liov, 1 }, vmem = { 0, &viov, 1 };
+	struct rspan rmem;
+	struct span lmem, vmem;
 	bool store;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (h->remote_addr & 7))
 		return resp_inv_req(t);
-	if (!rkey_resolve(t, h->rkey, h->remote_addr, sizeof(uint64_t),
-			  IBV_ACCESS_REMOTE_ATOMIC, &riov, &rmem))
+	if (!span_remote(&rmem, h->rkey, t, h->remote_addr,
+			 sizeof(uint64_t), IBV_ACCESS_REMOTE_ATOMIC))
 		return resp_access(t);
+	span_raw(&lmem, &orig, sizeof(orig));
+	span_raw(&vmem, &val, sizeof(val));
 	/* atomic with respect to every other atomic: we hold sv_dev.lock */
-	if (sv_mem_copy(&lmem, 0, &rmem, 0, sizeof(orig), x->bounce,
-			x->bounce_bytes) != SV_COPY_OK)
+	if (span_copy(x, &lmem, 0, &rmem.s, 0, sizeof(orig)) != SV_COPY_OK)
 		return target_gone(t) ? RES_NOACK : resp_access(t);
 	if (m->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		store = orig == h->atomic.compare_add;
@@ -979,11 +1426,10 @@ static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		store = true;
 		val = orig + h->atomic.compare_add;
 	}
-	if (store && sv_mem_copy(&rmem, 0, &vmem, 0, sizeof(val), x->bounce,
-				 x->bounce_bytes) != SV_COPY_OK)
+	if (store && span_copy(x, &rmem.s, 0, &vmem, 0, sizeof(val)) !=
+	    SV_COPY_OK)
 		return target_gone(t) ? RES_NOACK : resp_access(t);
-	if (sv_mem_copy(&m->local, 0, &lmem, 0, sizeof(orig), x->bounce,
-			x->bounce_bytes) != SV_COPY_OK)
+	if (span_copy(x, &m->local, 0, &lmem, 0, sizeof(orig)) != SV_COPY_OK)
 		return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;
 }
@@ -1019,11 +1465,13 @@ static int deliver(struct sv_exec *x, struct msg *m)
 	switch (m->opcode) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
 		return deliver_send(x, t, m);
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return deliver_write(x, t, m);
 	case IBV_WR_RDMA_READ:
+	case SV_WR_RDMA_READ_INV:
 		return deliver_read(x, t, m);
 	default:
 		return deliver_atomic(x, t, m);
@@ -1032,40 +1480,97 @@ static int deliver(struct sv_exec *x, struct msg *m)
 
 /* ---- the requester ---- */
 
-/* Validate the head WQE and run it: a completion status, RES_RNR or
- * RES_NOACK. */
+/*
+ * After a fence that let the lock go: may qp's head WQE still complete?
+ * Not when qp was destroyed, reset (the ring was emptied), or moved to a
+ * state that flushes it; yes when it merely went to SQD or back to RTS (the
+ * WQE in flight finishes there, and its effect cannot be done twice).
+ */
+static bool head_still_ours(const struct sv_qp *qp)
+{
+	return !qp->dead && qp->head_started &&
+	       (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD);
+}
+
+/* qp ended a grant: complete once no copy that may use it runs. */
+static int requester_fence(struct sv_exec *x, struct sv_qp *qp)
+{
+	uint32_t seen[SV_DB_PAGES];
+
+	if (!grant_fence_needed(x, seen))
+		return IBV_WC_SUCCESS;
+	grant_fence_wait(x, seen);
+	return head_still_ours(qp) ? IBV_WC_SUCCESS : RES_LOST;
+}
+
+/* LOCAL_INV, and the invalidation of RDMA_READ_INV. */
+static int local_inv(struct sv_exec *x, struct sv_qp *qp, uint32_t key)
+{
+	uint32_t st = sv_mm_local_inv(qp, key);
+
+	if (st != IBV_WC_SUCCESS)
+		return (int)st;
+	return requester_fence(x, qp);
+}
+
+/*
+ * The operations that run at the requester alone (header only: FAST_REG_MR's
+ * num_sge counts page-list entries, not SGEs). FAST_REG_MR needs an invalid
+ * MR, so it ends no grant; a type 2 bind needs a free window; a type 1 bind
+ * or unbind ends the window's previous binding.
+ */
+static __attribute__((noinline)) int
+sq_local(struct sv_exec *x, struct sv_qp *qp, const struct swqe *w)
+{
+	uint32_t st;
+
+	switch (w->h.opcode) {
+	case IBV_WR_LOCAL_INV:
+		return local_inv(x, qp, w->h.imm);
+	case IBV_WR_BIND_MW:
+		st = sv_mm_bind_mw(qp, &w->h.reg);
+		if (st != IBV_WC_SUCCESS || !(w->h.reg.flags & SV_REG_TYPE1))
+			return (int)st;
+		return requester_fence(x, qp);
+	default:
+		return (int)sv_mm_fast_reg(qp, &w->h.reg, w->h.num_sge);
+	}
+}
+
+/* Validate the head WQE and run it: a completion status, RES_RNR,
+ * RES_NOACK, RES_BUSY or RES_LOST. IBV_SEND_FENCE needs nothing more:
+ * execution is in order. */
 static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 		  struct msg *m)
 {
-	uint32_t op, st;
-	bool sink;
+	uint32_t op, st, f;
 
-	if (!swqe_copy(qp, w))
-		return IBV_WC_LOC_QP_OP_ERR;
+	memcpy(&w->h, wq_head(&qp->sq), sizeof(w->h));
 	op = w->h.opcode;
 	m->qp = qp;
 	m->w = w;
 	m->opcode = op;
 	m->ah = NULL;
 	m->len = 0;
-	if (!op_valid(qp->type, op))
+	f = op_flags(op);
+	if (!op_valid(qp->type, f))
 		return IBV_WC_LOC_QP_OP_ERR;
-	sink = op == IBV_WR_RDMA_READ || is_atomic(op);
+	if (unlikely(f & OPF_LOCAL))
+		return sq_local(x, qp, w);
+	if (!swqe_body(qp, w))
+		return IBV_WC_LOC_QP_OP_ERR;
 	if (w->h.flags & IBV_SEND_INLINE) {
-		if (sink)
+		if (f & OPF_SINK)
 			return IBV_WC_LOC_QP_OP_ERR;
-		m->liov[0].iov_base = w->u.data;
-		m->liov[0].iov_len = w->h.num_sge;
-		m->local.pid = 0;       /* the copy in our memory */
-		m->local.iov = m->liov;
-		m->local.niov = 1;
+		span_raw(&m->local, w->u.data, w->h.num_sge);
 		m->len = w->h.num_sge;
 	} else {
-		if (is_atomic(op) &&
+		if ((f & OPF_ATOMIC) &&
 		    (w->h.num_sge != 1 || w->u.sge[0].length != 8))
 			return IBV_WC_LOC_LEN_ERR;
-		st = sges_resolve(w->u.sge, w->h.num_sge, qp->pd, sink,
-				  m->liov, &m->local, &m->len);
+		st = span_sges(&m->local, m->lmap, m->liov, w->u.sge,
+			       w->h.num_sge, qp->pd, (f & OPF_SINK) != 0,
+			       &m->len);
 		if (st != IBV_WC_SUCCESS)
 			return (int)st;
 	}

@@ -148,7 +148,11 @@ int sv_identity_init(const char *ip)
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_N_NOTIFY_CQ;
+			      IBV_DEVICE_N_NOTIFY_CQ |
+			      IBV_DEVICE_MEM_MGT_EXTENSIONS |
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = SV_MAX_CQ;
@@ -159,7 +163,7 @@ int sv_identity_init(const char *ip)
 	a->max_res_rd_atom = SV_MAX_RD_ATOM * SV_MAX_QP;
 	a->max_qp_init_rd_atom = SV_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_HCA;
-	a->max_mw = 0;
+	a->max_mw = SV_MAX_MW;
 	a->max_mcast_grp = 0;
 	a->max_ah = SV_MAX_AH;
 	a->max_srq = SV_MAX_SRQ;
@@ -167,6 +171,10 @@ int sv_identity_init(const char *ip)
 	a->max_srq_sge = SV_MAX_SGE;
 	a->max_inline_data = SV_MAX_INLINE;
 	a->max_resource_domains = SV_MAX_RES_DOMAINS;
+	a->max_fast_reg_page_list_len = SV_MAX_PAGE_LIST;
+	a->exp_cap_flags = SV_EXP_CAP_FAST_REG_USER | SV_EXP_CAP_BLOCK_LIST |
+			   SV_EXP_CAP_ZERO_BASED_MR | SV_EXP_CAP_ZERO_BASED_MW |
+			   SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

@@ -4,7 +4,8 @@
  *
  * slots[0] is never handed out, so nslots - 1 slots are usable; the array
  * grows by doubling the usable count (first 16, never past max). Free slots
- * form a LIFO list through next_free and keep their last key.
+ * form a LIFO list through next_free (index 0 ends it) and keep their last
+ * key.
  *
  * Consumer keys: a slot's first key takes a fixed, non-zero consumer key
  * derived from the index (a Fibonacci hash, so neighbouring slots do not get
@@ -20,7 +21,7 @@
 
 #define KEYTAB_IDX_LIMIT ((1u << SV_KEY_INDEX_BITS) - 1)
 #define KEYTAB_FIRST	 16u
-#define KEYTAB_NONE	 UINT32_MAX
+#define KEYTAB_NONE	 0u
 
 static uint32_t first_consumer(uint32_t idx)
 {
@@ -64,7 +65,6 @@ static int keytab_grow(struct sv_keytab *t)
 	i = t->nslots;
 	if (!i) {
 		memset(&s[0], 0, sizeof(s[0]));
-		s[0].next_free = KEYTAB_NONE;
 		i = 1;
 	}
 	t->free_head = i;
@@ -73,19 +73,21 @@ static int keytab_grow(struct sv_keytab *t)
 		/* the consumer key one before the first, advanced on alloc */
 		s[i].key = SV_KEY_MAKE(i, first_consumer(i) - 1);
 		s[i].next_free = i + 1 < n ? i + 1 : KEYTAB_NONE;
+		s[i].kind = 0;
 	}
 	t->slots = s;
 	t->nslots = n;
 	return 0;
 }
 
-int sv_keytab_alloc(struct sv_keytab *t, void *obj, uint32_t *key)
+int sv_keytab_alloc_kind(struct sv_keytab *t, void *obj, unsigned int kind,
+			 uint32_t *key)
 {
 	struct sv_keyslot *s;
 	uint32_t idx;
 	int ret;
 
-	if (!obj)
+	if (!obj || kind > SV_KEY_MW)
 		return -EINVAL;
 	if (t->live >= t->max)
 		return -ENOSPC;
@@ -99,6 +101,7 @@ int sv_keytab_alloc(struct sv_keytab *t, void *obj, uint32_t *key)
 	t->free_head = s->next_free;
 	s->next_free = KEYTAB_NONE;
 	s->obj = obj;
+	s->kind = kind;
 	s->key = SV_KEY_MAKE(idx, SV_KEY_CONSUMER(s->key) + 1);
 	t->live++;
 	*key = s->key;
@@ -124,6 +127,29 @@ void *sv_keytab_lookup(const struct sv_keytab *t, uint32_t key)
 	struct sv_keyslot *s = keytab_find(t, key);
 
 	return s ? s->obj : NULL;
+}
+
+void *sv_keytab_find(const struct sv_keytab *t, uint32_t key,
+		     unsigned int *kind)
+{
+	struct sv_keyslot *s = keytab_find(t, key);
+
+	if (!s)
+		return NULL;
+	*kind = s->kind;
+	return s->obj;
+}
+
+void *sv_keytab_by_index(const struct sv_keytab *t, uint32_t key,
+			 unsigned int kind)
+{
+	uint32_t idx = SV_KEY_INDEX(key);
+	struct sv_keyslot *s;
+
+	if (!idx || idx >= t->nslots)
+		return NULL;
+	s = &t->slots[idx];
+	return s->obj && s->kind == kind ? s->obj : NULL;
 }
 
 int sv_keytab_free(struct sv_keytab *t, uint32_t key)

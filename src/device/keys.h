@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The device-wide key table of softverbsd: every lkey/rkey of every MR (and
- * later MW) of every client.
+ * The device-wide key table of softverbsd: every lkey/rkey of every MR and
+ * every rkey of every MW of every client. A slot holds one object and says
+ * which kind it is (enum sv_key_kind).
  *
  *   key = index:24 << 8 | consumer key:8
  *
@@ -10,7 +11,9 @@
  * does not name the next object in the same slot for the next 255 reuses;
  * and lookup compares the full 32 bits, so a key with a stale consumer key is
  * refused. sv_keytab_rekey() sets a new consumer key (fast-register, MW bind,
- * ibv_inc_rkey) on a live slot.
+ * ibv_inc_rkey) on a live slot; the work requests that rekey name their
+ * object by index (sv_keytab_by_index), since the key they carry is the new
+ * one.
  */
 #ifndef SV_DEVICE_KEYS_H
 #define SV_DEVICE_KEYS_H
@@ -22,30 +25,55 @@
 #define SV_KEY_CONSUMER(k) ((uint32_t)(k) & 0xff)
 #define SV_KEY_MAKE(idx, ck) (((uint32_t)(idx) << 8) | ((uint32_t)(ck) & 0xff))
 
+enum sv_key_kind {
+	SV_KEY_MR = 0,      /* struct sv_mr */
+	SV_KEY_MW = 1,      /* struct sv_mw */
+};
+
 struct sv_keyslot {
 	void *obj;          /* NULL when free */
 	uint32_t key;       /* current full key of this slot */
-	uint32_t next_free; /* UINT32_MAX = none */
+	uint32_t next_free : SV_KEY_INDEX_BITS; /* 0 = none (slot 0 is never
+						 * used) */
+	uint32_t kind : 8;  /* enum sv_key_kind of obj */
 };
 
 struct sv_keytab {
 	struct sv_keyslot *slots; /* slots[0] unused */
 	uint32_t nslots;
 	uint32_t max;             /* most live keys (<= (1 << 24) - 1) */
-	uint32_t free_head;
+	uint32_t free_head;       /* 0 = none */
 	uint32_t live;
 };
 
 int sv_keytab_init(struct sv_keytab *t, uint32_t max);
 void sv_keytab_fini(struct sv_keytab *t);
 
-/* Allocate a key for obj (non-NULL): 0 and *key set, -ENOSPC, -ENOMEM or
- * -EINVAL. Thread safety is the caller's. */
-int sv_keytab_alloc(struct sv_keytab *t, void *obj, uint32_t *key);
+/* Allocate a key for obj (non-NULL) of kind: 0 and *key set, -ENOSPC,
+ * -ENOMEM or -EINVAL. Thread safety is the caller's. */
+int sv_keytab_alloc_kind(struct sv_keytab *t, void *obj, unsigned int kind,
+			 uint32_t *key);
 
-/* The object whose current key is exactly key, else NULL. Any 32-bit value is
- * a safe input. */
+/* The same for an MR (SV_KEY_MR). */
+static inline int sv_keytab_alloc(struct sv_keytab *t, void *obj,
+				  uint32_t *key)
+{
+	return sv_keytab_alloc_kind(t, obj, SV_KEY_MR, key);
+}
+
+/* The object whose current key is exactly key, of any kind, else NULL. Any
+ * 32-bit value is a safe input. */
 void *sv_keytab_lookup(const struct sv_keytab *t, uint32_t key);
+
+/* The same, and its kind in *kind. */
+void *sv_keytab_find(const struct sv_keytab *t, uint32_t key,
+		     unsigned int *kind);
+
+/* The live object of kind in the slot that key's index names, whatever its
+ * consumer key (FAST_REG_MR and BIND_MW carry the key they set), else NULL.
+ * Every other use compares all 32 bits. */
+void *sv_keytab_by_index(const struct sv_keytab *t, uint32_t key,
+			 unsigned int kind);
 
 /* Free the slot that key names exactly; -ENOENT if it names none. */
 int sv_keytab_free(struct sv_keytab *t, uint32_t key);

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory regions. Registration pins nothing: the daemon records the range and
- * checks, against the client's /proc/PID/maps, that every byte of it is
- * mapped with the rights the access flags need. The cost does not depend on
- * the length of the range.
+ * Memory regions and page lists. Registration pins nothing: the daemon
+ * records the range (or the list of blocks) and checks, against the client's
+ * /proc/PID/maps, that every byte of it is mapped with the rights the access
+ * flags need. The cost does not depend on the length of the range.
+ *
+ * Fast-register MRs (ALLOC_MR) get their block array here, once; the work
+ * requests that fill it and invalidate it are in mm.c. Page lists are
+ * shared memory the client writes and the daemon only reads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,17 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
 #include "device/sv_dev.h"
-
-#define SV_ACCESS_SUPPORTED                                                  \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
 #define SV_ACCESS_WRITES                                                     \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
@@ -44,31 +43,40 @@ static int parse_maps_line(const char *l, uint64_t *s, uint64_t *e,
 	return 0;
 }
 
+/* A range of client memory to check. */
+struct mem_range {
+	uint64_t addr;
+	uint64_t len;
+};
+
 /*
  * Walk the client's mappings (ascending, possibly adjacent) and check that
- * [addr, addr + len) is covered without a hole, readable, and writable when
- * write is set. Reads the maps file in fixed chunks: no allocation.
+ * every range of r[0 .. n) (ascending, disjoint, none empty) is covered
+ * without a hole, readable, and writable when write is set. Reads the maps
+ * file once, in fixed chunks: no allocation.
  */
-int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
-		       bool write, const char **why)
+static int check_ranges(struct sv_client *c, const struct mem_range *r,
+			size_t n, bool write, const char **why)
 {
 	char path[64], buf[8192], line[512];
-	uint64_t cur = addr, end = addr + len;
-	size_t ll = 0;
-	ssize_t n;
+	uint64_t cur, end;
+	size_t ll = 0, k = 0;
+	ssize_t got;
 	int fd, ret = -EFAULT;
 
 	*why = "range not mapped";
-	if (len == 0)
+	if (!n)
 		return 0;
+	cur = r[0].addr;
+	end = r[0].addr + r[0].len;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)c->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		*why = "cannot read the client's memory map";
 		return -EFAULT;
 	}
-	while (ret == -EFAULT && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
+	while (ret == -EFAULT && (got = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < got; i++) {
 			uint64_t s, e;
 			char perms[5];
 
@@ -81,22 +89,28 @@ int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
 			ll = 0;
 			if (parse_maps_line(line, &s, &e, perms))
 				continue;
-			if (e <= cur)
-				continue;
-			if (s > cur)
-				goto out; /* a hole */
-			if (perms[0] != 'r') {
-				*why = "range not readable";
-				goto out;
-			}
-			if (write && perms[1] != 'w') {
-				*why = "write access asked on read-only memory";
-				goto out;
-			}
-			cur = e;
-			if (cur >= end) {
-				ret = 0;
-				goto out;
+			/* this mapping may hold the rest of several ranges */
+			while (e > cur) {
+				if (s > cur)
+					goto out; /* a hole */
+				if (perms[0] != 'r') {
+					*why = "range not readable";
+					goto out;
+				}
+				if (write && perms[1] != 'w') {
+					*why = "write access asked on read-only memory";
+					goto out;
+				}
+				if (e < end) {
+					cur = e;
+					break;
+				}
+				if (++k == n) {
+					ret = 0;
+					goto out;
+				}
+				cur = r[k].addr;
+				end = r[k].addr + r[k].len;
 			}
 		}
 	}
@@ -106,19 +120,77 @@ out:
 	return ret;
 }
 
-static int check_access(uint32_t access, const char **why)
+int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
+		       bool write, const char **why)
 {
-	if (access & ~SV_ACCESS_SUPPORTED) {
-		*why = "unknown access flags";
-		return -EINVAL;
+	struct mem_range r = { addr, len };
+
+	return check_ranges(c, &r, len ? 1 : 0, write, why);
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct mem_range *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/*
+ * The bytes of a block-list MR: the part of each run that holds [fbo, fbo +
+ * length). Runs may overlap and come in any order: sorted and merged, they
+ * are checked in one pass over the maps.
+ */
+static int check_blocks(struct sv_client *c, const struct sv_mr *mr,
+			bool write, const char **why)
+{
+	const struct sv_mr_block *b = mr->blocks;
+	uint64_t first = mr->fbo, last = mr->fbo + mr->length;
+	struct mem_range *r = malloc(mr->nblocks * sizeof(*r));
+	size_t n = 0, m = 0;
+	int ret;
+
+	if (!r) {
+		*why = "out of memory";
+		return -ENOMEM;
 	}
-	/* IBTA 10.6.3.1: remote write or atomic needs local write */
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
-		*why = "remote write/atomic without local write";
-		return -EINVAL;
+	for (uint32_t i = 0; i < mr->nblocks; i++) {
+		uint64_t s = b[i].start, e = b[i + 1].start;
+
+		if (e <= first || s >= last)
+			continue;
+		if (s < first)
+			s = first;
+		if (e > last)
+			e = last;
+		r[n].addr = b[i].addr + (s - b[i].start);
+		r[n].len = e - s;
+		n++;
 	}
-	return 0;
+	qsort(r, n, sizeof(*r), range_cmp);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t e = r[i].addr + r[i].len;   /* no wrap: see mm.c */
+
+		if (m && r[i].addr <= r[m - 1].addr + r[m - 1].len) {
+			if (e > r[m - 1].addr + r[m - 1].len)
+				r[m - 1].len = e - r[m - 1].addr;
+			continue;
+		}
+		r[m++] = r[i];
+	}
+	ret = check_ranges(c, r, m, write, why);
+	free(r);
+	return ret;
+}
+
+/* Is every byte of mr mapped with the rights access needs? */
+static int check_mapping(struct sv_client *c, const struct sv_mr *mr,
+			 uint32_t access, const char **why)
+{
+	bool write = access & SV_ACCESS_WRITES;
+
+	if (mr->nblocks)
+		return check_blocks(c, mr, write, why);
+	return sv_mem_check_range(c, mr->addr, mr->length, write, why);
 }
 
 static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
@@ -139,45 +211,64 @@ static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
 	return sv_mem_check_range(c, addr, len, access & SV_ACCESS_WRITES, why);
 }
 
-int sv_cmd_reg_mr(struct sv_req *r)
+/* A new MR of the requesting client on pd, with a block array of nblocks
+ * runs (0: contiguous); NULL and *err when the device has no room. */
+static struct sv_mr *mr_new(struct sv_req *r, struct sv_pd *pd,
+			    uint32_t nblocks, int *err)
 {
-	const struct sv_cmd_reg_mr *a = &r->cmd->u.reg_mr;
-	struct sv_client *c = r->client;
-	struct sv_pd *pd;
 	struct sv_mr *mr;
-	int ret;
 
-	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
-	if (!pd)
-		return -EINVAL;
-	ret = check_access(a->access, &r->why);
-	if (ret)
-		return ret;
-	ret = check_translation(c, a->addr, a->length, a->access, &r->why);
-	if (ret)
-		return ret;
+	*err = -ENOMEM;
 	if (sv_dev.total[SV_OBJ_MR] >= SV_MAX_MR) {
 		r->why = "max_mr reached";
-		return -ENOMEM;
+		return NULL;
+	}
+	if (nblocks && sv_dev.mr_blocks + nblocks + 1 > SV_MAX_MR_BLOCKS) {
+		r->why = "no room for more list entries on the device";
+		return NULL;
 	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
-		return -ENOMEM;
-	mr->owner = c;
+		return NULL;
+	if (nblocks) {
+		mr->blocks = calloc((size_t)nblocks + 1, sizeof(*mr->blocks));
+		if (!mr->blocks) {
+			free(mr);
+			return NULL;
+		}
+	}
+	mr->owner = r->client;
 	mr->pd = pd;
-	mr->addr = a->addr;
-	mr->length = a->length;
-	mr->iova = (a->access & IBV_ACCESS_ZERO_BASED) ? 0 : a->iova;
-	mr->access = a->access;
-	ret = sv_keytab_alloc(&sv_dev.keys, mr, &mr->key);
+	mr->max_blocks = nblocks;
+	*err = 0;
+	return mr;
+}
+
+static void mr_free(struct sv_mr *mr)
+{
+	free(mr->blocks);
+	free(mr);
+}
+
+static uint64_t mr_block_entries(const struct sv_mr *mr)
+{
+	return mr->blocks ? (uint64_t)mr->max_blocks + 1 : 0;
+}
+
+/* Give mr its key and handle and answer with them; frees it on failure. */
+static int mr_publish(struct sv_req *r, struct sv_mr *mr)
+{
+	int ret = sv_keytab_alloc(&sv_dev.keys, mr, &mr->key);
+
 	if (ret) {
 		r->why = "no free key";
 		goto err_free;
 	}
-	ret = sv_client_add_obj(c, SV_OBJ_MR, mr, &mr->handle);
+	ret = sv_client_add_obj(r->client, SV_OBJ_MR, mr, &mr->handle);
 	if (ret)
 		goto err_key;
-	pd->refs++;
+	mr->pd->refs++;
+	sv_dev.mr_blocks += mr_block_entries(mr);
 	r->rsp->u.mr.handle = mr->handle;
 	r->rsp->u.mr.lkey = mr->key;
 	r->rsp->u.mr.rkey = mr->key;
@@ -186,7 +277,111 @@ int sv_cmd_reg_mr(struct sv_req *r)
 err_key:
 	sv_keytab_free(&sv_dev.keys, mr->key);
 err_free:
-	free(mr);
+	mr_free(mr);
+	return ret;
+}
+
+int sv_cmd_reg_mr(struct sv_req *r)
+{
+	const struct sv_cmd_reg_mr *a = &r->cmd->u.reg_mr;
+	struct sv_pd *pd;
+	struct sv_mr *mr;
+	int ret;
+
+	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+	if (!pd)
+		return -EINVAL;
+	ret = sv_mr_access_check(a->access, &r->why);
+	if (ret)
+		return ret;
+	ret = check_translation(r->client, a->addr, a->length, a->access,
+				&r->why);
+	if (ret)
+		return ret;
+	mr = mr_new(r, pd, 0, &ret);
+	if (!mr)
+		return ret;
+	mr->addr = a->addr;
+	mr->length = a->length;
+	mr->iova = (a->access & IBV_ACCESS_ZERO_BASED) ? 0 : a->iova;
+	mr->access = a->access;
+	return mr_publish(r, mr);
+}
+
+int sv_cmd_alloc_mr(struct sv_req *r)
+{
+	const struct sv_cmd_alloc_mr *a = &r->cmd->u.alloc_mr;
+	struct sv_pd *pd;
+	struct sv_mr *mr;
+	int ret;
+
+	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+	if (!pd)
+		return -EINVAL;
+	if (!a->max_entries || a->max_entries > SV_MAX_PAGE_LIST) {
+		r->why = "max_entries out of range";
+		return -EINVAL;
+	}
+	if (a->rsvd) {
+		r->why = "reserved field set";
+		return -EINVAL;
+	}
+	mr = mr_new(r, pd, a->max_entries, &ret);
+	if (!mr)
+		return ret;
+	mr->kind = SV_MR_FAST_REG;
+	mr->invalid = true;
+	return mr_publish(r, mr);
+}
+
+int sv_cmd_reg_mr_list(struct sv_req *r)
+{
+	const struct sv_cmd_reg_mr_list *a = &r->cmd->u.reg_mr_list;
+	struct sv_page_list *pl;
+	struct sv_pd *pd;
+	struct sv_mr *mr;
+	int ret;
+
+	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+	if (!pd)
+		return -EINVAL;
+	pl = sv_req_obj(r, a->list, SV_OBJ_PAGE_LIST);
+	if (!pl)
+		return -EINVAL;
+	if (a->rsvd) {
+		r->why = "reserved field set";
+		return -EINVAL;
+	}
+	if (!a->nentries || a->nentries > pl->max_entries) {
+		r->why = "nentries out of range";
+		return -EINVAL;
+	}
+	ret = sv_mr_access_check(a->access, &r->why);
+	if (ret)
+		return ret;
+	if (!(a->access & IBV_ACCESS_ZERO_BASED) &&
+	    a->length > UINT64_MAX - a->iova) {
+		r->why = "iova range wraps";
+		return -EINVAL;
+	}
+	mr = mr_new(r, pd, a->nentries, &ret);
+	if (!mr)
+		return ret;
+	ret = sv_mr_load_list(mr, pl, a->nentries, a->fbo, a->length,
+			      a->page_shift, a->flags, &r->why);
+	if (ret)
+		goto err;
+	mr->addr = mr->blocks[0].addr;
+	mr->length = a->length;
+	mr->iova = (a->access & IBV_ACCESS_ZERO_BASED) ? 0 : a->iova;
+	mr->access = a->access;
+	ret = check_mapping(r->client, mr, a->access, &r->why);
+	if (ret)
+		goto err;
+	return mr_publish(r, mr);
+
+err:
+	mr_free(mr);
 	return ret;
 }
 
@@ -194,6 +389,7 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 {
 	const struct sv_cmd_rereg_mr *a = &r->cmd->u.rereg_mr;
 	struct sv_client *c = r->client;
+	struct sv_mr_block *old_blocks = NULL;
 	struct sv_mr *mr;
 	struct sv_pd *pd;
 	uint32_t access, key;
@@ -208,6 +404,14 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 		r->why = "bad rereg flags";
 		return -EINVAL;
 	}
+	if (mr->kind == SV_MR_FAST_REG) {
+		r->why = "a fast-register MR is changed by work requests";
+		return -EINVAL;
+	}
+	if (mr->mw_bound) {
+		r->why = "memory windows are bound to the MR";
+		return -EBUSY;
+	}
 	pd = mr->pd;
 	if (a->flags & IBV_REREG_MR_CHANGE_PD) {
 		pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
@@ -215,13 +419,13 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 			return -EINVAL;
 	}
 	access = (a->flags & IBV_REREG_MR_CHANGE_ACCESS) ? a->access : mr->access;
-	ret = check_access(access, &r->why);
+	ret = sv_mr_access_check(access, &r->why);
 	if (ret)
 		return ret;
 	if (a->flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		ret = check_translation(c, a->addr, a->length, access, &r->why);
 	else if (access & ~mr->access & SV_ACCESS_WRITES)
-		ret = check_translation(c, mr->addr, mr->length, access, &r->why);
+		ret = check_mapping(c, mr, access, &r->why);
 	if (ret)
 		return ret;
 	/* A new consumer key: the old keys no longer name the region. */
@@ -231,6 +435,13 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 		return ret;
 	mr->key = key;
 	if (a->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		/* a block-list MR becomes contiguous */
+		sv_dev.mr_blocks -= mr_block_entries(mr);
+		old_blocks = mr->blocks;
+		mr->blocks = NULL;
+		mr->nblocks = 0;
+		mr->max_blocks = 0;
+		mr->fbo = 0;
 		mr->addr = a->addr;
 		mr->length = a->length;
 		mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : a->iova;
@@ -239,6 +450,7 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 	/* a copy under the old key and translation ends before the reply:
 	 * nothing is written through the old grant afterwards */
 	sv_engine_quiesce();
+	free(old_blocks);
 	if (pd != mr->pd) {
 		mr->pd->refs--;
 		pd->refs++;
@@ -257,7 +469,8 @@ void sv_mr_destroy(struct sv_mr *mr)
 	 * resolved this MR ends before the region is given back */
 	sv_engine_quiesce();
 	mr->pd->refs--;
-	free(mr);
+	sv_dev.mr_blocks -= mr_block_entries(mr);
+	mr_free(mr);
 }
 
 int sv_cmd_dereg_mr(struct sv_req *r)
@@ -268,7 +481,85 @@ int sv_cmd_dereg_mr(struct sv_req *r)
 
 	if (!mr)
 		return -EINVAL;
+	if (mr->mw_bound) {
+		r->why = "memory windows are bound to the MR";
+		return -EBUSY;
+	}
 	sv_client_del_obj(c, SV_OBJ_MR, h);
 	sv_mr_destroy(mr);
+	return 0;
+}
+
+/* ---- page lists ---- */
+
+int sv_cmd_alloc_page_list(struct sv_req *r)
+{
+	const struct sv_cmd_alloc_page_list *a = &r->cmd->u.alloc_page_list;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), bytes;
+	struct sv_page_list *pl;
+	void *map = NULL;
+	int fd = -1, ret;
+
+	if (!a->max_entries || a->max_entries > SV_MAX_PAGE_LIST) {
+		r->why = "max_entries out of range";
+		return -EINVAL;
+	}
+	if (a->rsvd) {
+		r->why = "reserved field set";
+		return -EINVAL;
+	}
+	if (sv_dev.total[SV_OBJ_PAGE_LIST] >= SV_MAX_PAGE_LISTS) {
+		r->why = "too many page lists";
+		return -ENOMEM;
+	}
+	bytes = ((size_t)a->max_entries * sizeof(struct sv_mem_block) + pg - 1) &
+		~(pg - 1);
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	/* sealed against shrinking: the daemon's reads never fault */
+	ret = sv_ring_alloc("softverbs-page-list", bytes, &fd, &map);
+	if (ret) {
+		r->why = "cannot allocate the list's memory";
+		free(pl);
+		return ret;
+	}
+	/* the daemon only reads it */
+	mprotect(map, bytes, PROT_READ);
+	pl->owner = r->client;
+	pl->map = map;
+	pl->bytes = bytes;
+	pl->max_entries = a->max_entries;
+	ret = sv_client_add_obj(r->client, SV_OBJ_PAGE_LIST, pl, &pl->handle);
+	if (ret) {
+		munmap(map, bytes);
+		close(fd);
+		free(pl);
+		return ret;
+	}
+	/* the client's copy; the daemon keeps only the mapping */
+	r->fd_out = fd;
+	r->rsp->u.page_list.handle = pl->handle;
+	r->rsp->u.page_list.bytes = bytes;
+	r->rsp->u.page_list.max_entries = pl->max_entries;
+	return 0;
+}
+
+void sv_page_list_destroy(struct sv_page_list *pl)
+{
+	/* work requests read the list under sv_dev.lock, which we hold */
+	munmap((void *)pl->map, pl->bytes);
+	free(pl);
+}
+
+int sv_cmd_free_page_list(struct sv_req *r)
+{
+	uint64_t h = r->cmd->u.handle.handle;
+	struct sv_page_list *pl = sv_req_obj(r, h, SV_OBJ_PAGE_LIST);
+
+	if (!pl)
+		return -EINVAL;
+	sv_client_del_obj(r->client, SV_OBJ_PAGE_LIST, h);
+	sv_page_list_destroy(pl);
 	return 0;
 }

@@ -44,6 +44,12 @@
 #define SV_MAX_RES_DOMAINS  8
 #define SV_DB_PAGES         (1 + SV_MAX_RES_DOMAINS)
 #define SV_MAX_DOMAINS      (1u << 12)  /* domain objects on the device */
+/* Memory-management extensions. MRs and MWs share the key table
+ * (SV_MAX_MR keys). Block arrays of fast-register and block-list MRs are
+ * private memory of the daemon: SV_MAX_MR_BLOCKS entries on the device. */
+#define SV_MAX_MW           (1u << 16)
+#define SV_MAX_PAGE_LISTS   (1u << 14)  /* page list objects on the device */
+#define SV_MAX_MR_BLOCKS    (1ull << 24)
 
 struct sv_client;
 
@@ -53,15 +59,73 @@ struct sv_pd {
 	uint32_t refs;             /* MRs (and later QPs, SRQs, AHs, MWs) */
 };
 
+/* One run of an MR's bytes: list position start (the MR's byte o is at
+ * position fbo + o) lies at addr in the owner's memory; the run ends where
+ * the next begins. */
+struct sv_mr_block {
+	uint64_t addr;
+	uint64_t start;
+};
+
+enum sv_mr_kind {
+	SV_MR_REGULAR = 0,         /* REG_MR, REG_MR_LIST: always valid */
+	SV_MR_FAST_REG = 1,        /* ALLOC_MR: valid between FAST_REG_MR and
+				    * an invalidate */
+};
+
+/*
+ * A memory region (mem.c; translation and state changes in mm.c). A zeroed
+ * struct with addr, length, iova, access and key set is a valid contiguous
+ * regular MR.
+ */
 struct sv_mr {
 	struct sv_client *owner;
 	struct sv_pd *pd;
 	uint64_t handle;
-	uint64_t addr;             /* in the owner's address space */
+	uint64_t addr;             /* in the owner's address space (nblocks 0) */
 	uint64_t length;
 	uint64_t iova;             /* the address the MR's users name */
 	uint32_t access;
 	uint32_t key;              /* lkey == rkey */
+	uint8_t kind;              /* enum sv_mr_kind */
+	bool invalid;              /* fast-register MRs: no translation now */
+	uint32_t nblocks;          /* 0: contiguous at addr; else blocks[0 ..
+				    * nblocks), blocks[nblocks].start = the
+				    * list's total bytes */
+	uint32_t max_blocks;       /* blocks has max_blocks + 1 entries */
+	uint32_t mw_bound;         /* windows bound to it: no dereg, no rereg */
+	uint32_t gen;              /* bumped by every fast registration: a
+				    * window bound before does not survive it */
+	uint64_t fbo;              /* list position of the MR's byte 0 */
+	struct sv_mr_block *blocks; /* NULL for contiguous MRs */
+};
+
+/* A memory window (mw.c; binds and invalidation in mm.c). */
+struct sv_mw {
+	struct sv_client *owner;
+	struct sv_pd *pd;
+	uint64_t handle;
+	uint32_t type;             /* enum sv_mw_type */
+	uint32_t key;              /* the rkey */
+	bool bound;                /* type 1: else unbound; type 2: else free */
+	uint32_t access;           /* IBV_ACCESS_REMOTE_*, ZERO_BASED */
+	uint32_t qpn;              /* type 2: the QP it is bound to */
+	uint32_t mr_gen;           /* mr->gen at bind */
+	struct sv_mr *mr;          /* bound: the MR (its mw_bound counts us) */
+	uint64_t iova;             /* the window's first address (0: zero-based) */
+	uint64_t length;
+	uint64_t off;              /* its first byte is byte off of mr */
+};
+
+/* A fast-register page list (mem.c): shared memory the client fills and the
+ * daemon reads, through its own read-only mapping, when it executes a work
+ * request or command that names the list. */
+struct sv_page_list {
+	struct sv_client *owner;
+	uint64_t handle;
+	const void *map;
+	size_t bytes;
+	uint32_t max_entries;
 };
 
 struct sv_channel {
@@ -230,6 +294,7 @@ struct sv_device {
 	void *db_map;
 	struct sv_engine *engine[SV_DB_PAGES];
 	uint32_t ndomains;
+	uint64_t mr_blocks;        /* block entries of all MRs (mem.c) */
 	uint64_t wqes;             /* WQEs executed (stat) */
 };
 
@@ -259,7 +324,34 @@ int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
 int sv_cmd_reg_mr(struct sv_req *r);
 int sv_cmd_rereg_mr(struct sv_req *r);
 int sv_cmd_dereg_mr(struct sv_req *r);
+int sv_cmd_alloc_mr(struct sv_req *r);
+int sv_cmd_reg_mr_list(struct sv_req *r);
+int sv_cmd_alloc_page_list(struct sv_req *r);
+int sv_cmd_free_page_list(struct sv_req *r);
 void sv_mr_destroy(struct sv_mr *mr);
+void sv_page_list_destroy(struct sv_page_list *pl);
+
+/* mw.c */
+int sv_cmd_alloc_mw(struct sv_req *r);
+int sv_cmd_dealloc_mw(struct sv_req *r);
+void sv_mw_destroy(struct sv_mw *mw);
+
+/* mm.c (with mm.h): what mem.c shares with the work requests */
+/* Access flags an MR may have: 0, or -EINVAL and *why. */
+int sv_mr_access_check(uint32_t access, const char **why);
+/*
+ * Read n entries of pl (pages of 1 << page_shift bytes, or struct
+ * sv_mem_block with SV_REG_BLOCKS in flags), each once, into mr->blocks
+ * (room for mr->max_blocks + 1), adjacent ones merged, and set
+ * mr->nblocks and mr->fbo. The entries must be valid and [fbo, fbo +
+ * length) inside them. 0, or -EINVAL and *why (mr->nblocks then 0).
+ * Under sv_dev.lock; never allocates.
+ */
+int sv_mr_load_list(struct sv_mr *mr, const struct sv_page_list *pl,
+		    uint32_t n, uint32_t fbo, uint64_t length,
+		    uint32_t page_shift, uint32_t flags, const char **why);
+/* Unbind a bound window (its MR's mw_bound drops). */
+void sv_mw_unbind(struct sv_mw *mw);
 
 /* cq.c */
 /* Is fd a seqpacket socket the daemon can send events on? Makes it

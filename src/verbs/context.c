@@ -38,6 +38,9 @@ void sv_context_set_ops(struct sv_context *ctx)
 	c->ops.post_send = sv_post_send;
 	c->ops.post_recv = sv_post_recv;
 	c->ops.post_srq_recv = sv_post_srq_recv;
+	c->ops.alloc_mw = sv_alloc_mw;
+	c->ops.dealloc_mw = sv_dealloc_mw;
+	c->ops.bind_mw = sv_bind_mw;
 	v->create_qp_ex = sv_create_qp_ex;
 	v->create_srq_ex = sv_create_srq_ex;
 	v->get_srq_num = sv_get_srq_num;

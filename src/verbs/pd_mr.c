@@ -50,48 +50,47 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	return ret;
 }
 
-/* Optional access bits may be ignored by a device that lacks them. */
-static unsigned int strip_optional(unsigned int access)
+struct ibv_mr *sv_mr_create(struct ibv_pd *pd, struct sv_cmd *cmd,
+			     void *addr, uint64_t length)
 {
-	return access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-}
-
-SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
-					  size_t length, uint64_t iova,
-					  unsigned int access)
-{
-	struct sv_pd *pd = to_sv_pd(ibpd);
-	struct sv_cmd cmd;
 	struct sv_rsp rsp;
 	struct sv_mr *mr;
 	int ret;
 
-	if (!ibpd)
-		return sv_err_ptr(-EINVAL);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return sv_err_ptr(-ENOMEM);
-	access = strip_optional(access);
-	sv_cmd_init(&cmd, SV_CMD_REG_MR);
-	cmd.u.reg_mr.pd = pd->handle;
-	cmd.u.reg_mr.addr = (uintptr_t)addr;
-	cmd.u.reg_mr.length = length;
-	cmd.u.reg_mr.iova = iova;
-	cmd.u.reg_mr.access = access;
-	ret = sv_conn_call(sv_conn_of(ibpd->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(pd->context), cmd, -1, &rsp, NULL);
 	if (ret) {
 		free(mr);
 		return sv_err_ptr(ret);
 	}
 	mr->handle = rsp.u.mr.handle;
-	mr->ibmr.context = ibpd->context;
-	mr->ibmr.pd = ibpd;
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
 	mr->ibmr.addr = addr;
 	mr->ibmr.length = length;
 	mr->ibmr.handle = (uint32_t)mr->handle;
 	mr->ibmr.lkey = rsp.u.mr.lkey;
 	mr->ibmr.rkey = rsp.u.mr.rkey;
 	return &mr->ibmr;
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
+					  size_t length, uint64_t iova,
+					  unsigned int access)
+{
+	struct sv_cmd cmd;
+
+	if (!ibpd)
+		return sv_err_ptr(-EINVAL);
+	sv_cmd_init(&cmd, SV_CMD_REG_MR);
+	cmd.u.reg_mr.pd = to_sv_pd(ibpd)->handle;
+	cmd.u.reg_mr.addr = (uintptr_t)addr;
+	cmd.u.reg_mr.length = length;
+	cmd.u.reg_mr.iova = iova;
+	cmd.u.reg_mr.access = sv_mr_access(access);
+	return sv_mr_create(ibpd, &cmd, addr, length);
 }
 
 SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
@@ -132,7 +131,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 	cmd.u.rereg_mr.addr = (uintptr_t)addr;
 	cmd.u.rereg_mr.length = length;
 	cmd.u.rereg_mr.iova = (uintptr_t)addr;
-	cmd.u.rereg_mr.access = strip_optional((unsigned int)access);
+	cmd.u.rereg_mr.access = sv_mr_access((unsigned int)access);
 	ret = sv_conn_call(sv_conn_of(ibmr->context), &cmd, -1, &rsp, NULL);
 	if (ret) {
 		errno = -ret;

@@ -52,32 +52,37 @@ void sv_doorbell_ring(struct sv_doorbell *db)
  */
 
 #define OP(op) (1u << (op))
-/* opcodes whose imm field is used (imm_data and invalidate_rkey share it) */
+/* opcodes whose imm field is used (imm_data and invalidate_rkey share it:
+ * the key to invalidate goes as it is, in host order) */
 #define OPS_IMM (OP(IBV_WR_SEND_WITH_IMM) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) | \
-		 OP(IBV_WR_SEND_WITH_INV))
+		 OP(IBV_WR_SEND_WITH_INV) | OP(SV_WR_RDMA_READ_INV))
 #define OPS_RDMA (OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) | \
-		  OP(IBV_WR_RDMA_READ))
+		  OP(IBV_WR_RDMA_READ) | OP(SV_WR_RDMA_READ_INV))
 #define OPS_ATOMIC (OP(IBV_WR_ATOMIC_CMP_AND_SWP) | \
 		    OP(IBV_WR_ATOMIC_FETCH_AND_ADD))
 
-/* A checked opcode is one sv_send_opcode_ok accepts: below 32. */
+/* A checked opcode is one sv_exp_opcode_ok accepts: below 32. */
 static inline bool op_in(uint32_t op, uint32_t set)
 {
 	return (OP(op) & set) != 0;
 }
 
-/* 0 or the errno that refuses this send WR on this QP; *ilen: the inline
- * bytes when inl. */
+/* 0 or the errno that refuses this send WR on this QP (exp: a WR of
+ * ibv_exp_post_send); *ilen: the inline bytes when inl. The
+ * memory-management opcodes stop at the flags: put_mm does the rest. */
 static inline int check_send(const struct sv_qp *qp, enum ibv_qp_type type,
 			     const struct ibv_send_wr *wr, uint32_t op,
 			     unsigned int flags, int num_sge,
 			     const struct ibv_sge *sgl, bool inl,
-			     uint32_t *ilen)
+			     uint32_t *ilen, bool exp)
 {
-	if (unlikely(!sv_send_opcode_ok(type, (enum ibv_wr_opcode)op)))
+	if (unlikely(exp ? !sv_exp_opcode_ok(type, op) :
+			   !sv_send_opcode_ok(type, (enum ibv_wr_opcode)op)))
 		return EINVAL;
 	if (unlikely(flags & ~SV_SEND_FLAGS_OK))
 		return EINVAL;
+	if (unlikely(op_in(op, SV_OPS_MM)))
+		return 0;
 	if (unlikely(num_sge < 0 || (num_sge && !sgl)))
 		return EINVAL;
 	if (inl) {
@@ -261,7 +266,8 @@ static inline bool sq_has_room(const struct sv_qp *qp, uint32_t prod)
 
 static __attribute__((noinline)) int post_list(struct sv_qp *qp,
 					       struct ibv_send_wr *wr,
-					       struct ibv_send_wr **bad_wr);
+					       struct ibv_send_wr **bad_wr,
+					       bool exp);
 
 /*
  * One WR, under the SQ lock: the common case, one SGE or up to 16 bytes of
@@ -284,10 +290,11 @@ static __attribute__((noinline)) int post_one(struct sv_qp *qp,
 	int err = EINVAL;
 
 	if (unlikely(wr->num_sge != 1 || !sgl))
-		return post_list(qp, wr, bad_wr);
-	/* check_send, for one SGE */
-	if (unlikely(!sv_send_opcode_ok(type, (enum ibv_wr_opcode)op)))
-		goto fail;
+		return post_list(qp, wr, bad_wr, false);
+	/* check_send, for one SGE and the data opcodes (the others, and
+	 * the opcodes refused, are post_list's) */
+	if (unlikely(!sv_send_opcode_fast(type, (enum ibv_wr_opcode)op)))
+		return post_list(qp, wr, bad_wr, false);
 	if (unlikely(flags & ~SV_SEND_FLAGS_OK))
 		goto fail;
 	if (wr_inline(op, flags)) {
@@ -295,7 +302,7 @@ static __attribute__((noinline)) int post_one(struct sv_qp *qp,
 		if (unlikely(ilen > qp->sq.max_inline))
 			goto fail;
 		if (unlikely(ilen > 16))
-			return post_list(qp, wr, bad_wr);
+			return post_list(qp, wr, bad_wr, false);
 	} else {
 		flags &= ~(unsigned int)IBV_SEND_INLINE; /* READ, atomics */
 		if (unlikely(!qp->sq.max_sge))
@@ -340,11 +347,65 @@ fail:
 	return err;
 }
 
+/*
+ * A checked memory-management WR (SV_OPS_MM) into its slot: its own checks
+ * (0 or EINVAL), then every byte of the header; it has no SGEs (num_sge and
+ * sg_list are ignored). BIND_MW and FAST_REG_MR update the window's or the
+ * MR's keys, as posted. exp: wr is a struct ibv_exp_send_wr.
+ */
+static __attribute__((noinline)) int put_mm(const struct sv_qp *qp,
+					    struct sv_send_wqe *w,
+					    const struct ibv_send_wr *wr,
+					    uint32_t op, unsigned int flags,
+					    bool exp)
+{
+	const struct ibv_context *ctx = qp->ex.qp_base.context;
+
+	switch (op) {
+	case IBV_WR_LOCAL_INV:
+		sv_wqe_head(w, wr->wr_id, op, flags, wr->invalidate_rkey, 0);
+		memset(&w->reg, 0, sizeof(w->reg));
+		return 0;
+	case IBV_WR_BIND_MW:
+		if (sv_bind_wr_check(ctx, wr->bind_mw.mw, wr->bind_mw.rkey,
+				     &wr->bind_mw.bind_info))
+			return EINVAL;
+		sv_wqe_head(w, wr->wr_id, op, flags, 0, 0);
+		sv_fill_bind(w, wr->bind_mw.rkey, &wr->bind_mw.bind_info, 0);
+		wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+		return 0;
+	case SV_WR_FAST_REG_MR:
+		if (exp) {
+			const struct ibv_exp_send_wr *x =
+				(const struct ibv_exp_send_wr *)wr;
+			const struct ibv_exp_fast_reg_attr a = {
+				.page_list = x->fast_reg.page_list,
+				.page_size = x->fast_reg.page_size,
+				.page_list_len = x->fast_reg.page_list_len,
+				.first_byte_offset =
+					x->fast_reg.first_byte_offset,
+				.length = x->fast_reg.length,
+				.iova_start = x->fast_reg.iova_start,
+				.access_flags = x->fast_reg.access_flags,
+				.flags = x->fast_reg.flags,
+			};
+
+			sv_wqe_head(w, wr->wr_id, op, flags, 0, 0);
+			return sv_fill_fast_reg(w, ctx, x->fast_reg.mr,
+						x->fast_reg.key, &a);
+		}
+		return EINVAL;
+	default:
+		return EINVAL;
+	}
+}
+
 /* Any list of WRs (and the single WRs post_one leaves), under the SQ lock:
  * each checked and copied into the next free slot; one release store of
- * prod and one doorbell for all of them. */
+ * prod and one doorbell for all of them. exp: the list is of struct
+ * ibv_exp_send_wr (ibv_exp_post_send), whose head is a struct ibv_send_wr. */
 static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
-		     struct ibv_send_wr **bad_wr)
+		     struct ibv_send_wr **bad_wr, bool exp)
 {
 	enum ibv_qp_type type = qp->ex.qp_base.qp_type;
 	struct sv_wq_ring *hdr;
@@ -365,7 +426,7 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 		struct sv_send_wqe *slot;
 
 		err = check_send(qp, type, wr, op, flags, num_sge, sgl, inl,
-				 &ilen);
+				 &ilen, exp);
 		if (err)
 			break;
 		if (!room) {
@@ -377,8 +438,14 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 		}
 		slot = (struct sv_send_wqe *)((char *)hdr + SV_RING_HDR_BYTES +
 					      (size_t)(prod & mask) * stride);
-		fill_send(type, slot, wr, op, flags, num_sge, sgl, inl,
-			  ilen);
+		if (unlikely(op_in(op, SV_OPS_MM))) {
+			err = put_mm(qp, slot, wr, op, flags, exp);
+			if (err)
+				break;
+		} else {
+			fill_send(type, slot, wr, op, flags, num_sge, sgl, inl,
+				  ilen);
+		}
 		prod++;
 		room--;
 	}
@@ -407,8 +474,62 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (likely(wr && !wr->next))
 		err = post_one(qp, wr, bad_wr);
 	else
-		err = post_list(qp, wr, bad_wr);
+		err = post_list(qp, wr, bad_wr, false);
 	sv_sq_unlock(qp);
+	return err;
+}
+
+/* struct ibv_exp_send_wr begins as struct ibv_send_wr: post_list reads an
+ * exp list through that head, and the extension behind it. */
+#define EXP_SAME(f)                                                          \
+	_Static_assert(offsetof(struct ibv_send_wr, f) ==                    \
+			       offsetof(struct ibv_exp_send_wr, f) &&        \
+		       sizeof(((struct ibv_send_wr *)0)->f) ==               \
+			       sizeof(((struct ibv_exp_send_wr *)0)->f),     \
+		       "exp wr field " #f)
+EXP_SAME(wr_id);
+EXP_SAME(next);
+EXP_SAME(sg_list);
+EXP_SAME(num_sge);
+EXP_SAME(imm_data);
+EXP_SAME(invalidate_rkey);
+EXP_SAME(wr.rdma);
+EXP_SAME(wr.atomic);
+EXP_SAME(wr.ud);
+EXP_SAME(qp_type.xrc);
+EXP_SAME(bind_mw);
+EXP_SAME(tso);
+_Static_assert(offsetof(struct ibv_send_wr, opcode) ==
+		       offsetof(struct ibv_exp_send_wr, exp_opcode) &&
+	       sizeof(enum ibv_wr_opcode) == sizeof(enum ibv_exp_wr_opcode),
+	       "exp wr opcode");
+_Static_assert(offsetof(struct ibv_send_wr, send_flags) ==
+		       offsetof(struct ibv_exp_send_wr, exp_send_flags) &&
+	       sizeof(((struct ibv_send_wr *)0)->send_flags) ==
+		       sizeof(((struct ibv_exp_send_wr *)0)->exp_send_flags),
+	       "exp wr flags");
+_Static_assert(offsetof(struct ibv_exp_send_wr, fast_reg) >=
+		       sizeof(struct ibv_send_wr),
+	       "exp wr extension");
+#undef EXP_SAME
+
+/* include/softverbs/softverbs.h: ibv_post_send for both kinds of WR */
+SV_EXPORT int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr,
+				struct ibv_exp_send_wr **bad_wr)
+{
+	struct sv_qp *qp = to_sv_qp(ibqp);
+	struct ibv_send_wr *bad = NULL;
+	int err;
+
+	if (unlikely(!sv_qp_send_state_ok(qp))) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	sv_sq_lock(qp);
+	err = post_list(qp, (struct ibv_send_wr *)wr, &bad, true);
+	sv_sq_unlock(qp);
+	if (err)
+		*bad_wr = (struct ibv_exp_send_wr *)bad;
 	return err;
 }
 

@@ -84,17 +84,28 @@ int sv_query_device_ex(struct ibv_context *context,
 SV_EXPORT int ibv_exp_query_device(struct ibv_context *context,
 				   struct ibv_exp_device_attr *attr)
 {
+	const struct sv_dev_attr *a;
 	uint32_t asked;
 
 	if (!context || !attr)
 		return EINVAL;
-	/* fill what is asked and known; say which those were */
+	a = &to_sv_ctx(context)->attr;
+	/* fill what is asked and known, nothing else; say which those were */
 	asked = attr->comp_mask;
 	attr->comp_mask = 0;
 	if (asked & IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS) {
-		attr->max_resource_domains =
-			to_sv_ctx(context)->attr.max_resource_domains;
+		attr->max_resource_domains = a->max_resource_domains;
 		attr->comp_mask |= IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS;
+	}
+	if (asked & IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS) {
+		attr->exp_device_cap_flags = a->exp_cap_flags;
+		attr->comp_mask |= IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS;
+	}
+	if (asked & IBV_EXP_DEVICE_ATTR_MAX_FAST_REG_PAGE_LIST_LEN) {
+		attr->max_fast_reg_page_list_len =
+			a->max_fast_reg_page_list_len;
+		attr->comp_mask |=
+			IBV_EXP_DEVICE_ATTR_MAX_FAST_REG_PAGE_LIST_LEN;
 	}
 	return 0;
 }

@@ -36,9 +36,12 @@ static inline struct sv_ah *to_sv_ah(struct ibv_ah *ah)
 	((uint32_t)(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
 		    IBV_SEND_INLINE))
 
-/* Send opcodes this device executes, per QP type (ibv_post_send). */
-static inline bool sv_send_opcode_ok(enum ibv_qp_type type,
-				     enum ibv_wr_opcode op)
+/*
+ * The data opcodes ibv_post_send's one-WR fast path (post.c post_one)
+ * handles itself, per QP type; anything else goes to the general path.
+ */
+static inline bool sv_send_opcode_fast(enum ibv_qp_type type,
+				       enum ibv_wr_opcode op)
 {
 	switch (op) {
 	case IBV_WR_SEND:
@@ -53,22 +56,62 @@ static inline bool sv_send_opcode_ok(enum ibv_qp_type type,
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return type == IBV_QPT_RC;
 	default:
-		return false; /* memory-management WRs: not yet */
+		return false;
+	}
+}
+
+/* The memory-management opcodes (no SGEs, no data): LOCAL_INV, BIND_MW and
+ * SV_WR_FAST_REG_MR, as a mask of 1 << opcode. */
+#define SV_OPS_MM                                                            \
+	((1u << IBV_WR_LOCAL_INV) | (1u << IBV_WR_BIND_MW) |                 \
+	 (1u << SV_WR_FAST_REG_MR))
+
+/* Send opcodes this device executes through ibv_post_send, per QP type. */
+static inline bool sv_send_opcode_ok(enum ibv_qp_type type,
+				     enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_LOCAL_INV:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
+		       type == IBV_QPT_UD;
+	case IBV_WR_BIND_MW:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
+	case IBV_WR_SEND_WITH_INV:
+		return type == IBV_QPT_RC;
+	default:
+		return sv_send_opcode_fast(type, op);
+	}
+}
+
+/* ... and through ibv_exp_post_send: those and the device's own. */
+static inline bool sv_exp_opcode_ok(enum ibv_qp_type type, uint32_t op)
+{
+	switch (op) {
+	case SV_WR_FAST_REG_MR:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
+		       type == IBV_QPT_UD;
+	case SV_WR_RDMA_READ_INV:
+		return type == IBV_QPT_RC;
+	default:
+		return sv_send_opcode_ok(type, (enum ibv_wr_opcode)op);
 	}
 }
 
 /* The ibv_qp_ex send_ops_flags matching sv_send_opcode_ok. */
 static inline uint64_t sv_send_ops_ok(enum ibv_qp_type type)
 {
-	uint64_t f = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	uint64_t f = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		     IBV_QP_EX_WITH_LOCAL_INV;
 
 	if (type == IBV_QPT_RC || type == IBV_QPT_UC)
 		f |= IBV_QP_EX_WITH_RDMA_WRITE |
-		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		     IBV_QP_EX_WITH_BIND_MW;
 	if (type == IBV_QPT_RC)
 		f |= IBV_QP_EX_WITH_RDMA_READ |
 		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		     IBV_QP_EX_WITH_SEND_WITH_INV;
 	return f;
 }
 
@@ -78,6 +121,94 @@ static inline bool sv_send_opcode_has_payload(enum ibv_wr_opcode op)
 	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
 	       op == IBV_WR_SEND_WITH_INV || op == IBV_WR_RDMA_WRITE ||
 	       op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* ---- the memory-management WQEs (post.c, wr.c, mm.c) ---- */
+
+/* The first half of a WQE's header. */
+static inline void sv_wqe_head(struct sv_send_wqe *w, uint64_t wr_id,
+			       uint32_t op, uint32_t flags, uint32_t imm,
+			       uint32_t num_sge)
+{
+	w->wr_id = wr_id;
+	w->opcode = op;
+	w->flags = flags & ~(uint32_t)IBV_SEND_INLINE;
+	w->imm = imm;
+	w->num_sge = num_sge;
+}
+
+/*
+ * A work request's bind of a type 2 window mw to rkey (IBV_WR_BIND_MW,
+ * ibv_wr_bind_mw), as far as the library can tell: 0 or EINVAL. The window
+ * and the MR must be of ctx, rkey must keep the window's index (the WQE
+ * names the window by it), and the bind needs an MR. Type 1 windows are
+ * bound by ibv_bind_mw only.
+ */
+static inline int sv_bind_wr_check(const struct ibv_context *ctx,
+				   const struct ibv_mw *mw, uint32_t rkey,
+				   const struct ibv_mw_bind_info *bi)
+{
+	if (!mw || mw->context != ctx || mw->type != IBV_MW_TYPE_2 || !bi ||
+	    !bi->mr || bi->mr->context != ctx || (rkey ^ mw->rkey) >> 8)
+		return EINVAL;
+	return 0;
+}
+
+/* The `reg` half of a BIND_MW WQE (every byte of it): window key, range,
+ * access and MR (none: unbinding a type 1 window). */
+static inline void sv_fill_bind(struct sv_send_wqe *w, uint32_t key,
+				const struct ibv_mw_bind_info *bi,
+				uint16_t reg_flags)
+{
+	w->reg.iova = bi->addr;
+	w->reg.key = key;
+	w->reg.access = bi->mw_access_flags;
+	w->reg.length = bi->length;
+	w->reg.list = bi->mr ? bi->mr->lkey : 0;
+	w->reg.fbo = 0;
+	w->reg.page_shift = 0;
+	w->reg.rsvd = 0;
+	w->reg.flags = reg_flags;
+}
+
+/*
+ * The `reg` half and num_sge of a FAST_REG_MR WQE that makes mr valid with
+ * consumer key `key` over a->page_list (ibv_exp_post_send,
+ * ibv_exp_wr_fast_reg_mr); the MR's lkey and rkey become the new key.
+ * 0, or EINVAL (and nothing changed but the slot) for what the WQE cannot
+ * carry: objects of another context, a list longer than the page list, a
+ * page size that is not a power of two, unknown flags. The device checks
+ * the rest when it executes the WQE.
+ */
+static inline int sv_fill_fast_reg(struct sv_send_wqe *w,
+				   const struct ibv_context *ctx,
+				   struct ibv_mr *mr, uint8_t key,
+				   const struct ibv_exp_fast_reg_attr *a)
+{
+	const struct ibv_exp_fast_reg_page_list *pl = a->page_list;
+	bool blocks = a->flags & IBV_EXP_FAST_REG_BLOCK_LIST;
+	uint32_t k;
+
+	if (!mr || mr->context != ctx || !pl || pl->context != ctx ||
+	    !a->page_list_len || a->page_list_len > pl->max_page_list_len ||
+	    (a->flags & ~(uint32_t)IBV_EXP_FAST_REG_BLOCK_LIST) ||
+	    (!blocks && (!a->page_size || (a->page_size & (a->page_size - 1)))))
+		return EINVAL;
+	k = ibv_exp_update_fast_reg_key(mr->lkey, key);
+	w->num_sge = a->page_list_len;
+	w->reg.iova = a->iova_start;
+	w->reg.key = k;
+	w->reg.access = (uint32_t)a->access_flags;
+	w->reg.length = a->length;
+	w->reg.list = to_sv_page_list(pl)->handle;
+	w->reg.fbo = a->first_byte_offset;
+	w->reg.page_shift =
+		blocks ? 0 : (uint8_t)__builtin_ctz(a->page_size);
+	w->reg.rsvd = 0;
+	w->reg.flags = blocks ? SV_REG_BLOCKS : 0;
+	mr->lkey = k;
+	mr->rkey = k;
+	return 0;
 }
 
 /* ibv_post_send is refused (EINVAL) in RESET, INIT and RTR; accepted in RTS,

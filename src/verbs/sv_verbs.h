@@ -201,6 +201,38 @@ struct sv_mr {
 	uint64_t handle;
 };
 
+/* An MR's access as the daemon takes it: the optional bits, which a device
+ * that lacks them may ignore, stripped. */
+static inline unsigned int sv_mr_access(unsigned int access)
+{
+	return access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+}
+
+/* pd_mr.c: the MR that cmd (REG_MR, ALLOC_MR, REG_MR_LIST, on pd) makes,
+ * with addr and length as the application sees them; NULL with errno set. */
+struct ibv_mr *sv_mr_create(struct ibv_pd *pd, struct sv_cmd *cmd,
+			    void *addr, uint64_t length);
+
+/* A memory window (mm.c). */
+struct sv_mw {
+	struct ibv_mw ibmw;
+	uint64_t handle;
+};
+
+/* A fast-register page list (mm.c): the daemon's PAGE_LIST and our mapping
+ * of its memory, where pl.page_list and pl.blocks point. */
+struct sv_page_list {
+	struct ibv_exp_fast_reg_page_list pl;
+	uint64_t handle;
+	size_t bytes;              /* the mapping's size */
+};
+
+static inline struct sv_page_list *
+to_sv_page_list(const struct ibv_exp_fast_reg_page_list *pl)
+{
+	return (struct sv_page_list *)pl;
+}
+
 struct sv_channel {
 	struct ibv_comp_channel ch;
 	uint64_t handle;
@@ -344,6 +376,12 @@ void sv_context_set_ops(struct sv_context *ctx);
  * object with it. */
 int sv_destroy_obj(struct ibv_context *context, unsigned int op,
 		   uint64_t handle);
+
+/* mm.c: memory windows (the context ops) */
+struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int sv_dealloc_mw(struct ibv_mw *mw);
+int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+	       struct ibv_mw_bind *mw_bind);
 
 /* td.c: thread and parent domains */
 struct ibv_td *sv_alloc_td(struct ibv_context *context,

@@ -37,11 +37,6 @@ NOSUP_INT(nosup_compat_query_device, struct ibv_context *c,
 	  struct ibv_device_attr *a)
 NOSUP_INT(nosup_compat_query_port, struct ibv_context *c, uint8_t p,
 	  struct _compat_ibv_port_attr *a)
-NOSUP_PTR(nosup_alloc_mw, struct ibv_mw, struct ibv_pd *pd,
-	  enum ibv_mw_type t)
-NOSUP_INT(nosup_bind_mw, struct ibv_qp *qp, struct ibv_mw *mw,
-	  struct ibv_mw_bind *b)
-NOSUP_INT(nosup_dealloc_mw, struct ibv_mw *mw)
 
 static int nosup_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad)
@@ -154,9 +149,6 @@ void sv_fill_unsupported_ops(struct verbs_context *v)
 	o->_compat_reg_mr = nosup_compat;
 	o->_compat_rereg_mr = nosup_compat;
 	o->_compat_dereg_mr = nosup_compat;
-	o->alloc_mw = nosup_alloc_mw;
-	o->bind_mw = nosup_bind_mw;
-	o->dealloc_mw = nosup_dealloc_mw;
 	o->_compat_create_cq = nosup_compat;
 	o->poll_cq = nosup_poll_cq;
 	o->req_notify_cq = nosup_req_notify_cq;

@@ -221,6 +221,90 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
 	}
 }
 
+/* The memory-management builders take no setter after them: the WQE is
+ * done (and a setter would be a caller's error, EINVAL, as one with no
+ * builder before it). */
+static inline void wr_done(struct sv_qp *qp)
+{
+	qp->wr_cur = NULL;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)
+{
+	struct sv_qp *qp = ex_to_qp(ex);
+	struct sv_send_wqe *w = wr_claim(qp, IBV_WR_LOCAL_INV);
+
+	if (w) {
+		w->imm = invalidate_rkey; /* host order */
+		wr_done(qp);
+	}
+}
+
+static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)
+{
+	struct sv_send_wqe *w = wr_claim(ex_to_qp(ex), IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->imm = invalidate_rkey; /* host order */
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *bind_info)
+{
+	struct sv_qp *qp = ex_to_qp(ex);
+	struct sv_send_wqe *w;
+
+	if (!qp->wr_err &&
+	    sv_bind_wr_check(qp->ex.qp_base.context, mw, rkey, bind_info)) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	w = wr_claim(qp, IBV_WR_BIND_MW);
+	if (w) {
+		sv_fill_bind(w, rkey, bind_info, 0);
+		mw->rkey = rkey;
+		wr_done(qp);
+	}
+}
+
+/* include/softverbs/softverbs.h: the builders of the device's own WQEs, for
+ * any QP type that may post them (no send_ops_flags bit names them) */
+static struct sv_send_wqe *wr_claim_exp(struct sv_qp *qp, uint32_t op)
+{
+	if (!qp->wr_err && !sv_exp_opcode_ok(qp->ex.qp_base.qp_type, op)) {
+		qp->wr_err = EINVAL;
+		return NULL;
+	}
+	return wr_claim(qp, (enum ibv_wr_opcode)op);
+}
+
+SV_EXPORT void ibv_exp_wr_fast_reg_mr(struct ibv_qp_ex *ex, struct ibv_mr *mr,
+				      uint8_t key,
+				      const struct ibv_exp_fast_reg_attr *attr)
+{
+	struct sv_qp *qp = ex_to_qp(ex);
+	struct sv_send_wqe *w = wr_claim_exp(qp, SV_WR_FAST_REG_MR);
+
+	if (!w)
+		return;
+	if (!attr || sv_fill_fast_reg(w, qp->ex.qp_base.context, mr, key, attr))
+		wr_fail(qp, EINVAL);
+	wr_done(qp);
+}
+
+SV_EXPORT void ibv_exp_wr_rdma_read_inv(struct ibv_qp_ex *ex, uint32_t rkey,
+					uint64_t remote_addr,
+					uint32_t invalidate_lkey)
+{
+	struct sv_send_wqe *w = wr_claim_exp(ex_to_qp(ex), SV_WR_RDMA_READ_INV);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = remote_addr;
+		w->imm = invalidate_lkey; /* host order */
+	}
+}
+
 /* ---- setters of the current WQE ---- */
 
 static void wr_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr,
@@ -361,11 +445,12 @@ WR_REFUSE(inval_fetch_add, EINVAL, uint32_t rkey, uint64_t raddr,
 WR_REFUSE(inval_ud_addr, EINVAL, struct ibv_ah *ah, uint32_t qpn,
 	  uint32_t qkey)
 
-/* operations the device does not do through this API yet: EOPNOTSUPP */
-WR_REFUSE(nosup_send_inv, EOPNOTSUPP, uint32_t rkey)
-WR_REFUSE(nosup_local_inv, EOPNOTSUPP, uint32_t rkey)
-WR_REFUSE(nosup_bind_mw, EOPNOTSUPP, struct ibv_mw *mw, uint32_t rkey,
+WR_REFUSE(inval_send_inv, EINVAL, uint32_t rkey)
+WR_REFUSE(inval_local_inv, EINVAL, uint32_t rkey)
+WR_REFUSE(inval_bind_mw, EINVAL, struct ibv_mw *mw, uint32_t rkey,
 	  const struct ibv_mw_bind_info *info)
+
+/* operations the device does not do through this API: EOPNOTSUPP */
 WR_REFUSE(nosup_send_tso, EOPNOTSUPP, void *hdr, uint16_t hdr_sz,
 	  uint16_t mss)
 WR_REFUSE(nosup_xrc_srqn, EOPNOTSUPP, uint32_t srqn)
@@ -399,6 +484,12 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
 				     wr_atomic_cmp_swp, inval_cmp_swp);
 	ex->wr_atomic_fetch_add = PICK(IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
 				       wr_atomic_fetch_add, inval_fetch_add);
+	ex->wr_send_inv = PICK(IBV_QP_EX_WITH_SEND_WITH_INV, wr_send_inv,
+			       inval_send_inv);
+	ex->wr_local_inv = PICK(IBV_QP_EX_WITH_LOCAL_INV, wr_local_inv,
+				inval_local_inv);
+	ex->wr_bind_mw = PICK(IBV_QP_EX_WITH_BIND_MW, wr_bind_mw,
+			      inval_bind_mw);
 #undef PICK
 
 	ex->wr_set_sge = wr_set_sge;
@@ -409,9 +500,6 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
 				     wr_set_ud_addr :
 				     inval_ud_addr;
 
-	ex->wr_send_inv = nosup_send_inv;
-	ex->wr_local_inv = nosup_local_inv;
-	ex->wr_bind_mw = nosup_bind_mw;
 	ex->wr_send_tso = nosup_send_tso;
 	ex->wr_set_xrc_srqn = nosup_xrc_srqn;
 	ex->wr_atomic_write = nosup_atomic_write;

@@ -2355,6 +2355,431 @@ static void test_other_client_qp(void **state)
 	check_clean();
 }
 
+/* ---- memory-management extensions ---- */
+
+/* ALLOC_PAGE_LIST; on success the list as this process maps it (the
+ * memfd's size and seals checked). */
+static int alloc_pl(int s, uint32_t max, uint32_t rsvd, int fd_in,
+		    uint64_t *h, uint64_t **map, size_t *bytes)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret, fd;
+	void *p;
+
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PAGE_LIST);
+	cmd.u.alloc_page_list.max_entries = max;
+	cmd.u.alloc_page_list.rsvd = rsvd;
+	ret = xfer_fd(s, &cmd, fd_in, &rsp, &fd);
+	if (ret)
+		return ret;
+	check_ring_fd(fd, rsp.u.page_list.bytes);
+	assert_true(rsp.u.page_list.bytes >= (uint64_t)max * 16);
+	assert_int_equal(rsp.u.page_list.max_entries, max);
+	assert_true(rsp.u.page_list.handle != 0);
+	p = mmap(NULL, rsp.u.page_list.bytes, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED);
+	close(fd);
+	*h = rsp.u.page_list.handle;
+	*map = p;
+	*bytes = rsp.u.page_list.bytes;
+	return 0;
+}
+
+/* A command answered with struct sv_rsp_mr: on success its handle and keys
+ * are checked (an MR: lkey == rkey; a window: rkey, lkey 0). */
+static int xfer_mr(int s, struct sv_cmd *cmd, bool window,
+		   struct sv_rsp_mr *out)
+{
+	struct sv_rsp rsp;
+	int ret = xfer(s, cmd, &rsp);
+
+	if (!ret) {
+		assert_true(rsp.u.mr.handle != 0);
+		assert_true(rsp.u.mr.rkey != 0);
+		assert_int_equal(rsp.u.mr.lkey, window ? 0 : rsp.u.mr.rkey);
+	}
+	if (out)
+		*out = rsp.u.mr;
+	return ret;
+}
+
+static int alloc_mr_fr(int s, uint64_t pd, uint32_t max, uint32_t rsvd,
+		       struct sv_rsp_mr *mr)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_MR);
+	cmd.u.alloc_mr.pd = pd;
+	cmd.u.alloc_mr.max_entries = max;
+	cmd.u.alloc_mr.rsvd = rsvd;
+	return xfer_mr(s, &cmd, false, mr);
+}
+
+static int alloc_mw(int s, uint64_t pd, uint32_t type, uint32_t rsvd,
+		    struct sv_rsp_mr *mw)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_MW);
+	cmd.u.alloc_mw.pd = pd;
+	cmd.u.alloc_mw.type = type;
+	cmd.u.alloc_mw.rsvd = rsvd;
+	return xfer_mr(s, &cmd, true, mw);
+}
+
+static int reg_mr_list(int s, const struct sv_cmd_reg_mr_list *a,
+		       struct sv_rsp_mr *mr)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, SV_CMD_REG_MR_LIST);
+	cmd.u.reg_mr_list = *a;
+	return xfer_mr(s, &cmd, false, mr);
+}
+
+/* The capabilities of the memory-management extensions. */
+static void test_mm_caps(void **state)
+{
+	int s = conn_open();
+	struct sv_dev_attr a = dev_attr(s);
+	const uint64_t caps = IBV_DEVICE_MEM_MGT_EXTENSIONS |
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+
+	(void)state;
+	assert_int_equal(a.device_cap_flags & caps, caps);
+	assert_true(a.max_mw > 0);
+	assert_int_equal(a.max_fast_reg_page_list_len, SV_MAX_PAGE_LIST);
+	assert_int_equal(a.exp_cap_flags,
+			 SV_EXP_CAP_FAST_REG_USER | SV_EXP_CAP_BLOCK_LIST |
+			 SV_EXP_CAP_ZERO_BASED_MR | SV_EXP_CAP_ZERO_BASED_MW |
+			 SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV);
+	conn_close(s);
+	check_clean();
+}
+
+/* ALLOC_PAGE_LIST / FREE_PAGE_LIST, ALLOC_MR, ALLOC_MW / DEALLOC_MW: every
+ * field, every handle that is not the right one. */
+static void test_mm_objects(void **state)
+{
+	uint64_t pd, stale_pd, cq = 0, pl, stale_pl, pl_max, *map, *map2;
+	struct sv_rsp_mr fr, mw[3], stale_mw;
+	struct sv_rsp_stat st;
+	size_t bytes, bytes2;
+	unsigned int i, t;
+	int s = conn_open(), p[2];
+
+	(void)state;
+	pd = alloc_pd(s);
+	stale_pd = alloc_pd(s);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, stale_pd), 0);
+	assert_status(create_cq(s, 1, 0, 0, 0, -1, &cq), 0);
+
+	/* page lists */
+	assert_status(alloc_pl(s, 0, 0, -1, NULL, NULL, NULL), -EINVAL);
+	assert_status(alloc_pl(s, SV_MAX_PAGE_LIST + 1, 0, -1, NULL, NULL,
+			       NULL), -EINVAL);
+	assert_status(alloc_pl(s, ~0u, 0, -1, NULL, NULL, NULL), -EINVAL);
+	assert_status(alloc_pl(s, 1u << 31, 0, -1, NULL, NULL, NULL), -EINVAL);
+	assert_status(alloc_pl(s, 4, 1, -1, NULL, NULL, NULL), -EINVAL);
+	assert_status(alloc_pl(s, 4, ~0u, -1, NULL, NULL, NULL), -EINVAL);
+	/* a descriptor it does not take: refused, and closed by the daemon */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_status(alloc_pl(s, 4, 0, p[0], NULL, NULL, NULL), -EINVAL);
+	close(p[0]);
+	close(p[1]);
+	assert_status(alloc_pl(s, 1, 0, -1, &pl, &map, &bytes), 0);
+	assert_status(alloc_pl(s, SV_MAX_PAGE_LIST, 0, -1, &pl_max, &map2,
+			       &bytes2), 0);
+	assert_int_equal(bytes2, (uint64_t)SV_MAX_PAGE_LIST * 16);
+	assert_status(alloc_pl(s, 3, 0, -1, &stale_pl, &map, &bytes), 0);
+	munmap(map, bytes);
+	assert_status(cmd_handle(s, SV_CMD_FREE_PAGE_LIST, stale_pl), 0);
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(cmd_handle(s, SV_CMD_FREE_PAGE_LIST,
+					 garbage_handles[i]), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_FREE_PAGE_LIST, stale_pl), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_FREE_PAGE_LIST, pd), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_FREE_PAGE_LIST, cq), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, pl), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pl), -EINVAL);
+
+	/* fast-register MRs */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(alloc_mr_fr(s, garbage_handles[i], 4, 0, NULL),
+			      -EINVAL);
+	assert_status(alloc_mr_fr(s, stale_pd, 4, 0, NULL), -EINVAL);
+	assert_status(alloc_mr_fr(s, cq, 4, 0, NULL), -EINVAL);
+	assert_status(alloc_mr_fr(s, pl, 4, 0, NULL), -EINVAL);
+	assert_status(alloc_mr_fr(s, pd, 0, 0, NULL), -EINVAL);
+	assert_status(alloc_mr_fr(s, pd, SV_MAX_PAGE_LIST + 1, 0, NULL),
+		      -EINVAL);
+	assert_status(alloc_mr_fr(s, pd, ~0u, 0, NULL), -EINVAL);
+	assert_status(alloc_mr_fr(s, pd, 4, 1, NULL), -EINVAL);
+	assert_status(alloc_mr_fr(s, pd, SV_MAX_PAGE_LIST, 0, &fr), 0);
+	/* it is an MR: DEREG_MR frees it, no other destroy does; no rereg */
+	assert_status(cmd_handle(s, SV_CMD_FREE_PAGE_LIST, fr.handle), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_MW, fr.handle), -EINVAL);
+	assert_status(rereg_mr(s, fr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
+			       0, 0, NULL), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), -EBUSY);
+
+	/* windows */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(alloc_mw(s, garbage_handles[i], SV_MW_TYPE_1, 0,
+				       NULL), -EINVAL);
+	assert_status(alloc_mw(s, stale_pd, SV_MW_TYPE_1, 0, NULL), -EINVAL);
+	assert_status(alloc_mw(s, fr.handle, SV_MW_TYPE_1, 0, NULL), -EINVAL);
+	assert_status(alloc_mw(s, pd, 0, 0, NULL), -EINVAL);
+	assert_status(alloc_mw(s, pd, 4, 0, NULL), -EINVAL);
+	assert_status(alloc_mw(s, pd, ~0u, 0, NULL), -EINVAL);
+	assert_status(alloc_mw(s, pd, IBV_MW_TYPE_2, 1, NULL), -EINVAL);
+	for (t = 0; t < 3; t++)
+		assert_status(alloc_mw(s, pd, SV_MW_TYPE_1 + t, 0, &mw[t]), 0);
+	assert_int_not_equal(mw[0].rkey, mw[1].rkey);
+	assert_status(alloc_mw(s, pd, SV_MW_TYPE_2A, 0, &stale_mw), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_MW, stale_mw.handle), 0);
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(cmd_handle(s, SV_CMD_DEALLOC_MW,
+					 garbage_handles[i]), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_MW, stale_mw.handle),
+		      -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_MW, pd), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_MW, pl), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mw[0].handle), -EINVAL);
+	assert_status(rereg_mr(s, mw[1].handle, IBV_REREG_MR_CHANGE_ACCESS, 0,
+			       0, 0, 0, NULL), -EINVAL);
+
+	stat_get(g.keeper, &st);
+	assert_int_equal(st.total[SV_OBJ_PAGE_LIST], 2);
+	assert_int_equal(st.total[SV_OBJ_MR], 1);
+	assert_int_equal(st.total[SV_OBJ_MW], 3);
+	assert_int_equal(st.keys_live, 4);
+	/* the windows and the MR hold the pd */
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, fr.handle), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_MW, mw[1].handle), 0);
+	/* the rest goes with the connection */
+	munmap(map2, bytes2);
+	conn_close(s);
+	check_clean();
+}
+
+/* REG_MR_LIST: every field and every kind of bad entry. */
+static void test_reg_mr_list(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *mem = mmap(NULL, (size_t)pg * 6, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t pd, stale_pd, pl, pl2, stale_pl, *w, *w2, *ws;
+	struct sv_cmd_reg_mr_list good, x;
+	struct sv_rsp_mr mr, fr;
+	size_t bytes, bytes2, bytes_s;
+	unsigned int i;
+	int s = conn_open(), b = conn_open();
+	uint64_t b_pl, *wb;
+	size_t bytes_b;
+
+	(void)state;
+	assert_true(mem != MAP_FAILED);
+	/* pages 0..3 read-write, 4 read-only, 5 no access (not unmapped:
+	 * the page lists mapped below could land in a hole) */
+	assert_int_equal(mprotect(mem + 4 * pg, (size_t)pg, PROT_READ), 0);
+	assert_int_equal(mprotect(mem + 5 * pg, (size_t)pg, PROT_NONE), 0);
+	pd = alloc_pd(s);
+	stale_pd = alloc_pd(s);
+	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, stale_pd), 0);
+	assert_status(alloc_pl(s, 4, 0, -1, &pl, &w, &bytes), 0);
+	assert_status(alloc_pl(s, 1, 0, -1, &pl2, &w2, &bytes2), 0);
+	assert_status(alloc_pl(s, 4, 0, -1, &stale_pl, &ws, &bytes_s), 0);
+	assert_status(cmd_handle(s, SV_CMD_FREE_PAGE_LIST, stale_pl), 0);
+	/* b's list, in a slot s's table does not use as a page list */
+	for (i = 0; i < 6; i++)
+		alloc_pd(b);
+	assert_status(alloc_pl(b, 4, 0, -1, &b_pl, &wb, &bytes_b), 0);
+	assert_status(alloc_mr_fr(s, pd, 4, 0, &fr), 0);
+
+	/* two blocks of odd sizes and alignments, in reverse order */
+	w[0] = (uintptr_t)mem + 2 * pg + 3;
+	w[1] = 1001;
+	w[2] = (uintptr_t)mem + 1;
+	w[3] = (uint64_t)pg;
+	memcpy(wb, w, 32);
+	memset(&good, 0, sizeof(good));
+	good.pd = pd;
+	good.list = pl;
+	good.nentries = 2;
+	good.fbo = 5;
+	good.length = 1001 + (uint64_t)pg - 5;
+	good.iova = 0x10000;
+	good.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	good.flags = SV_REG_BLOCKS;
+	assert_status(reg_mr_list(s, &good, &mr), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+
+#define LBAD(field, val, err)                                                  \
+	do {                                                                   \
+		x = good;                                                      \
+		x.field = val;                                                 \
+		assert_status(reg_mr_list(s, &x, NULL), err);                  \
+	} while (0)
+	for (i = 0; i < N_GARBAGE; i++) {
+		LBAD(pd, garbage_handles[i], -EINVAL);
+		LBAD(list, garbage_handles[i], -EINVAL);
+	}
+	LBAD(pd, stale_pd, -EINVAL);
+	LBAD(pd, pl, -EINVAL);
+	LBAD(pd, fr.handle, -EINVAL);
+	LBAD(list, stale_pl, -EINVAL);
+	LBAD(list, b_pl, -EINVAL);
+	LBAD(list, pd, -EINVAL);
+	LBAD(list, fr.handle, -EINVAL);
+	LBAD(list, pl2, -EINVAL);              /* one entry only */
+	LBAD(nentries, 0, -EINVAL);
+	LBAD(nentries, 5, -EINVAL);
+	LBAD(nentries, ~0u, -EINVAL);
+	LBAD(nentries, 1u << 31, -EINVAL);
+	LBAD(fbo, 6, -EINVAL);
+	LBAD(fbo, ~0u, -EINVAL);
+	LBAD(length, 0, -EINVAL);
+	LBAD(length, good.length + 1, -EINVAL);
+	LBAD(length, ~0ull, -EINVAL);
+	LBAD(length, (1ull << 47) + 1, -EINVAL);
+	LBAD(iova, ~0ull - 100, -EINVAL);
+	LBAD(access, IBV_ACCESS_REMOTE_WRITE, -EINVAL);
+	LBAD(access, IBV_ACCESS_REMOTE_ATOMIC, -EINVAL);
+	LBAD(access, IBV_ACCESS_LOCAL_WRITE | (1u << 10), -EINVAL);
+	LBAD(access, ~0u, -EINVAL);
+	LBAD(rsvd, 1, -EINVAL);
+	LBAD(rsvd, 0xff, -EINVAL);
+	LBAD(flags, SV_REG_BLOCKS | SV_REG_TYPE1, -EINVAL);
+	LBAD(flags, SV_REG_BLOCKS | 0x8000, -EINVAL);
+	LBAD(flags, 0xffff, -EINVAL);
+	/* pages, not blocks: these entries are not page addresses */
+	LBAD(flags, 0, -EINVAL);
+	/* the page size, in page mode */
+	w[0] = (uintptr_t)mem;
+	w[1] = (uintptr_t)mem + pg;
+	x = good;
+	x.flags = 0;
+	x.fbo = 0;
+	x.length = 2 * (uint64_t)pg;
+	x.page_shift = (uint8_t)__builtin_ctzl((unsigned long)pg);
+	assert_status(reg_mr_list(s, &x, &mr), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+	{
+		static const uint8_t bad_shift[] = { 0, 1, 11, 31, 63, 64, 255 };
+		struct sv_cmd_reg_mr_list y = x;
+
+		for (i = 0; i < sizeof(bad_shift); i++) {
+			y.page_shift = bad_shift[i];
+			assert_status(reg_mr_list(s, &y, NULL), -EINVAL);
+		}
+		y = x;
+		y.fbo = (uint32_t)pg;
+		y.length = 1;
+		assert_status(reg_mr_list(s, &y, NULL), -EINVAL);
+		y = x;
+		w[1] += 8;                      /* not aligned */
+		assert_status(reg_mr_list(s, &y, NULL), -EINVAL);
+		w[1] = ~0ull & ~((uint64_t)pg - 1); /* wraps */
+		assert_status(reg_mr_list(s, &y, NULL), -EINVAL);
+		w[1] = (uintptr_t)mem + 4 * pg;  /* read-only */
+		assert_status(reg_mr_list(s, &y, NULL), -EFAULT);
+		y.access = IBV_ACCESS_REMOTE_READ;
+		assert_status(reg_mr_list(s, &y, &mr), 0);
+		assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+		w[1] = (uintptr_t)mem + 5 * pg;  /* no access */
+		assert_status(reg_mr_list(s, &y, NULL), -EFAULT);
+		w[1] = 0;
+		assert_status(reg_mr_list(s, &y, NULL), -EFAULT);
+		w[1] = 1ull << 47;
+		assert_status(reg_mr_list(s, &y, NULL), -EFAULT);
+	}
+	/* blocks: empty, huge, wrapping, not mapped, read-only with write */
+	w[0] = (uintptr_t)mem + 2 * pg + 3;
+	w[1] = 1001;
+	w[2] = (uintptr_t)mem + 1;
+	w[3] = 0;
+	assert_status(reg_mr_list(s, &good, NULL), -EINVAL);
+	w[3] = ~0ull;
+	assert_status(reg_mr_list(s, &good, NULL), -EINVAL);
+	w[3] = (1ull << 47) + 1;
+	assert_status(reg_mr_list(s, &good, NULL), -EINVAL);
+	w[2] = ~0ull - 10;
+	w[3] = (uint64_t)pg;
+	assert_status(reg_mr_list(s, &good, NULL), -EINVAL);
+	w[2] = ~0ull - (uint64_t)pg - 10;
+	assert_status(reg_mr_list(s, &good, NULL), -EFAULT);
+	w[2] = (uintptr_t)mem + 4 * pg;
+	assert_status(reg_mr_list(s, &good, NULL), -EFAULT);
+	w[2] = (uintptr_t)mem + 5 * pg - 10;     /* runs into page 5 */
+	assert_status(reg_mr_list(s, &good, NULL), -EFAULT);
+	w[2] = (uintptr_t)mem + 1;
+	assert_status(reg_mr_list(s, &good, &mr), 0);
+	assert_status(cmd_handle(s, SV_CMD_DEREG_MR, mr.handle), 0);
+	/* garbage everywhere in a full list: refused, never a crash */
+	for (i = 0; i < 200; i++) {
+		uint64_t v = rnd();
+
+		for (unsigned int k = 0; k < 8; k++)
+			w[k] = k & 1 ? rnd() % 100000 : rnd() >> (v % 64);
+		x = good;
+		x.nentries = 1 + (uint32_t)(v % 4);
+		x.flags = v & (1ull << 8) ? SV_REG_BLOCKS : 0;
+		x.page_shift = (uint8_t)(12 + v % 20);
+		x.fbo = (uint32_t)(rnd() % 5000);
+		x.length = 1 + rnd() % 200000;
+		x.access = IBV_ACCESS_LOCAL_WRITE;
+		{
+			int st = reg_mr_list(s, &x, &mr);
+
+			if (st == 0)
+				assert_status(cmd_handle(s, SV_CMD_DEREG_MR,
+							 mr.handle), 0);
+			else if (st != -EINVAL && st != -EFAULT)
+				fail_msg("status %d", st);
+		}
+	}
+#undef LBAD
+	munmap(w, bytes);
+	munmap(w2, bytes2);
+	munmap(ws, bytes_s);
+	munmap(wb, bytes_b);
+	munmap(mem, (size_t)pg * 6);
+	conn_close(b);
+	conn_close(s);
+	check_clean();
+}
+
+/* A probe creates none of them. */
+static void test_mm_probe(void **state)
+{
+	static const unsigned int ops[] = {
+		SV_CMD_ALLOC_MR, SV_CMD_ALLOC_PAGE_LIST, SV_CMD_FREE_PAGE_LIST,
+		SV_CMD_REG_MR_LIST, SV_CMD_ALLOC_MW, SV_CMD_DEALLOC_MW,
+	};
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	unsigned int i;
+	int s = conn_open();
+
+	(void)state;
+	assert_status(hello(s, SV_PROTO_VERSION, SV_HELLO_PROBE, NULL), 0);
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		sv_cmd_init(&cmd, ops[i]);
+		assert_status(xfer(s, &cmd, &rsp), -EPERM);
+	}
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PAGE_LIST);
+	cmd.u.alloc_page_list.max_entries = 4;
+	assert_status(xfer(s, &cmd, &rsp), -EPERM);
+	conn_close(s);
+	check_clean();
+}
+
 /* ---- clients that misbehave at volume ---- */
 
 /* One round trip on b, within 2 s. */
@@ -2919,6 +3344,10 @@ int main(void)
 		T(test_srq_cmds),
 		T(test_ah_cmds),
 		T(test_other_client_qp),
+		T(test_mm_caps),
+		T(test_mm_objects),
+		T(test_reg_mr_list),
+		T(test_mm_probe),
 		T(test_flood_no_read),
 		T(test_flood_reading),
 		T(test_half_close),

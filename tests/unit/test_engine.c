@@ -409,6 +409,7 @@ static int fix_setup(void **state)
 	sv_dev.gid[0].gid[12] = 10;
 	sv_dev.gid[0].gid[15] = 1;
 	F->cl.pid = getpid();
+	F->cl.pidfd = -1;          /* target_gone(): kill(pid, 0) */
 	F->cl.async_fd = -1;
 	if (sv_objtab_init(&F->cl.objs, 100))
 		return -1;
@@ -1283,6 +1284,851 @@ static void test_unlocked_changes(void **state)
 	assert_int_equal(copy_seq, 6);
 }
 
+/* ---- memory-management extensions (with the real mm.c) ---- */
+
+#define FR_MAX 512
+
+/* A fast-register MR as ALLOC_MR makes it: invalid, room for max runs. */
+struct frmr {
+	struct sv_mr mr;
+	struct sv_mr_block blocks[FR_MAX + 1];
+};
+
+/* A page list as ALLOC_PAGE_LIST makes it, in the client's memory. */
+struct plist {
+	struct sv_page_list pl;
+	uint64_t w[2 * FR_MAX];
+};
+
+static void mk_frmr(struct frmr *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->mr.owner = &F->cl;
+	f->mr.pd = &F->pd;
+	f->mr.kind = SV_MR_FAST_REG;
+	f->mr.invalid = true;
+	f->mr.max_blocks = FR_MAX;
+	f->mr.blocks = f->blocks;
+	assert_int_equal(sv_keytab_alloc(&sv_dev.keys, &f->mr, &f->mr.key), 0);
+}
+
+static void mk_plist(struct plist *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->pl.owner = &F->cl;
+	p->pl.map = p->w;
+	p->pl.bytes = sizeof(p->w);
+	p->pl.max_entries = FR_MAX;
+	assert_int_equal(sv_objtab_insert(&F->cl.objs, SV_OBJ_PAGE_LIST,
+					  &p->pl, &p->pl.handle), 0);
+}
+
+static void mk_mw(struct sv_mw *mw, uint32_t type)
+{
+	memset(mw, 0, sizeof(*mw));
+	mw->owner = &F->cl;
+	mw->pd = &F->pd;
+	mw->type = type;
+	assert_int_equal(sv_keytab_alloc_kind(&sv_dev.keys, mw, SV_KEY_MW,
+					      &mw->key), 0);
+}
+
+/* Post a header-only WQE (FAST_REG_MR, BIND_MW, LOCAL_INV) on qp. */
+static struct sv_send_wqe *post_hdr(struct sv_qp *qp, uint32_t op,
+				    uint32_t flags, uint64_t wr_id,
+				    const struct sv_wqe_reg *reg, uint32_t n)
+{
+	struct sv_send_wqe *w = post_send(qp, op, IBV_SEND_SIGNALED | flags,
+					  wr_id, NULL, 0);
+
+	if (reg)
+		w->reg = *reg;
+	w->num_sge = n;
+	return w;
+}
+
+/* Run qp's head WQE; its CQE must have this status and opcode. */
+static struct sv_cqe run1(struct sv_qp *qp, uint32_t status, uint32_t opcode)
+{
+	struct sv_cqe e;
+
+	assert_true(sv_exec_step(&F->x, qp));
+	e = poll1(qp->send_cq);
+	assert_int_equal(e.status, status);
+	assert_int_equal(e.opcode, opcode);
+	return e;
+}
+
+static void rts(void)
+{
+	F->a.state = F->b.state = IBV_QPS_RTS;
+}
+
+static uint32_t next_key(uint32_t key)
+{
+	return (key & ~0xffu) | ((key + 1) & 0xff);
+}
+
+/* Blocks of BLK bytes every STRIDE bytes of scat: no two are adjacent. */
+#define BLK 37
+#define STRIDE 64
+static char scat[FR_MAX * STRIDE];
+
+/* Where byte o of a block-list MR over scat (first byte fbo) lies. */
+static char *scat_at(uint32_t fbo, uint64_t o)
+{
+	return scat + (fbo + o) / BLK * STRIDE + (fbo + o) % BLK;
+}
+
+/* FAST_REG f over n blocks of scat: the new key. */
+static uint32_t reg_blocks(struct sv_qp *qp, struct frmr *f, struct plist *p,
+			   uint32_t n, uint32_t fbo, uint64_t len,
+			   uint32_t access)
+{
+	struct sv_wqe_reg reg = {
+		.iova = 0x7000000, .key = next_key(f->mr.key),
+		.access = access, .length = len, .list = p->pl.handle,
+		.fbo = fbo, .flags = SV_REG_BLOCKS,
+	};
+
+	for (uint32_t i = 0; i < n; i++) {
+		p->w[2 * i] = (uintptr_t)(scat + (size_t)i * STRIDE);
+		p->w[2 * i + 1] = BLK;
+	}
+	/* n entries: far more than the ring's max_sge, and fine */
+	post_hdr(qp, SV_WR_FAST_REG_MR, 0, 0xf0, &reg, n);
+	run1(qp, IBV_WC_SUCCESS, 8);   /* IBV_EXP_WC_FAST_REG_MR */
+	assert_false(f->mr.invalid);
+	assert_int_equal(f->mr.key, reg.key);
+	return reg.key;
+}
+
+#define RW_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		   IBV_ACCESS_REMOTE_READ)
+
+/* FAST_REG f over the first n blocks of scat, from their first byte, with
+ * every access: the key. */
+static uint32_t reg_n(struct sv_qp *qp, struct frmr *f, struct plist *p,
+		      uint32_t n)
+{
+	return reg_blocks(qp, f, p, n, 0, (uint64_t)n * BLK, RW_ACCESS);
+}
+
+/* A new fast-register MR and page list, registered by qp over n blocks. */
+static uint32_t new_frmr(struct sv_qp *qp, struct frmr *f, struct plist *p,
+			 uint32_t n)
+{
+	mk_frmr(f);
+	mk_plist(p);
+	return reg_n(qp, f, p, n);
+}
+
+static void test_fast_reg_blocks(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	const uint32_t n = 100, fbo = 5;
+	const uint64_t len = (uint64_t)n * BLK - fbo;     /* 3695 */
+	struct sv_wqe_sge s = asge(F->abuf, (uint32_t)len), r;
+	struct sv_send_wqe *w;
+	uint32_t key;
+
+	(void)state;
+	mk_frmr(&f);
+	mk_plist(&p);
+	memset(scat, 0x77, sizeof(scat));
+	key = reg_blocks(&F->b, &f, &p, n, fbo, len, RW_ACCESS);
+	assert_int_equal(f.mr.iova, 0x7000000);
+	/* an RDMA WRITE over 100 blocks (more than one window of iovecs) */
+	for (uint64_t i = 0; i < len; i++)
+		F->abuf[i] = (char)(i * 13 + 7);
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, &s, 1);
+	w->remote_addr = 0x7000000;
+	w->rkey = key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	for (uint64_t i = 0; i < len; i++)
+		assert_int_equal(*scat_at(fbo, i), (char)(i * 13 + 7));
+	/* nothing between the blocks, nothing before fbo */
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = BLK; j < STRIDE; j++)
+			assert_int_equal((unsigned char)scat[i * STRIDE + j],
+					 0x77);
+	for (uint32_t j = 0; j < fbo; j++)
+		assert_int_equal((unsigned char)scat[j], 0x77);
+	/* an RDMA READ of a part of it, from an offset */
+	memset(F->abuf, 0, sizeof(F->abuf));
+	s.length = 2000;
+	w = post_send(&F->a, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 2, &s, 1);
+	w->remote_addr = 0x7000000 + 333;
+	w->rkey = key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	for (uint64_t i = 0; i < 2000; i++)
+		assert_int_equal(F->abuf[i], *scat_at(fbo, 333 + i));
+	/* as the local side: b SENDs from it (lkey == rkey) to a */
+	r = asge(F->abuf + 100, 3000);
+	memset(F->abuf, 0, sizeof(F->abuf));
+	post_recv_wq(&F->a.rq, 3, &r, 1);
+	s = (struct sv_wqe_sge){ 0x7000000 + 10, 3000, key };
+	post_send(&F->b, IBV_WR_SEND, IBV_SEND_SIGNALED, 4, &s, 1);
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_SEND);
+	assert_int_equal(poll1(&F->rcq).byte_len, 3000);
+	for (uint64_t i = 0; i < 3000; i++)
+		assert_int_equal(F->abuf[100 + i], *scat_at(fbo, 10 + i));
+	/* outside the MR: a remote access error */
+	s = asge(F->abuf, 8);
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 5, &s, 1);
+	w->remote_addr = 0x7000000 + len - 7;
+	w->rkey = key;
+	run1(&F->a, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	assert_int_equal(F->b.state, IBV_QPS_ERR);
+}
+
+static void test_fast_reg_pages(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	static char pages[4 * 4096] __attribute__((aligned(4096)));
+	struct sv_wqe_sge s = asge(F->abuf, 4096);
+	struct sv_wqe_reg reg = {
+		.length = 4096, .access = RW_ACCESS | IBV_ACCESS_ZERO_BASED,
+		.fbo = 100, .page_shift = 12, .iova = 0x1234,
+	};
+	struct sv_send_wqe *w;
+
+	(void)state;
+	mk_frmr(&f);
+	mk_plist(&p);
+	/* pages 2 and 0, in that order: byte o at page[(100 + o) >> 12] */
+	p.w[0] = (uintptr_t)(pages + 2 * 4096);
+	p.w[1] = (uintptr_t)pages;
+	reg.list = p.pl.handle;
+	reg.key = next_key(f.mr.key);
+	post_hdr(&F->b, SV_WR_FAST_REG_MR, IBV_SEND_FENCE, 1, &reg, 2);
+	run1(&F->b, IBV_WC_SUCCESS, 8);
+	assert_int_equal(f.mr.iova, 0);          /* zero-based */
+	for (int i = 0; i < 4096; i++)
+		F->abuf[i] = (char)(i ^ 0x5a);
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2, &s, 1);
+	w->remote_addr = 0;
+	w->rkey = reg.key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	assert_memory_equal(pages + 2 * 4096 + 100, F->abuf, 4096 - 100);
+	assert_memory_equal(pages, F->abuf + 4096 - 100, 100);
+	/* the old key no longer works */
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 3, &s, 1);
+	w->remote_addr = 0;
+	w->rkey = f.mr.key - 1;
+	run1(&F->a, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+}
+
+static void test_fast_reg_errors(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	struct sv_wqe_reg reg = {
+		.length = 100, .access = RW_ACCESS, .flags = SV_REG_BLOCKS,
+	};
+	struct sv_cqe e;
+
+	(void)state;
+	mk_frmr(&f);
+	mk_plist(&p);
+	p.w[0] = (uintptr_t)scat;
+	p.w[1] = 4096;
+	reg.list = p.pl.handle;
+	/* a regular MR cannot be fast-registered: LOC_QP_OP_ERR, RC to ERR */
+	reg.key = next_key(F->bmr.key);
+	post_hdr(&F->a, SV_WR_FAST_REG_MR, 0, 1, &reg, 1);
+	post_hdr(&F->a, SV_WR_FAST_REG_MR, 0, 2, &reg, 1);
+	e = run1(&F->a, IBV_WC_LOC_QP_OP_ERR, 8);
+	assert_int_equal(e.wr_id, 1);
+	assert_int_equal(F->a.state, IBV_QPS_ERR);
+	assert_int_equal(F->bmr.key, reg.key - 1);
+	/* the one behind it is flushed, with its own opcode */
+	e = run1(&F->a, IBV_WC_WR_FLUSH_ERR, 8);
+	assert_int_equal(e.wr_id, 2);
+	rts();
+	/* not a page list of the QP's client */
+	reg.key = next_key(f.mr.key);
+	reg.list = p.pl.handle + 1;
+	post_hdr(&F->a, SV_WR_FAST_REG_MR, 0, 3, &reg, 1);
+	run1(&F->a, IBV_WC_LOC_QP_OP_ERR, 8);
+	assert_true(f.mr.invalid);
+	rts();
+	/* length beyond the list */
+	reg.list = p.pl.handle;
+	reg.length = 4097;
+	post_hdr(&F->a, SV_WR_FAST_REG_MR, 0, 4, &reg, 1);
+	run1(&F->a, IBV_WC_LOC_QP_OP_ERR, 8);
+	rts();
+	/* UD QPs fast-register too; an error there is SQE */
+	F->a.type = IBV_QPT_UD;
+	reg.length = 4096;
+	post_hdr(&F->a, SV_WR_FAST_REG_MR, 0, 5, &reg, 1);
+	run1(&F->a, IBV_WC_SUCCESS, 8);
+	assert_false(f.mr.invalid);
+	/* valid already: refused */
+	reg.key = next_key(reg.key);
+	post_hdr(&F->a, SV_WR_FAST_REG_MR, 0, 6, &reg, 1);
+	run1(&F->a, IBV_WC_LOC_QP_OP_ERR, 8);
+	assert_int_equal(F->a.state, IBV_QPS_SQE);
+	assert_int_equal(f.mr.key, reg.key - 1);
+}
+
+static void test_local_inv(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	struct sv_wqe_sge s = asge(F->abuf, 8);
+	struct sv_send_wqe *w;
+	uint32_t key;
+
+	(void)state;
+	key = new_frmr(&F->b, &f, &p, 4);
+	/* the fence flag is accepted: execution is in order anyway */
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, IBV_SEND_FENCE, 1, NULL, 0);
+	w->imm = key;
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	assert_true(f.mr.invalid);
+	/* the key grants nothing now */
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 2, &s, 1);
+	w->remote_addr = 0x7000000;
+	w->rkey = key;
+	run1(&F->a, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	rts();
+	/* invalid already */
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 3, NULL, 0);
+	w->imm = key;
+	run1(&F->b, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOCAL_INV);
+	assert_int_equal(F->b.state, IBV_QPS_ERR);
+	rts();
+	/* a regular MR cannot be invalidated; nor can a stranger's key */
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 4, NULL, 0);
+	w->imm = F->bmr.key;
+	run1(&F->b, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOCAL_INV);
+	rts();
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 5, NULL, 0);
+	w->imm = 0xdead00;
+	run1(&F->b, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOCAL_INV);
+	rts();
+	/* UC: the error puts the QP in SQE */
+	F->b.type = IBV_QPT_UC;
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 6, NULL, 0);
+	w->imm = key;
+	run1(&F->b, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOCAL_INV);
+	assert_int_equal(F->b.state, IBV_QPS_SQE);
+	/* an unsignaled success leaves no CQE */
+	F->b.state = IBV_QPS_RTS;
+	key = reg_n(&F->b, &f, &p, 4);
+	w = post_send(&F->b, IBV_WR_LOCAL_INV, 0, 7, NULL, 0);
+	w->imm = key;
+	assert_true(sv_exec_step(&F->x, &F->b));
+	assert_true(cq_empty(&F->scq));
+	assert_true(f.mr.invalid);
+}
+
+static void test_bind_mw(void **state)
+{
+	static struct sv_mw mw, mw1;
+	struct sv_wqe_sge s = asge(F->abuf, 16);
+	struct sv_wqe_reg reg = {
+		.iova = va(&F->bmr, F->bbuf + 1000), .length = 100,
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+	struct sv_send_wqe *w;
+
+	(void)state;
+	mk_mw(&mw, SV_MW_TYPE_2A);
+	reg.key = next_key(mw.key);
+	reg.list = F->bmr.key;
+	/* the MR has no IBV_ACCESS_MW_BIND */
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 1, &reg, 0);
+	run1(&F->b, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
+	assert_false(mw.bound);
+	assert_int_equal(F->b.state, IBV_QPS_ERR);
+	rts();
+	F->bmr.access |= IBV_ACCESS_MW_BIND;
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 2, &reg, 0);
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	assert_true(mw.bound);
+	/* a writes through the window: b is the QP it is bound to */
+	memcpy(F->abuf, "window-bytes-ok!", 16);
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 3, &s, 1);
+	w->remote_addr = reg.iova + 84;
+	w->rkey = reg.key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	assert_memory_equal(F->bbuf + 1084, "window-bytes-ok!", 16);
+	/* past the window's end (still inside the MR) */
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 4, &s, 1);
+	w->remote_addr = reg.iova + 85;
+	w->rkey = reg.key;
+	run1(&F->a, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	rts();
+	/* a type 2 window is bound once: the next bind is refused */
+	reg.key = next_key(reg.key);
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 5, &reg, 0);
+	run1(&F->b, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
+	rts();
+	/* LOCAL_INV frees it; the old rkey is dead */
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 6, NULL, 0);
+	w->imm = reg.key - 1;
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	assert_false(mw.bound);
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 7, &s, 1);
+	w->remote_addr = reg.iova;
+	w->rkey = reg.key - 1;
+	run1(&F->a, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	rts();
+	/* zero-based: the window's addresses start at 0 */
+	reg.access |= IBV_ACCESS_ZERO_BASED;
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 8, &reg, 0);
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	w = post_send(&F->a, IBV_WR_RDMA_READ, IBV_SEND_SIGNALED, 9, &s, 1);
+	w->remote_addr = 84;
+	w->rkey = reg.key;
+	memset(F->abuf, 0, 16);
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	assert_memory_equal(F->abuf, "window-bytes-ok!", 16);
+	/* a type 1 window through the send queue without SV_REG_TYPE1 */
+	mk_mw(&mw1, SV_MW_TYPE_1);
+	reg.key = next_key(mw1.key);
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 10, &reg, 0);
+	run1(&F->b, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
+	rts();
+	/* ... and with it (ibv_bind_mw), then unbound (length 0) */
+	reg.flags = SV_REG_TYPE1;
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 11, &reg, 0);
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	assert_true(mw1.bound);
+	reg.key = next_key(reg.key);
+	reg.length = 0;
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 12, &reg, 0);
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	assert_false(mw1.bound);
+	/* type 1 windows are not invalidated by LOCAL_INV */
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 13, NULL, 0);
+	w->imm = reg.key;
+	run1(&F->b, IBV_WC_MW_BIND_ERR, IBV_WC_LOCAL_INV);
+	rts();
+	/* not on UD */
+	F->b.type = IBV_QPT_UD;
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 14, &reg, 0);
+	run1(&F->b, IBV_WC_LOC_QP_OP_ERR, IBV_WC_BIND_MW);
+}
+
+/* b owns a fast-register MR over 4 blocks: its key. */
+static uint32_t b_frmr(struct frmr *f, struct plist *p)
+{
+	return new_frmr(&F->b, f, p, 4);
+}
+
+static void test_send_with_inv(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	struct sv_wqe_sge s = asge(F->abuf, 10), r = bsge(F->bbuf, 64);
+	struct sv_send_wqe *w;
+	struct sv_cqe e;
+	uint32_t key;
+
+	(void)state;
+	key = b_frmr(&f, &p);
+	memcpy(F->abuf, "invalidate", 10);
+	post_recv_wq(&F->b.rq, 1, &r, 1);
+	w = post_send(&F->a, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED, 2, &s,
+		      1);
+	w->imm = key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_SEND);
+	e = poll1(&F->rcq);
+	assert_int_equal(e.status, IBV_WC_SUCCESS);
+	assert_int_equal(e.opcode, IBV_WC_RECV);
+	assert_int_equal(e.wc_flags, IBV_WC_WITH_INV);
+	assert_int_equal(e.imm_data, key);        /* host order */
+	assert_int_equal(e.byte_len, 10);
+	assert_memory_equal(F->bbuf, "invalidate", 10);
+	assert_true(f.mr.invalid);
+	/* again: the key cannot be invalidated now. Nothing lands, the
+	 * receive completes in error, the requester sees REM_OP_ERR */
+	memset(F->bbuf, 0x77, 64);
+	post_recv_wq(&F->b.rq, 3, &r, 1);
+	w = post_send(&F->a, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED, 4, &s,
+		      1);
+	w->imm = key;
+	run1(&F->a, IBV_WC_REM_OP_ERR, IBV_WC_SEND);
+	e = poll1(&F->rcq);
+	assert_int_equal(e.wr_id, 3);
+	assert_int_equal(e.status, IBV_WC_LOC_PROT_ERR);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal((unsigned char)F->bbuf[i], 0x77);
+	assert_int_equal(F->a.state, IBV_QPS_ERR);
+	assert_int_equal(F->b.state, IBV_QPS_ERR);
+	rts();
+	/* a regular MR's key: the same */
+	post_recv_wq(&F->b.rq, 5, &r, 1);
+	w = post_send(&F->a, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED, 6, &s,
+		      1);
+	w->imm = F->bmr.key;
+	run1(&F->a, IBV_WC_REM_OP_ERR, IBV_WC_SEND);
+	assert_int_equal(poll1(&F->rcq).status, IBV_WC_LOC_PROT_ERR);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal((unsigned char)F->bbuf[i], 0x77);
+	rts();
+	/* RC only */
+	F->a.type = F->b.type = IBV_QPT_UC;
+	post_send(&F->a, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED, 7, &s, 1);
+	run1(&F->a, IBV_WC_LOC_QP_OP_ERR, IBV_WC_SEND);
+	assert_true(cq_empty(&F->rcq));
+}
+
+/* a fast-register MR over the first blocks of scat, as a's READ sink */
+static struct frmr *sink_mr;
+
+static void sink_valid(void)
+{
+	/* the data is landing: not invalidated yet */
+	assert_false(sink_mr->mr.invalid);
+	assert_true(cq_empty(&F->scq));
+}
+
+static void test_read_inv(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	struct sv_wqe_sge s;
+	struct sv_send_wqe *w;
+	uint32_t key;
+
+	(void)state;
+	key = new_frmr(&F->a, &f, &p, 10);
+	memset(scat, 0, sizeof(scat));
+	for (int i = 0; i < 300; i++)
+		F->bbuf[i] = (char)(i + 1);
+	s = (struct sv_wqe_sge){ 0x7000000, 300, key };
+	w = post_send(&F->a, SV_WR_RDMA_READ_INV, IBV_SEND_SIGNALED, 1, &s, 1);
+	w->remote_addr = va(&F->bmr, F->bbuf);
+	w->rkey = F->bmr.key;
+	w->imm = key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	for (int i = 0; i < 300; i++)
+		assert_int_equal(*scat_at(0, (uint64_t)i), (char)(i + 1));
+	assert_true(f.mr.invalid);
+	/* a key it may not invalidate: the data lands, then the error */
+	s = asge(F->abuf, 20);
+	w = post_send(&F->a, SV_WR_RDMA_READ_INV, IBV_SEND_SIGNALED, 2, &s, 1);
+	w->remote_addr = va(&F->bmr, F->bbuf);
+	w->rkey = F->bmr.key;
+	w->imm = F->amr.key;
+	run1(&F->a, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RDMA_READ);
+	assert_memory_equal(F->abuf, F->bbuf, 20);
+	assert_int_equal(F->a.state, IBV_QPS_ERR);
+	rts();
+	/* zero bytes: still the invalidation */
+	key = reg_n(&F->a, &f, &p, 10);
+	w = post_send(&F->a, SV_WR_RDMA_READ_INV, IBV_SEND_SIGNALED, 3, NULL,
+		      0);
+	w->imm = key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	assert_true(f.mr.invalid);
+	/* RC only */
+	F->a.type = F->b.type = IBV_QPT_UC;
+	post_send(&F->a, SV_WR_RDMA_READ_INV, IBV_SEND_SIGNALED, 4, NULL, 0);
+	run1(&F->a, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RDMA_READ);
+}
+
+/* ---- large messages over block lists, and the fence ---- */
+
+/* Large messages, and a fast-register MR of FR_MAX blocks (zeroed) made by
+ * qp: its key. */
+static uint32_t big_frmr(struct sv_qp *qp, struct frmr *f, struct plist *p)
+{
+	uint32_t key;
+
+	big_setup();
+	key = new_frmr(qp, f, p, FR_MAX);
+	memset(scat, 0, sizeof(scat));
+	return key;
+}
+
+static void test_read_inv_unlocked(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	const uint32_t n = FR_MAX;
+	const uint64_t len = (uint64_t)n * BLK;        /* > 16 KiB */
+	struct sv_wqe_sge s;
+	struct sv_send_wqe *w;
+	uint32_t key;
+
+	(void)state;
+	key = big_frmr(&F->a, &f, &p);
+	sink_mr = &f;
+	while_unlocked = sink_valid;
+	s = (struct sv_wqe_sge){ 0x7000000, (uint32_t)len, key };
+	w = post_send(&F->a, SV_WR_RDMA_READ_INV, IBV_SEND_SIGNALED, 1, &s, 1);
+	w->remote_addr = big_bmr.iova;
+	w->rkey = big_bmr.key;
+	w->imm = key;
+	for (size_t i = 0; i < BIG; i++)
+		big_b[i] = (char)(i * 3 + 1);
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	/* a window of 64 blocks at a time, each without the lock */
+	assert_int_equal(unlocks, (n + 63) / 64);
+	assert_int_equal(relocks, unlocks);
+	for (uint64_t i = 0; i < len; i++)
+		assert_int_equal(*scat_at(0, i), (char)(i * 3 + 1));
+	assert_true(f.mr.invalid);
+}
+
+static struct frmr *gone_mr;
+static int windows_seen;
+
+static void invalidate_meanwhile(void)
+{
+	/* another engine invalidates the MR during the first window */
+	if (++windows_seen == 1)
+		gone_mr->mr.invalid = true;
+}
+
+static void test_unlocked_grant_ends(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	const uint32_t n = FR_MAX;
+	const uint64_t len = (uint64_t)n * BLK;
+	struct sv_wqe_sge s;
+	struct sv_send_wqe *w;
+	uint32_t key;
+
+	(void)state;
+	key = big_frmr(&F->b, &f, &p);
+	gone_mr = &f;
+	windows_seen = 0;
+	while_unlocked = invalidate_meanwhile;
+	s = big_sge(&big_amr, (uint32_t)len);
+	w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 1, &s, 1);
+	w->remote_addr = 0x7000000;
+	w->rkey = key;
+	run1(&F->a, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	assert_int_equal(unlocks, 1);
+	assert_int_equal(F->b.state, IBV_QPS_ERR);
+	/* the first window landed, nothing after it */
+	for (uint64_t i = 0; i < 64 * BLK; i++)
+		assert_int_equal(*scat_at(0, i), big_a[i]);
+	for (uint64_t i = 64 * BLK; i < len; i++)
+		assert_int_equal(*scat_at(0, i), 0);
+}
+
+/* Another engine, in the middle of an unlocked copy (copy_seq odd). */
+static struct sv_engine other;
+static bool fencing;
+static struct frmr *fence_mr;
+static void (*meanwhile)(void);
+
+static void copy_ends(void)
+{
+	/* the fence waits: our QP's state changed already, no CQE yet */
+	assert_true(fencing);
+	assert_true(fence_mr->mr.invalid);
+	assert_true(cq_empty(&F->scq));
+	if (meanwhile)
+		meanwhile();
+	other.copy_seq++;               /* its copy ends */
+}
+
+static void fence_setup(struct frmr *f, struct plist *p, uint32_t *key)
+{
+	big_setup();
+	*key = new_frmr(&F->b, f, p, 4);
+	other.copy_seq = 7;
+	fencing = false;
+	sv_dev.engine[1] = &other;
+	F->x.fencing = &fencing;
+	fence_mr = f;
+	meanwhile = NULL;
+	while_unlocked = copy_ends;
+}
+
+static void destroy_b(void)
+{
+	F->b.dead = true;
+}
+
+static void b_to_sqd(void)
+{
+	F->b.state = IBV_QPS_SQD;
+	F->b.state_gen++;
+}
+
+static void b_to_err(void)
+{
+	F->b.state = IBV_QPS_ERR;
+	F->b.state_gen++;
+}
+
+static void test_fence(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	struct sv_send_wqe *w;
+	struct sv_cqe e;
+	uint32_t key;
+
+	(void)state;
+	fence_setup(&f, &p, &key);
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 1, NULL, 0);
+	w->imm = key;
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	assert_int_equal(unlocks, 1);
+	assert_int_equal(relocks, 1);
+	assert_int_equal(copy_seq, 2);     /* odd while it waited */
+	assert_false(fencing);
+	/* an engine that waits in a fence itself is not waited for */
+	other.copy_seq = 9;
+	other.fencing = true;
+	key = reg_n(&F->b, &f, &p, 4);
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 2, NULL, 0);
+	w->imm = key;
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	assert_int_equal(unlocks, 1);
+	other.fencing = false;
+	/* nor one that copies nothing; nor FAST_REG (it needs an invalid MR) */
+	other.copy_seq = 10;
+	key = reg_n(&F->b, &f, &p, 4);
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 3, NULL, 0);
+	w->imm = key;
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	assert_int_equal(unlocks, 1);
+	other.copy_seq = 11;
+	key = reg_n(&F->b, &f, &p, 4);
+	assert_int_equal(unlocks, 1);
+	/* the QP is destroyed meanwhile: no completion, the WQE stays */
+	meanwhile = destroy_b;
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 4, NULL, 0);
+	w->imm = key;
+	assert_true(sv_exec_step(&F->x, &F->b));
+	assert_int_equal(unlocks, 2);
+	assert_true(cq_empty(&F->scq));
+	assert_int_equal(F->b.sq.hdr->cons, F->b.sq.hdr->prod - 1);
+	assert_true(f.mr.invalid);
+	F->b.dead = false;
+	/* ... moved to ERR meanwhile: flushed afterwards */
+	F->b.sq.cons++;                   /* (forget the WQE above) */
+	F->b.sq.hdr->cons++;
+	F->b.head_started = false;
+	meanwhile = b_to_err;
+	other.copy_seq++;
+	key = reg_n(&F->b, &f, &p, 4);
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 5, NULL, 0);
+	w->imm = key;
+	assert_true(sv_exec_step(&F->x, &F->b));
+	assert_true(cq_empty(&F->scq));
+	e = run1(&F->b, IBV_WC_WR_FLUSH_ERR, IBV_WC_LOCAL_INV);
+	assert_int_equal(e.wr_id, 5);
+	/* ... moved to SQD meanwhile: the WQE in flight completes */
+	F->b.state = IBV_QPS_RTS;
+	meanwhile = b_to_sqd;
+	other.copy_seq++;
+	key = reg_n(&F->b, &f, &p, 4);
+	w = post_hdr(&F->b, IBV_WR_LOCAL_INV, 0, 6, NULL, 0);
+	w->imm = key;
+	e = run1(&F->b, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	assert_int_equal(e.wr_id, 6);
+	assert_int_equal(unlocks, 4);
+	sv_dev.engine[1] = NULL;
+}
+
+static void test_fence_bind_read_inv(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	static struct sv_mw mw1, mw2;
+	struct sv_wqe_reg reg = {
+		.iova = va(&F->bmr, F->bbuf), .length = 100,
+		.access = IBV_ACCESS_REMOTE_WRITE, .flags = SV_REG_TYPE1,
+	};
+	struct sv_wqe_sge s;
+	struct sv_send_wqe *w;
+	uint32_t key;
+
+	(void)state;
+	fence_setup(&f, &p, &key);
+	F->bmr.access |= IBV_ACCESS_MW_BIND;
+	reg.list = F->bmr.key;
+	/* a type 1 bind ends the window's old binding: fenced */
+	mk_mw(&mw1, SV_MW_TYPE_1);
+	reg.key = next_key(mw1.key);
+	fence_mr->mr.invalid = true;  /* (what copy_ends checks) */
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 1, &reg, 0);
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	assert_int_equal(unlocks, 1);
+	/* a type 2 bind needs a free window: not fenced */
+	mk_mw(&mw2, SV_MW_TYPE_2B);
+	reg.key = next_key(mw2.key);
+	reg.flags = 0;
+	other.copy_seq++;
+	post_hdr(&F->b, IBV_WR_BIND_MW, 0, 2, &reg, 0);
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	assert_int_equal(unlocks, 1);
+	/* RDMA_READ_INV: the invalidation is fenced */
+	key = reg_n(&F->b, &f, &p, 4);
+	s = (struct sv_wqe_sge){ 0x7000000, 8, key };
+	w = post_send(&F->b, SV_WR_RDMA_READ_INV, IBV_SEND_SIGNALED, 3, &s, 1);
+	w->remote_addr = va(&F->amr, F->abuf);
+	w->rkey = F->amr.key;
+	w->imm = key;
+	run1(&F->b, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	assert_int_equal(unlocks, 2);
+	sv_dev.engine[1] = NULL;
+}
+
+static void recv_waits(void)
+{
+	/* the data is there and the key invalid, but the receive WQE stays
+	 * the responder's own until the fence is over */
+	assert_true(F->b.rx_busy);
+	assert_true(cq_empty(&F->rcq));
+	assert_memory_equal(F->bbuf, "fenced", 6);
+}
+
+static void test_fence_send_with_inv(void **state)
+{
+	static struct frmr f;
+	static struct plist p;
+	struct sv_wqe_sge s = asge(F->abuf, 6), r = bsge(F->bbuf, 64);
+	struct sv_send_wqe *w;
+	struct sv_cqe e;
+	uint32_t key;
+
+	(void)state;
+	fence_setup(&f, &p, &key);
+	meanwhile = recv_waits;
+	memcpy(F->abuf, "fenced", 6);
+	post_recv_wq(&F->b.rq, 1, &r, 1);
+	w = post_send(&F->a, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED, 2, &s,
+		      1);
+	w->imm = key;
+	run1(&F->a, IBV_WC_SUCCESS, IBV_WC_SEND);
+	assert_int_equal(unlocks, 1);
+	assert_false(F->b.rx_busy);
+	e = poll1(&F->rcq);
+	assert_int_equal(e.wc_flags, IBV_WC_WITH_INV);
+	assert_int_equal(e.imm_data, key);
+	/* the responder is destroyed meanwhile: no answer, WQE not taken */
+	key = reg_n(&F->b, &f, &p, 4);
+	meanwhile = destroy_b;
+	other.copy_seq++;
+	post_recv_wq(&F->b.rq, 3, &r, 1);
+	w = post_send(&F->a, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED, 4, &s,
+		      1);
+	w->imm = key;
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_true(cq_empty(&F->scq));
+	assert_true(cq_empty(&F->rcq));
+	assert_int_equal(F->b.rq.hdr->cons, 1);
+	F->b.dead = false;
+	sv_dev.engine[1] = NULL;
+}
+
 #define FT(fn) cmocka_unit_test_setup_teardown(fn, fix_setup, fix_teardown)
 
 int main(void)
@@ -1312,7 +2158,22 @@ int main(void)
 		FT(test_cq_arm),
 		FT(test_unlocked_write),
 		FT(test_unlocked_changes),
+		FT(test_fast_reg_blocks),
+		FT(test_fast_reg_pages),
+		FT(test_fast_reg_errors),
+		FT(test_local_inv),
+		FT(test_bind_mw),
+		FT(test_send_with_inv),
+		FT(test_read_inv),
+		FT(test_read_inv_unlocked),
+		FT(test_unlocked_grant_ends),
+		FT(test_fence),
+		FT(test_fence_bind_read_inv),
+		FT(test_fence_send_with_inv),
 	};
+
+	/* a fence that never ends would hang: make it a failure */
+	alarm(300);
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "device/keys.h"
@@ -234,6 +235,117 @@ static void test_random_sweep(void **state)
 	assert_int_equal(t->live, 48);
 }
 
+/* A slot says which kind of object it holds. */
+static void test_kinds(void **state)
+{
+	struct sv_keytab *t = *state;
+	uint32_t kmr, kmw, x;
+	unsigned int kind = 99;
+
+	assert_int_equal(sv_keytab_alloc(t, &objs[0], &kmr), 0);
+	assert_int_equal(sv_keytab_alloc_kind(t, &objs[1], SV_KEY_MW, &kmw), 0);
+	assert_int_equal(sv_keytab_alloc_kind(t, &objs[2], 2, &x), -EINVAL);
+	assert_int_equal(sv_keytab_alloc_kind(t, &objs[2], ~0u, &x), -EINVAL);
+	assert_int_equal(sv_keytab_alloc_kind(t, NULL, SV_KEY_MW, &x), -EINVAL);
+	assert_int_equal(t->live, 2);
+
+	assert_ptr_equal(sv_keytab_find(t, kmr, &kind), &objs[0]);
+	assert_int_equal(kind, SV_KEY_MR);
+	assert_ptr_equal(sv_keytab_find(t, kmw, &kind), &objs[1]);
+	assert_int_equal(kind, SV_KEY_MW);
+	assert_ptr_equal(sv_keytab_lookup(t, kmw), &objs[1]);
+	kind = 99;
+	assert_null(sv_keytab_find(t, kmw ^ 1, &kind));
+	assert_int_equal(kind, 99);             /* untouched on a miss */
+
+	/* a freed MW slot reused for an MR reports the MR */
+	assert_int_equal(sv_keytab_free(t, kmw), 0);
+	assert_int_equal(sv_keytab_alloc(t, &objs[3], &x), 0);
+	assert_int_equal(SV_KEY_INDEX(x), SV_KEY_INDEX(kmw));
+	assert_ptr_equal(sv_keytab_find(t, x, &kind), &objs[3]);
+	assert_int_equal(kind, SV_KEY_MR);
+	assert_null(sv_keytab_by_index(t, x, SV_KEY_MW));
+}
+
+/* by index: the consumer byte does not matter, the kind and liveness do */
+static void test_by_index(void **state)
+{
+	struct sv_keytab *t = *state;
+	uint32_t kmr, kmw, n;
+	unsigned int ck;
+
+	assert_int_equal(sv_keytab_alloc(t, &objs[0], &kmr), 0);
+	assert_int_equal(sv_keytab_alloc_kind(t, &objs[1], SV_KEY_MW, &kmw), 0);
+	for (ck = 0; ck < 256; ck++) {
+		uint32_t a = SV_KEY_MAKE(SV_KEY_INDEX(kmr), ck);
+		uint32_t b = SV_KEY_MAKE(SV_KEY_INDEX(kmw), ck);
+
+		assert_ptr_equal(sv_keytab_by_index(t, a, SV_KEY_MR), &objs[0]);
+		assert_null(sv_keytab_by_index(t, a, SV_KEY_MW));
+		assert_ptr_equal(sv_keytab_by_index(t, b, SV_KEY_MW), &objs[1]);
+		assert_null(sv_keytab_by_index(t, b, SV_KEY_MR));
+		/* ... while exact lookups want the current byte */
+		if (a != kmr)
+			assert_null(sv_keytab_lookup(t, a));
+		if (b != kmw)
+			assert_null(sv_keytab_lookup(t, b));
+	}
+	/* after a rekey, by index still finds it; the old key is refused */
+	assert_int_equal(sv_keytab_rekey(t, kmw, SV_KEY_CONSUMER(kmw) + 7, &n), 0);
+	assert_ptr_equal(sv_keytab_by_index(t, kmw, SV_KEY_MW), &objs[1]);
+	assert_null(sv_keytab_lookup(t, kmw));
+	assert_ptr_equal(sv_keytab_lookup(t, n), &objs[1]);
+	/* index 0, past the table, free slots: nothing */
+	for (ck = 0; ck < 256; ck++) {
+		assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(0, ck), SV_KEY_MR));
+		assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(0, ck), SV_KEY_MW));
+	}
+	assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(t->nslots, 0), SV_KEY_MR));
+	assert_null(sv_keytab_by_index(t, 0xffffffffu, SV_KEY_MR));
+	assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(SV_KEY_INDEX(kmr) + 2, 0),
+				       SV_KEY_MR));
+	assert_int_equal(sv_keytab_free(t, kmr), 0);
+	assert_null(sv_keytab_by_index(t, kmr, SV_KEY_MR));
+	assert_null(sv_keytab_by_index(t, kmr, SV_KEY_MW));
+}
+
+/* The free list ends at index 0: fill a table to max through its growth,
+ * free all, fill again: every slot comes back, none twice. */
+static void test_free_list_full_cycle(void **state)
+{
+	enum { N = 300 };
+	static uint8_t seen[N + 1];
+	struct sv_keytab t;
+	uint32_t k[N], x;
+	unsigned int i, round;
+
+	(void)state;
+	assert_int_equal(sv_keytab_init(&t, N), 0);
+	for (round = 0; round < 3; round++) {
+		memset(seen, 0, sizeof(seen));
+		for (i = 0; i < N; i++) {
+			assert_int_equal(sv_keytab_alloc_kind(&t, &objs[i],
+							      i & 1, &k[i]), 0);
+			assert_true(SV_KEY_INDEX(k[i]) >= 1 &&
+				    SV_KEY_INDEX(k[i]) <= N);
+			assert_false(seen[SV_KEY_INDEX(k[i])]);
+			seen[SV_KEY_INDEX(k[i])] = 1;
+		}
+		assert_int_equal(sv_keytab_alloc(&t, &objs[0], &x), -ENOSPC);
+		for (i = 0; i < N; i++) {
+			unsigned int kind;
+
+			assert_ptr_equal(sv_keytab_find(&t, k[i], &kind),
+					 &objs[i]);
+			assert_int_equal(kind, i & 1);
+		}
+		for (i = 0; i < N; i++)
+			assert_int_equal(sv_keytab_free(&t, k[(i * 7) % N]), 0);
+		assert_int_equal(t.live, 0);
+	}
+	sv_keytab_fini(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +362,9 @@ int main(void)
 		cmocka_unit_test(test_enospc),
 		cmocka_unit_test_setup_teardown(test_random_sweep, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_kinds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_by_index, setup, teardown),
+		cmocka_unit_test(test_free_list_full_cycle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
