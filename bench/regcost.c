@@ -19,30 +19,11 @@
 
 #include <infiniband/verbs.h>
 
+#include "bench_util.h"
+
 #define NSIZES 3
 static const size_t sizes[NSIZES] = { 4096, 1u << 20, 1u << 30 };
 static const char *const names[NSIZES] = { "4k", "1m", "1g" };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median_us(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2] * 1e6;
-}
 
 int main(int argc, char **argv)
 {
@@ -106,11 +87,11 @@ int main(int argc, char **argv)
 	/* interleaved, so that a noisy moment hits every size alike */
 	for (int i = -1; i < iters; i++) {
 		for (int s = 0; s < NSIZES; s++) {
-			double t0 = now(), t1, t2;
+			double t0 = bench_now(), t1, t2;
 			struct ibv_mr *mr = ibv_reg_mr(pd, base, sizes[s],
 						       access);
 
-			t1 = now();
+			t1 = bench_now();
 			if (!mr) {
 				fprintf(stderr, "sv_regcost: ibv_reg_mr of %zu"
 					" bytes: %s\n", sizes[s],
@@ -121,7 +102,7 @@ int main(int argc, char **argv)
 				perror("sv_regcost: ibv_dereg_mr");
 				return 1;
 			}
-			t2 = now();
+			t2 = bench_now();
 			if (i >= 0) {	/* the first round is a warm-up */
 				reg[s][i] = t1 - t0;
 				dereg[s][i] = t2 - t1;
@@ -129,8 +110,8 @@ int main(int argc, char **argv)
 		}
 	}
 	for (int s = 0; s < NSIZES; s++) {
-		mreg[s] = median_us(reg[s], iters);
-		mdereg[s] = median_us(dereg[s], iters);
+		mreg[s] = bench_median(reg[s], iters) * 1e6;
+		mdereg[s] = bench_median(dereg[s], iters) * 1e6;
 		fprintf(stderr, "ibv_reg_mr %10zu bytes: %8.2f us,"
 			" ibv_dereg_mr %8.2f us (medians of %d)\n",
 			sizes[s], mreg[s], mdereg[s], iters);

@@ -222,6 +222,8 @@ def check_outputs(R, raw):
             ok = ucx_want > 0 and ucx_got == ucx_want
         elif n == "regcost":
             ok = bool((R["regcost"] or {}).get("reg_4k_us"))
+        elif n == "mm_cycle":
+            ok = bool(((R.get("mm_cycle") or {}).get("results")))
         elif n == "budgets":
             ok = "error" not in b and bool(b.get("post_send_ir"))
         else:
@@ -318,6 +320,58 @@ def res_domains(R, raw):
     return D if has else None
 
 
+# ---- memory-management extensions (issue 6) ----
+
+def mm_cycle(raw):
+    """sv_mm_cycle's JSON: per size the cycles/s of ibv_reg_mr +
+    ibv_dereg_mr (reg), of fast register + local invalidate one cycle at
+    a time (fr_sync) and pipelined (fr_pipe), and the ratios."""
+    j = read_json(os.path.join(raw, "mm_cycle.out"))
+    if not j or not isinstance(j.get("results"), list):
+        return None
+    rows = [r for r in j["results"]
+            if all((r.get(k) or 0) > 0
+                   for k in ("size", "reg_cps", "fr_sync_cps", "fr_pipe_cps"))]
+    for r in rows:
+        r["ratio_fr_sync_vs_reg"] = ratio(r["fr_sync_cps"], r["reg_cps"])
+        r["ratio_fr_pipe_vs_reg"] = ratio(r["fr_pipe_cps"], r["reg_cps"])
+    return dict(j, results=rows) if rows else None
+
+
+def table_head(R, key, title):
+    """A table's first lines and its part of the results: ([title, "not
+    measured"], None) when the part is missing."""
+    D = R.get(key)
+    L = [title]
+    if not D:
+        L.append("  not measured")
+    return L, D
+
+
+def table_mm(R):
+    L, M = table_head(R, "mm_cycle", "Memory-management extensions (issue 6)")
+    if not M:
+        return L
+    L.append("  %-40s %10s %12s %10s %8s %8s"
+             % ("cycles/s (median of %d run%s)"
+                % (M.get("rounds") or 0,
+                   "" if M.get("rounds") == 1 else "s"),
+                "reg+dereg", "fr+inv sync", "fr+inv", "sync/reg",
+                "fr/reg"))
+    for r in M["results"]:
+        L.append("    %-38s %s %s %s %s %s"
+                 % (size_str(r["size"]), num(r["reg_cps"], 10),
+                    num(r["fr_sync_cps"], 12), num(r["fr_pipe_cps"], 10),
+                    times(r["ratio_fr_sync_vs_reg"]),
+                    times(r["ratio_fr_pipe_vs_reg"])))
+    L.extend(wrap("  (reg+dereg: ibv_reg_mr + ibv_dereg_mr of the buffer; fr+inv:"
+                  " a fast-register work request and a local invalidate of"
+                  " one MR over the buffer's pages, the application waiting"
+                  " for each cycle (sync) or %s cycles per posted list, two"
+                  " lists in flight)" % (M.get("batch") or "?")))
+    return L
+
+
 def targets5(R):
     D = R.get("res_domains") or {}
     v = ((D.get("instructions") or {}).get("single_vs_safe") or {})
@@ -339,10 +393,8 @@ def targets5(R):
 
 
 def table_res_domains(R):
-    D = R.get("res_domains")
-    L = ["Resource domains (issue 5)"]
+    L, D = table_head(R, "res_domains", "Resource domains (issue 5)")
     if not D:
-        L.append("  not measured")
         return L
     ins = D.get("instructions") or {}
     if ins.get("safe") or ins.get("plain"):
@@ -775,6 +827,8 @@ def table(R):
         mark = {True: "met", False: "MISSED", None: "n/a"}[t["met"]]
         L.append("  [%-6s] %s: %s" % (mark, t["target"], t["by"]))
     L.append("")
+    L.extend(table_mm(R))
+    L.append("")
     bad = [s for s in R["steps"] if s["status"] not in ("ok",)]
     L.append("Steps: %d ok%s" % (
         sum(1 for s in R["steps"] if s["status"] == "ok"),
@@ -899,6 +953,7 @@ def main():
     R["ucx"] = ucx(os.path.join(raw, "ucx.out"))
     R["regcost"] = read_json(os.path.join(raw, "regcost.out"))
     R["budgets"] = read_json(os.path.join(raw, "budgets.out"))
+    R["mm_cycle"] = mm_cycle(raw)
     hollow = check_outputs(R, raw)
     R["comparisons"] = comparisons(R)
     R["targets"] = targets(R)

@@ -18,7 +18,11 @@
 #   - UCX's ucx_perftest between two processes over shared memory: put
 #     bandwidth, put latency, active-message rate;
 #   - the callgrind instruction budgets (bench/budgets.sh) and the cost of
-#     ibv_reg_mr of 4 KiB against 1 GiB (build/bin/sv_regcost).
+#     ibv_reg_mr of 4 KiB against 1 GiB (build/bin/sv_regcost);
+#   - the memory-management extensions (issue 6, build/bin/sv_mm_cycle):
+#     the fast-register + local-invalidate cycle rate (one cycle at a time,
+#     and pipelined) against the ibv_reg_mr + ibv_dereg_mr cycle rate, same
+#     buffer sizes, side by side.
 # Then bench/report.py writes results.json, table.txt, bw_vs_size.png and
 # lat_vs_size.png, and the table is printed. Raw logs are in OUTDIR/raw.
 #   bench/run.sh [--short] OUTDIR
@@ -63,7 +67,7 @@ mkdir "$raw" || exit 1
 SV=$build/bin/softverbs
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-for b in softverbs softverbsd sv_limits sv_regcost; do
+for b in softverbs softverbsd sv_limits sv_regcost sv_mm_cycle; do
 	[ -x "$build/bin/$b" ] || {
 		echo "bench/run.sh: $build/bin/$b is missing (make build)" >&2
 		exit 1
@@ -254,6 +258,7 @@ if [ $short = 1 ]; then
 	# ITERS -o
 	rd_rounds=1
 	rd_lat=(2,64 100) rd_rate=(8 2000 256) rd_q=(1000 64)
+	mm_args=(--sizes 4096,1048576 --min-time 0.02 --rounds 1)
 	limit=60
 else
 	sizes=$(pow2 2 8388608)
@@ -271,6 +276,7 @@ else
 	ucx_max_bw=1000000 ucx_max_lat=100000 ucx_min=100 ucx_am=1000000
 	rd_rounds=3
 	rd_lat=($(pow2 2 64) 2000) rd_rate=(8,64 200000 1024) rd_q=(50000 256)
+	mm_args=(--sizes 4096,65536,1048576 --min-time 0.5 --rounds 3)
 	limit=300
 fi
 
@@ -381,6 +387,10 @@ fi
 
 # -- registration cost, on our library
 step regcost $limit "$SV" run -- "$build/bin/sv_regcost" --iters $reg_iters
+
+# -- memory-management extensions: fast register + local invalidate
+# against ibv_reg_mr + ibv_dereg_mr, cycles per second
+step mm_cycle $limit "$SV" run -- "$build/bin/sv_mm_cycle" "${mm_args[@]}"
 
 # -- instruction budgets (bench/budgets.sh prints one JSON object)
 if [ ! -f "$here/budgets.sh" ]; then

@@ -148,6 +148,15 @@ if has_bench:
                            T5[0]["value"] is not None),
          "the target of issue 5 (SINGLE against SAFE)")
 
+# memory-management extensions (issue 6): both cycle rates, side by side
+M = (R.get("mm_cycle") or {}).get("results")
+need(st.get("mm_cycle") == "ok" and bool(M), "mm_cycle step")
+for r in M or []:
+    need(all((r.get(k) or 0) > 0 for k in
+             ("reg_cps", "fr_sync_cps", "fr_pipe_cps",
+              "ratio_fr_sync_vs_reg", "ratio_fr_pipe_vs_reg")),
+         "mm_cycle %s: both rates and their ratios" % r.get("size"))
+
 T = R.get("targets") or []
 need(len(T) == 5, "five targets")
 if has_bench:
@@ -157,7 +166,7 @@ if has_bench:
 table = open(os.path.join(out, "table.txt")).read()
 for s in ("Bandwidth (MB/s)", "Latency (us p50)", "Targets of issue 4",
           "Registration", "Instructions", "Resource domains (issue 5)",
-          "Targets of issue 5"):
+          "Targets of issue 5", "Memory-management extensions (issue 6)"):
     need(s in table, "table.txt: " + s)
 if has_bench:
     for s in ("ll/hb", "hb/def", "pq/one"):

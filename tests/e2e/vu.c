@@ -229,6 +229,21 @@ struct ibv_ah *vu_ah(struct ibv_pd *pd, const union ibv_gid *gid)
 	return ibv_create_ah(pd, &a);
 }
 
+int vu_qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	ret = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	if (ret) {
+		fprintf(stderr, "ibv_query_qp: %s\n", strerror(ret));
+		return -1;
+	}
+	return (int)a.qp_state;
+}
+
 int vu_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, long ms)
 {
 	long end = vu_now_ms() + ms;

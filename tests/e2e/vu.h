@@ -86,6 +86,9 @@ int vu_connect_pair(struct ibv_qp *a, struct ibv_qp *b,
 /* An address handle towards a GID on port 1 (RoCE: global). */
 struct ibv_ah *vu_ah(struct ibv_pd *pd, const union ibv_gid *gid);
 
+/* The state of qp as ibv_query_qp says, or -1 (with a message). */
+int vu_qp_state(struct ibv_qp *qp);
+
 /* Poll cq until n completions arrived or ms passed: how many arrived. */
 int vu_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, long ms);
 /* Wait up to ms for an async event; 0 and the event (acknowledged already:
