@@ -98,6 +98,9 @@ size_t sv_iov_take(const struct iovec *iov, unsigned int n,
 /* ---- exec.c: memory access ---- */
 
 /* Memory of one process as an iovec list; pid 0 is this process. */
+/* iovecs per process_vm_readv/writev call, and per span window (exec.c) */
+#define SV_IOV_WINDOW 64
+
 struct sv_mem {
 	pid_t pid;
 	const struct iovec *iov;
