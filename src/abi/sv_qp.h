@@ -17,6 +17,30 @@
  * may be reused. Free-running uint32_t counters; prod - cons > entries means
  * a corrupt ring, and the QP goes to the error state.
  *
+ * The send ring's mailbox (LOW_LATENCY and FORCE_LOW_LATENCY QPs): the
+ * library-written part of the header is two cache lines, prod's and the
+ * next, and they also hold a copy of one small send WQE (the 64-byte header
+ * and up to SV_WQ_MB_BODY bytes of body: one SGE, or up to 16 inline bytes),
+ * so that the engine, which reads prod's line anyway, finds the WQE there
+ * instead of fetching the slot's lines. The slot is written all the same and
+ * stays the truth; the mailbox is a copy that may be used when it provably
+ * holds the head WQE. Protocol (a seqlock; plain stores, each side's order
+ * as written):
+ *   library, one WQE numbered n (= prod before the post), after the slot:
+ *     mb_seq = 0; release fence; mb = header + body; mb_seq = n + 1
+ *     (release); then the release store of prod = n + 1 as always.
+ *     Posting that does not fill the mailbox (a list) sets mb_seq = 0 once,
+ *     so that a stale copy never outlives 2^32 WQEs.
+ *   engine, head WQE cons: s = mb_seq (after its acquire load of prod,
+ *     which made WQE cons's copy visible); if s == cons + 1 and s != 0: copy
+ *     the mailbox, acquire fence, and use the copy only if mb_seq still
+ *     reads s (else the library was rewriting it for a later WQE: the slot).
+ * n + 1 == 0 (once every 2^32 WQEs) reads as "no mailbox": the slot. The
+ * copy is validated exactly as a slot's, with a body of SV_WQ_MB_BODY bytes:
+ * a mailbox WQE that claims more is refused like a malformed slot. A client
+ * that writes a mailbox unlike its slot only changes what its own QP runs.
+ * Receive rings have the same header; their mailbox is unused (mb_seq 0).
+ *
  * Doorbells: the daemon's engine threads spin briefly on the rings they own,
  * then sleep on a futex in their doorbell page. A poster that finds
  * `sleeping` set bumps `seq` and wakes the futex; that FUTEX_WAKE is the only
@@ -30,11 +54,19 @@
 
 #include "abi/sv_ring.h" /* SV_RING_HDR_BYTES, SV_CACHELINE */
 
+/* The send ring's mailbox: a WQE header and this much body. */
+#define SV_WQ_MB_BODY  16u
+#define SV_WQ_MB_BYTES 80u         /* SV_SEND_WQE_HDR + SV_WQ_MB_BODY */
+
 /* Send or receive ring header (4 KiB page, counters on their own lines). */
 struct sv_wq_ring {
-	/* written by the library */
+	/* written by the library (two cache lines) */
 	uint32_t prod;             /* WQEs posted */
-	uint8_t pad0[SV_CACHELINE - 4];
+	uint32_t mb_seq;           /* the WQE number (prod value before the
+				    * post) the mailbox holds + 1; 0 none */
+	uint8_t mb[SV_WQ_MB_BYTES]; /* send ring: a copy of that WQE's
+				    * header and body (see above) */
+	uint8_t pad0[2 * SV_CACHELINE - 8 - SV_WQ_MB_BYTES];
 	/* written by the device */
 	uint32_t cons;             /* slots the device is done with */
 	uint8_t pad1[SV_CACHELINE - 4];
@@ -142,7 +174,10 @@ struct sv_recv_wqe {
 #define SV_RECV_WQE_HDR 16u
 
 _Static_assert(sizeof(struct sv_wq_ring) <= SV_RING_HDR_BYTES, "wq hdr");
-_Static_assert(offsetof(struct sv_wq_ring, cons) == SV_CACHELINE, "cons line");
+_Static_assert(offsetof(struct sv_wq_ring, cons) == 2 * SV_CACHELINE,
+	       "cons line");
+_Static_assert(offsetof(struct sv_wq_ring, mb) % 8 == 0, "mailbox align");
+_Static_assert(SV_WQ_MB_BYTES == SV_SEND_WQE_HDR + SV_WQ_MB_BODY, "mailbox");
 _Static_assert(sizeof(struct sv_wqe_sge) == 16, "sge");
 _Static_assert(sizeof(struct sv_send_wqe) == SV_SEND_WQE_HDR, "send wqe");
 _Static_assert(sizeof(struct sv_recv_wqe) == SV_RECV_WQE_HDR, "recv wqe");

@@ -791,13 +791,36 @@ static void sq_complete(struct sv_qp *qp, const struct swqe *w,
 		qp_set_state(qp, IBV_QPS_SQE);
 }
 
-/* Copy the body of the head send WQE (its header is in w) out of the ring:
- * as much as the header says, bounded by the QP's private limits. false:
- * the WQE is malformed. */
-static bool swqe_body(const struct sv_qp *qp, struct swqe *w)
+/*
+ * The send ring's mailbox (src/abi/sv_qp.h): when it holds WQE n (mb_seq ==
+ * n + 1, not 0) and was not rewritten while we copied it (a seqlock read),
+ * its header is in w->h and its SV_WQ_MB_BODY bytes of body in body: true.
+ * false: read the slot (the truth; w->h may hold garbage). One look at
+ * prod's lines instead of the slot's; validated as a slot copy would be.
+ */
+static inline bool sq_mailbox(const struct sv_qp *qp, uint32_t n,
+			      struct swqe *w, uint8_t body[SV_WQ_MB_BODY])
 {
-	const uint8_t *slot = wq_head(&qp->sq);
-	uint32_t body = qp->sq.stride - SV_SEND_WQE_HDR;
+	const struct sv_wq_ring *hdr = qp->sq.hdr;
+	/* relaxed: the acquire load of prod (which the library stores after
+	 * mb_seq) already made the mailbox of WQE n visible; the fence and
+	 * the second look below catch a rewrite for a later WQE */
+	uint32_t seq = __atomic_load_n(&hdr->mb_seq, __ATOMIC_RELAXED);
+
+	if (likely(seq != n + 1) || !seq)
+		return false;
+	memcpy(&w->h, hdr->mb, SV_SEND_WQE_HDR);
+	memcpy(body, hdr->mb + SV_SEND_WQE_HDR, SV_WQ_MB_BODY);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&hdr->mb_seq, __ATOMIC_RELAXED) == seq;
+}
+
+/* Copy the body of the head send WQE (its header is in w) from body, where
+ * room bytes are (its slot, or the mailbox's copy): as much as the header
+ * says, bounded by the QP's private limits. false: the WQE is malformed. */
+static bool swqe_body(const struct sv_qp *qp, struct swqe *w,
+		      const uint8_t *body, uint32_t room)
+{
 	size_t need;
 
 	if (w->h.flags & IBV_SEND_INLINE) {
@@ -811,9 +834,9 @@ static bool swqe_body(const struct sv_qp *qp, struct swqe *w)
 			return false;
 		need = (size_t)w->h.num_sge * sizeof(struct sv_wqe_sge);
 	}
-	if (need > body)
+	if (need > room)
 		return false;
-	memcpy(&w->u, slot + SV_SEND_WQE_HDR, need);
+	memcpy(&w->u, body, need);
 	return true;
 }
 
@@ -1295,8 +1318,17 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 		  struct msg *m)
 {
 	uint32_t op, st, f;
+	uint8_t mbody[SV_WQ_MB_BODY];
+	const uint8_t *body = mbody;    /* the WQE's body: mailbox or slot */
+	uint32_t room = SV_WQ_MB_BODY;  /* bytes there */
 
-	memcpy(&w->h, wq_head(&qp->sq), sizeof(w->h));
+	if (likely(!sq_mailbox(qp, qp->sq.cons, w, mbody))) {
+		const uint8_t *slot = wq_head(&qp->sq);
+
+		memcpy(&w->h, slot, sizeof(w->h));
+		body = slot + SV_SEND_WQE_HDR;
+		room = qp->sq.stride - SV_SEND_WQE_HDR;
+	}
 	op = w->h.opcode;
 	m->qp = qp;
 	m->w = w;
@@ -1308,7 +1340,7 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (unlikely(f & OPF_LOCAL))
 		return sq_local(x, qp, w);
-	if (!swqe_body(qp, w))
+	if (!swqe_body(qp, w, body, room))
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (w->h.flags & IBV_SEND_INLINE) {
 		if (f & OPF_SINK)

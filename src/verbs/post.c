@@ -270,15 +270,32 @@ static __attribute__((noinline)) int post_list(struct sv_qp *qp,
 					       bool exp);
 
 /*
+ * The mailbox of a LOW_LATENCY QP's send ring (src/abi/sv_qp.h): a copy of
+ * WQE n, just written to slot w, for the engine to find on prod's lines.
+ * mb_seq goes to 0 before the copy is rewritten and to n + 1 after it, so
+ * an engine that reads the mailbox meanwhile sees that it changed and reads
+ * the slot instead. Plain stores (on x86 the fences cost no instruction).
+ */
+static inline void mailbox_put(struct sv_wq_ring *hdr,
+			       const struct sv_send_wqe *w, uint32_t n)
+{
+	__atomic_store_n(&hdr->mb_seq, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(hdr->mb, w, SV_WQ_MB_BYTES);
+	__atomic_store_n(&hdr->mb_seq, n + 1, __ATOMIC_RELEASE);
+}
+
+/*
  * One WR, under the SQ lock: the common case, one SGE or up to 16 bytes of
  * inline data. A function of its own that calls nothing (but the wake of a
  * sleeping engine); each header field is stored as soon as it is known, so
  * that little is held in registers. Anything else goes to post_list, which
- * does the same for any WR.
+ * does the same for any WR. mb (a constant: post_one, post_one_mb): the QP
+ * has a mailbox, and the WQE goes there too.
  */
-static __attribute__((noinline)) int post_one(struct sv_qp *qp,
-					      struct ibv_send_wr *wr,
-					      struct ibv_send_wr **bad_wr)
+static inline __attribute__((always_inline)) int
+post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
+	    struct ibv_send_wr **bad_wr, bool mb)
 {
 	enum ibv_qp_type type = qp->ex.qp_base.qp_type;
 	uint32_t op = (uint32_t)wr->opcode;
@@ -337,14 +354,36 @@ static __attribute__((noinline)) int post_one(struct sv_qp *qp,
 		w->num_sge = 1;
 	}
 	fill_tail(type, w, wr, op);
+	if (mb)
+		mailbox_put(hdr, w, prod);
 	qp->sq.prod = ++prod;
-	/* release: the slot is written before the device sees prod */
+	/* release: the slot (and the mailbox) are written before the device
+	 * sees prod */
 	__atomic_store_n(&hdr->prod, prod, __ATOMIC_RELEASE);
 	doorbell_ring(qp->db);
 	return 0;
 fail:
 	*bad_wr = wr;
 	return err;
+}
+
+static __attribute__((noinline)) int post_one(struct sv_qp *qp,
+					      struct ibv_send_wr *wr,
+					      struct ibv_send_wr **bad_wr)
+{
+	return post_one_in(qp, wr, bad_wr, false);
+}
+
+static __attribute__((noinline)) int post_one_mb(struct sv_qp *qp,
+						 struct ibv_send_wr *wr,
+						 struct ibv_send_wr **bad_wr)
+{
+	return post_one_in(qp, wr, bad_wr, true);
+}
+
+void sv_qp_init_post(struct sv_qp *qp)
+{
+	qp->post_one = qp->mailbox ? post_one_mb : post_one;
 }
 
 /*
@@ -451,6 +490,10 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 	}
 	if (prod != start) {
 		qp->sq.prod = prod;
+		/* the mailbox's copy is older than these: none, so that it
+		 * never names a WQE again once prod wraps (sv_qp.h) */
+		if (unlikely(qp->mailbox))
+			__atomic_store_n(&hdr->mb_seq, 0, __ATOMIC_RELAXED);
 		/* release: the slots are written before the device sees prod */
 		__atomic_store_n(&hdr->prod, prod, __ATOMIC_RELEASE);
 		doorbell_ring(qp->db);
@@ -472,7 +515,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 	sv_sq_lock(qp);
 	if (likely(wr && !wr->next))
-		err = post_one(qp, wr, bad_wr);
+		err = qp->post_one(qp, wr, bad_wr); /* post_one or post_one_mb */
 	else
 		err = post_list(qp, wr, bad_wr, false);
 	sv_sq_unlock(qp);

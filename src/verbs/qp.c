@@ -223,6 +223,11 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	sv_spin_init(&qp->rq_lock);
 	/* in a thread domain, or a resource domain not SAFE: no locks */
 	qp->single_threaded = dom->single_threaded;
+	/* LOW_LATENCY (and FORCE): small WQEs also go to the mailbox */
+	qp->mailbox = dom->rd &&
+		      (dom->rd->msg_model == IBV_EXP_MSG_LOW_LATENCY ||
+		       dom->rd->msg_model == IBV_EXP_MSG_FORCE_LOW_LATENCY);
+	sv_qp_init_post(qp);
 	qp->rd = dom->rd;
 	if (to_sv_pd(a->pd)->parent)
 		sv_pd_get(a->pd);

@@ -316,6 +316,13 @@ struct sv_qp {
 	int sq_lock;               /* sv_lock.h */
 	int rq_lock;
 	bool single_threaded;      /* no locks on post */
+	bool mailbox;              /* LOW_LATENCY domain: single WQEs are also
+				    * copied into the send ring's mailbox
+				    * (src/abi/sv_qp.h) */
+	/* ibv_post_send of one WR (post.c; set by sv_qp_init_post): the
+	 * mailbox variant or not, chosen once so that other QPs pay nothing */
+	int (*post_one)(struct sv_qp *qp, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr);
 	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
 	uint32_t sq_sig_all;
 	uint64_t send_ops_flags;
@@ -357,6 +364,9 @@ struct sv_ah {
 
 /* An address vector as the daemon takes it (qp.c; also CREATE_AH). */
 void sv_ah_to_wire(const struct ibv_ah_attr *a, struct sv_wire_ah *w);
+
+/* post.c: pick qp->post_one after qp->mailbox is set (create_qp). */
+void sv_qp_init_post(struct sv_qp *qp);
 
 /* Wake the engine behind a doorbell page if it sleeps: the only system call
  * on the post path. Call after publishing a producer counter. */

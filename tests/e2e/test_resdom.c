@@ -14,7 +14,12 @@
  *    pages;
  *  - bad arguments: EINVAL;
  *  - two domains moving large messages at once (their engines copy in
- *    parallel) while commands come and go.
+ *    parallel) while commands come and go;
+ *  - LOW_LATENCY's mailbox: many WQEs in flight behind a head that waits
+ *    for a receive (so the mailbox is rewritten while earlier WQEs are
+ *    pending and they must come from the ring), single WRs (which fill the
+ *    mailbox), WR lists and ibv_exp_post_send (which do not), inline and
+ *    not; then free-running bursts of single WRs.
  * The test runs on a device of its own (isolated.sh), so every page is free
  * when it starts.
  */
@@ -853,6 +858,258 @@ static void test_parallel(void **state)
 	}
 }
 
+/* ---- LOW_LATENCY: the send ring's mailbox ---- */
+
+#define MB_ROUNDS 6
+#define MB_N      40               /* WQEs behind the waiting head */
+#define MB_SLOT   64               /* bytes of source and target per WQE */
+#define MB_BYTES  (2u * (MB_N + 1) * MB_SLOT)
+
+struct mb_pair {
+	struct ibv_cq *ca, *cb;
+	struct ibv_qp *a, *b;
+	uint8_t *src, *dst;            /* MB_BYTES each */
+	struct ibv_mr *mr_s, *mr_d;
+	uint64_t wr_ids[2 * MB_N + 2]; /* as posted, in order */
+	uint32_t lens[2 * MB_N + 2];
+	int n;                         /* WQEs posted this round */
+};
+
+static struct ibv_cq *mb_cq(struct ibv_exp_res_domain *rd)
+{
+	struct ibv_exp_cq_init_attr a = { 0 };
+
+	if (rd) {
+		a.comp_mask = IBV_EXP_CQ_INIT_ATTR_RES_DOMAIN;
+		a.res_domain = rd;
+	}
+	return ibv_exp_create_cq(ctx, 256, NULL, NULL, 0, &a);
+}
+
+static struct ibv_qp *mb_qp(struct ibv_exp_res_domain *rd, struct ibv_cq *cq)
+{
+	struct ibv_exp_qp_init_attr a;
+
+	qp_attr_init(&a, cq);
+	a.cap.max_send_wr = 2 * MB_N + 8;
+	a.cap.max_send_sge = 2;
+	if (rd) {
+		a.comp_mask |= IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
+		a.res_domain = rd;
+	}
+	return ibv_exp_create_qp(ctx, &a);
+}
+
+/* WQE k of the round writes len bytes from src slot k to dst slot k (the
+ * second half of the buffers: slot k + MB_N + 1 for the list's second WR). */
+static void mb_wr(struct mb_pair *p, struct ibv_send_wr *w, struct ibv_sge *s,
+		  unsigned int k, uint32_t len, bool inl, uint64_t id)
+{
+	s->addr = (uintptr_t)(p->src + (size_t)k * MB_SLOT);
+	s->length = len;
+	s->lkey = p->mr_s->lkey;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = id;
+	w->sg_list = s;
+	w->num_sge = 1;
+	w->opcode = IBV_WR_RDMA_WRITE;
+	w->send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
+	w->wr.rdma.remote_addr = (uintptr_t)(p->dst + (size_t)k * MB_SLOT);
+	w->wr.rdma.rkey = p->mr_d->rkey;
+	p->wr_ids[p->n] = id;
+	p->lens[p->n] = len;
+	p->n++;
+}
+
+/* One round: a SEND that waits (no receive yet), MB_N WQEs behind it in
+ * four posting styles, then the receive; every completion in order and
+ * every byte where it belongs. */
+static void mb_round(struct mb_pair *p, unsigned int round)
+{
+	struct ibv_sge rs = { (uintptr_t)(p->dst + (size_t)MB_N * MB_SLOT),
+			      MB_SLOT, p->mr_d->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 0xbeef, .sg_list = &rs,
+				  .num_sge = 1 }, *rbad;
+	struct ibv_send_wr w[2], *bad;
+	struct ibv_sge s[2];
+	struct ibv_wc wc[2 * MB_N + 2];
+	int got = 0;
+
+	for (size_t i = 0; i < MB_BYTES; i++)
+		p->src[i] = (uint8_t)(round * 31 + i * 7 + i / 251);
+	memset(p->dst, 0, MB_BYTES);
+	p->n = 0;
+	/* the head: a SEND from src slot MB_N into the receive posted last */
+	mb_wr(p, &w[0], &s[0], MB_N, 48, false, 1000 * round);
+	w[0].opcode = IBV_WR_SEND;
+	p->lens[0] = 48;
+	assert_int_equal(ibv_post_send(p->a, &w[0], &bad), 0);
+	for (unsigned int k = 0; k < MB_N; k++) {
+		uint64_t id = 1000 * round + 1 + k;
+		uint32_t len = 1 + (k * 5 + round) % MB_SLOT;
+
+		switch (k % 4) {
+		case 0: /* one WR, one SGE: post_one, the mailbox */
+			mb_wr(p, &w[0], &s[0], k, len, false, id);
+			assert_int_equal(ibv_post_send(p->a, &w[0], &bad), 0);
+			break;
+		case 1: /* one WR, <= 16 inline bytes: the mailbox */
+			mb_wr(p, &w[0], &s[0], k, 1 + (k + round) % 16, true,
+			      id);
+			assert_int_equal(ibv_post_send(p->a, &w[0], &bad), 0);
+			break;
+		case 2: /* a list (inline past 16 bytes second): the ring */
+			mb_wr(p, &w[0], &s[0], k, len, false, id);
+			mb_wr(p, &w[1], &s[1], k + MB_N + 1, 17 + k % 40, true,
+			      id + 500);
+			w[0].next = &w[1];
+			assert_int_equal(ibv_post_send(p->a, &w[0], &bad), 0);
+			break;
+		default: /* ibv_exp_post_send: the ring */
+		{
+			struct ibv_exp_send_wr x, *xbad;
+
+			mb_wr(p, &w[0], &s[0], k, len, false, id);
+			memset(&x, 0, sizeof(x));
+			x.wr_id = w[0].wr_id;
+			x.sg_list = &s[0];
+			x.num_sge = 1;
+			x.exp_opcode = IBV_EXP_WR_RDMA_WRITE;
+			x.exp_send_flags = IBV_SEND_SIGNALED;
+			x.wr.rdma.remote_addr = w[0].wr.rdma.remote_addr;
+			x.wr.rdma.rkey = w[0].wr.rdma.rkey;
+			assert_int_equal(ibv_exp_post_send(p->a, &x, &xbad), 0);
+			break;
+		}
+		}
+	}
+	/* the head cannot have completed: nothing could */
+	assert_int_equal(ibv_poll_cq(p->ca, 1, wc), 0);
+	assert_int_equal(ibv_post_recv(p->b, &rw, &rbad), 0);
+	while (got < p->n) {
+		int k = vu_poll(p->ca, wc + got, p->n - got, VU_WAIT_MS);
+
+		assert_true(k > 0);
+		got += k;
+	}
+	for (int i = 0; i < p->n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != p->wr_ids[i])
+			fail_msg("round %u, WQE %d: status %d wr_id %llu, "
+				 "not %llu", round, i, wc[i].status,
+				 (unsigned long long)wc[i].wr_id,
+				 (unsigned long long)p->wr_ids[i]);
+	}
+	assert_int_equal(vu_poll(p->cb, wc, 1, VU_WAIT_MS), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].wr_id, 0xbeef);
+	assert_int_equal(wc[0].byte_len, 48);
+	/* every target slot holds its source's first len bytes, then zeros */
+	for (int i = 0; i < p->n; i++) {
+		uint64_t id = p->wr_ids[i] - 1000 * round;
+		unsigned int k = i == 0 ? MB_N : id > 500 ? (unsigned)(id - 501) +
+			MB_N + 1 : (unsigned)(id - 1);
+		const uint8_t *sp = p->src + (size_t)k * MB_SLOT;
+		const uint8_t *dp = p->dst + (size_t)k * MB_SLOT;
+
+		if (memcmp(sp, dp, p->lens[i]))
+			fail_msg("round %u, WQE %d (slot %u): data differs",
+				 round, i, k);
+		for (uint32_t j = p->lens[i]; j < MB_SLOT; j++)
+			if (dp[j])
+				fail_msg("round %u, slot %u: byte %u written",
+					 round, k, j);
+	}
+}
+
+/* Single WRs back to back while the engine takes them: whatever the
+ * interleaving (mailbox fresh, rewritten meanwhile, or behind), each WQE
+ * runs once, as posted. */
+static void mb_burst(struct mb_pair *p, unsigned int round)
+{
+	struct ibv_send_wr w, *bad;
+	struct ibv_sge s;
+	struct ibv_wc wc[MB_N];
+	int got = 0;
+
+	for (size_t i = 0; i < MB_BYTES; i++)
+		p->src[i] = (uint8_t)(round * 13 + i * 3 + 1);
+	memset(p->dst, 0, MB_BYTES);
+	p->n = 0;
+	for (unsigned int k = 0; k < MB_N; k++) {
+		mb_wr(p, &w, &s, k, k % 2 ? 8 : 16, k % 3 == 0, 7000 + k);
+		assert_int_equal(ibv_post_send(p->a, &w, &bad), 0);
+	}
+	while (got < MB_N) {
+		int k = vu_poll(p->ca, wc + got, MB_N - got, VU_WAIT_MS);
+
+		assert_true(k > 0);
+		got += k;
+	}
+	for (unsigned int k = 0; k < MB_N; k++) {
+		assert_int_equal(wc[k].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[k].wr_id, 7000 + k);
+		assert_memory_equal(p->src + (size_t)k * MB_SLOT,
+				    p->dst + (size_t)k * MB_SLOT, p->lens[k]);
+	}
+}
+
+static void test_mailbox(void **state)
+{
+	static const struct {
+		enum ibv_exp_thread_model tm;
+		enum ibv_exp_msg_model mm;
+	} cases[] = {
+		{ IBV_EXP_THREAD_SAFE, IBV_EXP_MSG_LOW_LATENCY },
+		{ IBV_EXP_THREAD_SINGLE, IBV_EXP_MSG_LOW_LATENCY },
+		{ IBV_EXP_THREAD_UNSAFE, IBV_EXP_MSG_FORCE_LOW_LATENCY },
+		{ IBV_EXP_THREAD_SAFE, IBV_EXP_MSG_DEFAULT }, /* no mailbox */
+	};
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+
+	(void)state;
+	for (size_t c = 0; c < VU_ARRAY_SIZE(cases); c++) {
+		struct ibv_exp_res_domain *rd = rd_new(cases[c].tm,
+						       cases[c].mm);
+		struct vu_conn conn = vu_conn_default();
+		struct mb_pair p;
+
+		assert_non_null(rd);
+		memset(&p, 0, sizeof(p));
+		p.ca = mb_cq(rd);
+		p.cb = mb_cq(rd);
+		assert_non_null(p.ca);
+		assert_non_null(p.cb);
+		p.a = mb_qp(rd, p.ca);
+		p.b = mb_qp(rd, p.cb);
+		assert_non_null(p.a);
+		assert_non_null(p.b);
+		p.src = malloc(MB_BYTES);
+		p.dst = malloc(MB_BYTES);
+		assert_non_null(p.src);
+		assert_non_null(p.dst);
+		p.mr_s = ibv_reg_mr(pd, p.src, MB_BYTES, access);
+		p.mr_d = ibv_reg_mr(pd, p.dst, MB_BYTES, access);
+		assert_non_null(p.mr_s);
+		assert_non_null(p.mr_d);
+		/* the head waits for its receive: RNR, retried forever */
+		assert_int_equal(conn.rnr_retry, 7);
+		assert_int_equal(vu_connect_pair(p.a, p.b, &conn), 0);
+		for (unsigned int r = 1; r <= MB_ROUNDS; r++) {
+			mb_round(&p, r);
+			mb_burst(&p, r);
+		}
+		assert_int_equal(ibv_destroy_qp(p.a), 0);
+		assert_int_equal(ibv_destroy_qp(p.b), 0);
+		assert_int_equal(ibv_destroy_cq(p.ca), 0);
+		assert_int_equal(ibv_destroy_cq(p.cb), 0);
+		assert_int_equal(ibv_dereg_mr(p.mr_s), 0);
+		assert_int_equal(ibv_dereg_mr(p.mr_d), 0);
+		free(p.src);
+		free(p.dst);
+		assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd, NULL), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -863,6 +1120,7 @@ int main(void)
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_parallel),
+		cmocka_unit_test(test_mailbox),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

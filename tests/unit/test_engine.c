@@ -2129,6 +2129,164 @@ static void test_fence_send_with_inv(void **state)
 	sv_dev.engine[1] = NULL;
 }
 
+/* ---- the send ring's mailbox (LOW_LATENCY QPs, src/abi/sv_qp.h) ---- */
+
+/* Copy the header and SV_WQ_MB_BODY bytes of body of w (a slot) into qp's
+ * mailbox as the library does, naming WQE seq - 1 (seq: mb_seq). */
+static void mailbox_put(struct sv_qp *qp, const struct sv_send_wqe *w,
+			uint32_t seq)
+{
+	struct sv_wq_ring *hdr = qp->sq.hdr;
+
+	hdr->mb_seq = 0;
+	memcpy(hdr->mb, w, SV_WQ_MB_BYTES);
+	__atomic_store_n(&hdr->mb_seq, seq, __ATOMIC_RELEASE);
+}
+
+/* An RDMA WRITE of 8 bytes from abuf + src to bbuf + dst, wr_id id, in a
+ * slot-shaped buffer (header + one SGE). */
+static void write_wqe(uint8_t out[SV_WQ_MB_BYTES], uint64_t id, size_t src,
+		      size_t dst)
+{
+	struct sv_send_wqe *w = (struct sv_send_wqe *)out;
+	struct sv_wqe_sge s = asge(F->abuf + src, 8);
+
+	memset(out, 0, SV_WQ_MB_BYTES);
+	w->wr_id = id;
+	w->opcode = IBV_WR_RDMA_WRITE;
+	w->flags = IBV_SEND_SIGNALED;
+	w->num_sge = 1;
+	w->remote_addr = va(&F->bmr, F->bbuf + dst);
+	w->rkey = F->bmr.key;
+	memcpy(out + SV_SEND_WQE_HDR, &s, sizeof(s));
+}
+
+/* Post WQE `slot` to a's ring, with `mb` in its mailbox under seq; run it. */
+static struct sv_cqe mailbox_run(const uint8_t slot[SV_WQ_MB_BYTES],
+				 const uint8_t mb[SV_WQ_MB_BYTES], uint32_t seq)
+{
+	struct sv_wq *wq = &F->a.sq;
+	uint32_t prod = wq->hdr->prod;
+	uint8_t *p = sv_wq_slot(wq->hdr, wq->entries, wq->stride, prod);
+
+	memset(p, 0, wq->stride);
+	memcpy(p, slot, SV_WQ_MB_BYTES);
+	mailbox_put(&F->a, (const struct sv_send_wqe *)mb, seq);
+	__atomic_store_n(&wq->hdr->prod, prod + 1, __ATOMIC_RELEASE);
+	assert_true(sv_exec_ready(&F->a, F->x.now, NULL));
+	assert_true(sv_exec_step(&F->x, &F->a));
+	assert_int_equal(wq->hdr->cons, prod + 1);
+	return poll1(&F->scq);
+}
+
+/* A mailbox that holds the head WQE (mb_seq == cons + 1) is what runs, even
+ * when the slot says otherwise; any other mb_seq leaves the slot in charge. */
+static void test_mailbox(void **state)
+{
+	uint8_t slot[SV_WQ_MB_BYTES], mb[SV_WQ_MB_BYTES];
+	struct sv_wq *wq = &F->a.sq;
+	struct sv_cqe e;
+
+	(void)state;
+	memcpy(F->abuf, "slot-src", 8);
+	memcpy(F->abuf + 8, "mbox-src", 8);
+	write_wqe(slot, 0x51, 0, 100);
+	write_wqe(mb, 0x3b, 8, 200);
+	/* same seq: the mailbox's WQE (its wr_id, its SGE, its address) */
+	e = mailbox_run(slot, mb, wq->cons + 1);
+	assert_int_equal(e.status, IBV_WC_SUCCESS);
+	assert_int_equal(e.wr_id, 0x3b);
+	assert_int_equal(e.byte_len, 8);
+	assert_memory_equal(F->bbuf + 200, "mbox-src", 8);
+	assert_memory_equal(F->bbuf + 100, "\0\0\0\0\0\0\0\0", 8);
+	/* the mailbox names another WQE (the last one, the next one, none):
+	 * the slot's */
+	for (int k = 0; k < 3; k++) {
+		uint32_t seq = k == 0 ? wq->cons : k == 1 ? wq->cons + 2 : 0;
+
+		memset(F->bbuf, 0, 300);
+		e = mailbox_run(slot, mb, seq);
+		assert_int_equal(e.status, IBV_WC_SUCCESS);
+		assert_int_equal(e.wr_id, 0x51);
+		assert_memory_equal(F->bbuf + 100, "slot-src", 8);
+		assert_memory_equal(F->bbuf + 200, "\0\0\0\0\0\0\0\0", 8);
+	}
+	/* the WQE numbered 0xffffffff: its mb_seq is 0, "none": the slot */
+	wq->cons = 0xffffffffu;
+	wq->hdr->cons = wq->hdr->prod = 0xffffffffu;
+	memset(F->bbuf, 0, 300);
+	e = mailbox_run(slot, mb, 0);
+	assert_int_equal(e.wr_id, 0x51);
+	assert_memory_equal(F->bbuf + 100, "slot-src", 8);
+	assert_int_equal(wq->cons, 0);
+	/* and the next one, number 0 (mb_seq 1), from the mailbox again */
+	memset(F->bbuf, 0, 300);
+	e = mailbox_run(slot, mb, 1);
+	assert_int_equal(e.wr_id, 0x3b);
+	assert_memory_equal(F->bbuf + 200, "mbox-src", 8);
+	assert_false(sv_exec_ready(&F->a, F->x.now, NULL));
+}
+
+/* Inline data from the mailbox; a mailbox whose header needs more body than
+ * its SV_WQ_MB_BODY bytes is refused like a malformed slot, although the
+ * slot (and the QP's limits) would take it. */
+static void test_mailbox_malformed(void **state)
+{
+	uint8_t slot[SV_WQ_MB_BYTES], mb[SV_WQ_MB_BYTES];
+	struct sv_send_wqe *m = (struct sv_send_wqe *)mb;
+	struct sv_wq *wq = &F->a.sq;
+	struct sv_cqe e;
+
+	(void)state;
+	memcpy(F->abuf, "slot-src", 8);
+	write_wqe(slot, 0x51, 0, 100);
+	/* 16 inline bytes: the mailbox's whole body */
+	write_wqe(mb, 0x16, 8, 200);
+	m->flags |= IBV_SEND_INLINE;
+	m->num_sge = SV_WQ_MB_BODY;
+	memcpy(mb + SV_SEND_WQE_HDR, "inline-16-bytes!", SV_WQ_MB_BODY);
+	e = mailbox_run(slot, mb, wq->cons + 1);
+	assert_int_equal(e.status, IBV_WC_SUCCESS);
+	assert_int_equal(e.wr_id, 0x16);
+	assert_int_equal(e.byte_len, SV_WQ_MB_BODY);
+	assert_memory_equal(F->bbuf + 200, "inline-16-bytes!", SV_WQ_MB_BODY);
+	/* 17 inline bytes (max_inline is 64): refused; RC: the QP errs */
+	m->num_sge = SV_WQ_MB_BODY + 1;
+	e = mailbox_run(slot, mb, wq->cons + 1);
+	assert_int_equal(e.status, IBV_WC_LOC_QP_OP_ERR);
+	assert_int_equal(e.wr_id, 0x16);
+	assert_int_equal(F->a.state, IBV_QPS_ERR);
+	/* two SGEs (max_sge is 4): refused too */
+	F->a.state = IBV_QPS_RTS;
+	write_wqe(mb, 0x22, 8, 200);
+	m->num_sge = 2;
+	e = mailbox_run(slot, mb, wq->cons + 1);
+	assert_int_equal(e.status, IBV_WC_LOC_QP_OP_ERR);
+	assert_int_equal(e.wr_id, 0x22);
+	/* the same header in the slot, where it fits, runs (from the slot) */
+	F->a.state = IBV_QPS_RTS;
+	{
+		struct sv_wqe_sge two[2] = { asge(F->abuf, 4),
+					     asge(F->abuf + 4, 4) };
+		struct sv_send_wqe *w;
+
+		w = post_send(&F->a, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED,
+			      0x23, two, 2);
+		w->remote_addr = va(&F->bmr, F->bbuf + 300);
+		w->rkey = F->bmr.key;
+		assert_true(sv_exec_step(&F->x, &F->a));
+		e = poll1(&F->scq);
+		assert_int_equal(e.status, IBV_WC_SUCCESS);
+		assert_int_equal(e.wr_id, 0x23);
+		assert_memory_equal(F->bbuf + 300, "slot-src", 8);
+	}
+	/* a garbage opcode in the mailbox: refused as in a slot */
+	write_wqe(mb, 0x24, 8, 200);
+	m->opcode = 0x7f;
+	e = mailbox_run(slot, mb, wq->cons + 1);
+	assert_int_equal(e.status, IBV_WC_LOC_QP_OP_ERR);
+}
+
 #define FT(fn) cmocka_unit_test_setup_teardown(fn, fix_setup, fix_teardown)
 
 int main(void)
@@ -2170,6 +2328,8 @@ int main(void)
 		FT(test_fence),
 		FT(test_fence_bind_read_inv),
 		FT(test_fence_send_with_inv),
+		FT(test_mailbox),
+		FT(test_mailbox_malformed),
 	};
 
 	/* a fence that never ends would hang: make it a failure */
