@@ -7,7 +7,7 @@ CMAKE_ARGS ?=
 BENCH_DIR  ?= results
 BENCH_ARGS ?=
 
-.PHONY: all deps build demo check check-plain check-asan build-asan bench clean
+.PHONY: all deps build demo check check-plain check-asan build-asan bench clean interop soak
 
 all: build
 
@@ -46,6 +46,25 @@ bench: build
 	@d=$(BENCH_DIR)/$$(date +%Y%m%d-%H%M%S); \
 	SV_BUILD_DIR=$(BUILD) bash bench/run.sh $(BENCH_ARGS) $$d; rc=$$?; \
 	ln -sfn $$(basename $$d) $(BENCH_DIR)/latest; exit $$rc
+
+# Against Linux: Debian's kernel rdma_rxe in a qemu guest (software
+# emulation) on a tap in a network namespace, and Debian's pingpongs between
+# its rxe0 and sv0, both directions (tests/interop, needs root). The guest's
+# packages are downloaded once into INTEROP_DIR (default BUILD/interop);
+# logs, console and the capture of the tap in INTEROP_DIR/runs/latest.
+interop: build
+	@tests/interop/deps.sh
+	@export INTEROP_DIR=$${INTEROP_DIR:-$(abspath $(BUILD))/interop}; \
+	bash tests/interop/build-guest.sh && \
+	bash tests/interop/harness.sh && \
+	SV_BUILD_DIR=$(BUILD) bash tests/interop/rxe_interop.sh
+
+# The long run of issue 7: 10 GiB each of RC WRITE, READ and SEND between
+# two network namespaces under the daemons' fault injector (1% drop, 1%
+# duplicate, 1% reorder, 0.1% corrupt), every byte checked.
+SOAK_BYTES ?= 10737418240
+soak: build
+	bash tests/net/stress_netns.sh $(abspath $(BUILD)) inject $(SOAK_BYTES) 7200
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -224,6 +224,8 @@ def check_outputs(R, raw):
             ok = bool((R["regcost"] or {}).get("reg_4k_us"))
         elif n == "mm_cycle":
             ok = bool(((R.get("mm_cycle") or {}).get("results")))
+        elif n == "netns":
+            ok = (R.get("netns") or {}).get("iperf3_tcp_gbps") is not None
         elif n == "budgets":
             ok = "error" not in b and bool(b.get("post_send_ir"))
         else:
@@ -369,6 +371,28 @@ def table_mm(R):
                   " one MR over the buffer's pages, the application waiting"
                   " for each cycle (sync) or %s cycles per posted list, two"
                   " lists in flight)" % (M.get("batch") or "?")))
+    return L
+
+
+def table_netns(R):
+    """RoCEv2 between two network namespaces (bench/netns.sh)."""
+    L, N = table_head(R, "netns", "RoCEv2 across two network namespaces (issue 7)")
+    if not N:
+        return L
+    rows = [("iperf3 TCP, one stream", N.get("iperf3_tcp_gbps"), "Gb/s"),
+            ("ib_write_bw 1 MiB", N.get("write_bw_1m_gbps"), "Gb/s"),
+            ("ib_write_bw 64 B, message rate", N.get("write_rate_64b_mpps"),
+             "Mpps"),
+            ("ib_send_lat 2 B, typical", N.get("send_lat_2b_typical_us"), "us"),
+            ("ib_send_lat 2 B, average", N.get("send_lat_2b_avg_us"), "us")]
+    for name, v, unit in rows:
+        L.append("  %-40s %10s %s" % (name, "-" if v is None else
+                                      ("%.3f" % v), unit))
+    r = N.get("write_bw_1m_vs_iperf3")
+    L.append("  %-40s %10s   (target >= 0.5)" % (
+        "ib_write_bw 1 MiB / iperf3", "-" if r is None else "%.3f" % r))
+    if N.get("error"):
+        L.extend(wrap("  error: %s" % N["error"]))
     return L
 
 
@@ -829,6 +853,8 @@ def table(R):
     L.append("")
     L.extend(table_mm(R))
     L.append("")
+    L.extend(table_netns(R))
+    L.append("")
     bad = [s for s in R["steps"] if s["status"] not in ("ok",)]
     L.append("Steps: %d ok%s" % (
         sum(1 for s in R["steps"] if s["status"] == "ok"),
@@ -954,6 +980,7 @@ def main():
     R["regcost"] = read_json(os.path.join(raw, "regcost.out"))
     R["budgets"] = read_json(os.path.join(raw, "budgets.out"))
     R["mm_cycle"] = mm_cycle(raw)
+    R["netns"] = read_json(os.path.join(raw, "netns.out"))
     hollow = check_outputs(R, raw)
     R["comparisons"] = comparisons(R)
     R["targets"] = targets(R)

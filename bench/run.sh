@@ -392,6 +392,16 @@ step regcost $limit "$SV" run -- "$build/bin/sv_regcost" --iters $reg_iters
 # against ibv_reg_mr + ibv_dereg_mr, cycles per second
 step mm_cycle $limit "$SV" run -- "$build/bin/sv_mm_cycle" "${mm_args[@]}"
 
+# -- RoCEv2 across two network namespaces (issue 7): iperf3 TCP over the
+# same veth, ib_write_bw 1 MiB and 64 B, ib_send_lat, in one run
+if [ "$(id -u)" != 0 ]; then
+	record netns skipped 0 "not root: no network namespaces"
+else
+	na=("$build")
+	[ $short = 1 ] && na+=(--short)
+	step netns $limit bash "$here/netns.sh" "${na[@]}"
+fi
+
 # -- instruction budgets (bench/budgets.sh prints one JSON object)
 if [ ! -f "$here/budgets.sh" ]; then
 	record budgets missing 0 "bench/budgets.sh is not there yet"

@@ -10,6 +10,7 @@ pkgs=(
 	libcmocka-dev                                 # unit tests
 	ibverbs-utils perftest python3-pyverbs python3 # unmodified consumers
 	ucx-utils valgrind gnuplot-nox                # make bench: peer, budgets, plots
+	iproute2 nftables iperf3                      # tests/net: namespaces, drops, TCP peer
 )
 
 missing=()

@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 3u
+#define SV_PROTO_VERSION 4u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -83,7 +83,8 @@ enum sv_obj_type {
 	X(FREE_PAGE_LIST, 31)                                                \
 	X(REG_MR_LIST, 32)                                                   \
 	X(ALLOC_MW, 33)                                                      \
-	X(DEALLOC_MW, 34)
+	X(DEALLOC_MW, 34)                                                    \
+	X(STAT_WIRE, 35)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -551,6 +552,24 @@ struct sv_rsp_stat {
 	struct sv_stat_client client[SV_STAT_PAGE];
 };
 
+/* STAT_WIRE (takes struct sv_cmd_stat, all zero): the RoCEv2 port's
+ * counters since the daemon started. */
+struct sv_rsp_stat_wire {
+	uint32_t running;          /* 1: the device has a RoCEv2 port */
+	uint32_t port;             /* its UDP port */
+	uint64_t tx_pkts, rx_pkts;
+	uint64_t rx_drop;          /* malformed, bad ICRC, no such QP */
+	uint64_t rx_bad_icrc;
+	uint64_t retransmits;      /* packets sent again */
+	uint64_t timeouts;         /* retransmission timer expiries */
+	uint64_t naks_sent, naks_rcvd;
+	uint64_t rnr_naks_sent, rnr_naks_rcvd;
+	uint64_t dup_reqs;         /* duplicate requests answered again */
+	uint64_t retry_exceeded;
+	uint64_t tx_drop_full;     /* the socket was full: dropped */
+	uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt; /* injector */
+};
+
 struct sv_rsp_hdr {
 	uint32_t magic;
 	uint16_t op;               /* the command's op */
@@ -571,6 +590,7 @@ struct sv_rsp {
 		struct sv_rsp_mr mr;
 		struct sv_rsp_cq cq;
 		struct sv_rsp_stat stat;
+		struct sv_rsp_stat_wire stat_wire;
 		struct sv_rsp_open_context open_context;
 		struct sv_rsp_qp qp;
 		struct sv_rsp_query_qp query_qp;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "device/sv_dev.h"
+#include "device/roce/roce.h"
 
 typedef int (*sv_handler)(struct sv_req *r);
 
@@ -166,6 +167,18 @@ static int cmd_stat(struct sv_req *r)
 	return 0;
 }
 
+static int cmd_stat_wire(struct sv_req *r)
+{
+	const struct sv_cmd_stat *a = &r->cmd->u.stat;
+
+	if (a->first || a->rsvd) {
+		r->why = "reserved fields set";
+		return -EINVAL;
+	}
+	sv_roce_stat_fill(&r->rsp->u.stat_wire);
+	return 0;
+}
+
 enum {
 	F_FD = 1 << 0,      /* takes a descriptor */
 	F_PROBE = 1 << 1,   /* no objects: allowed on a probe connection */
@@ -191,6 +204,7 @@ static const struct {
 	[SV_CMD_RESIZE_CQ] = { sv_cmd_resize_cq, 0 },
 	[SV_CMD_DESTROY_CQ] = { sv_cmd_destroy_cq, 0 },
 	[SV_CMD_STAT] = { cmd_stat, F_PROBE },
+	[SV_CMD_STAT_WIRE] = { cmd_stat_wire, F_PROBE },
 	[SV_CMD_CREATE_QP] = { sv_cmd_create_qp, 0 },
 	[SV_CMD_MODIFY_QP] = { sv_cmd_modify_qp, 0 },
 	[SV_CMD_QUERY_QP] = { sv_cmd_query_qp, 0 },

@@ -46,6 +46,8 @@
 #include <infiniband/verbs.h>
 
 #include "device/engine.h"
+#include "device/exec_int.h"
+#include "device/roce/roce.h"
 #include "device/mm.h"
 #include "device/sv_dev.h"
 
@@ -143,64 +145,6 @@ static inline bool op_valid(uint32_t qp_type, uint32_t flags)
 	return qp_type < 8 && (flags & OPF_QPT(qp_type));
 }
 
-/* A send WQE copied out of its slot. */
-struct swqe {
-	struct sv_send_wqe h;
-	union {
-		struct sv_wqe_sge sge[SV_MAX_SGE];
-		uint8_t data[SV_MAX_INLINE];
-	} u;
-};
-
-/*
- * One side of a copy: the bytes of one process, as the pieces that keys
- * granted (struct sv_map: a range of an MR) or as one range of the daemon's
- * own memory (raw: inline data, a GRH, an atomic's operand).
- *
- * A piece of an MR over a page or block list may cover any number of runs
- * (up to SV_MAX_PAGE_LIST per MR, and SV_MAX_SGE pieces per side). When a
- * side is resolved, its pieces are also turned into iovecs, up to
- * SV_IOV_WINDOW of them (the caller's array): that is every byte of a side
- * over plain MRs or a few runs ("whole"), and the copy is then one
- * sv_mem_copy, as cheap as ever. Only a side that needs more is copied a
- * window at a time (struct round, on the stack), expanding its pieces with
- * sv_mr_iov as the copy goes: no cap, no allocation, nothing that grows with
- * the lists. (Scratch arrays sized for the worst case would take SV_MAX_SGE
- * * SV_MAX_PAGE_LIST iovecs, 32 MiB, per side and engine.)
- *
- * iovecs are made from an MR only under sv_dev.lock: its block array is the
- * daemon's, and fast register rewrites it once the MR is invalid. A copy
- * without the lock (msg_copy_unlocked) reads only its own iovecs; over
- * several windows it takes the lock back between two, and checks its keys
- * again (span_regrant): a grant that ended meanwhile stops the copy there,
- * as a fault of that side.
- */
-struct span {
-	struct sv_mem mem;         /* the bytes as iovecs, when `whole` */
-	bool whole;                /* mem covers every byte (else: windows) */
-	struct sv_map *map;        /* the pieces; NULL: raw */
-	unsigned int nmap;
-	struct iovec raw;          /* the daemon's memory (map NULL) */
-	/* how SGEs were granted, to ask again (span_regrant; a remote range
-	 * is asked again from its message) */
-	const struct sv_wqe_sge *sge;   /* NULL: a remote range */
-	uint32_t nsge;
-	bool write;
-	const struct sv_pd *pd;    /* the PD the SGEs' MRs must be of */
-};
-
-/* A receive WQE copied out, and what it resolves to. */
-struct rwqe {
-	struct sv_recv_wqe h;
-	struct sv_wqe_sge sge[SV_MAX_SGE];
-	struct sv_wq *wq;          /* the ring it came from */
-	struct sv_srq *srq;        /* or NULL */
-	struct sv_map map[SV_MAX_SGE];
-	struct iovec iov[SV_IOV_WINDOW];
-	struct span mem;
-	uint64_t cap;              /* bytes the buffers hold */
-};
-
 /* One message on its way from requester to responder. */
 struct msg {
 	struct sv_qp *qp;          /* requester */
@@ -213,13 +157,6 @@ struct msg {
 	struct sv_ah *ah;          /* UD */
 	uint64_t rnr_ns;           /* out: the target's RNR timer */
 	int lost;                  /* out: see msg_copy */
-};
-
-/* The remote side of an RDMA or atomic operation. */
-struct rspan {
-	struct span s;
-	struct sv_map map;
-	struct iovec iov[SV_IOV_WINDOW];
 };
 
 static void span_raw(struct span *s, void *p, size_t len)
@@ -1366,6 +1303,18 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 			return IBV_WC_LOC_QP_OP_ERR;
 		if (m->len > sv_mtu_bytes(sv_dev.port.active_mtu))
 			return IBV_WC_LOC_LEN_ERR;
+		if (sv_roce_running() && !sv_roce_gid_local(m->ah->attr.dgid)) {
+			/* a peer on another host: one datagram on the wire */
+			const struct sv_send_wqe *h = &w->h;
+
+			return (int)sv_roce_ud_send(x, qp, m->ah,
+				h->remote_qpn,
+				(h->ud.remote_qkey & 0x80000000u) ?
+					qp->attr.qkey : h->ud.remote_qkey,
+				(f & OPF_IMM) != 0, h->imm,
+				(h->flags & IBV_SEND_SOLICITED) != 0,
+				&m->local, m->len);
+		}
 	}
 	return deliver(x, m);
 }
@@ -1504,6 +1453,14 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 	bool corrupt, rcorrupt;
 	uint32_t n;
 
+	if (unlikely(qp->roce)) {
+		/* a wire QP: its requester */
+		if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+			return sv_roce_ready(qp, now, timer);
+		if (qp->state == IBV_QPS_ERR && sv_roce_has_flush(qp))
+			return true;
+	}
+
 	switch (qp->state) {
 	case IBV_QPS_RTS:
 		n = wq_pending(&qp->sq, &corrupt);
@@ -1531,6 +1488,13 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 {
 	bool corrupt;
 	uint32_t n;
+
+	if (unlikely(qp->roce)) {
+		if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+			return sv_roce_step(x, qp);
+		if (qp->state == IBV_QPS_ERR && sv_roce_flush(qp))
+			return true;
+	}
 
 	switch (qp->state) {
 	case IBV_QPS_RTS:
@@ -1585,4 +1549,141 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 	default:
 		return false;
 	}
+}
+
+/* ================= what the wire borrows (exec_int.h) ================= */
+
+void sv_x_span_raw(struct span *s, void *p, size_t len)
+{
+	span_raw(s, p, len);
+}
+
+uint32_t sv_x_span_sges(struct span *s, struct sv_map *map, struct iovec *iov,
+			const struct sv_wqe_sge *sge, uint32_t n,
+			const struct sv_pd *pd, bool write, uint64_t *total)
+{
+	return span_sges(s, map, iov, sge, n, pd, write, total);
+}
+
+bool sv_x_span_remote(struct rspan *r, uint32_t rkey, const struct sv_qp *t,
+		      uint64_t addr, uint64_t len, uint32_t access)
+{
+	return span_remote(r, rkey, t, addr, len, access);
+}
+
+int sv_x_span_copy(const struct sv_exec *x, const struct span *d,
+		   uint64_t doff, const struct span *s, uint64_t soff,
+		   uint64_t len)
+{
+	return span_copy(x, d, doff, s, soff, len);
+}
+
+const struct sv_send_wqe *sv_x_sq_head(const struct sv_qp *qp)
+{
+	return wq_head(&qp->sq);
+}
+
+const void *sv_x_sq_slot(const struct sv_qp *qp, uint32_t n)
+{
+	return sv_wq_slot(qp->sq.hdr, qp->sq.entries, qp->sq.stride, n);
+}
+
+uint32_t sv_x_wq_pending(const struct sv_wq *wq, bool *corrupt)
+{
+	return wq_pending(wq, corrupt);
+}
+
+bool sv_x_swqe_body(const struct sv_qp *qp, const void *slot, struct swqe *w)
+{
+	uint32_t body = qp->sq.stride - SV_SEND_WQE_HDR;
+	size_t need;
+
+	if (w->h.flags & IBV_SEND_INLINE) {
+		if (w->h.num_sge > qp->sq.max_inline ||
+		    w->h.num_sge > SV_MAX_INLINE)
+			return false;
+		need = w->h.num_sge;
+	} else {
+		if (w->h.num_sge > qp->sq.max_sge ||
+		    w->h.num_sge > SV_MAX_SGE)
+			return false;
+		need = (size_t)w->h.num_sge * sizeof(struct sv_wqe_sge);
+	}
+	if (need > body)
+		return false;
+	memcpy(&w->u, (const uint8_t *)slot + SV_SEND_WQE_HDR, need);
+	return true;
+}
+
+void sv_x_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
+		      uint64_t len)
+{
+	sq_complete(qp, w, status, len);
+}
+
+bool sv_x_op_sink(uint32_t op)
+{
+	return (op_flags(op) & OPF_SINK) != 0;
+}
+
+uint32_t sv_x_wc_opcode(uint32_t op)
+{
+	return wc_opcode(op);
+}
+
+int sv_x_rq_peek(struct sv_qp *t, struct rwqe *r)
+{
+	return rq_peek(t, r);
+}
+
+uint32_t sv_x_rq_resolve(struct sv_qp *t, struct rwqe *r)
+{
+	return rq_resolve(t, r);
+}
+
+void sv_x_rq_commit(struct rwqe *r)
+{
+	rq_commit(r);
+}
+
+bool sv_x_can_receive(const struct sv_qp *t)
+{
+	return can_receive(t);
+}
+
+void sv_x_comm_est(struct sv_qp *t)
+{
+	comm_est(t);
+}
+
+void sv_x_qp_error(struct sv_qp *qp, uint32_t event)
+{
+	qp_error(qp, event);
+}
+
+void sv_x_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
+		   uint32_t opcode, uint32_t qpn)
+{
+	cqe_init(e, wr_id, status, opcode, qpn);
+}
+
+void sv_x_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
+		  bool solicited)
+{
+	qp_push(qp, cq, e, solicited);
+}
+
+bool sv_x_target_gone(const struct sv_qp *t)
+{
+	return target_gone(t);
+}
+
+bool sv_exec_local_head(struct sv_exec *x, struct sv_qp *qp)
+{
+	bool corrupt;
+
+	if (!wq_pending(&qp->sq, &corrupt) || !head_due(qp, x->now, NULL))
+		return false;
+	sq_execute(x, qp);
+	return true;
 }

@@ -29,6 +29,7 @@
 
 #include "abi/sv_sock.h"
 #include "device/sv_dev.h"
+#include "device/roce/roce.h"
 
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 
@@ -58,6 +59,11 @@ static void usage(FILE *f)
 "                       /run/softverbs/control as root)\n"
 "  --idle-exit SECONDS  leave once no client has been connected for SECONDS\n"
 "  --ip ADDR            the IPv4 address the device serves (GID index 0)\n"
+"  --roce-port PORT     the RoCEv2 UDP port (default 4791)\n"
+"  --no-roce            no RoCEv2 port: peers on this host only\n"
+"  --inject SPEC        fault injection on the wire, for tests:\n"
+"                       seed=N,drop=P,dup=P,reorder=P,corrupt=P (P in [0,1];\n"
+"                       also $SOFTVERBSD_INJECT)\n"
 "  --log FILE           log here instead of stderr\n"
 "  --verbose            log every command\n"
 "  --help               this text\n");
@@ -374,15 +380,38 @@ int main(int argc, char **argv)
 		{ "idle-exit", required_argument, NULL, 'i' },
 		{ "ip", required_argument, NULL, 'a' },
 		{ "log", required_argument, NULL, 'l' },
+		{ "roce-port", required_argument, NULL, 'r' },
+		{ "no-roce", no_argument, NULL, 'n' },
+		{ "inject", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *ip = NULL, *log_path = NULL;
+	const char *inject = getenv("SOFTVERBSD_INJECT");
+	unsigned long roce_port = 0;
+	bool roce = true;
 	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "s:i:a:l:vh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'r': {
+			char *end;
+
+			roce_port = strtoul(optarg, &end, 10);
+			if (*end || !roce_port || roce_port > 65535) {
+				fprintf(stderr, "softverbsd: bad --roce-port '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'n':
+			roce = false;
+			break;
+		case 'j':
+			inject = optarg;
+			break;
 		case 's':
 			snprintf(d.sock_path, sizeof(d.sock_path), "%s", optarg);
 			break;
@@ -462,9 +491,23 @@ int main(int argc, char **argv)
 		       strerror(-ret));
 		return 1;
 	}
+	if (roce) {
+		int e = sv_roce_start((uint16_t)roce_port, inject);
+
+		if (e)
+			sv_log(SV_LOG_WARN, "no RoCEv2 port (UDP %lu): %s; peers on "
+			       "this host only", roce_port ? roce_port : 4791ul,
+			       strerror(-e));
+		else
+			sv_log(SV_LOG_INFO, "RoCEv2 on UDP port %lu%s%s",
+			       roce_port ? roce_port : 4791ul,
+			       inject ? ", fault injection " : "",
+			       inject ? inject : "");
+	}
 	sv_log(SV_LOG_INFO, "serving %s (pid %d, idle exit %us)", d.sock_path,
 	       (int)getpid(), d.idle_exit);
 	ret = serve();
+	sv_roce_stop();
 	/* stop new clients first, then free everything the old ones held */
 	unlink(d.sock_path);
 	close(d.listen_fd);

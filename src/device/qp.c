@@ -24,6 +24,7 @@
 #include "device/engine.h"
 #include "device/qp_state.h"
 #include "device/sv_dev.h"
+#include "device/roce/roce.h"
 
 #define QPN_MASK ((1u << SV_MAX_QP_BITS) - 1)
 
@@ -495,6 +496,7 @@ int sv_cmd_modify_qp(struct sv_req *r)
 	const struct sv_wire_qp_attr *at = &a->attr;
 	struct sv_qp *qp = sv_req_obj(r, a->qp, SV_OBJ_QP);
 	uint32_t mask = a->attr_mask, cur, next;
+	struct sv_wire_qp_attr saved;
 	int ret;
 
 	if (!qp)
@@ -516,6 +518,7 @@ int sv_cmd_modify_qp(struct sv_req *r)
 	if (ret)
 		return ret;
 	if (next == IBV_QPS_RESET) {
+		sv_roce_qp_modify(qp, cur, next, &r->why);
 		qp_reset(qp);
 		qp_set_state(qp, IBV_QPS_RESET);
 		/* the application may reuse its buffers once this returns */
@@ -523,8 +526,15 @@ int sv_cmd_modify_qp(struct sv_req *r)
 		sv_engine_kick(qp->engine);
 		return 0;
 	}
+	saved = qp->attr;
 	apply_attrs(qp, at, mask);
 	if (next != cur) {
+		/* a peer on another host: the wire takes the QP */
+		ret = sv_roce_qp_modify(qp, cur, next, &r->why);
+		if (ret) {
+			qp->attr = saved;
+			return ret;
+		}
 		if (next == IBV_QPS_SQD) {
 			qp->sq_drained_sent = false;
 			sv_exec_enter_sqd(qp);
@@ -569,6 +579,7 @@ void sv_qp_destroy(struct sv_qp *qp)
 	/* unreachable now; an engine may still be copying for it */
 	qp->dead = true;
 	sv_engine_quiesce();
+	sv_roce_qp_destroy(qp);
 	sv_dev.nqp--;
 	if (qp->domain)
 		qp->domain->refs--;

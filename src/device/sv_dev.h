@@ -165,7 +165,8 @@ struct sv_domain {
 
 /* The device's private view of one work-queue ring in shared memory. */
 struct sv_wq {
-	struct sv_wq_ring *hdr;    /* in the mapping; only prod is read from it */
+	struct sv_wq_ring *hdr;    /* in the mapping; only prod and the mailbox
+				    * (mb_seq, mb) are read from it */
 	uint32_t entries;          /* private copies: never re-read the ring's */
 	uint32_t stride;
 	uint32_t max_sge;
@@ -246,6 +247,9 @@ struct sv_qp {
 	bool sq_drained_sent;      /* IBV_EVENT_SQ_DRAINED reported for this SQD */
 	bool sqd_armed;            /* in SQD: WQEs before sqd_prod still run */
 	uint32_t sqd_prod;         /* the SQ's prod when the QP entered SQD */
+	/* the RoCEv2 wire (roce/roce.h): NULL for a peer on this daemon */
+	struct sv_roce_qp *roce;
+	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
 };
 
 struct sv_client {

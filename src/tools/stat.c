@@ -152,7 +152,9 @@ int sv_tool_stat(int argc, char **argv)
 
 	if (want_help(argc, argv,
 		      "usage: softverbs stat\n"
-		      "  objects held by each client of the device, and totals\n"))
+		      "  objects held by each client of the device, and totals;\n"
+		      "  the RoCEv2 port's counters (packets, retransmissions,\n"
+		      "  NAKs, RNR NAKs, injected faults)\n"))
 		return 0;
 	if (probe_open(&p))
 		return 1;
@@ -192,6 +194,46 @@ int sv_tool_stat(int argc, char **argv)
 	for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
 		printf(" %7u", rsp.u.stat.total[type]);
 	printf("\nkeys live: %u\n", rsp.u.stat.keys_live);
+	sv_cmd_init(&cmd, SV_CMD_STAT_WIRE);
+	ret = probe_call(&p, &cmd, &rsp);
+	if (ret)
+		goto fail;
+	{
+		const struct sv_rsp_stat_wire *w = &rsp.u.stat_wire;
+
+		if (!w->running) {
+			printf("roce: no RoCEv2 port (peers on this host only)\n");
+		} else {
+			printf("roce: UDP port %u\n", w->port);
+			printf("roce packets: %llu sent, %llu received, %llu dropped "
+			       "(%llu bad ICRC), %llu not sent (socket full)\n",
+			       (unsigned long long)w->tx_pkts,
+			       (unsigned long long)w->rx_pkts,
+			       (unsigned long long)w->rx_drop,
+			       (unsigned long long)w->rx_bad_icrc,
+			       (unsigned long long)w->tx_drop_full);
+			printf("roce reliability: %llu retransmitted, %llu timeouts, "
+			       "%llu retries exceeded, %llu duplicates answered\n",
+			       (unsigned long long)w->retransmits,
+			       (unsigned long long)w->timeouts,
+			       (unsigned long long)w->retry_exceeded,
+			       (unsigned long long)w->dup_reqs);
+			printf("roce NAKs: %llu sent, %llu received; RNR NAKs: %llu "
+			       "sent, %llu received\n",
+			       (unsigned long long)w->naks_sent,
+			       (unsigned long long)w->naks_rcvd,
+			       (unsigned long long)w->rnr_naks_sent,
+			       (unsigned long long)w->rnr_naks_rcvd);
+			if (w->inj_drop || w->inj_dup || w->inj_reorder ||
+			    w->inj_corrupt)
+				printf("roce injected: %llu dropped, %llu duplicated, "
+				       "%llu reordered, %llu corrupted\n",
+				       (unsigned long long)w->inj_drop,
+				       (unsigned long long)w->inj_dup,
+				       (unsigned long long)w->inj_reorder,
+				       (unsigned long long)w->inj_corrupt);
+		}
+	}
 	close(p.fd);
 	return 0;
 fail:

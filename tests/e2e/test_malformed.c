@@ -1648,19 +1648,26 @@ static int query_srq(int s, uint64_t srq, struct sv_rsp_query_srq *out)
 }
 
 /* A valid RoCE address vector: GID index 0 of port 1. */
+/* An address vector to a peer on this daemon: its own GID 0 (another
+ * GID would be a peer on another host, over the RoCEv2 wire). */
 static struct sv_wire_ah good_av(void)
 {
 	struct sv_wire_ah av;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int s = conn_open();
 
 	memset(&av, 0, sizeof(av));
 	av.is_global = 1;
 	av.port_num = 1;
 	av.hop_limit = 64;
 	av.sgid_index = 0;
-	av.dgid[10] = 0xff;
-	av.dgid[11] = 0xff;
-	av.dgid[12] = 127;
-	av.dgid[15] = 1;
+	sv_cmd_init(&cmd, SV_CMD_QUERY_GID);
+	cmd.u.query_gid.port_num = 1;
+	cmd.u.query_gid.index = 0;
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	memcpy(av.dgid, rsp.u.gid.gid, sizeof(av.dgid));
+	close(s);
 	return av;
 }
 

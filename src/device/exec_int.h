@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What exec.c (WQE execution against device objects) shares with the
+ * RoCEv2 wire (src/device/roce/): the private copies of WQEs, the
+ * resolved memory of a side of a copy, and the QP, CQ and receive-queue
+ * steps both need. Private to the daemon; everything here runs under
+ * sv_dev.lock.
+ */
+#ifndef SV_DEVICE_EXEC_INT_H
+#define SV_DEVICE_EXEC_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "abi/sv_qp.h"
+#include "abi/sv_ring.h"
+#include "device/engine.h"
+#include "device/mm.h"
+#include "device/sv_dev.h"
+
+/* A send WQE copied out of its slot. */
+struct swqe {
+	struct sv_send_wqe h;
+	union {
+		struct sv_wqe_sge sge[SV_MAX_SGE];
+		uint8_t data[SV_MAX_INLINE];
+	} u;
+};
+
+/*
+ * One side of a copy: the bytes of one process, as the pieces that keys
+ * granted (struct sv_map: a range of an MR) or as one range of the daemon's
+ * own memory (raw: inline data, a GRH, an atomic's operand).
+ *
+ * A piece of an MR over a page or block list may cover any number of runs
+ * (up to SV_MAX_PAGE_LIST per MR, and SV_MAX_SGE pieces per side). When a
+ * side is resolved, its pieces are also turned into iovecs, up to
+ * SV_IOV_WINDOW of them (the caller's array): that is every byte of a side
+ * over plain MRs or a few runs ("whole"), and the copy is then one
+ * sv_mem_copy, as cheap as ever. Only a side that needs more is copied a
+ * window at a time (struct round, on the stack), expanding its pieces with
+ * sv_mr_iov as the copy goes: no cap, no allocation, nothing that grows with
+ * the lists. (Scratch arrays sized for the worst case would take SV_MAX_SGE
+ * * SV_MAX_PAGE_LIST iovecs, 32 MiB, per side and engine.)
+ *
+ * iovecs are made from an MR only under sv_dev.lock: its block array is the
+ * daemon's, and fast register rewrites it once the MR is invalid. A copy
+ * without the lock (msg_copy_unlocked) reads only its own iovecs; over
+ * several windows it takes the lock back between two, and checks its keys
+ * again (span_regrant): a grant that ended meanwhile stops the copy there,
+ * as a fault of that side.
+ */
+struct span {
+	struct sv_mem mem;         /* the bytes as iovecs, when `whole` */
+	bool whole;                /* mem covers every byte (else: windows) */
+	struct sv_map *map;        /* the pieces; NULL: raw */
+	unsigned int nmap;
+	struct iovec raw;          /* the daemon's memory (map NULL) */
+	/* how SGEs were granted, to ask again (span_regrant; a remote range
+	 * is asked again from its message) */
+	const struct sv_wqe_sge *sge;   /* NULL: a remote range */
+	uint32_t nsge;
+	bool write;
+	const struct sv_pd *pd;    /* the PD the SGEs' MRs must be of */
+};
+
+/* A receive WQE copied out, and what it resolves to. */
+struct rwqe {
+	struct sv_recv_wqe h;
+	struct sv_wqe_sge sge[SV_MAX_SGE];
+	struct sv_wq *wq;          /* the ring it came from */
+	struct sv_srq *srq;        /* or NULL */
+	struct sv_map map[SV_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+	struct span mem;
+	uint64_t cap;              /* bytes the buffers hold */
+};
+
+/* The remote side of an RDMA or atomic operation. */
+struct rspan {
+	struct span s;
+	struct sv_map map;
+	struct iovec iov[SV_IOV_WINDOW];
+};
+
+/* ---- the steps exec.c lends the wire (exec.c, at its end) ---- */
+
+/* Point s at len bytes of the daemon's own memory. */
+void sv_x_span_raw(struct span *s, void *p, size_t len);
+/* Resolve n local SGEs of pd (write: they take data): a completion status
+ * and *total their bytes. */
+uint32_t sv_x_span_sges(struct span *s, struct sv_map *map, struct iovec *iov,
+			const struct sv_wqe_sge *sge, uint32_t n,
+			const struct sv_pd *pd, bool write, uint64_t *total);
+/* t's memory that rkey grants for len bytes at addr with access. */
+bool sv_x_span_remote(struct rspan *r, uint32_t rkey, const struct sv_qp *t,
+		      uint64_t addr, uint64_t len, uint32_t access);
+/* Copy len bytes from byte soff of s to byte doff of d: SV_COPY_*. */
+int sv_x_span_copy(const struct sv_exec *x, const struct span *d,
+		   uint64_t doff, const struct span *s, uint64_t soff,
+		   uint64_t len);
+
+/* The send queue's head WQE header (not yet validated). */
+const struct sv_send_wqe *sv_x_sq_head(const struct sv_qp *qp);
+/* The send WQE n (free-running number, n - cons < pending), its slot. */
+const void *sv_x_sq_slot(const struct sv_qp *qp, uint32_t n);
+/* WQEs posted and not consumed in wq; *corrupt: a ring more than full. */
+uint32_t sv_x_wq_pending(const struct sv_wq *wq, bool *corrupt);
+/* Copy the body of send WQE slot (header in w) into w: false when the
+ * header is malformed for qp. */
+bool sv_x_swqe_body(const struct sv_qp *qp, const void *slot, struct swqe *w);
+/* Finish the head WQE of qp's SQ (w its copy) with status; errors move the
+ * QP to ERR (RC) or SQE. */
+void sv_x_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
+		      uint64_t len);
+
+/* Opcode facts: does the WQE opcode take data into the local SGEs (READ,
+ * atomics), is it an atomic, carries it immediate data, does the
+ * responder invalidate? Its completion opcode. */
+bool sv_x_op_sink(uint32_t op);
+uint32_t sv_x_wc_opcode(uint32_t op);
+
+/* The responder's receive queue: look at the next receive WQE of t (0,
+ * -ENOENT none, -EIO the ring is corrupt: t is in ERR already), resolve
+ * its buffers (a completion status), take it off the ring. */
+int sv_x_rq_peek(struct sv_qp *t, struct rwqe *r);
+uint32_t sv_x_rq_resolve(struct sv_qp *t, struct rwqe *r);
+void sv_x_rq_commit(struct rwqe *r);
+
+/* QP and CQ steps */
+bool sv_x_can_receive(const struct sv_qp *t);
+void sv_x_comm_est(struct sv_qp *t);
+void sv_x_qp_error(struct sv_qp *qp, uint32_t event);
+void sv_x_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
+		   uint32_t opcode, uint32_t qpn);
+void sv_x_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
+		  bool solicited);
+/* Run the head send WQE on the loopback path (a wire QP's local
+ * operations: LOCAL_INV, BIND_MW, FAST_REG_MR). true if it ran. */
+bool sv_exec_local_head(struct sv_exec *x, struct sv_qp *qp);
+/* Did t's process go away (a failed copy into it)? */
+bool sv_x_target_gone(const struct sv_qp *t);
+
+#endif

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RoCEv2 port of the device: the UDP socket (net.c), the wire thread
+ * that receives packets and hands them to the responder or the completer,
+ * the packet batches threads send, and the wire state of QPs.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "device/roce/roce_int.h"
+
+struct sv_roce_stats sv_roce_stats;
+
+static struct {
+	struct sv_net *net;
+	uint16_t port;             /* the UDP port peers send to */
+	pthread_t thread;
+	bool running;
+	uint32_t stop;
+} wire;
+
+#define RX_BATCH SV_NET_RX_BATCH
+
+/* ---- sending ---- */
+
+static pthread_key_t tx_key;
+static pthread_once_t tx_once = PTHREAD_ONCE_INIT;
+
+static void tx_free(void *p)
+{
+	struct sv_roce_tx *tx = p;
+
+	if (tx) {
+		free(tx->buf);
+		free(tx);
+	}
+}
+
+static void tx_key_make(void)
+{
+	(void)pthread_key_create(&tx_key, tx_free);
+}
+
+struct sv_roce_tx *sv_roce_tx_get(void)
+{
+	struct sv_roce_tx *tx;
+
+	if (!wire.net)
+		return NULL;
+	pthread_once(&tx_once, tx_key_make);
+	tx = pthread_getspecific(tx_key);
+	if (tx)
+		return tx;
+	/* once per thread: never on the way of a packet after that */
+	tx = calloc(1, sizeof(*tx));
+	if (!tx)
+		return NULL;
+	tx->buf = malloc((size_t)SV_TX_BATCH * SV_PKT_BYTES);
+	if (!tx->buf) {
+		free(tx);
+		return NULL;
+	}
+	pthread_setspecific(tx_key, tx);
+	return tx;
+}
+
+uint8_t *sv_roce_tx_next(struct sv_roce_tx *tx)
+{
+	if (tx->n == SV_TX_BATCH)
+		sv_roce_tx_flush(tx);
+	return tx->buf + (size_t)tx->n * SV_PKT_BYTES;
+}
+
+void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
+		     const uint8_t sgid[16], const uint8_t dgid[16],
+		     uint16_t sport)
+{
+	uint8_t *buf = tx->buf + (size_t)tx->n * SV_PKT_BYTES;
+	struct sv_net_tx *t = &tx->pkt[tx->n];
+	struct sv_roce_ip ip;
+
+	memset(&ip, 0, sizeof(ip));
+	memcpy(ip.src, sgid, 16);
+	memcpy(ip.dst, dgid, 16);
+	ip.sport = sport;
+	ip.dport = wire.port;
+	ip.ip_id = 0;           /* what the kernel sends with DF (net.c) */
+	ip.df = true;
+	t->buf = buf;
+	t->len = (uint32_t)sv_roce_finish(buf, hdr_plus_payload, &ip);
+	memcpy(t->dst, dgid, 16);
+	t->sport = sport;
+	tx->n++;
+}
+
+void sv_roce_tx_flush(struct sv_roce_tx *tx)
+{
+	if (!tx->n)
+		return;
+	sv_roce_stats.tx_pkts += sv_net_send(wire.net, tx->pkt, tx->n);
+	tx->n = 0;
+}
+
+void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
+		      uint8_t syndrome, uint32_t psn)
+{
+	struct sv_roce_pkt p;
+	uint8_t *buf = sv_roce_tx_next(tx);
+	size_t hdr;
+
+	memset(&p, 0, sizeof(p));
+	p.opcode = SV_OP_RC_ACK;
+	p.dqpn = rq->dqpn;
+	p.pkey = 0xffff;
+	p.psn = psn;
+	p.syndrome = syndrome;
+	p.msn = rq->msn;
+	hdr = sv_roce_build_hdr(buf, &p);
+	sv_roce_tx_push(tx, hdr, rq->sgid, rq->dgid, rq->sport);
+}
+
+/* ---- receiving ---- */
+
+static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
+		   struct sv_qp **touched, unsigned int *ntouched)
+{
+	struct sv_roce_pkt p;
+	struct sv_qp *qp;
+
+	sv_roce_stats.rx_pkts++;
+	if (!sv_roce_icrc_ok(&rx->ip, rx->buf, rx->len)) {
+		sv_roce_stats.rx_bad_icrc++;
+		sv_roce_stats.rx_drop++;
+		return;
+	}
+	if (sv_roce_parse(rx->buf, rx->len, &p) || p.pkey != 0xffff) {
+		sv_roce_stats.rx_drop++;
+		return;
+	}
+	qp = sv_qp_lookup(p.dqpn);
+	if (!qp || qp->dead) {
+		sv_roce_stats.rx_drop++;
+		return;
+	}
+	if (p.flags & SV_RF_RESP) {
+		sv_roce_comp_rx(qp, &p);
+		return;
+	}
+	sv_roce_resp_rx(qp, &p, &rx->ip, tx);
+	if (qp->roce && qp->roce->ack_due) {
+		for (unsigned int i = 0; i < *ntouched; i++)
+			if (touched[i] == qp)
+				return;
+		if (*ntouched < RX_BATCH)
+			touched[(*ntouched)++] = qp;
+		else
+			sv_roce_resp_flush_ack(qp, tx);
+	}
+}
+
+static void *wire_main(void *arg)
+{
+	static struct sv_net_rx rx[RX_BATCH];
+	struct sv_qp *touched[RX_BATCH];
+	struct sv_roce_tx *tx = sv_roce_tx_get();
+	struct pollfd pfd = { .fd = sv_net_fd(wire.net), .events = POLLIN };
+
+	(void)arg;
+	if (!tx) {
+		sv_log(SV_LOG_ERR, "roce: no memory for the wire thread");
+		return NULL;
+	}
+	while (!__atomic_load_n(&wire.stop, __ATOMIC_ACQUIRE)) {
+		unsigned int n = sv_net_recv(wire.net, rx, RX_BATCH), nt = 0;
+
+		if (!n) {
+			(void)poll(&pfd, 1, 100);
+			continue;
+		}
+		sv_dev_lock(false);
+		for (unsigned int i = 0; i < n; i++)
+			rx_one(&rx[i], tx, touched, &nt);
+		/* ACKs coalesced: one per QP and batch */
+		for (unsigned int i = 0; i < nt; i++)
+			sv_roce_resp_flush_ack(touched[i], tx);
+		sv_roce_tx_flush(tx);
+		sv_dev_unlock();
+	}
+	return NULL;
+}
+
+int sv_roce_start(uint16_t port, const char *inject)
+{
+	struct sv_net_cfg cfg;
+	sigset_t all, old;
+	int ret;
+
+	memset(&cfg, 0, sizeof(cfg));
+	memcpy(cfg.addr, sv_dev.gid[0].gid, 16);
+	cfg.port = port ? port : SV_ROCE_PORT;
+	wire.port = cfg.port;
+	cfg.inject = inject;
+	ret = sv_net_open(&wire.net, &cfg);
+	if (ret)
+		return ret;
+	/* signals are the control thread's (signalfd): the wire thread
+	 * takes none */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ret = pthread_create(&wire.thread, NULL, wire_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		sv_net_close(wire.net);
+		wire.net = NULL;
+		return -ret;
+	}
+	wire.running = true;
+	return 0;
+}
+
+void sv_roce_stop(void)
+{
+	if (!wire.running)
+		return;
+	__atomic_store_n(&wire.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(wire.thread, NULL);
+	wire.running = false;
+	sv_net_close(wire.net);
+	wire.net = NULL;
+}
+
+bool sv_roce_running(void)
+{
+	return wire.running;
+}
+
+void sv_roce_get_stats(struct sv_roce_stats *out)
+{
+	*out = sv_roce_stats;
+}
+
+void sv_roce_stat_fill(struct sv_rsp_stat_wire *o)
+{
+	const struct sv_roce_stats *s = &sv_roce_stats;
+	struct sv_net_stats n;
+
+	memset(o, 0, sizeof(*o));
+	o->running = wire.running;
+	o->port = wire.port;
+	o->tx_pkts = s->tx_pkts;
+	o->rx_pkts = s->rx_pkts;
+	o->rx_drop = s->rx_drop;
+	o->rx_bad_icrc = s->rx_bad_icrc;
+	o->retransmits = s->retransmits;
+	o->timeouts = s->timeouts;
+	o->naks_sent = s->naks_sent;
+	o->naks_rcvd = s->naks_rcvd;
+	o->rnr_naks_sent = s->rnr_naks_sent;
+	o->rnr_naks_rcvd = s->rnr_naks_rcvd;
+	o->dup_reqs = s->dup_reqs;
+	o->retry_exceeded = s->retry_exceeded;
+	if (wire.net) {
+		sv_net_stats(wire.net, &n);
+		o->tx_drop_full = n.tx_drop_full;
+		o->inj_drop = n.inj_drop;
+		o->inj_dup = n.inj_dup;
+		o->inj_reorder = n.inj_reorder;
+		o->inj_corrupt = n.inj_corrupt;
+	}
+}
+
+bool sv_roce_gid_local(const uint8_t gid[16])
+{
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++)
+		if (sv_dev.gid[i].valid && !memcmp(sv_dev.gid[i].gid, gid, 16))
+			return true;
+	return false;
+}
+
+/* ---- the wire state of QPs ---- */
+
+static void roce_free(struct sv_qp *qp)
+{
+	struct sv_roce_qp *rq = qp->roce;
+
+	if (!rq)
+		return;
+	qp->roce = NULL;
+	free(rq->win);
+	free(rq);
+}
+
+/* Does qp (RC or UC, its address vector set) talk over the wire? */
+static bool wants_wire(const struct sv_qp *qp)
+{
+	const struct sv_wire_ah *ah = &qp->attr.ah_attr;
+
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
+		return false;
+	return ah->is_global && !sv_roce_gid_local(ah->dgid);
+}
+
+int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
+		      const char **why)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	uint32_t mtu;
+	int ret;
+
+	if (next == IBV_QPS_RESET) {
+		roce_free(qp);
+		return 0;
+	}
+	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
+		if (!wants_wire(qp))
+			return 0;
+		if (!wire.running) {
+			*why = "the peer is on another host and the device has no RoCE port";
+			return -EHOSTUNREACH;
+		}
+		if (!rq) {
+			rq = calloc(1, sizeof(*rq));
+			if (!rq)
+				return -ENOMEM;
+			rq->win = calloc(SV_RQ_WIN, sizeof(*rq->win));
+			if (!rq->win) {
+				free(rq);
+				return -ENOMEM;
+			}
+			qp->roce = rq;
+		}
+		rq->qp = qp;
+		memcpy(rq->sgid, sv_dev.gid[qp->attr.ah_attr.sgid_index %
+					    SV_GID_TBL_LEN].gid, 16);
+		memcpy(rq->dgid, qp->attr.ah_attr.dgid, 16);
+		rq->dqpn = qp->attr.dest_qp_num & 0xffffff;
+		/* the port its packets really leave from (the ICRC covers
+		 * it): the hash's, or the next free one */
+		ret = sv_net_sport(wire.net, sv_roce_sport(qp->qpn, rq->dqpn));
+		if (ret < 0) {
+			*why = "no UDP source port for the QP";
+			return ret;
+		}
+		rq->sport = (uint16_t)ret;
+		mtu = sv_mtu_bytes(qp->attr.path_mtu);
+		if (!mtu || mtu > sv_mtu_bytes(sv_dev.port.active_mtu))
+			mtu = sv_mtu_bytes(sv_dev.port.active_mtu);
+		rq->mtu = mtu;
+		rq->epsn = qp->attr.rq_psn & 0xffffff;
+		rq->msn = 0;
+		return 0;
+	}
+	if (!rq)
+		return 0;
+	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
+		rq->next_psn = rq->una = rq->snd = qp->attr.sq_psn & 0xffffff;
+		rq->head = rq->tail = rq->cur = qp->sq.cons;
+		rq->cur_pkt = 0;
+		rq->retry_left = qp->attr.retry_cnt;
+		rq->rnr_left = qp->attr.rnr_retry;
+	}
+	if (next == IBV_QPS_ERR || next == IBV_QPS_SQE) {
+		/* what is in flight is flushed from the ring */
+		rq->head = rq->tail = rq->cur = qp->sq.cons;
+		rq->cur_pkt = 0;
+		rq->rto = 0;
+	}
+	return 0;
+}
+
+void sv_roce_qp_destroy(struct sv_qp *qp)
+{
+	roce_free(qp);
+}
+
+/* ---- UD over the wire ---- */
+
+uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
+			 const struct sv_ah *ah, uint32_t remote_qpn,
+			 uint32_t qkey, bool imm, uint32_t imm_data,
+			 bool solicited, const struct span *payload,
+			 uint64_t len)
+{
+	struct sv_roce_tx *tx = sv_roce_tx_get();
+	const struct sv_wire_ah *a = &ah->attr;
+	struct sv_roce_pkt p;
+	struct span d;
+	uint8_t *buf;
+	size_t hdr;
+	int sport;
+
+	if (!tx)
+		return IBV_WC_SUCCESS;  /* no port: the datagram is lost */
+	sport = sv_net_sport(wire.net, sv_roce_sport(qp->qpn,
+						     remote_qpn & 0xffffff));
+	if (sport < 0)
+		return IBV_WC_SUCCESS;  /* no socket: lost, as on a wire */
+	memset(&p, 0, sizeof(p));
+	p.opcode = imm ? SV_OP_UD_SEND_ONLY_IMM : SV_OP_UD_SEND_ONLY;
+	p.se = solicited;
+	p.pkey = 0xffff;
+	p.dqpn = remote_qpn & 0xffffff;
+	p.psn = qp->ud_psn;
+	qp->ud_psn = sv_psn_add(qp->ud_psn, 1);
+	p.qkey = qkey;
+	p.sqpn = qp->qpn;
+	p.imm = imm_data;
+	buf = sv_roce_tx_next(tx);
+	hdr = sv_roce_build_hdr(buf, &p);
+	if (len) {
+		sv_x_span_raw(&d, buf + hdr, len);
+		if (sv_x_span_copy(x, &d, 0, payload, 0, len) != SV_COPY_OK) {
+			return IBV_WC_LOC_PROT_ERR;
+		}
+	}
+	sv_roce_tx_push(tx, hdr + len,
+			sv_dev.gid[a->sgid_index % SV_GID_TBL_LEN].gid,
+			a->dgid, (uint16_t)sport);
+	sv_roce_tx_flush(tx);
+	return IBV_WC_SUCCESS;
+}

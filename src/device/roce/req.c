@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The requester and the completer of a wire QP (RC and UC).
+ *
+ * The requester (the QP's engine, sv_roce_step) takes WQEs from the send
+ * ring into a private window (struct sv_rwin: the WQE is copied out and
+ * checked once; its ring slot is consumed only when it completes, so the
+ * send queue's room stays what the application sized), gives each its PSNs,
+ * and sends their packets from a cursor (cur, cur_pkt): segmentation at the
+ * path MTU, an ACK request on each message's last packet and every
+ * SV_ACKREQ_EVERY packets, at most SV_PKT_WIN packets unacknowledged and
+ * max_rd_atomic READs and atomics outstanding.
+ *
+ * The completer (the wire thread, sv_roce_comp_rx) takes ACKs, NAKs, READ
+ * responses and atomic ACKs. Completion is in order: an ACK of PSN p
+ * completes every SEND and WRITE that ends at or before p, and a READ or
+ * atomic once its answer is in. Going back (go-back-N) is only ever moving
+ * the cursor back: on a sequence NAK to its PSN, on an RNR NAK after the
+ * responder's timer, on a gap in READ responses to the first missing one,
+ * on the retransmission timer to the oldest unacknowledged PSN. The
+ * responder's duplicate detection makes packets sent twice harmless.
+ *
+ * UC: no ACKs; a WQE completes once its last packet is handed to the
+ * kernel.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "device/roce/roce_int.h"
+
+static inline struct sv_rwin *rwin(const struct sv_roce_qp *rq, uint32_t n)
+{
+	return &rq->win[n & (SV_RQ_WIN - 1)];
+}
+
+static inline uint32_t wire_base(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_UC ? 0x20u : 0x00u;
+}
+
+static uint64_t timeout_ns(const struct sv_qp *qp)
+{
+	return sv_ack_timeout_ns(qp->attr.timeout);
+}
+
+/* ---- completion ---- */
+
+/* Complete the head WQE with status (the ring's head is ours). */
+static void complete_head(struct sv_qp *qp, uint32_t status)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	struct sv_rwin *e = rwin(rq, rq->head);
+	uint64_t len = e->len;
+
+	rq->head++;
+	if ((int32_t)(rq->cur - rq->head) < 0) {
+		rq->cur = rq->head;
+		rq->cur_pkt = 0;
+	}
+	sv_x_sq_complete(qp, &e->w, status,
+			 status == IBV_WC_SUCCESS ? len : 0);
+	if (status != IBV_WC_SUCCESS) {
+		/* the QP is in ERR (RC) or SQE (UC): the window is gone,
+		 * the ring's flush completes the rest */
+		rq->tail = rq->cur = rq->head;
+		rq->cur_pkt = 0;
+		rq->rto = 0;
+	}
+}
+
+/* The PSN after WQE e. */
+static inline uint32_t end_psn(const struct sv_rwin *e)
+{
+	return sv_psn_add(e->psn, e->npkts);
+}
+
+/* The cursor never stays behind what the peer acknowledged: after a
+ * rewind, an ACK of packets sent before moves it on to the first one not
+ * acknowledged (a READ: its first missing response). */
+static void cursor_catch_up(struct sv_roce_qp *rq)
+{
+	for (uint32_t n = rq->cur; n != rq->tail; n++) {
+		struct sv_rwin *e = rwin(rq, n);
+		uint32_t k;
+
+		if (sv_psn_diff(rq->una, end_psn(e)) >= 0 && !(e->rd && !e->done))
+			continue;       /* all of it acknowledged */
+		if (e->rd)
+			k = (uint32_t)(e->got / rq->mtu);
+		else if (sv_psn_diff(rq->una, e->psn) > 0)
+			k = (uint32_t)sv_psn_diff(rq->una, e->psn);
+		else
+			k = 0;
+		if (n != rq->cur || k > rq->cur_pkt) {
+			rq->cur = n;
+			rq->cur_pkt = k;
+		}
+		return;
+	}
+	rq->cur = rq->tail;
+	rq->cur_pkt = 0;
+}
+
+/*
+ * Complete, in order, what PSN p (inclusive) acknowledges: SENDs and WRITEs
+ * that end at or before p, READs and atomics whose answer arrived. A READ
+ * or atomic that p passes without its answer lost its responses: true,
+ * with *gap its first missing PSN.
+ */
+static bool ack_upto(struct sv_qp *qp, uint32_t p, uint32_t *gap)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	uint32_t lim = rq->snd;
+	bool lost = false;
+
+	/* an ACK never acknowledges READ responses that did not come: the
+	 * first missing one bounds what p can acknowledge */
+	for (uint32_t n = rq->head; n != rq->tail; n++) {
+		struct sv_rwin *e = rwin(rq, n);
+
+		if (e->rd && !e->done) {
+			lim = sv_psn_add(e->psn, (uint32_t)(e->got / rq->mtu));
+			break;
+		}
+	}
+	if (sv_psn_diff(sv_psn_add(p, 1), lim) > 0) {
+		/* p passes a READ's missing responses: they were lost */
+		lost = sv_psn_diff(lim, rq->snd) < 0;
+		*gap = lim;
+		p = sv_psn_add(lim, 0xffffff);
+	}
+	if (sv_psn_diff(sv_psn_add(p, 1), rq->una) > 0 &&
+	    sv_psn_diff(sv_psn_add(p, 1), rq->snd) <= 0) {
+		rq->una = sv_psn_add(p, 1);
+		cursor_catch_up(rq);
+		rq->retry_left = qp->attr.retry_cnt;
+		rq->rto = timeout_ns(qp) == UINT64_MAX ? 0 :
+			  sv_now_ns() + timeout_ns(qp);
+	}
+	while (rq->head != rq->tail && qp->roce == rq &&
+	       qp->state != IBV_QPS_ERR) {
+		struct sv_rwin *e = rwin(rq, rq->head);
+
+		if (e->rd) {
+			if (!e->done)
+				break;
+		} else if (sv_psn_diff(p, sv_psn_add(e->psn,
+						   e->npkts - 1)) < 0) {
+			break;
+		}
+		/* (an ACK of PSNs we sent: even if a rewind put the cursor
+		 * back on the head, the peer has the whole message) */
+		complete_head(qp, IBV_WC_SUCCESS);
+	}
+	if (rq->head == rq->tail)
+		rq->rto = 0;
+	return lost;
+}
+
+/* Move the cursor back to PSN p (a packet in flight). */
+static void rewind_to(struct sv_roce_qp *rq, uint32_t p)
+{
+	for (uint32_t n = rq->head; n != rq->tail; n++) {
+		struct sv_rwin *e = rwin(rq, n);
+
+		if (sv_psn_diff(p, e->psn) >= 0 &&
+		    sv_psn_diff(p, end_psn(e)) < 0) {
+			if (n == rq->cur &&
+			    sv_psn_diff(sv_psn_add(e->psn, rq->cur_pkt), p) <= 0)
+				return;         /* not sent yet anyway */
+			if (sv_psn_diff(rwin(rq, rq->cur)->psn, e->psn) >= 0 ||
+			    rq->cur == rq->tail) {
+				rq->cur = n;
+				rq->cur_pkt = (uint32_t)sv_psn_diff(p, e->psn);
+				if (e->rd)
+					rq->cur_pkt = (uint32_t)(e->got / rq->mtu);
+				sv_roce_stats.retransmits++;
+			}
+			return;
+		}
+	}
+}
+
+static void kick(struct sv_qp *qp)
+{
+	sv_engine_kick(qp->engine);
+}
+
+static uint32_t nak_status(uint8_t syn)
+{
+	switch (syn) {
+	case SV_AETH_NAK_INV:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case SV_AETH_NAK_ACCESS:
+		return IBV_WC_REM_ACCESS_ERR;
+	default:
+		return IBV_WC_REM_OP_ERR;
+	}
+}
+
+/* Find the in-flight WQE that PSN p belongs to (NULL: none). */
+static struct sv_rwin *find_psn(struct sv_roce_qp *rq, uint32_t p)
+{
+	for (uint32_t n = rq->head; n != rq->tail; n++) {
+		struct sv_rwin *e = rwin(rq, n);
+
+		if (sv_psn_diff(p, e->psn) >= 0 && sv_psn_diff(p, end_psn(e)) < 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* A READ response's or atomic ACK's bytes into the WQE's local SGEs. */
+static bool land(struct sv_qp *qp, struct sv_rwin *e, uint64_t off,
+		 const void *data, uint32_t len)
+{
+	struct sv_exec x = { 0 };
+	static __thread uint8_t bounce[4096];
+	struct sv_map map[SV_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+	struct span d, s;
+	uint64_t total;
+
+	if (sv_x_span_sges(&d, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
+			   true, &total) != IBV_WC_SUCCESS ||
+	    off + len > total)
+		return false;
+	x.bounce = bounce;
+	x.bounce_bytes = sizeof(bounce);
+	sv_x_span_raw(&s, (void *)data, len);
+	return sv_x_span_copy(&x, &d, off, &s, 0, len) == SV_COPY_OK;
+}
+
+static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	struct sv_rwin *e = find_psn(rq, p->psn);
+	uint32_t want, gap;
+	bool last = (p->flags & SV_RF_LAST) != 0;
+
+	if (!e || !e->rd || e->done || (e->w.h.opcode != IBV_WR_RDMA_READ &&
+					 e->w.h.opcode != SV_WR_RDMA_READ_INV))
+		return;                 /* stale or a duplicate */
+	want = sv_psn_add(e->psn, (uint32_t)(e->got / rq->mtu));
+	if (p->psn != want) {
+		/* a gap: ask again from the first missing response, once */
+		if (sv_psn_diff(p->psn, want) > 0 &&
+		    (!rq->rewound || rq->rewound_at != want)) {
+			rq->rewound = true;
+			rq->rewound_at = want;
+			rewind_to(rq, want);
+			kick(qp);
+		}
+		return;
+	}
+	/* every response but the READ's last is a full MTU (a request may
+	 * cover part of the READ: its last response need not be the
+	 * READ's); the total is the READ's length */
+	if (e->got + p->paylen > e->len ||
+	    (e->got + p->paylen < e->len && p->paylen != rq->mtu) ||
+	    (e->got + p->paylen == e->len && e->len && !last)) {
+		sv_x_qp_error(qp, 0);   /* the peer broke the protocol */
+		return;
+	}
+	if (p->paylen && !land(qp, e, e->got, p->payload, p->paylen)) {
+		complete_head(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	e->got += p->paylen;
+	/* a response acknowledges what was sent before the READ, and itself:
+	 * the window moves with a long READ's responses */
+	if (sv_psn_diff(e->psn, rq->una) > 0 &&
+	    ack_upto(qp, sv_psn_add(e->psn, 0xffffff), &gap)) {
+		rewind_to(rq, gap);
+		kick(qp);
+		return;
+	}
+	if (qp->state == IBV_QPS_ERR || qp->roce != rq)
+		return;
+	if (sv_psn_diff(sv_psn_add(p->psn, 1), rq->una) > 0) {
+		rq->una = sv_psn_add(p->psn, 1);
+		rq->retry_left = qp->attr.retry_cnt;
+		rq->rto = timeout_ns(qp) == UINT64_MAX ? 0 :
+			  sv_now_ns() + timeout_ns(qp);
+		kick(qp);
+	}
+	if (e->got != e->len)
+		return;
+	e->done = true;
+	rq->rewound = false;
+	if (ack_upto(qp, sv_psn_add(end_psn(e), 0xffffff), &gap)) {
+		rewind_to(rq, gap);
+		kick(qp);
+	}
+	kick(qp);
+}
+
+static void comp_atomic_ack(struct sv_qp *qp, const struct sv_roce_pkt *p)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	struct sv_rwin *e = find_psn(rq, p->psn);
+	uint64_t orig = p->orig;
+	uint32_t gap;
+
+	if (!e || !e->rd || e->done ||
+	    (e->w.h.opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+	     e->w.h.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
+		return;
+	if (!land(qp, e, 0, &orig, sizeof(orig))) {
+		complete_head(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	e->done = true;
+	if (ack_upto(qp, p->psn, &gap))
+		rewind_to(rq, gap);
+	kick(qp);
+}
+
+void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	uint32_t gap;
+	uint8_t syn;
+
+	if (!rq || qp->type != IBV_QPT_RC ||
+	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+		return;
+	/* a response to nothing we sent is stale */
+	if (sv_psn_diff(p->psn, rq->snd) >= 0 &&
+	    !(p->flags & SV_RF_READ))
+		return;
+	if (p->flags & SV_RF_READ) {
+		comp_read_resp(qp, p);
+		return;
+	}
+	if (p->flags & SV_RF_ATMACK) {
+		comp_atomic_ack(qp, p);
+		return;
+	}
+	syn = p->syndrome;
+	switch (SV_AETH_KIND(syn)) {
+	case 0:                         /* ACK */
+		if (ack_upto(qp, p->psn, &gap))
+			rewind_to(rq, gap);
+		kick(qp);
+		return;
+	case 1:                         /* RNR NAK: p->psn waits */
+		sv_roce_stats.rnr_naks_rcvd++;
+		if (ack_upto(qp, sv_psn_add(p->psn, 0xffffff), &gap)) {
+			rewind_to(rq, gap);
+			kick(qp);
+			return;
+		}
+		if (qp->attr.rnr_retry != 7) {
+			if (!rq->rnr_left) {
+				if (rq->head != rq->tail)
+					complete_head(qp,
+						      IBV_WC_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			rq->rnr_left--;
+		}
+		rq->hold_until = sv_now_ns() + sv_rnr_timer_ns(syn & 0x1f);
+		rewind_to(rq, p->psn);
+		kick(qp);
+		return;
+	case 3:                         /* NAK */
+		sv_roce_stats.naks_rcvd++;
+		if (ack_upto(qp, sv_psn_add(p->psn, 0xffffff), &gap)) {
+			rewind_to(rq, gap);
+			kick(qp);
+			return;
+		}
+		if (syn == SV_AETH_NAK_SEQ) {
+			rewind_to(rq, p->psn);
+		} else if (rq->head != rq->tail && find_psn(rq, p->psn) ==
+						       rwin(rq, rq->head)) {
+			complete_head(qp, nak_status(syn));
+		}
+		kick(qp);
+		return;
+	default:
+		return;                 /* reserved */
+	}
+}
+
+/* ---- the requester ---- */
+
+static uint32_t pkts_of(uint64_t len, uint32_t mtu)
+{
+	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
+}
+
+/*
+ * Take the next WQE from the ring into the window: 1 taken, 0 none, -1
+ * the next WQE is one that runs at the requester alone (the caller runs it
+ * on the loopback path once nothing is in flight), or a completion status
+ * + 2 for a WQE refused (the caller completes it as the head).
+ */
+static int take(struct sv_qp *qp)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	struct sv_rwin *e;
+	bool corrupt;
+	uint32_t pending = sv_x_wq_pending(&qp->sq, &corrupt), op;
+	const void *slot;
+	uint64_t total = 0;
+
+	if (corrupt) {
+		sv_x_qp_error(qp, IBV_EVENT_QP_FATAL);
+		return 0;
+	}
+	if (rq->tail - qp->sq.cons >= pending || rq->tail - rq->head >= SV_RQ_WIN)
+		return 0;
+	if (qp->state == IBV_QPS_SQD && !(qp->sqd_armed &&
+	    (int32_t)(qp->sqd_prod - rq->tail) > 0))
+		return 0;
+	slot = sv_x_sq_slot(qp, rq->tail);
+	e = rwin(rq, rq->tail);
+	memcpy(&e->w.h, slot, sizeof(e->w.h));
+	op = e->w.h.opcode;
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_READ:
+	case SV_WR_RDMA_READ_INV:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (qp->type != IBV_QPT_RC)
+			return IBV_WC_LOC_QP_OP_ERR + 2;
+		break;
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+	case SV_WR_FAST_REG_MR:
+		return -1;
+	default:
+		return IBV_WC_LOC_QP_OP_ERR + 2;
+	}
+	if (!sv_x_swqe_body(qp, slot, &e->w))
+		return IBV_WC_LOC_QP_OP_ERR + 2;
+	e->rd = sv_x_op_sink(op);
+	if (e->w.h.flags & IBV_SEND_INLINE) {
+		if (e->rd)
+			return IBV_WC_LOC_QP_OP_ERR + 2;
+		total = e->w.h.num_sge;
+	} else {
+		for (uint32_t i = 0; i < e->w.h.num_sge; i++)
+			total += e->w.u.sge[i].length;
+	}
+	if (e->rd && (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		      op == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+	    (e->w.h.num_sge != 1 || total != 8))
+		return IBV_WC_LOC_LEN_ERR + 2;
+	if (total > SV_MAX_MSG_SZ)
+		return IBV_WC_LOC_LEN_ERR + 2;
+	e->len = total;
+	e->got = 0;
+	e->done = false;
+	e->psn = rq->next_psn;
+	e->npkts = (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    op == IBV_WR_ATOMIC_FETCH_AND_ADD) ? 1 : pkts_of(total, rq->mtu);
+	rq->next_psn = sv_psn_add(rq->next_psn, e->npkts);
+	rq->tail++;
+	return 1;
+}
+
+/* READs and atomics in flight before WQE n. */
+static uint32_t rd_before(const struct sv_roce_qp *rq, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = rq->head; i != n; i++)
+		if (rwin(rq, i)->rd && !rwin(rq, i)->done)
+			k++;
+	return k;
+}
+
+/* The payload of packet k of e (len bytes at off) into buf. */
+static bool payload(struct sv_exec *x, struct sv_qp *qp,
+		    const struct sv_rwin *e, uint64_t off, uint32_t len,
+		    uint8_t *buf)
+{
+	struct sv_map map[SV_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+	struct span s, d;
+	uint64_t total;
+
+	if (!len)
+		return true;
+	if (e->w.h.flags & IBV_SEND_INLINE) {
+		memcpy(buf, e->w.u.data + off, len);
+		return true;
+	}
+	if (sv_x_span_sges(&s, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
+			   false, &total) != IBV_WC_SUCCESS)
+		return false;
+	sv_x_span_raw(&d, buf, len);
+	return sv_x_span_copy(x, &d, 0, &s, off, len) == SV_COPY_OK;
+}
+
+/* Build and queue the next packet of the cursor's WQE. 0 sent, or a
+ * completion status + 2 for the WQE (its local memory failed). */
+static int send_one(struct sv_exec *x, struct sv_qp *qp,
+		    struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	struct sv_rwin *e = rwin(rq, rq->cur);
+	uint32_t op = e->w.h.opcode, k = rq->cur_pkt, psn;
+	struct sv_roce_pkt p;
+	uint8_t *buf;
+	uint64_t off = (uint64_t)k * rq->mtu;
+	uint32_t len = 0, base = wire_base(qp), span = 1;
+	bool first = k == 0, last;
+	size_t hdr;
+
+	if (e->rd && (e->done || (e->len && (uint64_t)k * rq->mtu >= e->len &&
+				  !(e->w.h.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+				    e->w.h.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)))) {
+		/* its answer is in (a rewind went back past it) */
+		rq->cur++;
+		rq->cur_pkt = 0;
+		return 0;
+	}
+	memset(&p, 0, sizeof(p));
+	psn = sv_psn_add(e->psn, k);
+	p.psn = psn;
+	p.dqpn = rq->dqpn;
+	p.pkey = 0xffff;
+	last = k + 1 >= e->npkts;
+	switch (op) {
+	case IBV_WR_RDMA_READ:
+	case SV_WR_RDMA_READ_INV:
+		/* a request for at most SV_READ_CHUNK responses of what is
+		 * still missing: a lost response costs the rest of its
+		 * request, not the rest of the READ */
+		span = e->npkts - k < SV_READ_CHUNK ? e->npkts - k :
+						      SV_READ_CHUNK;
+		p.opcode = SV_OP_RC_READ_REQ;
+		p.va = e->w.h.remote_addr + off;
+		p.rkey = e->w.h.rkey;
+		p.dmalen = (uint32_t)(e->len - off < (uint64_t)span * rq->mtu ?
+				      e->len - off : (uint64_t)span * rq->mtu);
+		p.ackreq = true;
+		last = k + span >= e->npkts;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		p.opcode = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			   SV_OP_RC_CMP_SWAP : SV_OP_RC_FETCH_ADD;
+		p.va = e->w.h.remote_addr;
+		p.rkey = e->w.h.rkey;
+		p.swap_add = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			     e->w.h.atomic.swap : e->w.h.atomic.compare_add;
+		p.compare = e->w.h.atomic.compare_add;
+		p.ackreq = true;
+		break;
+	default: {
+		bool send = op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
+			    op == IBV_WR_SEND_WITH_INV;
+		bool imm = op == IBV_WR_SEND_WITH_IMM ||
+			   op == IBV_WR_RDMA_WRITE_WITH_IMM;
+		bool inv = op == IBV_WR_SEND_WITH_INV;
+
+		len = (uint32_t)(e->len - off < rq->mtu ? e->len - off : rq->mtu);
+		if (send) {
+			if (first && last)
+				p.opcode = imm ? SV_OP_RC_SEND_ONLY_IMM :
+					   inv ? SV_OP_RC_SEND_ONLY_INV :
+						 SV_OP_RC_SEND_ONLY;
+			else if (first)
+				p.opcode = SV_OP_RC_SEND_FIRST;
+			else if (last)
+				p.opcode = imm ? SV_OP_RC_SEND_LAST_IMM :
+					   inv ? SV_OP_RC_SEND_LAST_INV :
+						 SV_OP_RC_SEND_LAST;
+			else
+				p.opcode = SV_OP_RC_SEND_MIDDLE;
+			p.se = last && (e->w.h.flags & IBV_SEND_SOLICITED);
+		} else {
+			if (first && last)
+				p.opcode = imm ? SV_OP_RC_WRITE_ONLY_IMM :
+						 SV_OP_RC_WRITE_ONLY;
+			else if (first)
+				p.opcode = SV_OP_RC_WRITE_FIRST;
+			else if (last)
+				p.opcode = imm ? SV_OP_RC_WRITE_LAST_IMM :
+						 SV_OP_RC_WRITE_LAST;
+			else
+				p.opcode = SV_OP_RC_WRITE_MIDDLE;
+			if (first) {
+				p.va = e->w.h.remote_addr;
+				p.rkey = e->w.h.rkey;
+				p.dmalen = (uint32_t)e->len;
+			}
+			p.se = last && imm &&
+			       (e->w.h.flags & IBV_SEND_SOLICITED);
+		}
+		p.opcode = (uint8_t)(p.opcode + base);
+		if (imm)
+			p.imm = e->w.h.imm;
+		if (inv)
+			p.ieth_rkey = e->w.h.imm;
+		p.ackreq = qp->type == IBV_QPT_RC &&
+			   (last || (k + 1) % SV_ACKREQ_EVERY == 0);
+		break;
+	}
+	}
+	buf = sv_roce_tx_next(tx);
+	hdr = sv_roce_build_hdr(buf, &p);
+	if (!payload(x, qp, e, off, len, buf + hdr))
+		return IBV_WC_LOC_PROT_ERR + 2;
+	sv_roce_tx_push(tx, hdr + len, rq->sgid, rq->dgid, rq->sport);
+	/* the PSNs this packet takes (a READ request: its responses') */
+	if (sv_psn_diff(sv_psn_add(psn, span), rq->snd) > 0)
+		rq->snd = sv_psn_add(psn, span);
+	else
+		sv_roce_stats.retransmits++;
+	if (last) {
+		rq->cur++;
+		rq->cur_pkt = 0;
+	} else {
+		rq->cur_pkt += span;
+	}
+	return 0;
+}
+
+/* May the cursor's next packet go now? */
+static bool may_send(const struct sv_qp *qp, uint64_t now)
+{
+	const struct sv_roce_qp *rq = qp->roce;
+	const struct sv_rwin *e;
+	uint32_t psn;
+
+	if (rq->cur == rq->tail || (rq->hold_until && now < rq->hold_until))
+		return false;
+	e = rwin(rq, rq->cur);
+	if (e->rd && e->done)
+		return true;    /* send_one steps over it */
+	psn = sv_psn_add(e->psn, rq->cur_pkt);
+	if (qp->type != IBV_QPT_RC)
+		return true;
+	if (sv_psn_diff(psn, rq->una) >= (int32_t)SV_PKT_WIN)
+		return false;
+	if (e->rd && rq->cur_pkt == (uint32_t)(e->got / rq->mtu) &&
+	    rd_before(rq, rq->cur) >=
+		    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
+		return false;
+	return true;
+}
+
+/* Do the ring or the window hold something to take? */
+static bool ring_has_more(const struct sv_qp *qp)
+{
+	const struct sv_roce_qp *rq = qp->roce;
+	bool corrupt;
+	uint32_t pending = sv_x_wq_pending(&qp->sq, &corrupt);
+
+	if (corrupt)
+		return true;
+	return rq->tail - qp->sq.cons < pending &&
+	       rq->tail - rq->head < SV_RQ_WIN;
+}
+
+bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
+{
+	const struct sv_roce_qp *rq = qp->roce;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return false;
+	if (rq->rto) {
+		if (now >= rq->rto)
+			return true;
+		if (timer && rq->rto < *timer)
+			*timer = rq->rto;
+	}
+	if (rq->hold_until && now < rq->hold_until) {
+		if (timer && rq->hold_until < *timer)
+			*timer = rq->hold_until;
+		return false;
+	}
+	return ring_has_more(qp) || may_send(qp, now);
+}
+
+/* The retransmission timer expired. */
+static void timed_out(struct sv_qp *qp)
+{
+	struct sv_roce_qp *rq = qp->roce;
+
+	rq->rto = 0;
+	if (rq->head == rq->tail)
+		return;
+	sv_roce_stats.timeouts++;
+	if (!rq->retry_left) {
+		const struct sv_rwin *h = rwin(rq, rq->head);
+
+		sv_log(SV_LOG_WARN, "qp %#x: retry exceeded: wqe %u (op %u psn "
+		       "%#x n %u got %llu done %d) una %#x snd %#x cur %u/%u "
+		       "tail %u", qp->qpn, rq->head, h->w.h.opcode, h->psn,
+		       h->npkts, (unsigned long long)h->got, h->done, rq->una,
+		       rq->snd, rq->cur, rq->cur_pkt, rq->tail);
+		sv_roce_stats.retry_exceeded++;
+		complete_head(qp, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	rq->retry_left--;
+	rq->hold_until = 0;
+	rewind_to(rq, rq->una);
+	/* a READ's gap may be asked for again */
+	rq->rewound = false;
+}
+
+bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	struct sv_roce_tx *tx;
+	bool did = false;
+	unsigned int sent = 0;
+	int r;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return false;
+	if (rq->rto && x->now >= rq->rto) {
+		timed_out(qp);
+		did = true;
+		if (qp->roce != rq || qp->state == IBV_QPS_ERR)
+			return true;
+	}
+	tx = sv_roce_tx_get();
+	if (!tx)
+		return did;
+	/* take new WQEs while the window has room */
+	while ((r = take(qp)) == 1)
+		did = true;
+	if (r == -1 && rq->head == rq->tail) {
+		/* a local operation at the head: the loopback path runs it */
+		return sv_exec_local_head(x, qp) || did;
+	}
+	if (r > 1) {
+		/* refused: it completes in its turn (in order) */
+		if (rq->head == rq->tail) {
+			struct swqe w;
+
+			memcpy(&w.h, sv_x_sq_head(qp), sizeof(w.h));
+			sv_x_sq_complete(qp, &w, (uint32_t)(r - 2), 0);
+			rq->head = rq->tail = rq->cur = qp->sq.cons;
+			rq->cur_pkt = 0;
+			return true;
+		}
+	}
+	while (sent < SV_TX_BATCH && may_send(qp, x->now)) {
+		r = send_one(x, qp, tx);
+		if (r) {
+			/* only the head can fail here in order: complete it
+			 * once what is before it completed; until then,
+			 * stop sending */
+			if (rq->cur == rq->head)
+				complete_head(qp, (uint32_t)(r - 2));
+			break;
+		}
+		sent++;
+		did = true;
+		if (qp->type == IBV_QPT_UC) {
+			/* no ACKs: a WQE is done once its packets are out */
+			while (rq->head != rq->cur)
+				complete_head(qp, IBV_WC_SUCCESS);
+			rq->una = rq->snd;
+		}
+	}
+	sv_roce_tx_flush(tx);
+	/* the timer runs while a WQE that was sent is not complete */
+	if (qp->type == IBV_QPT_RC && rq->head != rq->tail &&
+	    (rq->cur != rq->head || rq->cur_pkt) && !rq->rto &&
+	    timeout_ns(qp) != UINT64_MAX)
+		rq->rto = x->now + timeout_ns(qp);
+	return did;
+}

@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The responder of a wire QP: the request packets that arrive for it (the
+ * wire thread, under sv_dev.lock).
+ *
+ * RC, as the IBA has it and Linux rxe does it:
+ *  - a packet at the expected PSN is executed; one ahead of it is answered
+ *    with one PSN-sequence NAK (not again until the expected PSN moves) and
+ *    dropped; one behind it is a duplicate: SENDs and WRITEs are
+ *    acknowledged again, READs replayed from the memory they name (the
+ *    request was checked the first time and is checked again), atomics
+ *    answered from the result kept in the responder resources (never
+ *    executed twice);
+ *  - a message's packets must come in order (FIRST, MIDDLE..., LAST), every
+ *    one but the last a full path MTU;
+ *  - a SEND with no receive WQE posted gets an RNR NAK with min_rnr_timer
+ *    (nothing consumed); an access violation a remote-access NAK, a
+ *    malformed request an invalid-request NAK, and the QP goes to ERR;
+ *  - an ACK is sent for every packet that asks for one, coalesced to the
+ *    last of a receive batch.
+ * Every length, key and address comes from the packet and is checked
+ * before a byte is written: payload bytes go through the same key checks as
+ * the loopback path (mm.h), packet by packet (a key invalidated between two
+ * packets stops the message there).
+ *
+ * UC: the same in-order rules without ACKs; a gap drops the rest of the
+ * message, and the next FIRST or ONLY starts afresh. UD: one packet, the
+ * Q_Key checked, the GRH built from the IP header.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "device/roce/roce_int.h"
+
+static __thread uint8_t bounce[4096];
+
+static void xinit(struct sv_exec *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->bounce = bounce;
+	x->bounce_bytes = sizeof(bounce);
+	x->now = sv_now_ns();
+}
+
+static bool is_rc(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC;
+}
+
+/* Answer (RC) and fail the QP: the NAK, then ERR. */
+static void fatal_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint8_t syn,
+		      uint32_t psn, uint32_t event)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (is_rc(t)) {
+		sv_roce_send_ack(tx, rq, syn, psn);
+		sv_roce_stats.naks_sent++;
+	}
+	sv_x_qp_error(t, event);
+}
+
+/* Complete the receive WQE a message took. */
+static void rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
+		    uint32_t byte_len, const struct sv_roce_pkt *p,
+		    bool grh, uint32_t src_qp)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_cqe e;
+	bool solicited = false;
+
+	sv_x_cqe_init(&e, rq->rx.h.wr_id, status, opcode, t->qpn);
+	e.byte_len = byte_len;
+	e.src_qp = src_qp;
+	if (status == IBV_WC_SUCCESS && p) {
+		if (p->flags & SV_RF_IMMDT) {
+			e.imm_data = p->imm;
+			e.wc_flags |= IBV_WC_WITH_IMM;
+		} else if (p->flags & SV_RF_IETH) {
+			e.imm_data = p->ieth_rkey;
+			e.wc_flags |= IBV_WC_WITH_INV;
+		}
+		if (grh)
+			e.wc_flags |= IBV_WC_GRH;
+		solicited = p->se;
+	}
+	rq->rx_taken = false;
+	sv_x_qp_push(t, t->recv_cq, &e, solicited);
+	if (status != IBV_WC_SUCCESS)
+		sv_x_qp_error(t, 0);
+}
+
+/* Take the next receive WQE for a message: 0, or RNR (-ENOENT), or the
+ * ring is corrupt (-EIO). */
+static int rx_take(struct sv_qp *t)
+{
+	struct sv_roce_qp *rq = t->roce;
+	int ret = sv_x_rq_peek(t, &rq->rx);
+
+	if (ret)
+		return ret;
+	sv_x_rq_commit(&rq->rx);
+	rq->rx_taken = true;
+	rq->rx_off = 0;
+	return 0;
+}
+
+/* Copy len bytes of data to byte off of the taken receive WQE: a status. */
+static uint32_t rx_put(struct sv_qp *t, uint64_t off, const void *data,
+		       uint32_t len)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_exec x;
+	struct span s;
+	uint32_t st;
+
+	/* checked again for every packet: the lock was let go between */
+	st = sv_x_rq_resolve(t, &rq->rx);
+	if (st != IBV_WC_SUCCESS)
+		return st;
+	if (off + len > rq->rx.cap)
+		return IBV_WC_LOC_LEN_ERR;
+	if (!len)
+		return IBV_WC_SUCCESS;
+	xinit(&x);
+	sv_x_span_raw(&s, (void *)data, len);
+	if (sv_x_span_copy(&x, &rq->rx.mem, off, &s, 0, len) != SV_COPY_OK)
+		return IBV_WC_LOC_PROT_ERR;
+	return IBV_WC_SUCCESS;
+}
+
+/* Send the READ responses for psn .. of a READ of len bytes at va. */
+static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
+			 uint64_t va, uint32_t rkey, uint64_t len)
+{
+	struct sv_roce_qp *rq = t->roce;
+	uint32_t n = len ? (uint32_t)((len + rq->mtu - 1) / rq->mtu) : 1;
+	struct sv_exec x;
+
+	xinit(&x);
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t off = (uint64_t)k * rq->mtu;
+		uint32_t l = (uint32_t)(len - off < rq->mtu ? len - off : rq->mtu);
+		struct sv_roce_pkt p;
+		struct rspan r;
+		struct span d;
+		uint8_t *buf;
+		size_t hdr;
+
+		memset(&p, 0, sizeof(p));
+		p.opcode = n == 1 ? SV_OP_RC_READ_RESP_ONLY :
+			   k == 0 ? SV_OP_RC_READ_RESP_FIRST :
+			   k + 1 == n ? SV_OP_RC_READ_RESP_LAST :
+			   SV_OP_RC_READ_RESP_MIDDLE;
+		p.dqpn = rq->dqpn;
+		p.pkey = 0xffff;
+		p.psn = sv_psn_add(psn, k);
+		p.syndrome = SV_AETH_ACK;
+		p.msn = rq->msn;
+		buf = sv_roce_tx_next(tx);
+		hdr = sv_roce_build_hdr(buf, &p);
+		if (l) {
+			if (!sv_x_span_remote(&r, rkey, t, va + off, l,
+					      IBV_ACCESS_REMOTE_READ))
+				return false;
+			sv_x_span_raw(&d, buf + hdr, l);
+			if (sv_x_span_copy(&x, &d, 0, &r.s, 0, l) != SV_COPY_OK)
+				return false;
+		}
+		sv_roce_tx_push(tx, hdr + l, rq->sgid, rq->dgid, rq->sport);
+	}
+	return true;
+}
+
+static void atomic_ack(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
+		       uint64_t orig)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_roce_pkt p;
+	uint8_t *buf;
+	size_t hdr;
+
+	memset(&p, 0, sizeof(p));
+	p.opcode = SV_OP_RC_ATOMIC_ACK;
+	p.dqpn = rq->dqpn;
+	p.pkey = 0xffff;
+	p.psn = psn;
+	p.syndrome = SV_AETH_ACK;
+	p.msn = rq->msn;
+	p.orig = orig;
+	buf = sv_roce_tx_next(tx);
+	hdr = sv_roce_build_hdr(buf, &p);
+	sv_roce_tx_push(tx, hdr, rq->sgid, rq->dgid, rq->sport);
+}
+
+static struct sv_rres *res_find(struct sv_roce_qp *rq, uint32_t psn)
+{
+	for (unsigned int i = 0; i < SV_MAX_RD_ATOM; i++) {
+		struct sv_rres *r = &rq->res[i];
+
+		if (r->valid && sv_psn_diff(psn, r->psn) >= 0 &&
+		    sv_psn_diff(psn, sv_psn_add(r->psn, r->npkts)) < 0)
+			return r;
+	}
+	return NULL;
+}
+
+static struct sv_rres *res_new(struct sv_roce_qp *rq)
+{
+	struct sv_rres *r = &rq->res[rq->res_next++ % SV_MAX_RD_ATOM];
+
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	return r;
+}
+
+/* A request behind the expected PSN. */
+static void duplicate(struct sv_qp *t, const struct sv_roce_pkt *p,
+		      struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_rres *r;
+
+	sv_roce_stats.dup_reqs++;
+	if (p->flags & (SV_RF_READ | SV_RF_ATOMIC)) {
+		r = res_find(rq, p->psn);
+		if (!r)
+			return;         /* too old: the requester gave up */
+		if (r->atomic) {
+			if (r->psn == p->psn)
+				atomic_ack(t, tx, r->psn, r->orig);
+			return;
+		}
+		/* replay from the PSN asked for */
+		{
+			uint64_t off = (uint64_t)sv_psn_diff(p->psn, r->psn) *
+				       rq->mtu;
+
+			if (off < r->len || (!off && !r->len))
+				read_respond(t, tx, p->psn, r->va + off, r->rkey,
+					     r->len - off);
+		}
+		return;
+	}
+	/* SEND, WRITE: say again how far we are */
+	rq->ack_due = true;
+	rq->ack_psn = sv_psn_add(rq->epsn, 0xffffff);
+}
+
+/* The packet's size rules within a message. */
+static bool size_ok(const struct sv_roce_qp *rq, const struct sv_roce_pkt *p)
+{
+	if (!(p->flags & SV_RF_LAST))
+		return p->paylen == rq->mtu;
+	return p->paylen <= rq->mtu;
+}
+
+static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
+		    struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+	uint32_t st;
+	int ret;
+
+	if (p->flags & SV_RF_FIRST) {
+		ret = rx_take(t);
+		if (ret == -ENOENT) {
+			if (is_rc(t)) {
+				sv_roce_send_ack(tx, rq,
+						 SV_AETH_RNR(t->attr.min_rnr_timer),
+						 p->psn);
+				sv_roce_stats.rnr_naks_sent++;
+			}
+			return;         /* nothing consumed: epsn stays */
+		}
+		if (ret) {
+			fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
+			return;
+		}
+		rq->in = SV_IN_SEND;
+	}
+	st = rx_put(t, rq->rx_off, p->payload, p->paylen);
+	if (st != IBV_WC_SUCCESS) {
+		rq->in = SV_IN_NONE;
+		rx_done(t, st, IBV_WC_RECV, 0, NULL, false, rq->dqpn);
+		fatal_nak(t, tx, st == IBV_WC_LOC_LEN_ERR ? SV_AETH_NAK_INV :
+			  SV_AETH_NAK_OP, p->psn, 0);
+		return;
+	}
+	rq->rx_off += p->paylen;
+	rq->epsn = sv_psn_add(rq->epsn, 1);
+	if (!(p->flags & SV_RF_LAST))
+		return;
+	rq->in = SV_IN_NONE;
+	if ((p->flags & SV_RF_IETH) && !sv_mm_remote_inv_ok(t, p->ieth_rkey)) {
+		rx_done(t, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, NULL, false,
+			rq->dqpn);
+		fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
+		return;
+	}
+	if (p->flags & SV_RF_IETH)
+		sv_mm_remote_inv(t, p->ieth_rkey);
+	rq->msn = sv_psn_add(rq->msn, 1);
+	rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->rx_off, p, false,
+		rq->dqpn);
+}
+
+static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
+		     struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_exec x;
+	struct rspan r;
+	struct span s;
+
+	if (p->flags & SV_RF_FIRST) {
+		if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
+				  IBV_EVENT_QP_REQ_ERR);
+			return;
+		}
+		rq->wr_va = p->va;
+		rq->wr_rkey = p->rkey;
+		rq->wr_len = p->dmalen;
+		rq->wr_off = 0;
+		rq->in = SV_IN_WRITE;
+	}
+	if (rq->wr_off + p->paylen > rq->wr_len ||
+	    ((p->flags & SV_RF_LAST) && rq->wr_off + p->paylen != rq->wr_len)) {
+		rq->in = SV_IN_NONE;
+		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (p->paylen) {
+		if (!sv_x_span_remote(&r, rq->wr_rkey, t, rq->wr_va + rq->wr_off,
+				      p->paylen, IBV_ACCESS_REMOTE_WRITE)) {
+			rq->in = SV_IN_NONE;
+			fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
+				  IBV_EVENT_QP_ACCESS_ERR);
+			return;
+		}
+		xinit(&x);
+		sv_x_span_raw(&s, (void *)p->payload, p->paylen);
+		if (sv_x_span_copy(&x, &r.s, 0, &s, 0, p->paylen) !=
+		    SV_COPY_OK) {
+			if (sv_x_target_gone(t))
+				return; /* no answer, as a vanished host */
+			rq->in = SV_IN_NONE;
+			fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
+				  IBV_EVENT_QP_ACCESS_ERR);
+			return;
+		}
+	}
+	if ((p->flags & SV_RF_LAST) && (p->flags & SV_RF_IMMDT)) {
+		/* the immediate data takes a receive WQE */
+		int ret = rx_take(t);
+
+		if (ret == -ENOENT) {
+			if (is_rc(t)) {
+				sv_roce_send_ack(tx, rq,
+						 SV_AETH_RNR(t->attr.min_rnr_timer),
+						 p->psn);
+				sv_roce_stats.rnr_naks_sent++;
+			}
+			return;         /* the data again with the retry */
+		}
+		if (ret) {
+			fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
+			return;
+		}
+		rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+			(uint32_t)rq->wr_len, p, false, rq->dqpn);
+	}
+	rq->wr_off += p->paylen;
+	rq->epsn = sv_psn_add(rq->epsn, 1);
+	if (p->flags & SV_RF_LAST) {
+		rq->in = SV_IN_NONE;
+		rq->msn = sv_psn_add(rq->msn, 1);
+	}
+}
+
+static void rc_read(struct sv_qp *t, const struct sv_roce_pkt *p,
+		    struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_rres *r;
+	struct rspan probe;
+	uint32_t n = p->dmalen ? (p->dmalen + rq->mtu - 1) / rq->mtu : 1;
+
+	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
+		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (p->dmalen && !sv_x_span_remote(&probe, p->rkey, t, p->va,
+					   p->dmalen, IBV_ACCESS_REMOTE_READ)) {
+		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
+			  IBV_EVENT_QP_ACCESS_ERR);
+		return;
+	}
+	r = res_new(rq);
+	r->psn = p->psn;
+	r->npkts = n;
+	r->va = p->va;
+	r->rkey = p->rkey;
+	r->len = p->dmalen;
+	rq->epsn = sv_psn_add(rq->epsn, n);
+	rq->msn = sv_psn_add(rq->msn, 1);
+	if (!read_respond(t, tx, p->psn, p->va, p->rkey, p->dmalen)) {
+		if (sv_x_target_gone(t))
+			return;
+		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
+			  IBV_EVENT_QP_ACCESS_ERR);
+	}
+}
+
+static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
+		      struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_exec x;
+	struct rspan r;
+	struct span l;
+	uint64_t orig, val;
+	struct sv_rres *res;
+	bool store;
+
+	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
+	    (p->va & 7)) {
+		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (!sv_x_span_remote(&r, p->rkey, t, p->va, 8,
+			      IBV_ACCESS_REMOTE_ATOMIC)) {
+		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
+			  IBV_EVENT_QP_ACCESS_ERR);
+		return;
+	}
+	xinit(&x);
+	/* atomic with respect to every other atomic: sv_dev.lock is held */
+	sv_x_span_raw(&l, &orig, sizeof(orig));
+	if (sv_x_span_copy(&x, &l, 0, &r.s, 0, 8) != SV_COPY_OK)
+		goto fault;
+	if ((p->opcode & 0x1f) == SV_OP_RC_CMP_SWAP) {
+		store = orig == p->compare;
+		val = p->swap_add;
+	} else {
+		store = true;
+		val = orig + p->swap_add;
+	}
+	sv_x_span_raw(&l, &val, sizeof(val));
+	if (store && sv_x_span_copy(&x, &r.s, 0, &l, 0, 8) != SV_COPY_OK)
+		goto fault;
+	res = res_new(rq);
+	res->atomic = true;
+	res->psn = p->psn;
+	res->npkts = 1;
+	res->orig = orig;
+	rq->epsn = sv_psn_add(rq->epsn, 1);
+	rq->msn = sv_psn_add(rq->msn, 1);
+	atomic_ack(t, tx, p->psn, orig);
+	return;
+fault:
+	if (sv_x_target_gone(t))
+		return;
+	fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn, IBV_EVENT_QP_ACCESS_ERR);
+}
+
+/* UD: one datagram; trouble drops it silently. */
+static void ud_recv(struct sv_qp *t, const struct sv_roce_pkt *p,
+		    const struct sv_roce_ip *ip)
+{
+	struct sv_roce_qp tmp, *saved = t->roce;
+	uint8_t grh[SV_GRH_BYTES];
+	uint32_t st;
+
+	if (p->qkey != t->attr.qkey)
+		return;
+	/* the receive WQE lives in a scratch state: UD QPs have none */
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.qp = t;
+	t->roce = &tmp;
+	if (rx_take(t))
+		goto out;
+	sv_grh_build(grh, ip->src, ip->dst, 0, 0, 64, p->paylen,
+		     (p->flags & SV_RF_IMMDT) != 0);
+	st = rx_put(t, 0, grh, sizeof(grh));
+	if (st == IBV_WC_SUCCESS)
+		st = rx_put(t, sizeof(grh), p->payload, p->paylen);
+	rx_done(t, st, IBV_WC_RECV,
+		st == IBV_WC_SUCCESS ? (uint32_t)sizeof(grh) + p->paylen : 0,
+		p, true, p->sqpn);
+out:
+	t->roce = saved;
+}
+
+void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
+		     const struct sv_roce_ip *ip, struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+	int32_t d;
+
+	if (!sv_x_can_receive(t))
+		return;
+	if (t->type == IBV_QPT_UD) {
+		if (p->flags & SV_RF_UD)
+			ud_recv(t, p, ip);
+		return;
+	}
+	/* a connected QP takes packets of its own type from its own peer */
+	if (!rq || memcmp(ip->src, rq->dgid, 16) ||
+	    !(p->flags & (is_rc(t) ? SV_RF_RC : SV_RF_UC)))
+		return;
+	d = sv_psn_diff(p->psn, rq->epsn);
+	if (d != 0 && !is_rc(t)) {
+		/* UC: a gap loses the message; a new one starts afresh */
+		if (!(p->flags & SV_RF_FIRST)) {
+			rq->in = SV_IN_NONE;
+			return;
+		}
+		rq->epsn = p->psn;
+		if (rq->in == SV_IN_SEND)
+			rq->rx_off = 0;
+		rq->in = SV_IN_NONE;
+		d = 0;
+	}
+	if (d > 0) {
+		if (!rq->nak_sent) {
+			rq->nak_sent = true;
+			sv_roce_send_ack(tx, rq, SV_AETH_NAK_SEQ, rq->epsn);
+			sv_roce_stats.naks_sent++;
+		}
+		return;
+	}
+	if (d < 0) {
+		duplicate(t, p, tx);
+		return;
+	}
+	rq->nak_sent = false;
+	sv_x_comm_est(t);
+	/* in-message order: a MIDDLE or LAST continues a message of its kind,
+	 * a FIRST or ONLY starts one */
+	if (p->flags & SV_RF_FIRST) {
+		if (rq->in != SV_IN_NONE && is_rc(t)) {
+			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
+				  IBV_EVENT_QP_REQ_ERR);
+			return;
+		}
+		if (rq->in == SV_IN_SEND && rq->rx_taken)
+			rq->rx_off = 0; /* UC: the WQE is used again */
+	} else if (!(p->flags & (SV_RF_READ | SV_RF_ATOMIC)) &&
+		   rq->in != ((p->flags & SV_RF_SEND) ? SV_IN_SEND :
+							SV_IN_WRITE)) {
+		if (is_rc(t))
+			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
+				  IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if ((p->flags & (SV_RF_SEND | SV_RF_WRITE)) && !size_ok(rq, p)) {
+		if (is_rc(t))
+			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
+				  IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (p->flags & SV_RF_SEND) {
+		if ((p->flags & SV_RF_FIRST) && rq->in == SV_IN_SEND &&
+		    rq->rx_taken) {
+			/* UC restart: keep the WQE taken */
+			uint32_t st = rx_put(t, 0, p->payload, p->paylen);
+
+			if (st != IBV_WC_SUCCESS)
+				return;
+			rq->rx_off = p->paylen;
+			rq->epsn = sv_psn_add(rq->epsn, 1);
+			return;
+		}
+		rc_send(t, p, tx);
+	} else if (p->flags & SV_RF_WRITE) {
+		rc_write(t, p, tx);
+	} else if (p->flags & SV_RF_READ) {
+		if (rq->in != SV_IN_NONE) {
+			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
+				  IBV_EVENT_QP_REQ_ERR);
+			return;
+		}
+		rc_read(t, p, tx);
+		return;
+	} else if (p->flags & SV_RF_ATOMIC) {
+		if (rq->in != SV_IN_NONE) {
+			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
+				  IBV_EVENT_QP_REQ_ERR);
+			return;
+		}
+		rc_atomic(t, p, tx);
+		return;
+	} else {
+		return;
+	}
+	if (is_rc(t) && p->ackreq && t->state != IBV_QPS_ERR &&
+	    sv_psn_diff(rq->epsn, sv_psn_add(p->psn, 1)) == 0) {
+		rq->ack_due = true;
+		rq->ack_psn = p->psn;
+	}
+}
+
+void sv_roce_resp_flush_ack(struct sv_qp *t, struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (!rq || !rq->ack_due)
+		return;
+	rq->ack_due = false;
+	if (t->state == IBV_QPS_ERR || t->state == IBV_QPS_RESET)
+		return;
+	sv_roce_send_ack(tx, rq, SV_AETH_ACK, rq->ack_psn);
+}
+
+bool sv_roce_flush(struct sv_qp *qp)
+{
+	struct sv_roce_qp *rq = qp->roce;
+
+	if (!rq || !rq->rx_taken)
+		return false;
+	rq->in = SV_IN_NONE;
+	rx_done(qp, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL, false, rq->dqpn);
+	return true;
+}
+
+bool sv_roce_has_flush(const struct sv_qp *qp)
+{
+	return qp->roce && qp->roce->rx_taken;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RoCEv2 wire of softverbsd (daemon-private): what the rest of the
+ * daemon calls. A QP whose peer is not on this daemon (its address vector
+ * names a GID the device does not serve) is a "wire QP": its WQEs become
+ * packets (req.c: requester and completer), and the packets that arrive for
+ * it are served by resp.c (responder). QPs of the same daemon keep the
+ * loopback path of exec.c, with no packets.
+ *
+ * Threads: the requester runs in the QP's engine (sv_exec_step calls
+ * sv_roce_step); one wire thread (dev.c) receives packets and runs the
+ * responder and the completer. Both under sv_dev.lock.
+ */
+#ifndef SV_DEVICE_ROCE_H
+#define SV_DEVICE_ROCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device/engine.h"
+#include "device/sv_dev.h"
+
+struct sv_roce_stats {
+	uint64_t tx_pkts, rx_pkts;
+	uint64_t rx_drop;          /* malformed, bad ICRC, unknown QP, state */
+	uint64_t rx_bad_icrc;
+	uint64_t retransmits;      /* packets sent again */
+	uint64_t timeouts;         /* retransmission timer expiries */
+	uint64_t naks_sent, naks_rcvd;   /* PSN sequence, access, invalid */
+	uint64_t rnr_naks_sent, rnr_naks_rcvd;
+	uint64_t dup_reqs;         /* duplicate requests served again */
+	uint64_t retry_exceeded;
+};
+
+/* Open the UDP port on the device's GID 0 address and start the wire
+ * thread. port 0: 4791. inject: NULL or the fault injector's settings
+ * (net.h). 0, or -errno (the daemon then runs without a wire). */
+int sv_roce_start(uint16_t port, const char *inject);
+void sv_roce_stop(void);
+bool sv_roce_running(void);
+void sv_roce_get_stats(struct sv_roce_stats *out);
+/* The STAT_WIRE command's answer (abi/sv_cmd.h). */
+struct sv_rsp_stat_wire;
+void sv_roce_stat_fill(struct sv_rsp_stat_wire *out);
+
+/* Is gid one the device serves (a peer on this daemon)? */
+bool sv_roce_gid_local(const uint8_t gid[16]);
+
+/* qp.c, under sv_dev.lock: qp moves from state cur to next (its attributes
+ * already applied). Sets up, resets or drops qp's wire state. 0 or -errno
+ * (the modify fails; nothing changed). */
+int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
+		      const char **why);
+/* qp is destroyed (under sv_dev.lock). */
+void sv_roce_qp_destroy(struct sv_qp *qp);
+
+/* exec.c, for a wire QP (qp->roce): the requester's readiness (as
+ * sv_exec_ready) and one step (as sv_exec_step). */
+bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
+bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp);
+/* In ERR: finish what the wire holds of qp (a receive taken by a message
+ * in progress). true if something was done. */
+bool sv_roce_flush(struct sv_qp *qp);
+bool sv_roce_has_flush(const struct sv_qp *qp);
+
+/* exec.c: a UD datagram to a peer of another host: one packet. payload:
+ * the message as a span (exec_int.h) of len <= path MTU. 0 or a completion
+ * status. */
+struct span;
+struct sv_ah;
+uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
+			 const struct sv_ah *ah, uint32_t remote_qpn,
+			 uint32_t qkey, bool imm, uint32_t imm_data,
+			 bool solicited, const struct span *payload,
+			 uint64_t len);
+
+#endif

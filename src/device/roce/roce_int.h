@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the RoCEv2 wire: a wire QP's state and what dev.c, req.c and
+ * resp.c share. Everything here is under sv_dev.lock.
+ */
+#ifndef SV_DEVICE_ROCE_INT_H
+#define SV_DEVICE_ROCE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device/exec_int.h"
+#include "device/roce/net.h"
+#include "device/roce/roce.h"
+#include "device/roce/wire.h"
+
+/* WQEs in flight per QP (copied out of the ring until they complete) and
+ * unacknowledged packets per QP: the bounded window of the issue. */
+#define SV_RQ_WIN       64u
+#define SV_PKT_WIN      128u
+/* A long message asks for an ACK this often (the last packet always). */
+#define SV_ACKREQ_EVERY 32u
+/* Responses one READ request asks for at most (a long READ is several
+ * requests, each with its own PSNs). */
+#define SV_READ_CHUNK   64u
+/* Packets one engine step sends at most (one sendmmsg). */
+#define SV_TX_BATCH     32u
+/* Room of one packet buffer: headers + 4096 + pad + ICRC. */
+#define SV_PKT_BYTES    (4096u + 128u)
+
+/* One send WQE in flight. */
+struct sv_rwin {
+	struct swqe w;
+	uint32_t psn;              /* its first PSN */
+	uint32_t npkts;            /* PSNs it takes (READ: its responses) */
+	uint64_t len;              /* message bytes */
+	uint64_t got;              /* READ: bytes landed, in order */
+	bool done;                 /* READ, atomic: the answer arrived */
+	bool rd;                   /* a READ or an atomic */
+};
+
+/* A READ or atomic the responder served: duplicates are answered from it. */
+struct sv_rres {
+	bool valid;
+	bool atomic;
+	uint32_t psn, npkts;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t orig;             /* atomic: the value it returned */
+};
+
+enum { SV_IN_NONE = 0, SV_IN_SEND, SV_IN_WRITE };
+
+struct sv_roce_qp {
+	struct sv_qp *qp;
+	uint8_t sgid[16], dgid[16];
+	uint16_t sport;
+	uint32_t mtu;              /* path MTU in bytes */
+	uint32_t dqpn;
+
+	/* requester (engine) and completer (wire thread) */
+	struct sv_rwin *win;       /* SV_RQ_WIN entries, by WQE number */
+	uint32_t head;             /* oldest WQE in flight (== qp->sq.cons) */
+	uint32_t tail;             /* next WQE to take from the ring */
+	uint32_t cur;              /* the WQE being sent */
+	uint32_t cur_pkt;          /* its next packet */
+	uint32_t next_psn;         /* first PSN of the next WQE taken */
+	uint32_t una;              /* oldest unacknowledged PSN */
+	uint32_t snd;              /* the PSN after the last one sent */
+	uint64_t rto;              /* retransmission deadline, 0: none */
+	uint64_t hold_until;       /* RNR NAK: send nothing before */
+	uint32_t retry_left, rnr_left;
+	uint32_t rewound_at;       /* READ gap: re-requested from here once */
+	bool rewound;
+
+	/* responder (wire thread) */
+	uint32_t epsn;             /* expected PSN */
+	uint32_t msn;
+	bool nak_sent;             /* a sequence NAK for epsn is out */
+	uint8_t in;                /* message in progress: SV_IN_* */
+	bool rx_taken;             /* rx holds a receive WQE taken off the ring */
+	struct rwqe rx;
+	uint64_t rx_off;
+	uint64_t wr_va, wr_len, wr_off;
+	uint32_t wr_rkey;
+	struct sv_rres res[SV_MAX_RD_ATOM];
+	uint32_t res_next;
+	bool ack_due;              /* an ACK to send at the end of the batch */
+	uint32_t ack_psn;
+};
+
+/* A batch of packets to send (one per thread). */
+struct sv_roce_tx {
+	struct sv_net_tx pkt[SV_TX_BATCH];
+	uint8_t *buf;              /* SV_TX_BATCH * SV_PKT_BYTES */
+	unsigned int n;
+};
+
+/* dev.c */
+extern struct sv_roce_stats sv_roce_stats;
+/* This thread's tx batch (allocated once per thread). */
+struct sv_roce_tx *sv_roce_tx_get(void);
+/* The next free packet buffer (flushes a full batch first). */
+uint8_t *sv_roce_tx_next(struct sv_roce_tx *tx);
+/* Queue the packet written in the buffer sv_roce_tx_next gave: p's headers
+ * are at buf already with hdr+payload bytes; ICRC added here. */
+void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
+		     const uint8_t sgid[16], const uint8_t dgid[16],
+		     uint16_t sport);
+void sv_roce_tx_flush(struct sv_roce_tx *tx);
+/* An ACK or NAK from responder rq (syndrome, psn) into tx. */
+void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
+		      uint8_t syndrome, uint32_t psn);
+
+/* req.c: the completer's packets (ACK, NAK, READ response, atomic ACK) */
+void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p);
+/* resp.c: a request packet for qp from src */
+void sv_roce_resp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
+		     const struct sv_roce_ip *ip, struct sv_roce_tx *tx);
+/* resp.c: the end of a receive batch: the ACKs it owes */
+void sv_roce_resp_flush_ack(struct sv_qp *qp, struct sv_roce_tx *tx);
+
+/* AETH syndromes */
+#define SV_AETH_ACK         0x1f   /* ACK, no credit count (as rxe) */
+#define SV_AETH_RNR(t)      (0x20u | ((t) & 0x1fu))
+#define SV_AETH_NAK_SEQ     0x60
+#define SV_AETH_NAK_INV     0x61
+#define SV_AETH_NAK_ACCESS  0x62
+#define SV_AETH_NAK_OP      0x63
+#define SV_AETH_KIND(s)     ((s) >> 5)   /* 0 ACK, 1 RNR, 3 NAK */
+
+static inline uint32_t sv_psn_add(uint32_t psn, uint32_t n)
+{
+	return (psn + n) & 0xffffffu;
+}
+
+#endif

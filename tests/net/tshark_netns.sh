@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# softverbs' RoCEv2 as Wireshark sees it: a capture of the veth between two
+# hosts while Debian's ibv_rc_pingpong (SEND, ACKs), ib_read_lat (READ
+# requests and responses), ib_atomic_bw (atomics and their ACKs),
+# ib_write_bw (WRITE first/middle/last) and ibv_ud_pingpong (UD, DETH) run;
+# every packet must decode as InfiniBand with no malformed packet and no
+# expert error.
+#   tshark_netns.sh BUILD_DIR
+export SV_BUILD_DIR=$1
+. "$(dirname "$0")/lib.sh"
+
+command -v tshark >/dev/null || fail "tshark is not installed (scripts/deps.sh)"
+command -v dumpcap >/dev/null || fail "dumpcap is not installed (scripts/deps.sh)"
+NS_PCAP=$NS_DIR/pcap
+ns_pair_up "$(ns_prefix tshark)"
+ns_daemons_up
+cap=$NS_PCAP/$(ls "$NS_PCAP" | head -n 1)
+run() {
+	ns_run_pair 18515 "$@" || fail "$1 across namespaces: $NS_WHY"
+}
+run ibv_rc_pingpong -d sv0 -g 0 -n 50 -s 3000
+run ibv_ud_pingpong -d sv0 -g 0 -n 50 -s 512
+run ib_read_lat -d sv0 -x 0 -n 50 -s 5000
+run ib_atomic_bw -d sv0 -x 0 -n 50
+run ib_write_bw -d sv0 -x 0 -n 20 -s 10000
+# dumpcap writes as it goes; stop it so the file is complete
+for p in "${NS_PIDS[@]}"; do
+	[ "$(cat /proc/"$p"/comm 2>/dev/null)" = dumpcap ] && kill -TERM "$p"
+done
+sleep 1
+total=$(tshark -r "$cap" -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
+ib=$(tshark -r "$cap" -Y 'infiniband' 2>/dev/null | wc -l)
+bad=$(tshark -r "$cap" -Y '_ws.malformed || _ws.expert.severity >= error' 2>/dev/null | wc -l)
+echo "capture: $total RoCEv2 packets, $ib decoded as InfiniBand, $bad malformed or in error"
+tshark -r "$cap" -Y infiniband -T fields -e infiniband.bth.opcode 2>/dev/null |
+	sort -n | uniq -c | sed 's/^/  opcode /'
+[ "$total" -gt 0 ] || fail "no RoCEv2 packet captured"
+[ "$ib" -eq "$total" ] || fail "$((total - ib)) packets did not decode as InfiniBand"
+if [ "$bad" -ne 0 ]; then
+	tshark -r "$cap" -Y '_ws.malformed || _ws.expert.severity >= error' -V 2>/dev/null | head -n 80
+	fail "$bad malformed packets"
+fi
+pass "$total RoCEv2 packets of softverbs decode in tshark, none malformed"
