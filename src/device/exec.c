@@ -1595,24 +1595,8 @@ uint32_t sv_x_wq_pending(const struct sv_wq *wq, bool *corrupt)
 
 bool sv_x_swqe_body(const struct sv_qp *qp, const void *slot, struct swqe *w)
 {
-	uint32_t body = qp->sq.stride - SV_SEND_WQE_HDR;
-	size_t need;
-
-	if (w->h.flags & IBV_SEND_INLINE) {
-		if (w->h.num_sge > qp->sq.max_inline ||
-		    w->h.num_sge > SV_MAX_INLINE)
-			return false;
-		need = w->h.num_sge;
-	} else {
-		if (w->h.num_sge > qp->sq.max_sge ||
-		    w->h.num_sge > SV_MAX_SGE)
-			return false;
-		need = (size_t)w->h.num_sge * sizeof(struct sv_wqe_sge);
-	}
-	if (need > body)
-		return false;
-	memcpy(&w->u, (const uint8_t *)slot + SV_SEND_WQE_HDR, need);
-	return true;
+	return swqe_body(qp, w, (const uint8_t *)slot + SV_SEND_WQE_HDR,
+			 qp->sq.stride - SV_SEND_WQE_HDR);
 }
 
 void sv_x_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,

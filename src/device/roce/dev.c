@@ -108,22 +108,30 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 	tx->n = 0;
 }
 
-void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
-		      uint8_t syndrome, uint32_t psn)
+void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
+		       uint8_t opcode, uint8_t syndrome, uint32_t psn,
+		       uint64_t orig)
 {
 	struct sv_roce_pkt p;
 	uint8_t *buf = sv_roce_tx_next(tx);
 	size_t hdr;
 
 	memset(&p, 0, sizeof(p));
-	p.opcode = SV_OP_RC_ACK;
+	p.opcode = opcode;
 	p.dqpn = rq->dqpn;
 	p.pkey = 0xffff;
 	p.psn = psn;
 	p.syndrome = syndrome;
 	p.msn = rq->msn;
+	p.orig = orig;
 	hdr = sv_roce_build_hdr(buf, &p);
 	sv_roce_tx_push(tx, hdr, rq->sgid, rq->dgid, rq->sport);
+}
+
+void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
+		      uint8_t syndrome, uint32_t psn)
+{
+	sv_roce_send_resp(tx, rq, SV_OP_RC_ACK, syndrome, psn, 0);
 }
 
 /* ---- receiving ---- */

@@ -178,22 +178,8 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 static void atomic_ack(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 		       uint64_t orig)
 {
-	struct sv_roce_qp *rq = t->roce;
-	struct sv_roce_pkt p;
-	uint8_t *buf;
-	size_t hdr;
-
-	memset(&p, 0, sizeof(p));
-	p.opcode = SV_OP_RC_ATOMIC_ACK;
-	p.dqpn = rq->dqpn;
-	p.pkey = 0xffff;
-	p.psn = psn;
-	p.syndrome = SV_AETH_ACK;
-	p.msn = rq->msn;
-	p.orig = orig;
-	buf = sv_roce_tx_next(tx);
-	hdr = sv_roce_build_hdr(buf, &p);
-	sv_roce_tx_push(tx, hdr, rq->sgid, rq->dgid, rq->sport);
+	sv_roce_send_resp(tx, t->roce, SV_OP_RC_ATOMIC_ACK, SV_AETH_ACK, psn,
+			  orig);
 }
 
 static struct sv_rres *res_find(struct sv_roce_qp *rq, uint32_t psn)
@@ -579,21 +565,15 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		rc_send(t, p, tx);
 	} else if (p->flags & SV_RF_WRITE) {
 		rc_write(t, p, tx);
-	} else if (p->flags & SV_RF_READ) {
-		if (rq->in != SV_IN_NONE) {
+	} else if (p->flags & (SV_RF_READ | SV_RF_ATOMIC)) {
+		/* never inside another message */
+		if (rq->in != SV_IN_NONE)
 			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
 				  IBV_EVENT_QP_REQ_ERR);
-			return;
-		}
-		rc_read(t, p, tx);
-		return;
-	} else if (p->flags & SV_RF_ATOMIC) {
-		if (rq->in != SV_IN_NONE) {
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
-			return;
-		}
-		rc_atomic(t, p, tx);
+		else if (p->flags & SV_RF_READ)
+			rc_read(t, p, tx);
+		else
+			rc_atomic(t, p, tx);
 		return;
 	} else {
 		return;

@@ -109,6 +109,11 @@ void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 		     const uint8_t sgid[16], const uint8_t dgid[16],
 		     uint16_t sport);
 void sv_roce_tx_flush(struct sv_roce_tx *tx);
+/* A response without payload from responder rq into tx: an ACK, a NAK
+ * (syndrome) or an atomic ACK (orig). */
+void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
+		       uint8_t opcode, uint8_t syndrome, uint32_t psn,
+		       uint64_t orig);
 /* An ACK or NAK from responder rq (syndrome, psn) into tx. */
 void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 		      uint8_t syndrome, uint32_t psn);
