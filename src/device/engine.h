@@ -3,13 +3,18 @@
  * softverbsd's engine (private to the daemon): the threads that execute
  * WQEs (engine.c) and the execution itself (exec.c).
  *
- * exec.c has three layers, from the bottom:
+ * The execution has four layers, from the bottom:
  *   - pure helpers with no device state (timer tables, range checks, the
- *     GRH builder, the scatter/gather walker): unit-tested directly;
- *   - memory access (sv_mem_copy): moves bytes between iovec lists in any
- *     two processes through a bounce buffer; it knows nothing of the daemon
- *     (a later phase may run it in the initiating process);
- *   - WQE execution against the device objects, under sv_dev.lock.
+ *     GRH builder, the scatter/gather walker; memio.c): unit-tested
+ *     directly;
+ *   - memory access (sv_mem_copy, memio.c): moves bytes between iovec lists
+ *     in any two processes through a bounce buffer; it knows nothing of the
+ *     daemon (a later phase may run it in the initiating process);
+ *   - the memory of a side of a copy (span.c, exec_int.h): SGEs and remote
+ *     ranges resolved through their keys into iovecs, copied a window at a
+ *     time;
+ *   - WQE execution against the device objects (exec.c, and the RoCEv2
+ *     wire in roce/), under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ENGINE_H
 #define SV_DEVICE_ENGINE_H

@@ -159,126 +159,6 @@ struct msg {
 	int lost;                  /* out: see msg_copy */
 };
 
-static void span_raw(struct span *s, void *p, size_t len)
-{
-	s->map = NULL;
-	s->raw.iov_base = p;
-	s->raw.iov_len = len;
-	s->mem.pid = 0;
-	s->mem.iov = &s->raw;
-	s->mem.niov = 1;
-	s->whole = true;
-}
-
-/* iovecs for len bytes from byte off of piece mp (at most max, >= 1): the
- * count, *done the bytes. sv_mr_iov, with its common case here: a
- * contiguous MR (nblocks 0, sv_dev.h) is one iovec. mp was resolved under
- * the lock held now, so the range lies in the MR. */
-static inline unsigned int map_iov(const struct sv_map *mp, uint64_t off,
-				   uint64_t len, struct iovec *iov,
-				   unsigned int max, uint64_t *done)
-{
-	const struct sv_mr *mr = mp->mr;
-
-	if (likely(!mr->nblocks)) {
-		iov->iov_base = (void *)(uintptr_t)(mr->addr + mp->off + off);
-		iov->iov_len = len;
-		*done = len;
-		return 1;
-	}
-	return sv_mr_iov(mr, mp->off + off, len, iov, max, done);
-}
-
-/* Add piece mp to s's iovecs, while they still hold every byte. */
-static inline void span_add(struct span *s, const struct sv_map *mp)
-{
-	unsigned int room = SV_IOV_WINDOW - s->mem.niov;
-	uint64_t done;
-
-	if (!s->whole)
-		return;
-	if (!room) {
-		s->whole = false;
-		return;
-	}
-	s->mem.niov += map_iov(mp, 0, mp->len,
-			       (struct iovec *)s->mem.iov + s->mem.niov, room,
-			       &done);
-	if (done < mp->len)
-		s->whole = false;
-}
-
-/* Resolve n local SGEs of pd into s (pieces in map, iovecs in iov): a
- * completion status, and *total their bytes. Zero-length SGEs are skipped
- * (no key is checked for them). */
-static uint32_t span_sges(struct span *s, struct sv_map *map,
-			  struct iovec *iov, const struct sv_wqe_sge *sge,
-			  uint32_t n, const struct sv_pd *pd, bool write,
-			  uint64_t *total)
-{
-	uint64_t sum = 0;
-	unsigned int k = 0;
-
-	s->mem.iov = iov;
-	s->mem.niov = 0;
-	s->mem.pid = -1;    /* never 0 (this process): set by the first MR */
-	s->whole = true;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t st;
-
-		sum += sge[i].length;
-		if (!sge[i].length)
-			continue;
-		st = sv_lkey_map(sge[i].lkey, pd, sge[i].addr, sge[i].length,
-				 write, &map[k]);
-		if (st != IBV_WC_SUCCESS)
-			return st;
-		s->mem.pid = map[k].pid;
-		span_add(s, &map[k]);
-		k++;
-	}
-	s->map = map;
-	s->nmap = k;
-	s->sge = sge;
-	s->nsge = n;
-	s->pd = pd;
-	s->write = write;
-	*total = sum;
-	return IBV_WC_SUCCESS;
-}
-
-/* The responder t's memory that rkey grants for len bytes at addr with
- * access, into r. */
-static inline __attribute__((always_inline)) bool
-span_remote(struct rspan *r, uint32_t rkey, const struct sv_qp *t,
-	    uint64_t addr, uint64_t len, uint32_t access)
-{
-	struct span *s = &r->s;
-
-	const struct sv_mr *mr;
-	uint64_t done;
-
-	if (!sv_rkey_map(rkey, t, addr, len, access, &r->map))
-		return false;
-	mr = r->map.mr;
-	s->mem.iov = r->iov;
-	s->mem.pid = r->map.pid;
-	if (likely(!mr->nblocks)) {     /* map_iov's common case */
-		r->iov[0].iov_base = (void *)(uintptr_t)(mr->addr + r->map.off);
-		r->iov[0].iov_len = len;
-		s->mem.niov = 1;
-		s->whole = true;
-	} else {
-		s->mem.niov = sv_mr_iov(mr, r->map.off, len, r->iov,
-					SV_IOV_WINDOW, &done);
-		s->whole = done == len;
-	}
-	s->map = &r->map;
-	s->nmap = 1;
-	s->sge = NULL;
-	return true;
-}
-
 /* The lock was let go: do s's keys still grant what they did? The pieces
  * are made again (the same count and lengths: they come from the WQE). A
  * remote range is m's, at responder t. */
@@ -291,7 +171,7 @@ static bool span_regrant(struct span *s, const struct msg *m,
 	if (!s->map)
 		return true;
 	if (s->sge)
-		return span_sges(s, s->map, (struct iovec *)s->mem.iov, s->sge,
+		return sv_span_sges(s, s->map, (struct iovec *)s->mem.iov, s->sge,
 				 s->nsge, s->pd, s->write,
 				 &total) == IBV_WC_SUCCESS;
 	/* atomics never go unlocked: a WRITE or a READ */
@@ -299,144 +179,6 @@ static bool span_regrant(struct span *s, const struct msg *m,
 			   (op_flags(m->opcode) & OPF_SINK) ?
 			   IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE,
 			   s->map);
-}
-
-/* A position in a span: the piece, and the byte in it. */
-struct spos {
-	unsigned int idx;
-	uint64_t off;
-};
-
-/* Move p n bytes on; false past the end of s. */
-static bool span_seek(const struct span *s, struct spos *p, uint64_t n)
-{
-	if (!s->map) {
-		p->off += n;
-		return p->off <= s->raw.iov_len;
-	}
-	while (n) {
-		uint64_t left;
-
-		if (p->idx >= s->nmap)
-			return false;
-		left = s->map[p->idx].len - p->off;
-		if (n < left) {
-			p->off += n;
-			return true;
-		}
-		n -= left;
-		p->idx++;
-		p->off = 0;
-	}
-	return true;
-}
-
-/* One window of a copy: iovecs for the next bytes of one side. */
-struct round {
-	struct iovec v[SV_IOV_WINDOW];
-	struct sv_mem mem;
-};
-
-/* Fill r with up to max bytes of s from p (at most SV_IOV_WINDOW iovecs):
- * the bytes it covers, 0 when s has none left. Under sv_dev.lock. */
-static uint64_t span_fill(const struct span *s, struct spos p, uint64_t max,
-			  struct round *r)
-{
-	uint64_t got = 0;
-	unsigned int k = 0;
-
-	r->mem.pid = s->mem.pid;
-	r->mem.iov = r->v;
-	if (!s->map) {
-		if (p.off < s->raw.iov_len) {
-			got = s->raw.iov_len - p.off;
-			if (got > max)
-				got = max;
-			r->v[0].iov_base = (char *)s->raw.iov_base + p.off;
-			r->v[0].iov_len = got;
-			k = 1;
-		}
-		r->mem.niov = k;
-		return got;
-	}
-	while (got < max && k < SV_IOV_WINDOW && p.idx < s->nmap) {
-		const struct sv_map *mp = &s->map[p.idx];
-		uint64_t want = mp->len - p.off, done;
-
-		if (want > max - got)
-			want = max - got;
-		k += map_iov(mp, p.off, want, r->v + k, SV_IOV_WINDOW - k,
-			     &done);
-		got += done;
-		if (done < want)
-			break;          /* the window is full */
-		p.idx++;
-		p.off = 0;
-	}
-	r->mem.niov = k;
-	return got;
-}
-
-/* The next window of a copy of left bytes from s at sp to d at dp: the
- * bytes both sides' iovecs cover, or 0 and *err (a side ran out). */
-static uint64_t round_plan(struct round *rs, const struct span *s,
-			   struct spos sp, struct round *rd,
-			   const struct span *d, struct spos dp, uint64_t left,
-			   int *err)
-{
-	uint64_t n = span_fill(s, sp, left, rs);
-
-	if (!n) {
-		*err = SV_COPY_SRC_FAULT;
-		return 0;
-	}
-	n = span_fill(d, dp, n, rd);
-	if (!n)
-		*err = SV_COPY_DST_FAULT;
-	return n;
-}
-
-/* span_copy of sides that are not whole: a window at a time. */
-static __attribute__((noinline)) int
-span_copy_windows(const struct sv_exec *x, const struct span *d,
-		  uint64_t doff, const struct span *s, uint64_t soff,
-		  uint64_t len)
-{
-	struct spos sp = { 0, 0 }, dp = { 0, 0 };
-	struct round rs, rd;
-	int err = SV_COPY_OK;
-
-	if (!span_seek(s, &sp, soff))
-		return SV_COPY_SRC_FAULT;
-	if (!span_seek(d, &dp, doff))
-		return SV_COPY_DST_FAULT;
-	while (len) {
-		uint64_t n = round_plan(&rs, s, sp, &rd, d, dp, len, &err);
-
-		if (!n)
-			return err;
-		err = sv_mem_copy(&rd.mem, 0, &rs.mem, 0, n, x->bounce,
-				  x->bounce_bytes);
-		if (err)
-			return err;
-		len -= n;
-		if (len) {
-			span_seek(s, &sp, n);
-			span_seek(d, &dp, n);
-		}
-	}
-	return SV_COPY_OK;
-}
-
-/* Copy len bytes from byte soff of s to byte doff of d, under the lock. */
-static inline int span_copy(const struct sv_exec *x, const struct span *d,
-			    uint64_t doff, const struct span *s, uint64_t soff,
-			    uint64_t len)
-{
-	if (likely(d->whole && s->whole))
-		return sv_mem_copy(&d->mem, doff, &s->mem, soff, len,
-				   x->bounce, x->bounce_bytes);
-	return span_copy_windows(x, d, doff, s, soff, len);
 }
 
 /* What changed during an unlocked copy. */
@@ -499,9 +241,9 @@ msg_copy_unlocked(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
 	int ret = SV_COPY_OK;
 
 	if (!whole) {
-		if (!span_seek(s, &sp, soff))
+		if (!sv_span_seek(s, &sp, soff))
 			return SV_COPY_SRC_FAULT;
-		if (!span_seek(d, &dp, doff))
+		if (!sv_span_seek(d, &dp, doff))
 			return SV_COPY_DST_FAULT;
 	}
 	if (busy)
@@ -511,7 +253,7 @@ msg_copy_unlocked(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
 		uint64_t n = len, o1 = doff, o2 = soff;
 
 		if (!whole) {
-			n = round_plan(&rs, s, sp, &rd, d, dp, len, &ret);
+			n = sv_span_round(&rs, s, sp, &rd, d, dp, len, &ret);
 			if (!n)
 				break;
 			dm = &rd.mem;
@@ -532,8 +274,8 @@ msg_copy_unlocked(struct sv_exec *x, struct msg *m, struct sv_qp *t, bool rx,
 		len -= n;
 		if (!len)
 			break;
-		span_seek(s, &sp, n);
-		span_seek(d, &dp, n);
+		sv_span_seek(s, &sp, n);
+		sv_span_seek(d, &dp, n);
 		if (!span_regrant(s, m, t)) {
 			ret = SV_COPY_SRC_FAULT;
 			break;
@@ -554,7 +296,7 @@ static inline int msg_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t,
 {
 	if (unlikely(len >= SV_UNLOCKED_COPY && x->copy_seq))
 		return msg_copy_unlocked(x, m, t, rx, d, doff, s, soff, len);
-	return span_copy(x, d, doff, s, soff, len);
+	return sv_span_copy(x, d, doff, s, soff, len);
 }
 
 /* The responder's answer once an unlocked copy found things changed. */
@@ -868,7 +610,7 @@ static uint32_t rq_resolve(struct sv_qp *t, struct rwqe *r)
 
 	if (r->h.num_sge == UINT32_MAX)
 		return IBV_WC_LOC_QP_OP_ERR;
-	return span_sges(&r->mem, r->map, r->iov, r->sge, r->h.num_sge, pd,
+	return sv_span_sges(&r->mem, r->map, r->iov, r->sge, r->h.num_sge, pd,
 			 true, &r->cap);
 }
 
@@ -1008,8 +750,8 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		sv_grh_build(grh, sgid, ah->dgid, ah->traffic_class,
 			     ah->flow_label, ah->hop_limit, (uint32_t)m->len,
 			     (op_flags(m->opcode) & OPF_IMM) != 0);
-		span_raw(&g, grh, sizeof(grh));
-		if (span_copy(x, &r.mem, 0, &g, 0, sizeof(grh)) !=
+		sv_span_raw(&g, grh, sizeof(grh));
+		if (sv_span_copy(x, &r.mem, 0, &g, 0, sizeof(grh)) !=
 		    SV_COPY_OK) {
 			rq_complete(t, &r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV,
 				    m, 0);
@@ -1057,7 +799,7 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 			return ret;
 	}
 	if (m->len) {
-		if (!span_remote(&rmem, h->rkey, t, h->remote_addr,
+		if (!sv_span_remote(&rmem, h->rkey, t, h->remote_addr,
 				 m->len, IBV_ACCESS_REMOTE_WRITE))
 			return resp_access(t);
 		ret = msg_copy(x, m, t, imm, &rmem.s, 0, &m->local, 0, m->len);
@@ -1089,7 +831,7 @@ static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 		return resp_inv_req(t);
 	if (m->len) {
-		if (!span_remote(&rmem, h->rkey, t, h->remote_addr,
+		if (!sv_span_remote(&rmem, h->rkey, t, h->remote_addr,
 				 m->len, IBV_ACCESS_REMOTE_READ))
 			return resp_access(t);
 		ret = msg_copy(x, m, t, false, &m->local, 0, &rmem.s, 0, m->len);
@@ -1122,13 +864,13 @@ static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (h->remote_addr & 7))
 		return resp_inv_req(t);
-	if (!span_remote(&rmem, h->rkey, t, h->remote_addr,
+	if (!sv_span_remote(&rmem, h->rkey, t, h->remote_addr,
 			 sizeof(uint64_t), IBV_ACCESS_REMOTE_ATOMIC))
 		return resp_access(t);
-	span_raw(&lmem, &orig, sizeof(orig));
-	span_raw(&vmem, &val, sizeof(val));
+	sv_span_raw(&lmem, &orig, sizeof(orig));
+	sv_span_raw(&vmem, &val, sizeof(val));
 	/* atomic with respect to every other atomic: we hold sv_dev.lock */
-	if (span_copy(x, &lmem, 0, &rmem.s, 0, sizeof(orig)) != SV_COPY_OK)
+	if (sv_span_copy(x, &lmem, 0, &rmem.s, 0, sizeof(orig)) != SV_COPY_OK)
 		return target_gone(t) ? RES_NOACK : resp_access(t);
 	if (m->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		store = orig == h->atomic.compare_add;
@@ -1137,10 +879,10 @@ static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		store = true;
 		val = orig + h->atomic.compare_add;
 	}
-	if (store && span_copy(x, &rmem.s, 0, &vmem, 0, sizeof(val)) !=
+	if (store && sv_span_copy(x, &rmem.s, 0, &vmem, 0, sizeof(val)) !=
 	    SV_COPY_OK)
 		return target_gone(t) ? RES_NOACK : resp_access(t);
-	if (span_copy(x, &m->local, 0, &lmem, 0, sizeof(orig)) != SV_COPY_OK)
+	if (sv_span_copy(x, &m->local, 0, &lmem, 0, sizeof(orig)) != SV_COPY_OK)
 		return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;
 }
@@ -1282,13 +1024,13 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 	if (w->h.flags & IBV_SEND_INLINE) {
 		if (f & OPF_SINK)
 			return IBV_WC_LOC_QP_OP_ERR;
-		span_raw(&m->local, w->u.data, w->h.num_sge);
+		sv_span_raw(&m->local, w->u.data, w->h.num_sge);
 		m->len = w->h.num_sge;
 	} else {
 		if ((f & OPF_ATOMIC) &&
 		    (w->h.num_sge != 1 || w->u.sge[0].length != 8))
 			return IBV_WC_LOC_LEN_ERR;
-		st = span_sges(&m->local, m->lmap, m->liov, w->u.sge,
+		st = sv_span_sges(&m->local, m->lmap, m->liov, w->u.sge,
 			       w->h.num_sge, qp->pd, (f & OPF_SINK) != 0,
 			       &m->len);
 		if (st != IBV_WC_SUCCESS)
@@ -1552,31 +1294,6 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 }
 
 /* ================= what the wire borrows (exec_int.h) ================= */
-
-void sv_x_span_raw(struct span *s, void *p, size_t len)
-{
-	span_raw(s, p, len);
-}
-
-uint32_t sv_x_span_sges(struct span *s, struct sv_map *map, struct iovec *iov,
-			const struct sv_wqe_sge *sge, uint32_t n,
-			const struct sv_pd *pd, bool write, uint64_t *total)
-{
-	return span_sges(s, map, iov, sge, n, pd, write, total);
-}
-
-bool sv_x_span_remote(struct rspan *r, uint32_t rkey, const struct sv_qp *t,
-		      uint64_t addr, uint64_t len, uint32_t access)
-{
-	return span_remote(r, rkey, t, addr, len, access);
-}
-
-int sv_x_span_copy(const struct sv_exec *x, const struct span *d,
-		   uint64_t doff, const struct span *s, uint64_t soff,
-		   uint64_t len)
-{
-	return span_copy(x, d, doff, s, soff, len);
-}
 
 const struct sv_send_wqe *sv_x_sq_head(const struct sv_qp *qp)
 {

@@ -84,22 +84,96 @@ struct rspan {
 	struct iovec iov[SV_IOV_WINDOW];
 };
 
+/* ---- span.c: the memory of a side of a copy ---- */
+
+static inline void sv_span_raw(struct span *s, void *p, size_t len)
+{
+	s->map = NULL;
+	s->raw.iov_base = p;
+	s->raw.iov_len = len;
+	s->mem.pid = 0;
+	s->mem.iov = &s->raw;
+	s->mem.niov = 1;
+	s->whole = true;
+}
+
+/* Resolve n local SGEs of pd into s (pieces in map, iovecs in iov): a
+ * completion status, and *total their bytes. Zero-length SGEs are skipped
+ * (no key is checked for them). */
+uint32_t sv_span_sges(struct span *s, struct sv_map *map, struct iovec *iov,
+		      const struct sv_wqe_sge *sge, uint32_t n,
+		      const struct sv_pd *pd, bool write, uint64_t *total);
+
+/* The responder t's memory that rkey grants for len bytes at addr with
+ * access, into r. */
+static inline __attribute__((always_inline)) bool
+sv_span_remote(struct rspan *r, uint32_t rkey, const struct sv_qp *t,
+	       uint64_t addr, uint64_t len, uint32_t access)
+{
+	struct span *s = &r->s;
+	const struct sv_mr *mr;
+	uint64_t done;
+
+	if (!sv_rkey_map(rkey, t, addr, len, access, &r->map))
+		return false;
+	mr = r->map.mr;
+	s->mem.iov = r->iov;
+	s->mem.pid = r->map.pid;
+	if (__builtin_expect(!mr->nblocks, 1)) {     /* map_iov's common case */
+		r->iov[0].iov_base = (void *)(uintptr_t)(mr->addr + r->map.off);
+		r->iov[0].iov_len = len;
+		s->mem.niov = 1;
+		s->whole = true;
+	} else {
+		s->mem.niov = sv_mr_iov(mr, r->map.off, len, r->iov,
+					SV_IOV_WINDOW, &done);
+		s->whole = done == len;
+	}
+	s->map = &r->map;
+	s->nmap = 1;
+	s->sge = NULL;
+	return true;
+}
+
+/* A position in a span: the piece, and the byte in it. */
+struct spos {
+	unsigned int idx;
+	uint64_t off;
+};
+
+/* Move p n bytes on; false past the end of s. */
+bool sv_span_seek(const struct span *s, struct spos *p, uint64_t n);
+
+/* One window of a copy: iovecs for the next bytes of one side. */
+struct round {
+	struct iovec v[SV_IOV_WINDOW];
+	struct sv_mem mem;
+};
+
+/* The next window of a copy of left bytes from s at sp to d at dp: the
+ * bytes both sides' iovecs cover, or 0 and *err (a side ran out). */
+uint64_t sv_span_round(struct round *rs, const struct span *s, struct spos sp,
+		       struct round *rd, const struct span *d, struct spos dp,
+		       uint64_t left, int *err);
+/* sv_span_copy of sides that are not whole: a window at a time. */
+int sv_span_copy_windows(const struct sv_exec *x, const struct span *d,
+			 uint64_t doff, const struct span *s, uint64_t soff,
+			 uint64_t len);
+
+/* Copy len bytes from byte soff of s to byte doff of d, under the lock. */
+static inline int sv_span_copy(const struct sv_exec *x,
+			       const struct span *d, uint64_t doff,
+			       const struct span *s, uint64_t soff,
+			       uint64_t len)
+{
+	if (__builtin_expect(d->whole && s->whole, 1))
+		return sv_mem_copy(&d->mem, doff, &s->mem, soff, len,
+				   x->bounce, x->bounce_bytes);
+	return sv_span_copy_windows(x, d, doff, s, soff, len);
+}
+
 /* ---- the steps exec.c lends the wire (exec.c, at its end) ---- */
 
-/* Point s at len bytes of the daemon's own memory. */
-void sv_x_span_raw(struct span *s, void *p, size_t len);
-/* Resolve n local SGEs of pd (write: they take data): a completion status
- * and *total their bytes. */
-uint32_t sv_x_span_sges(struct span *s, struct sv_map *map, struct iovec *iov,
-			const struct sv_wqe_sge *sge, uint32_t n,
-			const struct sv_pd *pd, bool write, uint64_t *total);
-/* t's memory that rkey grants for len bytes at addr with access. */
-bool sv_x_span_remote(struct rspan *r, uint32_t rkey, const struct sv_qp *t,
-		      uint64_t addr, uint64_t len, uint32_t access);
-/* Copy len bytes from byte soff of s to byte doff of d: SV_COPY_*. */
-int sv_x_span_copy(const struct sv_exec *x, const struct span *d,
-		   uint64_t doff, const struct span *s, uint64_t soff,
-		   uint64_t len);
 
 /* The send queue's head WQE header (not yet validated). */
 const struct sv_send_wqe *sv_x_sq_head(const struct sv_qp *qp);

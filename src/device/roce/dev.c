@@ -18,6 +18,18 @@
 
 struct sv_roce_stats sv_roce_stats;
 
+void sv_roce_exec(struct sv_exec *x)
+{
+	/* the wire copies a packet's payload (4096 bytes at most) at a
+	 * time; sv_mem_copy goes through the bounce in chunks anyway */
+	static __thread uint8_t bounce[4096];
+
+	memset(x, 0, sizeof(*x));
+	x->bounce = bounce;
+	x->bounce_bytes = sizeof(bounce);
+	x->now = sv_now_ns();
+}
+
 static struct {
 	struct sv_net *net;
 	uint16_t port;             /* the UDP port peers send to */
@@ -423,8 +435,8 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
 	if (len) {
-		sv_x_span_raw(&d, buf + hdr, len);
-		if (sv_x_span_copy(x, &d, 0, payload, 0, len) != SV_COPY_OK) {
+		sv_span_raw(&d, buf + hdr, len);
+		if (sv_span_copy(x, &d, 0, payload, 0, len) != SV_COPY_OK) {
 			return IBV_WC_LOC_PROT_ERR;
 		}
 	}

@@ -217,21 +217,19 @@ static struct sv_rwin *find_psn(struct sv_roce_qp *rq, uint32_t p)
 static bool land(struct sv_qp *qp, struct sv_rwin *e, uint64_t off,
 		 const void *data, uint32_t len)
 {
-	struct sv_exec x = { 0 };
-	static __thread uint8_t bounce[4096];
+	struct sv_exec x;
 	struct sv_map map[SV_MAX_SGE];
 	struct iovec iov[SV_IOV_WINDOW];
 	struct span d, s;
 	uint64_t total;
 
-	if (sv_x_span_sges(&d, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
+	if (sv_span_sges(&d, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
 			   true, &total) != IBV_WC_SUCCESS ||
 	    off + len > total)
 		return false;
-	x.bounce = bounce;
-	x.bounce_bytes = sizeof(bounce);
-	sv_x_span_raw(&s, (void *)data, len);
-	return sv_x_span_copy(&x, &d, off, &s, 0, len) == SV_COPY_OK;
+	sv_roce_exec(&x);
+	sv_span_raw(&s, (void *)data, len);
+	return sv_span_copy(&x, &d, off, &s, 0, len) == SV_COPY_OK;
 }
 
 static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
@@ -498,11 +496,11 @@ static bool payload(struct sv_exec *x, struct sv_qp *qp,
 		memcpy(buf, e->w.u.data + off, len);
 		return true;
 	}
-	if (sv_x_span_sges(&s, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
+	if (sv_span_sges(&s, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
 			   false, &total) != IBV_WC_SUCCESS)
 		return false;
-	sv_x_span_raw(&d, buf, len);
-	return sv_x_span_copy(x, &d, 0, &s, off, len) == SV_COPY_OK;
+	sv_span_raw(&d, buf, len);
+	return sv_span_copy(x, &d, 0, &s, off, len) == SV_COPY_OK;
 }
 
 /* Build and queue the next packet of the cursor's WQE. 0 sent, or a

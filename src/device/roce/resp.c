@@ -35,16 +35,6 @@
 
 #include "device/roce/roce_int.h"
 
-static __thread uint8_t bounce[4096];
-
-static void xinit(struct sv_exec *x)
-{
-	memset(x, 0, sizeof(*x));
-	x->bounce = bounce;
-	x->bounce_bytes = sizeof(bounce);
-	x->now = sv_now_ns();
-}
-
 static bool is_rc(const struct sv_qp *qp)
 {
 	return qp->type == IBV_QPT_RC;
@@ -63,16 +53,15 @@ static void fatal_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint8_t syn,
 	sv_x_qp_error(t, event);
 }
 
-/* Complete the receive WQE a message took. */
-static void rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
-		    uint32_t byte_len, const struct sv_roce_pkt *p,
-		    bool grh, uint32_t src_qp)
+/* Complete receive WQE r (taken off t's ring by rx_take). */
+static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
+		    uint32_t opcode, uint32_t byte_len,
+		    const struct sv_roce_pkt *p, bool grh, uint32_t src_qp)
 {
-	struct sv_roce_qp *rq = t->roce;
 	struct sv_cqe e;
 	bool solicited = false;
 
-	sv_x_cqe_init(&e, rq->rx.h.wr_id, status, opcode, t->qpn);
+	sv_x_cqe_init(&e, r->h.wr_id, status, opcode, t->qpn);
 	e.byte_len = byte_len;
 	e.src_qp = src_qp;
 	if (status == IBV_WC_SUCCESS && p) {
@@ -87,47 +76,65 @@ static void rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
 			e.wc_flags |= IBV_WC_GRH;
 		solicited = p->se;
 	}
-	rq->rx_taken = false;
 	sv_x_qp_push(t, t->recv_cq, &e, solicited);
 	if (status != IBV_WC_SUCCESS)
 		sv_x_qp_error(t, 0);
 }
 
-/* Take the next receive WQE for a message: 0, or RNR (-ENOENT), or the
- * ring is corrupt (-EIO). */
-static int rx_take(struct sv_qp *t)
+/* The connected QP's message in progress completes its receive WQE. */
+static void msg_rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
+			uint32_t byte_len, const struct sv_roce_pkt *p)
 {
 	struct sv_roce_qp *rq = t->roce;
-	int ret = sv_x_rq_peek(t, &rq->rx);
+
+	rq->rx_taken = false;
+	rx_done(t, &rq->rx, status, opcode, byte_len, p, false, rq->dqpn);
+}
+
+/* Take the next receive WQE of t into r: 0, or RNR (-ENOENT), or the ring
+ * is corrupt (-EIO). */
+static int rx_take(struct sv_qp *t, struct rwqe *r)
+{
+	int ret = sv_x_rq_peek(t, r);
 
 	if (ret)
 		return ret;
-	sv_x_rq_commit(&rq->rx);
+	sv_x_rq_commit(r);
+	return 0;
+}
+
+/* The connected QP's message takes its receive WQE. */
+static int msg_rx_take(struct sv_qp *t)
+{
+	struct sv_roce_qp *rq = t->roce;
+	int ret = rx_take(t, &rq->rx);
+
+	if (ret)
+		return ret;
 	rq->rx_taken = true;
 	rq->rx_off = 0;
 	return 0;
 }
 
-/* Copy len bytes of data to byte off of the taken receive WQE: a status. */
-static uint32_t rx_put(struct sv_qp *t, uint64_t off, const void *data,
-		       uint32_t len)
+/* Copy len bytes of data to byte off of taken receive WQE r: a status. */
+static uint32_t rx_put(struct sv_qp *t, struct rwqe *r, uint64_t off,
+		       const void *data, uint32_t len)
 {
-	struct sv_roce_qp *rq = t->roce;
 	struct sv_exec x;
 	struct span s;
 	uint32_t st;
 
 	/* checked again for every packet: the lock was let go between */
-	st = sv_x_rq_resolve(t, &rq->rx);
+	st = sv_x_rq_resolve(t, r);
 	if (st != IBV_WC_SUCCESS)
 		return st;
-	if (off + len > rq->rx.cap)
+	if (off + len > r->cap)
 		return IBV_WC_LOC_LEN_ERR;
 	if (!len)
 		return IBV_WC_SUCCESS;
-	xinit(&x);
-	sv_x_span_raw(&s, (void *)data, len);
-	if (sv_x_span_copy(&x, &rq->rx.mem, off, &s, 0, len) != SV_COPY_OK)
+	sv_roce_exec(&x);
+	sv_span_raw(&s, (void *)data, len);
+	if (sv_span_copy(&x, &r->mem, off, &s, 0, len) != SV_COPY_OK)
 		return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;
 }
@@ -140,7 +147,7 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 	uint32_t n = len ? (uint32_t)((len + rq->mtu - 1) / rq->mtu) : 1;
 	struct sv_exec x;
 
-	xinit(&x);
+	sv_roce_exec(&x);
 	for (uint32_t k = 0; k < n; k++) {
 		uint64_t off = (uint64_t)k * rq->mtu;
 		uint32_t l = (uint32_t)(len - off < rq->mtu ? len - off : rq->mtu);
@@ -163,11 +170,11 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 		buf = sv_roce_tx_next(tx);
 		hdr = sv_roce_build_hdr(buf, &p);
 		if (l) {
-			if (!sv_x_span_remote(&r, rkey, t, va + off, l,
+			if (!sv_span_remote(&r, rkey, t, va + off, l,
 					      IBV_ACCESS_REMOTE_READ))
 				return false;
-			sv_x_span_raw(&d, buf + hdr, l);
-			if (sv_x_span_copy(&x, &d, 0, &r.s, 0, l) != SV_COPY_OK)
+			sv_span_raw(&d, buf + hdr, l);
+			if (sv_span_copy(&x, &d, 0, &r.s, 0, l) != SV_COPY_OK)
 				return false;
 		}
 		sv_roce_tx_push(tx, hdr + l, rq->sgid, rq->dgid, rq->sport);
@@ -252,7 +259,7 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 	int ret;
 
 	if (p->flags & SV_RF_FIRST) {
-		ret = rx_take(t);
+		ret = msg_rx_take(t);
 		if (ret == -ENOENT) {
 			if (is_rc(t)) {
 				sv_roce_send_ack(tx, rq,
@@ -268,10 +275,10 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 		}
 		rq->in = SV_IN_SEND;
 	}
-	st = rx_put(t, rq->rx_off, p->payload, p->paylen);
+	st = rx_put(t, &rq->rx, rq->rx_off, p->payload, p->paylen);
 	if (st != IBV_WC_SUCCESS) {
 		rq->in = SV_IN_NONE;
-		rx_done(t, st, IBV_WC_RECV, 0, NULL, false, rq->dqpn);
+		msg_rx_done(t, st, IBV_WC_RECV, 0, NULL);
 		fatal_nak(t, tx, st == IBV_WC_LOC_LEN_ERR ? SV_AETH_NAK_INV :
 			  SV_AETH_NAK_OP, p->psn, 0);
 		return;
@@ -282,16 +289,14 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 		return;
 	rq->in = SV_IN_NONE;
 	if ((p->flags & SV_RF_IETH) && !sv_mm_remote_inv_ok(t, p->ieth_rkey)) {
-		rx_done(t, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, NULL, false,
-			rq->dqpn);
+		msg_rx_done(t, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, NULL);
 		fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
 		return;
 	}
 	if (p->flags & SV_RF_IETH)
 		sv_mm_remote_inv(t, p->ieth_rkey);
 	rq->msn = sv_psn_add(rq->msn, 1);
-	rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->rx_off, p, false,
-		rq->dqpn);
+	msg_rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->rx_off, p);
 }
 
 static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
@@ -321,16 +326,16 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 		return;
 	}
 	if (p->paylen) {
-		if (!sv_x_span_remote(&r, rq->wr_rkey, t, rq->wr_va + rq->wr_off,
+		if (!sv_span_remote(&r, rq->wr_rkey, t, rq->wr_va + rq->wr_off,
 				      p->paylen, IBV_ACCESS_REMOTE_WRITE)) {
 			rq->in = SV_IN_NONE;
 			fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
 				  IBV_EVENT_QP_ACCESS_ERR);
 			return;
 		}
-		xinit(&x);
-		sv_x_span_raw(&s, (void *)p->payload, p->paylen);
-		if (sv_x_span_copy(&x, &r.s, 0, &s, 0, p->paylen) !=
+		sv_roce_exec(&x);
+		sv_span_raw(&s, (void *)p->payload, p->paylen);
+		if (sv_span_copy(&x, &r.s, 0, &s, 0, p->paylen) !=
 		    SV_COPY_OK) {
 			if (sv_x_target_gone(t))
 				return; /* no answer, as a vanished host */
@@ -342,7 +347,7 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 	}
 	if ((p->flags & SV_RF_LAST) && (p->flags & SV_RF_IMMDT)) {
 		/* the immediate data takes a receive WQE */
-		int ret = rx_take(t);
+		int ret = msg_rx_take(t);
 
 		if (ret == -ENOENT) {
 			if (is_rc(t)) {
@@ -357,8 +362,8 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 			fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
 			return;
 		}
-		rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
-			(uint32_t)rq->wr_len, p, false, rq->dqpn);
+		msg_rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+			    (uint32_t)rq->wr_len, p);
 	}
 	rq->wr_off += p->paylen;
 	rq->epsn = sv_psn_add(rq->epsn, 1);
@@ -380,7 +385,7 @@ static void rc_read(struct sv_qp *t, const struct sv_roce_pkt *p,
 		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
 		return;
 	}
-	if (p->dmalen && !sv_x_span_remote(&probe, p->rkey, t, p->va,
+	if (p->dmalen && !sv_span_remote(&probe, p->rkey, t, p->va,
 					   p->dmalen, IBV_ACCESS_REMOTE_READ)) {
 		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
 			  IBV_EVENT_QP_ACCESS_ERR);
@@ -418,16 +423,16 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
 		return;
 	}
-	if (!sv_x_span_remote(&r, p->rkey, t, p->va, 8,
+	if (!sv_span_remote(&r, p->rkey, t, p->va, 8,
 			      IBV_ACCESS_REMOTE_ATOMIC)) {
 		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
 			  IBV_EVENT_QP_ACCESS_ERR);
 		return;
 	}
-	xinit(&x);
+	sv_roce_exec(&x);
 	/* atomic with respect to every other atomic: sv_dev.lock is held */
-	sv_x_span_raw(&l, &orig, sizeof(orig));
-	if (sv_x_span_copy(&x, &l, 0, &r.s, 0, 8) != SV_COPY_OK)
+	sv_span_raw(&l, &orig, sizeof(orig));
+	if (sv_span_copy(&x, &l, 0, &r.s, 0, 8) != SV_COPY_OK)
 		goto fault;
 	if ((p->opcode & 0x1f) == SV_OP_RC_CMP_SWAP) {
 		store = orig == p->compare;
@@ -436,8 +441,8 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 		store = true;
 		val = orig + p->swap_add;
 	}
-	sv_x_span_raw(&l, &val, sizeof(val));
-	if (store && sv_x_span_copy(&x, &r.s, 0, &l, 0, 8) != SV_COPY_OK)
+	sv_span_raw(&l, &val, sizeof(val));
+	if (store && sv_span_copy(&x, &r.s, 0, &l, 0, 8) != SV_COPY_OK)
 		goto fault;
 	res = res_new(rq);
 	res->atomic = true;
@@ -458,28 +463,20 @@ fault:
 static void ud_recv(struct sv_qp *t, const struct sv_roce_pkt *p,
 		    const struct sv_roce_ip *ip)
 {
-	struct sv_roce_qp tmp, *saved = t->roce;
 	uint8_t grh[SV_GRH_BYTES];
+	struct rwqe r;
 	uint32_t st;
 
-	if (p->qkey != t->attr.qkey)
+	if (p->qkey != t->attr.qkey || rx_take(t, &r))
 		return;
-	/* the receive WQE lives in a scratch state: UD QPs have none */
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.qp = t;
-	t->roce = &tmp;
-	if (rx_take(t))
-		goto out;
 	sv_grh_build(grh, ip->src, ip->dst, 0, 0, 64, p->paylen,
 		     (p->flags & SV_RF_IMMDT) != 0);
-	st = rx_put(t, 0, grh, sizeof(grh));
+	st = rx_put(t, &r, 0, grh, sizeof(grh));
 	if (st == IBV_WC_SUCCESS)
-		st = rx_put(t, sizeof(grh), p->payload, p->paylen);
-	rx_done(t, st, IBV_WC_RECV,
+		st = rx_put(t, &r, sizeof(grh), p->payload, p->paylen);
+	rx_done(t, &r, st, IBV_WC_RECV,
 		st == IBV_WC_SUCCESS ? (uint32_t)sizeof(grh) + p->paylen : 0,
 		p, true, p->sqpn);
-out:
-	t->roce = saved;
 }
 
 void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
@@ -554,7 +551,8 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		if ((p->flags & SV_RF_FIRST) && rq->in == SV_IN_SEND &&
 		    rq->rx_taken) {
 			/* UC restart: keep the WQE taken */
-			uint32_t st = rx_put(t, 0, p->payload, p->paylen);
+			uint32_t st = rx_put(t, &rq->rx, 0, p->payload,
+					     p->paylen);
 
 			if (st != IBV_WC_SUCCESS)
 				return;
@@ -604,7 +602,7 @@ bool sv_roce_flush(struct sv_qp *qp)
 	if (!rq || !rq->rx_taken)
 		return false;
 	rq->in = SV_IN_NONE;
-	rx_done(qp, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL, false, rq->dqpn);
+	msg_rx_done(qp, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL);
 	return true;
 }
 

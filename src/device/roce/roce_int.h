@@ -99,6 +99,9 @@ struct sv_roce_tx {
 
 /* dev.c */
 extern struct sv_roce_stats sv_roce_stats;
+/* An execution context for the wire's copies (under sv_dev.lock, never
+ * unlocked): this thread's bounce buffer, the time now. */
+void sv_roce_exec(struct sv_exec *x);
 /* This thread's tx batch (allocated once per thread). */
 struct sv_roce_tx *sv_roce_tx_get(void);
 /* The next free packet buffer (flushes a full batch first). */
