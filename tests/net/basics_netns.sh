@@ -130,6 +130,31 @@ ip netns exec "$NS_B" timeout 5 bash -c "exec 3<>/dev/tcp/$IP_A/$port" ||
 ns_wait_job $pp 10 || fail "pingpong server did not end after the bare connect"
 pass "$NS_B reaches the pingpong server's port $IP_A:$port"
 
+# ---- an idle daemon with a RoCEv2 port sleeps: none of its threads (the
+# control thread, the engine, the wire thread) runs across a quiet half
+# second (a sleeping thread's CPU time and context switches do not move,
+# however long the interval) ----
+threads() { # pid: "tid comm ticks switches" per thread
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "$(basename "$t") $(cat "$t/comm")" \
+		     "$(awk '{print $14 + $15}' "$t/stat")" \
+		     "$(awk '/^(non)?voluntary_ctxt_switches/ {n += $2} END {print n}' "$t/status")"
+	done
+}
+grep -q sv-wire /proc/"$PID_A"/task/*/comm || fail "no sv-wire thread in $NS_A's daemon"
+# the daemons settle (their last client went a moment ago)
+sleep 0.5
+before=$(threads "$PID_A")
+sleep 0.5
+after=$(threads "$PID_A")
+if [ "$before" != "$after" ]; then
+	echo "before: $before" >&2
+	echo "after:  $after" >&2
+	fail "an idle daemon's threads ran"
+fi
+pass "an idle daemon (engine, wire thread, control) does not run: $(echo "$after" | wc -l) threads asleep"
+
 # ---- cleanup leaves nothing ----
 pids=("${NS_PIDS[@]}")
 ns_cleanup 0 || fail "cleanup"

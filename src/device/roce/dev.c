@@ -11,6 +11,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -33,6 +35,7 @@ void sv_roce_exec(struct sv_exec *x)
 static struct {
 	struct sv_net *net;
 	uint16_t port;             /* the UDP port peers send to */
+	int stop_fd;               /* an eventfd: written to stop the thread */
 	pthread_t thread;
 	bool running;
 	uint32_t stop;
@@ -190,9 +193,14 @@ static void *wire_main(void *arg)
 	static struct sv_net_rx rx[RX_BATCH];
 	struct sv_qp *touched[RX_BATCH];
 	struct sv_roce_tx *tx = sv_roce_tx_get();
-	struct pollfd pfd = { .fd = sv_net_fd(wire.net), .events = POLLIN };
+	/* no timeout: an idle port sleeps until a packet or the stop */
+	struct pollfd pfd[2] = {
+		{ .fd = sv_net_fd(wire.net), .events = POLLIN },
+		{ .fd = wire.stop_fd, .events = POLLIN },
+	};
 
 	(void)arg;
+	pthread_setname_np(pthread_self(), "sv-wire");
 	if (!tx) {
 		sv_log(SV_LOG_ERR, "roce: no memory for the wire thread");
 		return NULL;
@@ -201,7 +209,7 @@ static void *wire_main(void *arg)
 		unsigned int n = sv_net_recv(wire.net, rx, RX_BATCH), nt = 0;
 
 		if (!n) {
-			(void)poll(&pfd, 1, 100);
+			(void)poll(pfd, 2, -1);
 			continue;
 		}
 		sv_dev_lock(false);
@@ -230,6 +238,13 @@ int sv_roce_start(uint16_t port, const char *inject)
 	ret = sv_net_open(&wire.net, &cfg);
 	if (ret)
 		return ret;
+	wire.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wire.stop_fd < 0) {
+		ret = -errno;
+		sv_net_close(wire.net);
+		wire.net = NULL;
+		return ret;
+	}
 	/* signals are the control thread's (signalfd): the wire thread
 	 * takes none */
 	sigfillset(&all);
@@ -237,6 +252,7 @@ int sv_roce_start(uint16_t port, const char *inject)
 	ret = pthread_create(&wire.thread, NULL, wire_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
+		close(wire.stop_fd);
 		sv_net_close(wire.net);
 		wire.net = NULL;
 		return -ret;
@@ -250,7 +266,10 @@ void sv_roce_stop(void)
 	if (!wire.running)
 		return;
 	__atomic_store_n(&wire.stop, 1, __ATOMIC_RELEASE);
+	if (eventfd_write(wire.stop_fd, 1))
+		sv_log(SV_LOG_WARN, "roce: cannot wake the wire thread");
 	pthread_join(wire.thread, NULL);
+	close(wire.stop_fd);
 	wire.running = false;
 	sv_net_close(wire.net);
 	wire.net = NULL;
