@@ -2,6 +2,8 @@
 # Install the Debian 12 packages that softverbs' build and tests need, when
 # they are missing. As root this runs apt-get; otherwise it prints the exact
 # command to run and stops.
+#   scripts/deps.sh [PKG...]   those packages instead of the build's and tests'
+#                              (tests/interop/deps.sh: make interop's own)
 set -eu
 
 pkgs=(
@@ -10,8 +12,9 @@ pkgs=(
 	libcmocka-dev                                 # unit tests
 	ibverbs-utils perftest python3-pyverbs python3 # unmodified consumers
 	ucx-utils valgrind gnuplot-nox                # make bench: peer, budgets, plots
-	iproute2 nftables iperf3                      # tests/net: namespaces, drops, TCP peer
+	iproute2 nftables iperf3 tshark               # tests/net: namespaces, drops, TCP peer, decode
 )
+[ $# -gt 0 ] && pkgs=("$@")
 
 missing=()
 for p in "${pkgs[@]}"; do
