@@ -8,7 +8,9 @@
  *     READ proves the WRITE landed whole, and is itself checked);
  *   - SENDs of 64 KiB (a fresh pattern each, its round and index in the
  *     first 16 bytes) that the server checks byte by byte as they arrive;
- * until BYTES bytes went each of the three ways. A completion error, a
+ * until BYTES bytes went each of the three ways. Before the rounds, the
+ * client binds a memory window (an operation of the requester alone, in
+ * order with the wire's WQEs). A completion error, a
  * byte wrong, or 60 s with no completion ends it with exit status 1 and a
  * message; the server says how many SENDs it checked.
  *
@@ -202,7 +204,8 @@ int main(int argc, char **argv)
 		die("cannot make the QP");
 	memset(buf, 0, BUF_BYTES);
 	mr = ibv_reg_mr(ep.pd, buf, BUF_BYTES, IBV_ACCESS_LOCAL_WRITE |
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_MW_BIND);
 	if (!mr)
 		die("ibv_reg_mr");
 	memset(&me, 0, sizeof(me));
@@ -277,7 +280,23 @@ int main(int argc, char **argv)
 	{
 		uint64_t done = 0, sends = 0, got;
 		uint8_t *src = buf, *dst = buf + BUF_BYTES / 2;
+		struct ibv_mw *mw = ibv_alloc_mw(ep.pd, IBV_MW_TYPE_1);
+		struct ibv_mw_bind bind = {
+			.wr_id = 0x6d77,
+			.send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = mr, .addr = (uintptr_t)dst,
+				       .length = 4096,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_READ },
+		};
 
+		/* an operation of the requester alone (binding a window) runs
+		 * in order on a QP whose peer is on another host, and the
+		 * traffic after it goes on */
+		if (!mw || ibv_bind_mw(ep.qp, mw, &bind))
+			die("ibv_alloc_mw / ibv_bind_mw");
+		one_wc(ep.scq, &wc, "a window bind");
+		if (wc.wr_id != 0x6d77 || wc.opcode != IBV_WC_BIND_MW)
+			die("the bind's completion is not the bind's");
 		for (uint64_t r = 1; done < bytes; r++) {
 			struct ibv_sge sge = { .lkey = mr->lkey };
 			struct ibv_send_wr wr, *bad;

@@ -392,13 +392,23 @@ static uint32_t pkts_of(uint64_t len, uint32_t mtu)
 	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
 }
 
-/*
- * Take the next WQE from the ring into the window: 1 taken, 0 none, -1
- * the next WQE is one that runs at the requester alone (the caller runs it
- * on the loopback path once nothing is in flight), or a completion status
- * + 2 for a WQE refused (the caller completes it as the head).
- */
-static int take(struct sv_qp *qp)
+enum take_res {
+	TAKE_NONE,      /* nothing to take (or no room) */
+	TAKE_ONE,       /* a WQE is in the window */
+	TAKE_LOCAL,     /* the next one runs at the requester alone: on the
+			 * loopback path, once nothing is in flight */
+	TAKE_REFUSED,   /* the next one is refused with *status: it
+			 * completes in its turn */
+};
+
+/* Take the next WQE from the ring into the window. */
+static enum take_res refuse(uint32_t *status, uint32_t st)
+{
+	*status = st;
+	return TAKE_REFUSED;
+}
+
+static enum take_res take(struct sv_qp *qp, uint32_t *status)
 {
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_rwin *e;
@@ -409,13 +419,13 @@ static int take(struct sv_qp *qp)
 
 	if (corrupt) {
 		sv_x_qp_error(qp, IBV_EVENT_QP_FATAL);
-		return 0;
+		return TAKE_NONE;
 	}
 	if (rq->tail - qp->sq.cons >= pending || rq->tail - rq->head >= SV_RQ_WIN)
-		return 0;
+		return TAKE_NONE;
 	if (qp->state == IBV_QPS_SQD && !(qp->sqd_armed &&
 	    (int32_t)(qp->sqd_prod - rq->tail) > 0))
-		return 0;
+		return TAKE_NONE;
 	slot = sv_x_sq_slot(qp, rq->tail);
 	e = rwin(rq, rq->tail);
 	memcpy(&e->w.h, slot, sizeof(e->w.h));
@@ -432,21 +442,21 @@ static int take(struct sv_qp *qp)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		if (qp->type != IBV_QPT_RC)
-			return IBV_WC_LOC_QP_OP_ERR + 2;
+			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 		break;
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
 	case SV_WR_FAST_REG_MR:
-		return -1;
+		return TAKE_LOCAL;
 	default:
-		return IBV_WC_LOC_QP_OP_ERR + 2;
+		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 	}
 	if (!sv_x_swqe_body(qp, slot, &e->w))
-		return IBV_WC_LOC_QP_OP_ERR + 2;
+		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 	e->rd = sv_x_op_sink(op);
 	if (e->w.h.flags & IBV_SEND_INLINE) {
 		if (e->rd)
-			return IBV_WC_LOC_QP_OP_ERR + 2;
+			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 		total = e->w.h.num_sge;
 	} else {
 		for (uint32_t i = 0; i < e->w.h.num_sge; i++)
@@ -455,9 +465,9 @@ static int take(struct sv_qp *qp)
 	if (e->rd && (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		      op == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
 	    (e->w.h.num_sge != 1 || total != 8))
-		return IBV_WC_LOC_LEN_ERR + 2;
+		return refuse(status, IBV_WC_LOC_LEN_ERR);
 	if (total > SV_MAX_MSG_SZ)
-		return IBV_WC_LOC_LEN_ERR + 2;
+		return refuse(status, IBV_WC_LOC_LEN_ERR);
 	e->len = total;
 	e->got = 0;
 	e->done = false;
@@ -466,7 +476,7 @@ static int take(struct sv_qp *qp)
 		    op == IBV_WR_ATOMIC_FETCH_AND_ADD) ? 1 : pkts_of(total, rq->mtu);
 	rq->next_psn = sv_psn_add(rq->next_psn, e->npkts);
 	rq->tail++;
-	return 1;
+	return TAKE_ONE;
 }
 
 /* READs and atomics in flight before WQE n. */
@@ -503,9 +513,9 @@ static bool payload(struct sv_exec *x, struct sv_qp *qp,
 	return sv_span_copy(x, &d, 0, &s, off, len) == SV_COPY_OK;
 }
 
-/* Build and queue the next packet of the cursor's WQE. 0 sent, or a
- * completion status + 2 for the WQE (its local memory failed). */
-static int send_one(struct sv_exec *x, struct sv_qp *qp,
+/* Build and queue the next packet of the cursor's WQE: IBV_WC_SUCCESS, or
+ * the WQE's completion status (its local memory failed). */
+static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		    struct sv_roce_tx *tx)
 {
 	struct sv_roce_qp *rq = qp->roce;
@@ -524,7 +534,7 @@ static int send_one(struct sv_exec *x, struct sv_qp *qp,
 		/* its answer is in (a rewind went back past it) */
 		rq->cur++;
 		rq->cur_pkt = 0;
-		return 0;
+		return IBV_WC_SUCCESS;
 	}
 	memset(&p, 0, sizeof(p));
 	psn = sv_psn_add(e->psn, k);
@@ -613,7 +623,7 @@ static int send_one(struct sv_exec *x, struct sv_qp *qp,
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
 	if (!payload(x, qp, e, off, len, buf + hdr))
-		return IBV_WC_LOC_PROT_ERR + 2;
+		return IBV_WC_LOC_PROT_ERR;
 	sv_roce_tx_push(tx, hdr + len, rq->sgid, rq->dgid, rq->sport);
 	/* the PSNs this packet takes (a READ request: its responses') */
 	if (sv_psn_diff(sv_psn_add(psn, span), rq->snd) > 0)
@@ -626,7 +636,7 @@ static int send_one(struct sv_exec *x, struct sv_qp *qp,
 	} else {
 		rq->cur_pkt += span;
 	}
-	return 0;
+	return IBV_WC_SUCCESS;
 }
 
 /* May the cursor's next packet go now? */
@@ -720,7 +730,8 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 	struct sv_roce_tx *tx;
 	bool did = false;
 	unsigned int sent = 0;
-	int r;
+	enum take_res t;
+	uint32_t st;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
@@ -734,32 +745,32 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 	if (!tx)
 		return did;
 	/* take new WQEs while the window has room */
-	while ((r = take(qp)) == 1)
+	while ((t = take(qp, &st)) == TAKE_ONE)
 		did = true;
-	if (r == -1 && rq->head == rq->tail) {
-		/* a local operation at the head: the loopback path runs it */
-		return sv_exec_local_head(x, qp) || did;
-	}
-	if (r > 1) {
-		/* refused: it completes in its turn (in order) */
-		if (rq->head == rq->tail) {
+	if (rq->head == rq->tail && (t == TAKE_LOCAL || t == TAKE_REFUSED)) {
+		if (t == TAKE_LOCAL) {
+			/* run by the loopback path */
+			did |= sv_exec_local_head(x, qp);
+		} else {
 			struct swqe w;
 
 			memcpy(&w.h, sv_x_sq_head(qp), sizeof(w.h));
-			sv_x_sq_complete(qp, &w, (uint32_t)(r - 2), 0);
-			rq->head = rq->tail = rq->cur = qp->sq.cons;
-			rq->cur_pkt = 0;
-			return true;
+			sv_x_sq_complete(qp, &w, st, 0);
+			did = true;
 		}
+		/* the window follows the ring past it */
+		rq->head = rq->tail = rq->cur = qp->sq.cons;
+		rq->cur_pkt = 0;
+		return did;
 	}
 	while (sent < SV_TX_BATCH && may_send(qp, x->now)) {
-		r = send_one(x, qp, tx);
-		if (r) {
+		st = send_one(x, qp, tx);
+		if (st != IBV_WC_SUCCESS) {
 			/* only the head can fail here in order: complete it
 			 * once what is before it completed; until then,
 			 * stop sending */
 			if (rq->cur == rq->head)
-				complete_head(qp, (uint32_t)(r - 2));
+				complete_head(qp, st);
 			break;
 		}
 		sent++;
