@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 4u
+#define SV_PROTO_VERSION 5u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -568,6 +568,8 @@ struct sv_rsp_stat_wire {
 	uint64_t retry_exceeded;
 	uint64_t tx_drop_full;     /* the socket was full: dropped */
 	uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt; /* injector */
+	uint32_t gso, gro;         /* 1: UDP GSO / GRO in use */
+	uint64_t tx_gso, rx_gro;   /* datagrams of several packets */
 };
 
 struct sv_rsp_hdr {

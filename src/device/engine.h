@@ -119,8 +119,10 @@ enum {
 };
 
 /* Copy len bytes from src (from byte src_off of its list) to dst (from
- * dst_off) through bounce, chunk by chunk. Both lists must be long enough
- * (a short one is a fault of that side). No allocation. */
+ * dst_off) through bounce, chunk by chunk; when exactly one side is this
+ * process (pid 0), directly, one process_vm_readv/_writev per window of
+ * iovecs. Both lists must be long enough (a short one is a fault of that
+ * side). No allocation. */
 int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
 		const struct sv_mem *src, uint64_t src_off, uint64_t len,
 		void *bounce, size_t bounce_bytes);

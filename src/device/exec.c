@@ -1262,10 +1262,7 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 		qp->head_started = false;
 		if (qp->sq_drained_sent)
 			return false;
-		sqd_disarm(qp);
-		qp->sq_drained_sent = true;
-		if (qp->attr.en_sqd_async_notify)
-			qp_event(qp, IBV_EVENT_SQ_DRAINED);
+		sv_x_sq_drained(qp);
 		return true;
 	case IBV_QPS_SQE:
 		if (!wq_pending(&qp->sq, &corrupt))
@@ -1360,6 +1357,16 @@ void sv_x_comm_est(struct sv_qp *t)
 void sv_x_qp_error(struct sv_qp *qp, uint32_t event)
 {
 	qp_error(qp, event);
+}
+
+void sv_x_sq_drained(struct sv_qp *qp)
+{
+	if (qp->sq_drained_sent)
+		return;
+	sqd_disarm(qp);
+	qp->sq_drained_sent = true;
+	if (qp->attr.en_sqd_async_notify)
+		qp_event(qp, IBV_EVENT_SQ_DRAINED);
 }
 
 void sv_x_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,

@@ -206,6 +206,9 @@ void sv_x_rq_commit(struct rwqe *r);
 bool sv_x_can_receive(const struct sv_qp *t);
 void sv_x_comm_est(struct sv_qp *t);
 void sv_x_qp_error(struct sv_qp *qp, uint32_t event);
+/* In SQD, with nothing left in flight: the drain is over (the
+ * SQ_DRAINED event if asked for), once per SQD. */
+void sv_x_sq_drained(struct sv_qp *qp);
 void sv_x_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 		   uint32_t opcode, uint32_t qpn);
 void sv_x_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,

@@ -61,6 +61,8 @@ static void usage(FILE *f)
 "  --ip ADDR            the IPv4 address the device serves (GID index 0)\n"
 "  --roce-port PORT     the RoCEv2 UDP port (default 4791)\n"
 "  --no-roce            no RoCEv2 port: peers on this host only\n"
+"  --no-offload         no UDP GSO/GRO on the RoCEv2 port: one datagram per\n"
+"                       packet (also $SOFTVERBSD_NO_OFFLOAD=1)\n"
 "  --inject SPEC        fault injection on the wire, for tests:\n"
 "                       seed=N,drop=P,dup=P,reorder=P,corrupt=P (P in [0,1];\n"
 "                       also $SOFTVERBSD_INJECT)\n"
@@ -382,6 +384,7 @@ int main(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "roce-port", required_argument, NULL, 'r' },
 		{ "no-roce", no_argument, NULL, 'n' },
+		{ "no-offload", no_argument, NULL, 'o' },
 		{ "inject", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -391,6 +394,8 @@ int main(int argc, char **argv)
 	const char *inject = getenv("SOFTVERBSD_INJECT");
 	unsigned long roce_port = 0;
 	bool roce = true;
+	bool no_offload = getenv("SOFTVERBSD_NO_OFFLOAD") &&
+			  !strcmp(getenv("SOFTVERBSD_NO_OFFLOAD"), "1");
 	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "s:i:a:l:vh", opts, NULL)) != -1) {
@@ -408,6 +413,9 @@ int main(int argc, char **argv)
 		}
 		case 'n':
 			roce = false;
+			break;
+		case 'o':
+			no_offload = true;
 			break;
 		case 'j':
 			inject = optarg;
@@ -492,7 +500,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (roce) {
-		int e = sv_roce_start((uint16_t)roce_port, inject);
+		int e = sv_roce_start((uint16_t)roce_port, inject,
+				      no_offload);
 
 		if (e)
 			sv_log(SV_LOG_WARN, "no RoCEv2 port (UDP %lu): %s; peers on "

@@ -218,6 +218,48 @@ mem_xfer(const struct sv_mem *m, struct sv_iov_cur *cur, void *buf, size_t len,
 	return true;
 }
 
+/* One side in this process, the other in another: no bounce, one
+ * process_vm_readv or _writev per window of iovecs. */
+static int mem_direct(const struct sv_mem *dst, struct sv_iov_cur dc,
+		      const struct sv_mem *src, struct sv_iov_cur sc,
+		      uint64_t len)
+{
+	struct iovec ws[SV_IOV_WINDOW], wd[SV_IOV_WINDOW];
+
+	while (len) {
+		struct sv_iov_cur sc0 = sc;
+		unsigned int ks, kd;
+		size_t ns = sv_iov_take(src->iov, src->niov, &sc, len, ws,
+					SV_IOV_WINDOW, &ks);
+		size_t nd = sv_iov_take(dst->iov, dst->niov, &dc, ns, wd,
+					SV_IOV_WINDOW, &kd);
+		ssize_t r;
+
+		if (!ns)
+			return SV_COPY_SRC_FAULT;
+		if (!nd)
+			return SV_COPY_DST_FAULT;
+		if (nd < ns) {
+			/* the destination's window ends first: as much of
+			 * the source (it held nd bytes already) */
+			sc = sc0;
+			ns = sv_iov_take(src->iov, src->niov, &sc, nd, ws,
+					 SV_IOV_WINDOW, &ks);
+		}
+		if (dst->pid == 0) {
+			r = process_vm_readv(src->pid, wd, kd, ws, ks, 0);
+			if (r < 0 || (size_t)r != nd)
+				return SV_COPY_SRC_FAULT;
+		} else {
+			r = process_vm_writev(dst->pid, ws, ks, wd, kd, 0);
+			if (r < 0 || (size_t)r != nd)
+				return SV_COPY_DST_FAULT;
+		}
+		len -= nd;
+	}
+	return SV_COPY_OK;
+}
+
 int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
 		const struct sv_mem *src, uint64_t src_off, uint64_t len,
 		void *bounce, size_t bounce_bytes)
@@ -230,6 +272,8 @@ int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
 		return SV_COPY_SRC_FAULT;
 	if (!sv_iov_seek(dst->iov, dst->niov, &dc, dst_off))
 		return SV_COPY_DST_FAULT;
+	if ((dst->pid == 0) != (src->pid == 0))
+		return mem_direct(dst, dc, src, sc, len);
 	while (len) {
 		size_t chunk = len < bounce_bytes ? (size_t)len : bounce_bytes;
 

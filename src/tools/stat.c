@@ -224,6 +224,12 @@ int sv_tool_stat(int argc, char **argv)
 			       (unsigned long long)w->naks_rcvd,
 			       (unsigned long long)w->rnr_naks_sent,
 			       (unsigned long long)w->rnr_naks_rcvd);
+			printf("roce offload: GSO %s (%llu datagrams of several "
+			       "packets sent), GRO %s (%llu received)\n",
+			       w->gso ? "on" : "off",
+			       (unsigned long long)w->tx_gso,
+			       w->gro ? "on" : "off",
+			       (unsigned long long)w->rx_gro);
 			if (w->inj_drop || w->inj_dup || w->inj_reorder ||
 			    w->inj_corrupt)
 				printf("roce injected: %llu dropped, %llu duplicated, "

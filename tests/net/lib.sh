@@ -196,7 +196,7 @@ ns_capture() { # file
 	local i
 	command -v dumpcap >/dev/null || { echo "NS_PCAP: no dumpcap" >&2; return 0; }
 	mkdir -p "$(dirname "$1")" && rm -f "$1"
-	ip netns exec "$NS_A" dumpcap -q -i veth0 -w "$1" </dev/null >/dev/null 2>&1 &
+	ip netns exec "$NS_A" dumpcap -q -P -i veth0 -w "$1" </dev/null >/dev/null 2>&1 &
 	NS_PIDS+=("$!")
 	for i in $(seq 1 100); do [ -s "$1" ] && break; sleep 0.05; done
 	echo "capturing $NS_A veth0 into $1" >&2

@@ -10,7 +10,10 @@
  *     first 16 bytes) that the server checks byte by byte as they arrive;
  * until BYTES bytes went each of the three ways. Before the rounds, the
  * client binds a memory window (an operation of the requester alone, in
- * order with the wire's WQEs). A completion error, a
+ * order with the wire's WQEs), then drains its send queue: 4 WRITEs
+ * posted, the QP moved to SQD, the SQ_DRAINED event awaited (what
+ * completed by then completed well), back to RTS, the rest completes in
+ * order. A completion error, a
  * byte wrong, or 60 s with no completion ends it with exit status 1 and a
  * message; the server says how many SENDs it checked.
  *
@@ -26,6 +29,8 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +159,71 @@ static void post_recv(struct vu_ep *ep, struct ibv_mr *mr, uint8_t *buf,
 		die("ibv_post_recv");
 }
 
+static void one_wc(struct ibv_cq *cq, struct ibv_wc *wc, const char *what);
+
+/* WRITEs in flight, the QP to SQD, the SQ_DRAINED event; back to RTS. */
+static void sq_drain(struct vu_ep *ep, struct ibv_mr *mr, uint8_t *src,
+		     const struct wire_info *peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD,
+				 .en_sqd_async_notify = 1 };
+	struct ibv_async_event ev;
+	struct pollfd pfd = { .fd = ep->qp->context->async_fd,
+			      .events = POLLIN };
+	struct ibv_wc wc[4];
+	int got = 0, n, fl;
+
+	for (uint64_t i = 0; i < 4; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)src,
+				       .length = 65536, .lkey = mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = 0x5d0 + i, .sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = peer->addr + BUF_BYTES / 2 +
+						65536 * i,
+				     .rkey = peer->rkey },
+		}, *bad;
+
+		if (ibv_post_send(ep->qp, &wr, &bad))
+			die("post a WRITE before SQD");
+	}
+	if (ibv_modify_qp(ep->qp, &a, IBV_QP_STATE |
+			  IBV_QP_EN_SQD_ASYNC_NOTIFY))
+		die("modify to SQD");
+	fl = fcntl(pfd.fd, F_GETFL);
+	if (fl < 0 || fcntl(pfd.fd, F_SETFL, fl | O_NONBLOCK))
+		die("async fd nonblocking");
+	for (;;) {
+		if (poll(&pfd, 1, WAIT_MS) != 1)
+			die("no SQ_DRAINED event");
+		if (ibv_get_async_event(ep->qp->context, &ev))
+			continue;
+		ibv_ack_async_event(&ev);
+		if (ev.event_type == IBV_EVENT_SQ_DRAINED &&
+		    ev.element.qp == ep->qp)
+			break;
+		if (ev.event_type != IBV_EVENT_COMM_EST)
+			die("an async event other than SQ_DRAINED");
+	}
+	/* drained: what completed completed well, in order */
+	while ((n = ibv_poll_cq(ep->scq, 4 - got, wc)) > 0) {
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS ||
+			    wc[i].wr_id != 0x5d0 + (uint64_t)got + (uint64_t)i)
+				die("a WRITE before SQD completed wrong");
+		got += n;
+	}
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(ep->qp, &a, IBV_QP_STATE))
+		die("modify SQD -> RTS");
+	for (; got < 4; got++) {
+		one_wc(ep->scq, wc, "a WRITE after SQD");
+		if (wc[0].wr_id != 0x5d0 + (uint64_t)got)
+			die("a WRITE after SQD out of order");
+	}
+}
+
 static void one_wc(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
 {
 	char msg[160];
@@ -274,6 +344,14 @@ int main(int argc, char **argv)
 		printf("server: %" PRIu64 " SENDs (%" PRIu64
 		       " bytes) checked, none wrong\n", n, total);
 		xfer(fd, &n, sizeof(n), true);
+		{
+			/* the QP stays until the client saw its last SEND
+			 * complete: if the ACK of it was lost, the SEND comes
+			 * again and is acknowledged again */
+			char bye;
+
+			xfer(fd, &bye, 1, false);
+		}
 		return 0;
 	}
 
@@ -297,6 +375,7 @@ int main(int argc, char **argv)
 		one_wc(ep.scq, &wc, "a window bind");
 		if (wc.wr_id != 0x6d77 || wc.opcode != IBV_WC_BIND_MW)
 			die("the bind's completion is not the bind's");
+		sq_drain(&ep, mr, src, &peer);
 		for (uint64_t r = 1; done < bytes; r++) {
 			struct ibv_sge sge = { .lkey = mr->lkey };
 			struct ibv_send_wr wr, *bad;
@@ -362,6 +441,11 @@ int main(int argc, char **argv)
 		xfer(fd, &got, sizeof(got), false);
 		if (got != sends)
 			die("the server checked another number of SENDs");
+		{
+			char bye = 1;
+
+			xfer(fd, &bye, 1, true);
+		}
 		printf("client: %" PRIu64 " bytes each of WRITE, READ and SEND "
 		       "(%" PRIu64 " SENDs), every byte checked\n", done, sends);
 	}

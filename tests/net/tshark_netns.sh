@@ -4,7 +4,12 @@
 # requests and responses), ib_atomic_bw (atomics and their ACKs),
 # ib_write_bw (WRITE first/middle/last) and ibv_ud_pingpong (UD, DETH) run;
 # every packet must decode as InfiniBand with no malformed packet and no
-# expert error.
+# expert error, and every packet's ICRC must verify with the IP header it
+# had on the link (unit_roce_wire --pcap). The daemons send with UDP GSO;
+# the veths cut GSO datagrams into packets before the capture point
+# (gso_max_segs 1), as a NIC without UDP segmentation offload does, so the
+# capture holds the packets as they go on a wire, with the IP
+# identifications the kernel gave the segments.
 #   tshark_netns.sh BUILD_DIR
 export SV_BUILD_DIR=$1
 . "$(dirname "$0")/lib.sh"
@@ -13,6 +18,9 @@ command -v tshark >/dev/null || fail "tshark is not installed (scripts/deps.sh)"
 command -v dumpcap >/dev/null || fail "dumpcap is not installed (scripts/deps.sh)"
 NS_PCAP=$NS_DIR/pcap
 ns_pair_up "$(ns_prefix tshark)"
+for n in "$NS_A" "$NS_B"; do
+	ip -n "$n" link set veth0 gso_max_segs 1 || fail "gso_max_segs in $n"
+done
 ns_daemons_up
 cap=$NS_PCAP/$(ls "$NS_PCAP" | head -n 1)
 run() {
@@ -40,4 +48,11 @@ if [ "$bad" -ne 0 ]; then
 	tshark -r "$cap" -Y '_ws.malformed || _ws.expert.severity >= error' -V 2>/dev/null | head -n 80
 	fail "$bad malformed packets"
 fi
-pass "$total RoCEv2 packets of softverbs decode in tshark, none malformed"
+# GSO was used (the segments' ICRCs are then checked below)
+stat=$(ns_sv "$NS_B" "$SOCK_B" "$SV" stat 2>&1)
+echo "$stat" | grep '^roce offload'
+gso=$(echo "$stat" | sed -n 's/^roce offload: GSO on (\([0-9]*\) datagrams.*/\1/p')
+[ -n "$gso" ] && [ "$gso" -gt 0 ] || fail "b sent no GSO datagram: $stat"
+"$SV_BUILD_DIR/bin/unit_roce_wire" --pcap "$cap" ||
+	fail "a packet's ICRC does not verify with its IP header as captured"
+pass "$total RoCEv2 packets of softverbs decode in tshark, none malformed, every ICRC verifies"

@@ -37,8 +37,10 @@ struct ref_pkt {
 	struct sv_roce_ip ip;      /* with the real ip_id and df */
 };
 
-static struct ref_pkt ref[64];
+/* the reference pcap's, or (--pcap) a capture's */
+static struct ref_pkt ref[8192];
 static unsigned int nref;
+static const char *pcap_path = PCAP_PATH;
 
 /* ================= helpers ================= */
 
@@ -95,7 +97,7 @@ static uint32_t pcap_u32(const uint8_t *b, bool swap)
 /* Read the pcap file and keep its UDP port 4791 payloads in ref[]. */
 static int load_pcap(void **state)
 {
-	FILE *f = fopen(PCAP_PATH, "rb");
+	FILE *f = fopen(pcap_path, "rb");
 	uint8_t *d;
 	long size;
 	size_t off;
@@ -104,7 +106,7 @@ static int load_pcap(void **state)
 
 	(void)state;
 	if (!f) {
-		fprintf(stderr, "cannot open %s\n", PCAP_PATH);
+		fprintf(stderr, "cannot open %s\n", pcap_path);
 		return -1;
 	}
 	fseek(f, 0, SEEK_END);
@@ -176,7 +178,7 @@ static int load_pcap(void **state)
 	free(d);
 	return 0;
 bad:
-	fprintf(stderr, "%s: not a pcap file we read\n", PCAP_PATH);
+	fprintf(stderr, "%s: not a pcap file we read\n", pcap_path);
 	free(d);
 	return -1;
 }
@@ -870,8 +872,49 @@ static void test_icrc_speed(void **state)
 	(void)sink;
 }
 
-int main(void)
+/*
+ * --pcap FILE: every RoCEv2 packet of a capture (softverbs' own traffic, the
+ * net_tshark test's) parses, and its ICRC verifies with the IP
+ * identification and DF it really had on the wire: what the sender
+ * computed for the kernel's IP header (segments of a GSO datagram
+ * included) is what the kernel sent.
+ */
+static void test_capture_strict(void **state)
 {
+	unsigned int i, bad = 0;
+
+	(void)state;
+	assert_true(nref > 0);
+	for (i = 0; i < nref; i++) {
+		struct ref_pkt *r = &ref[i];
+		struct sv_roce_pkt p;
+
+		assert_true(r->len >= SV_BTH_BYTES + SV_ICRC_BYTES);
+		if (sv_roce_parse(r->buf, r->len, &p) ||
+		    sv_roce_icrc(&r->ip, r->buf, r->len - 4) !=
+			    le32_at(r->buf + r->len - 4)) {
+			print_message("packet %u (opcode 0x%02x, psn %#x, "
+				      "ip id %u, %zu bytes) fails\n", i,
+				      r->buf[0], sv_bth_psn(r->buf),
+				      r->ip.ip_id, r->len);
+			bad++;
+		}
+	}
+	print_message("%u RoCEv2 packets, %u failed\n", nref, bad);
+	assert_int_equal(bad, 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--pcap")) {
+		const struct CMUnitTest capture[] = {
+			cmocka_unit_test(test_capture_strict),
+		};
+
+		pcap_path = argv[2];
+		return cmocka_run_group_tests(capture, load_pcap, free_pcap);
+	}
+
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opcode_table),
 		cmocka_unit_test(test_pcap_decode),

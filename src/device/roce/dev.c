@@ -97,28 +97,63 @@ void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 		     const uint8_t sgid[16], const uint8_t dgid[16],
 		     uint16_t sport)
 {
-	uint8_t *buf = tx->buf + (size_t)tx->n * SV_PKT_BYTES;
 	struct sv_net_tx *t = &tx->pkt[tx->n];
-	struct sv_roce_ip ip;
 
-	memset(&ip, 0, sizeof(ip));
-	memcpy(ip.src, sgid, 16);
-	memcpy(ip.dst, dgid, 16);
-	ip.sport = sport;
-	ip.dport = wire.port;
-	ip.ip_id = 0;           /* what the kernel sends with DF (net.c) */
-	ip.df = true;
-	t->buf = buf;
-	t->len = (uint32_t)sv_roce_finish(buf, hdr_plus_payload, &ip);
+	t->buf = tx->buf + (size_t)tx->n * SV_PKT_BYTES;
+	t->len = (uint32_t)hdr_plus_payload;   /* finished at the flush */
 	memcpy(t->dst, dgid, 16);
 	t->sport = sport;
+	memcpy(tx->sgid[tx->n], sgid, 16);
 	tx->n++;
+}
+
+/* The UDP payload bytes of a packet of hdr_plus_payload bytes. */
+static inline uint32_t wire_len(uint32_t hdr_plus_payload)
+{
+	return hdr_plus_payload + (-hdr_plus_payload & 3) + SV_ICRC_BYTES;
 }
 
 void sv_roce_tx_flush(struct sv_roce_tx *tx)
 {
+	bool gso = sv_net_gso(wire.net);
+	uint32_t run_len = 0, run_bytes = 0, last = 0, seg = 0;
+
 	if (!tx->n)
 		return;
+	/* Each packet's pad and ICRC. With GSO, a packet for the same
+	 * peer from the same port as the one before joins its datagram
+	 * while the rules of sv_net_tx hold; the kernel gives segment k of
+	 * a datagram IP identification k, and its ICRC covers that. */
+	for (unsigned int i = 0; i < tx->n; i++) {
+		struct sv_net_tx *t = &tx->pkt[i];
+		uint32_t len = wire_len(t->len);
+		struct sv_roce_ip ip;
+
+		t->cont = gso && i && last == run_len && len <= run_len &&
+			  seg + 1 < SV_NET_GSO_SEGS &&
+			  run_bytes + len <= SV_NET_GSO_BYTES &&
+			  t->sport == tx->pkt[i - 1].sport &&
+			  !memcmp(t->dst, tx->pkt[i - 1].dst, 16) &&
+			  !memcmp(tx->sgid[i], tx->sgid[i - 1], 16);
+		if (t->cont) {
+			seg++;
+			run_bytes += len;
+		} else {
+			seg = 0;
+			run_len = run_bytes = len;
+		}
+		last = len;
+		memset(&ip, 0, sizeof(ip));
+		memcpy(ip.src, tx->sgid[i], 16);
+		memcpy(ip.dst, t->dst, 16);
+		ip.sport = t->sport;
+		ip.dport = wire.port;
+		/* what the kernel sends with DF (net.c) */
+		ip.ip_id = (uint16_t)seg;
+		ip.df = true;
+		t->len = (uint32_t)sv_roce_finish((uint8_t *)t->buf, t->len,
+						  &ip);
+	}
 	sv_roce_stats.tx_pkts += sv_net_send(wire.net, tx->pkt, tx->n);
 	tx->n = 0;
 }
@@ -215,6 +250,8 @@ static void *wire_main(void *arg)
 		sv_dev_lock(false);
 		for (unsigned int i = 0; i < n; i++)
 			rx_one(&rx[i], tx, touched, &nt);
+		/* the data in place, then the ACKs that say so */
+		(void)sv_roce_resp_place(tx);
 		/* ACKs coalesced: one per QP and batch */
 		for (unsigned int i = 0; i < nt; i++)
 			sv_roce_resp_flush_ack(touched[i], tx);
@@ -224,7 +261,7 @@ static void *wire_main(void *arg)
 	return NULL;
 }
 
-int sv_roce_start(uint16_t port, const char *inject)
+int sv_roce_start(uint16_t port, const char *inject, bool no_offload)
 {
 	struct sv_net_cfg cfg;
 	sigset_t all, old;
@@ -235,6 +272,7 @@ int sv_roce_start(uint16_t port, const char *inject)
 	cfg.port = port ? port : SV_ROCE_PORT;
 	wire.port = cfg.port;
 	cfg.inject = inject;
+	cfg.no_offload = no_offload;
 	ret = sv_net_open(&wire.net, &cfg);
 	if (ret)
 		return ret;
@@ -312,6 +350,10 @@ void sv_roce_stat_fill(struct sv_rsp_stat_wire *o)
 		o->inj_dup = n.inj_dup;
 		o->inj_reorder = n.inj_reorder;
 		o->inj_corrupt = n.inj_corrupt;
+		o->gso = sv_net_gso(wire.net);
+		o->gro = sv_net_gro(wire.net);
+		o->tx_gso = n.tx_gso;
+		o->rx_gro = n.rx_gro;
 	}
 }
 
@@ -404,6 +446,9 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 		rq->cur_pkt = 0;
 		rq->retry_left = qp->attr.retry_cnt;
 		rq->rnr_left = qp->attr.rnr_retry;
+		rq->cwnd = rq->ssthresh = SV_PKT_WIN;
+		rq->cwnd_acc = 0;
+		rq->recover = rq->una;
 	}
 	if (next == IBV_QPS_ERR || next == IBV_QPS_SQE) {
 		/* what is in flight is flushed from the ring */

@@ -12,7 +12,15 @@
  * packet is sent without copying it: its iovec is [bytes before the
  * flipped byte] [the flipped byte] [bytes after]. A packet the injector
  * holds back (reorder) must outlive the caller's buffer, so it is copied
- * into the hold buffer, the only copy on the send path.
+ * into the hold buffer, the only copy on the send path. With GSO, a run of
+ * staged packets the caller marked cont becomes one datagram: their iovecs
+ * one after the other and a UDP_SEGMENT control message with the first
+ * one's length.
+ *
+ * Receive path. recvmmsg fills up to SV_NET_RX_MSGS buffers of
+ * RX_MSG_BYTES; a GRO datagram (its UDP_GRO control message gives the
+ * packet length) is handed out a packet at a time, across calls when the
+ * caller's array is full, before the next recvmmsg.
  *
  * Nothing here allocates after sv_net_open, and nothing blocks: every
  * socket is nonblocking and every call passes MSG_DONTWAIT.
@@ -21,6 +29,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -42,6 +51,12 @@
 /* The range a taken source port moves in (RoCEv2's per-QP source ports). */
 #define SPORT_LO 0xc000u
 #define SPORT_HI 0xffffu
+/* A receive buffer: a whole GRO datagram (or one packet without GRO). */
+#define RX_MSG_BYTES 65536u
+
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
 
 union sv_sa {
 	struct sockaddr sa;
@@ -56,6 +71,7 @@ struct emit {
 	uint8_t flipped;       /* its value */
 	uint8_t slot;          /* source socket */
 	bool primary;          /* counts in sv_net_send's return value */
+	bool cont;             /* GSO: joins the datagram before it */
 	union sv_sa dst;
 };
 
@@ -75,10 +91,17 @@ struct sv_net {
 	/* requested or bound source port -> slot + 1 (0: none yet) */
 	uint8_t by_port[65536];
 
+	bool gso;                   /* UDP GSO: cont packets join */
 	struct emit stage[STAGE];
 	unsigned int nstage;
 	struct mmsghdr txmsg[STAGE];
-	struct iovec txiov[STAGE][3];
+	struct iovec txiov[STAGE * 3];
+	uint16_t txfirst[STAGE];        /* a datagram's first in the group */
+	uint16_t txnseg[STAGE];         /* and its packets */
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} txctl[STAGE];
 	uint16_t order[STAGE];
 	unsigned int tx_lost_primary;   /* of the flush: primaries not sent */
 
@@ -97,15 +120,22 @@ struct sv_net {
 	} hold;
 
 	/* ---- receive side (one thread) ---- */
-	uint8_t *rxbuf;             /* SV_NET_RX_BATCH * SV_NET_MAX_PKT */
-	struct mmsghdr rxmsg[SV_NET_RX_BATCH];
-	struct iovec rxiov[SV_NET_RX_BATCH];
-	union sv_sa rxname[SV_NET_RX_BATCH];
+	bool gro;                   /* UDP GRO on the receive socket */
+	uint8_t *rxbuf;             /* SV_NET_RX_MSGS * RX_MSG_BYTES */
+	struct mmsghdr rxmsg[SV_NET_RX_MSGS];
+	struct iovec rxiov[SV_NET_RX_MSGS];
+	union sv_sa rxname[SV_NET_RX_MSGS];
 	union {
 		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) +
-			 CMSG_SPACE(sizeof(struct in_pktinfo))];
+			 CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			 CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
-	} rxctl[SV_NET_RX_BATCH];
+	} rxctl[SV_NET_RX_MSGS];
+	/* the datagrams of the last recvmmsg not yet handed out: rx_cur of
+	 * rx_n, rx_off bytes of rx_cur done (its packets rx_seg long) */
+	unsigned int rx_n, rx_cur;
+	uint32_t rx_off, rx_seg;
+	struct sv_roce_ip rx_ip;        /* rx_cur's addresses */
 
 	/* Each counter has one writer (its side's thread); sv_net_stats
 	 * reads them from anywhere. */
@@ -407,6 +437,9 @@ static int rx_open(struct sv_net *n)
 			      sizeof(one)) < 0) {
 		goto fail;
 	}
+	/* whole GSO datagrams in, when the kernel can: best effort */
+	if (n->gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) < 0)
+		n->gro = false;
 	/* no SO_REUSEADDR: a second daemon on addr:port must fail here */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
@@ -445,17 +478,20 @@ int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 		}
 	}
 
+	n->gso = n->gro = !cfg->no_offload;
+	if (n->inj)
+		n->gso = false;         /* the injector works on packets */
 	n->hold.buf = malloc(SV_NET_MAX_PKT);
-	n->rxbuf = malloc((size_t)SV_NET_RX_BATCH * SV_NET_MAX_PKT);
+	n->rxbuf = malloc((size_t)SV_NET_RX_MSGS * RX_MSG_BYTES);
 	if (!n->hold.buf || !n->rxbuf) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	for (i = 0; i < SV_NET_RX_BATCH; i++) {
+	for (i = 0; i < SV_NET_RX_MSGS; i++) {
 		struct msghdr *h = &n->rxmsg[i].msg_hdr;
 
-		n->rxiov[i].iov_base = n->rxbuf + (size_t)i * SV_NET_MAX_PKT;
-		n->rxiov[i].iov_len = SV_NET_MAX_PKT;
+		n->rxiov[i].iov_base = n->rxbuf + (size_t)i * RX_MSG_BYTES;
+		n->rxiov[i].iov_len = RX_MSG_BYTES;
 		h->msg_iov = &n->rxiov[i];
 		h->msg_iovlen = 1;
 		h->msg_name = &n->rxname[i];
@@ -493,6 +529,16 @@ int sv_net_fd(const struct sv_net *n)
 	return n->rx_fd;
 }
 
+bool sv_net_gso(const struct sv_net *n)
+{
+	return __atomic_load_n(&n->gso, __ATOMIC_RELAXED);
+}
+
+bool sv_net_gro(const struct sv_net *n)
+{
+	return n->gro;
+}
+
 void sv_net_stats(const struct sv_net *n, struct sv_net_stats *out)
 {
 	const uint64_t *src = (const uint64_t *)&n->st;
@@ -505,48 +551,121 @@ void sv_net_stats(const struct sv_net *n, struct sv_net_stats *out)
 
 /* ================= send ================= */
 
+/* e's bytes as iovecs at v (a corrupted packet: three): how many. */
+static unsigned int emit_iov(const struct emit *e, struct iovec *v)
+{
+	if (e->flip == NO_FLIP) {
+		v[0].iov_base = (void *)e->buf;
+		v[0].iov_len = e->len;
+		return 1;
+	}
+	v[0].iov_base = (void *)e->buf;
+	v[0].iov_len = e->flip;
+	v[1].iov_base = (void *)&e->flipped;
+	v[1].iov_len = 1;
+	v[2].iov_base = (void *)(e->buf + e->flip + 1);
+	v[2].iov_len = e->len - e->flip - 1;
+	return 3;
+}
+
+/* May emission c (stage index ci) join the datagram of first (k packets,
+ * bytes long so far, its last one at stage index ci - 1 and full)? */
+static bool gso_joins(const struct sv_net *n, const struct emit *first,
+		      const struct emit *c, unsigned int k, uint32_t bytes)
+{
+	return n->gso && c->cont && c->flip == NO_FLIP &&
+	       first->flip == NO_FLIP && c->len && c->len <= first->len &&
+	       k < SV_NET_GSO_SEGS && bytes + c->len <= SV_NET_GSO_BYTES &&
+	       !memcmp(&c->dst, &first->dst, sizeof(c->dst));
+}
+
+/* The group's emissions order[0..cnt) as datagrams in txmsg: how many. */
+static unsigned int build_msgs(struct sv_net *n, const uint16_t *order,
+			       unsigned int cnt)
+{
+	unsigned int i = 0, nm = 0, nv = 0;
+
+	while (i < cnt) {
+		const struct emit *e = &n->stage[order[i]];
+		struct msghdr *h = &n->txmsg[nm].msg_hdr;
+		unsigned int k = 1, v0 = nv;
+		uint32_t bytes = e->len, last = e->len;
+
+		h->msg_name = (void *)&e->dst;
+		h->msg_namelen = n->v4 ? sizeof(e->dst.v4) : sizeof(e->dst.v6);
+		h->msg_flags = 0;
+		nv += emit_iov(e, n->txiov + nv);
+		/* packets staged one after the other, each earlier one as
+		 * long as the first */
+		while (i + k < cnt && order[i + k] == order[i + k - 1] + 1 &&
+		       last == e->len &&
+		       gso_joins(n, e, &n->stage[order[i + k]], k, bytes)) {
+			const struct emit *c = &n->stage[order[i + k]];
+
+			nv += emit_iov(c, n->txiov + nv);
+			bytes += c->len;
+			last = c->len;
+			k++;
+		}
+		h->msg_iov = n->txiov + v0;
+		h->msg_iovlen = nv - v0;
+		if (k > 1) {
+			struct cmsghdr *cm;
+			uint16_t seg = (uint16_t)e->len;
+
+			h->msg_control = n->txctl[nm].buf;
+			h->msg_controllen = sizeof(n->txctl[nm].buf);
+			cm = CMSG_FIRSTHDR(h);
+			cm->cmsg_level = SOL_UDP;
+			cm->cmsg_type = UDP_SEGMENT;
+			cm->cmsg_len = CMSG_LEN(sizeof(seg));
+			memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+		} else {
+			h->msg_control = NULL;
+			h->msg_controllen = 0;
+		}
+		n->txfirst[nm] = (uint16_t)i;
+		n->txnseg[nm] = (uint16_t)k;
+		nm++;
+		i += k;
+	}
+	return nm;
+}
+
+/* Datagrams [from, to) of the group were not sent: count their packets
+ * in *ctr and their primaries as lost. */
+static void msgs_lost(struct sv_net *n, const uint16_t *order,
+		      unsigned int from, unsigned int to, uint64_t *ctr)
+{
+	for (unsigned int m = from; m < to; m++) {
+		ctr_add(ctr, n->txnseg[m]);
+		for (unsigned int j = 0; j < n->txnseg[m]; j++)
+			n->tx_lost_primary +=
+				n->stage[order[n->txfirst[m] + j]].primary;
+	}
+}
+
 /* Send one socket's group of staged emissions, order[0..cnt). */
 static void flush_group(struct sv_net *n, int fd, const uint16_t *order,
 			unsigned int cnt)
 {
 	struct mmsghdr *m = n->txmsg;
-	unsigned int i, done = 0;
+	unsigned int nm = build_msgs(n, order, cnt), done = 0;
 
-	for (i = 0; i < cnt; i++) {
-		struct emit *e = &n->stage[order[i]];
-		struct iovec *v = n->txiov[i];
-		struct msghdr *h = &m[i].msg_hdr;
-
-		h->msg_name = &e->dst;
-		h->msg_namelen = n->v4 ? sizeof(e->dst.v4) : sizeof(e->dst.v6);
-		h->msg_iov = v;
-		h->msg_control = NULL;
-		h->msg_controllen = 0;
-		h->msg_flags = 0;
-		if (e->flip == NO_FLIP) {
-			v[0].iov_base = (void *)e->buf;
-			v[0].iov_len = e->len;
-			h->msg_iovlen = 1;
-		} else {
-			v[0].iov_base = (void *)e->buf;
-			v[0].iov_len = e->flip;
-			v[1].iov_base = &e->flipped;
-			v[1].iov_len = 1;
-			v[2].iov_base = (void *)(e->buf + e->flip + 1);
-			v[2].iov_len = e->len - e->flip - 1;
-			h->msg_iovlen = 3;
-		}
-	}
-
-	while (done < cnt) {
-		int r = sendmmsg(fd, m + done, cnt - done, MSG_DONTWAIT);
+	while (done < nm) {
+		int r = sendmmsg(fd, m + done, nm - done, MSG_DONTWAIT);
 
 		if (r > 0) {
-			uint64_t bytes = 0;
+			uint64_t bytes = 0, pkts = 0;
 
-			for (i = done; i < done + (unsigned int)r; i++)
+			for (unsigned int i = done; i < done + (unsigned int)r;
+			     i++) {
 				bytes += m[i].msg_len;
-			ctr_add(&n->st.tx_pkts, (unsigned int)r);
+				pkts += n->txnseg[i];
+				if (n->txnseg[i] > 1)
+					ctr_add(&n->st.tx_gso, 1);
+			}
+			ctr_add(&n->st.tx_pkts, pkts);
 			ctr_add(&n->st.tx_bytes, bytes);
 			done += (unsigned int)r;
 			continue;
@@ -557,16 +676,21 @@ static void flush_group(struct sv_net *n, int fd, const uint16_t *order,
 			      errno == ENOBUFS)) {
 			/* the socket (or the device queue) is full: the
 			 * rest of the group is lost, as on a wire */
-			ctr_add(&n->st.tx_drop_full, cnt - done);
-			for (i = done; i < cnt; i++)
-				n->tx_lost_primary +=
-					n->stage[order[i]].primary;
+			msgs_lost(n, order, done, nm, &n->st.tx_drop_full);
+			return;
+		}
+		if (n->txnseg[done] > 1 && r < 0 && errno != EMSGSIZE) {
+			/* the kernel has no GSO for this (EIO: no checksum
+			 * offload on the way; EINVAL, ENOPROTOOPT: too
+			 * old): packet by packet from here on */
+			__atomic_store_n(&n->gso, false, __ATOMIC_RELAXED);
+			flush_group(n, fd, order + n->txfirst[done],
+				    cnt - n->txfirst[done]);
 			return;
 		}
 		/* this datagram was refused (EMSGSIZE: over the path MTU,
 		 * with DF): skip it, send the rest */
-		ctr_add(&n->st.tx_err, 1);
-		n->tx_lost_primary += n->stage[order[done]].primary;
+		msgs_lost(n, order, done, done + 1, &n->st.tx_err);
 		done++;
 	}
 }
@@ -604,6 +728,8 @@ static void stage(struct sv_net *n, const uint8_t *buf, uint32_t len,
 		  const union sv_sa *dst)
 {
 	struct emit *e = &n->stage[n->nstage++];
+
+	e->cont = false;
 
 	e->buf = buf;
 	e->len = len;
@@ -700,10 +826,12 @@ unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		}
 		sa_make(n, &dst, p->dst, n->port);
 		taken++;
-		if (!n->inj)
+		if (!n->inj) {
 			stage(n, p->buf, p->len, NO_FLIP, 0, (uint8_t)slot,
 			      true, &dst);
-		else
+			n->stage[n->nstage - 1].cont = p->cont && i &&
+				n->nstage > 1;
+		} else
 			inject(n, p, (uint8_t)slot, &dst);
 		if (n->nstage > STAGE - EMIT_MAX_PER_PKT)
 			flush(n);
@@ -745,16 +873,66 @@ static void rx_dst(const struct sv_net *n, struct msghdr *h, uint8_t dst[16])
 	}
 }
 
-unsigned sv_net_recv(struct sv_net *n, struct sv_net_rx *out, unsigned max)
+/* The packet length of a received datagram: its GRO segment size, or
+ * all of it. */
+static uint32_t rx_seg(struct msghdr *h, uint32_t len)
 {
-	unsigned int i, k = 0;
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int seg;
+
+			memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+			if (seg > 0 && (uint32_t)seg < len)
+				return (uint32_t)seg;
+		}
+	return len;
+}
+
+/* Begin datagram rx_cur: its addresses and packet length; false when it
+ * is to be dropped. */
+static bool rx_begin(struct sv_net *n)
+{
+	struct msghdr *h = &n->rxmsg[n->rx_cur].msg_hdr;
+	const union sv_sa *src = &n->rxname[n->rx_cur];
+	uint32_t len = n->rxmsg[n->rx_cur].msg_len;
+	struct sv_roce_ip *ip = &n->rx_ip;
+
+	n->rx_off = 0;
+	if (unlikely(h->msg_flags & MSG_TRUNC)) {
+		ctr_add(&n->st.rx_err, 1);
+		return false;
+	}
+	n->rx_seg = rx_seg(h, len);
+	if (unlikely(n->rx_seg > SV_NET_MAX_PKT)) {
+		ctr_add(&n->st.rx_err, 1);
+		return false;
+	}
+	if (n->rx_seg < len)
+		ctr_add(&n->st.rx_gro, 1);
+	memset(ip, 0, sizeof(*ip));
+	if (src->sa.sa_family == AF_INET) {
+		gid_from_v4(ip->src, &src->v4.sin_addr);
+		ip->sport = ntohs(src->v4.sin_port);
+	} else {
+		memcpy(ip->src, &src->v6.sin6_addr, 16);
+		ip->sport = ntohs(src->v6.sin6_port);
+	}
+	rx_dst(n, h, ip->dst);
+	ip->dport = n->port;
+	ip->ip_id = 0;
+	ip->df = true;
+	return true;
+}
+
+/* recvmmsg into the buffers: false when nothing came. */
+static bool rx_fill(struct sv_net *n)
+{
+	unsigned int i;
 	int r;
 
-	if (max > SV_NET_RX_BATCH)
-		max = SV_NET_RX_BATCH;
-	if (!max)
-		return 0;
-	for (i = 0; i < max; i++) {
+	for (i = 0; i < SV_NET_RX_MSGS; i++) {
 		struct msghdr *h = &n->rxmsg[i].msg_hdr;
 
 		h->msg_namelen = sizeof(n->rxname[i]);
@@ -762,39 +940,50 @@ unsigned sv_net_recv(struct sv_net *n, struct sv_net_rx *out, unsigned max)
 		h->msg_flags = 0;
 	}
 	do
-		r = recvmmsg(n->rx_fd, n->rxmsg, max, MSG_DONTWAIT, NULL);
+		r = recvmmsg(n->rx_fd, n->rxmsg, SV_NET_RX_MSGS, MSG_DONTWAIT,
+			     NULL);
 	while (r < 0 && errno == EINTR);
 	if (r <= 0) {
 		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			ctr_add(&n->st.rx_err, 1);
-		return 0;
+		return false;
 	}
+	n->rx_n = (unsigned int)r;
+	n->rx_cur = 0;
+	return true;
+}
 
-	for (i = 0; i < (unsigned int)r; i++) {
-		struct msghdr *h = &n->rxmsg[i].msg_hdr;
-		const union sv_sa *src = &n->rxname[i];
-		struct sv_net_rx *o = &out[k];
+unsigned sv_net_recv(struct sv_net *n, struct sv_net_rx *out, unsigned max)
+{
+	unsigned int k = 0;
 
-		if (unlikely(h->msg_flags & MSG_TRUNC)) {
-			ctr_add(&n->st.rx_err, 1);
-			continue;
+	if (max > SV_NET_RX_BATCH)
+		max = SV_NET_RX_BATCH;
+	/* one recvmmsg per call, and only once the last one's packets
+	 * are all out */
+	if (max && n->rx_cur == n->rx_n) {
+		if (!rx_fill(n))
+			return 0;
+		while (n->rx_cur < n->rx_n && !rx_begin(n))
+			n->rx_cur++;
+	}
+	while (k < max && n->rx_cur < n->rx_n) {
+		uint32_t len = n->rxmsg[n->rx_cur].msg_len;
+		uint32_t seg = len - n->rx_off < n->rx_seg ? len - n->rx_off
+							  : n->rx_seg;
+		struct sv_net_rx *o = &out[k++];
+
+		o->buf = (uint8_t *)n->rxiov[n->rx_cur].iov_base + n->rx_off;
+		o->len = seg;
+		o->ip = n->rx_ip;
+		ctr_add(&n->st.rx_bytes, seg);
+		n->rx_off += seg;
+		if (n->rx_off >= len) {
+			/* the next datagram to hand out */
+			n->rx_cur++;
+			while (n->rx_cur < n->rx_n && !rx_begin(n))
+				n->rx_cur++;
 		}
-		o->buf = n->rxiov[i].iov_base;
-		o->len = n->rxmsg[i].msg_len;
-		memset(&o->ip, 0, sizeof(o->ip));
-		if (src->sa.sa_family == AF_INET) {
-			gid_from_v4(o->ip.src, &src->v4.sin_addr);
-			o->ip.sport = ntohs(src->v4.sin_port);
-		} else {
-			memcpy(o->ip.src, &src->v6.sin6_addr, 16);
-			o->ip.sport = ntohs(src->v6.sin6_port);
-		}
-		rx_dst(n, h, o->ip.dst);
-		o->ip.dport = n->port;
-		o->ip.ip_id = 0;
-		o->ip.df = true;
-		ctr_add(&n->st.rx_bytes, o->len);
-		k++;
 	}
 	ctr_add(&n->st.rx_pkts, k);
 	return k;

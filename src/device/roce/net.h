@@ -20,6 +20,18 @@
  * identification 0 on these unconnected sockets (measured with tshark on
  * lo, kernel 6.18), which is what the ICRC assumes.
  *
+ * Offloads (unless the config turns them off). Send: UDP GSO. A packet the
+ * caller marks `cont` rides in the datagram of the packet before it, and
+ * the kernel (or the NIC) cuts that datagram into packets again at the
+ * length of its first packet; the caller marks a packet cont only while
+ * sv_net_gso() says so, and only as sv_net_tx says. The segments of one
+ * datagram get IP identifications 0, 1, 2, ... (the kernel's GSO counts up
+ * from the first packet's 0): the caller computes segment k's ICRC with
+ * k. Receive: UDP GRO. A datagram the kernel hands over whole (a peer's
+ * GSO datagram, or packets its GRO merged) is cut into its packets here.
+ * Either offload the kernel refuses is off from then on (a GSO datagram
+ * refused at send goes out packet by packet).
+ *
  * Injector (tests of loss recovery): a seeded xorshift PRNG decides, per
  * packet handed to sv_net_send, to drop it, corrupt it (flip one random bit
  * of the UDP payload), duplicate it, or reorder it (hold it back and send
@@ -48,8 +60,14 @@
 #define SV_NET_MAX_PKT 9216u
 /* Source-port sockets, at most. */
 #define SV_NET_MAX_SOCKS 64u
-/* Packets per recvmmsg (and the most one sv_net_recv returns). */
-#define SV_NET_RX_BATCH 64u
+/* The most packets one sv_net_recv returns. */
+#define SV_NET_RX_BATCH 256u
+/* Datagrams per recvmmsg; with GRO each may hold many packets. */
+#define SV_NET_RX_MSGS 32u
+/* One GSO datagram: at most this many packets (the kernel's
+ * UDP_MAX_SEGMENTS of older kernels) and UDP payload bytes (IPv4's). */
+#define SV_NET_GSO_SEGS 64u
+#define SV_NET_GSO_BYTES 65507u
 
 struct sv_net;   /* one per daemon */
 
@@ -60,6 +78,9 @@ struct sv_net_cfg {
 	 * subset, any order, each key once, P in [0,1], N an unsigned
 	 * integer (decimal or 0x hex; default 1). */
 	const char *inject;
+	/* No UDP GSO and GRO: one datagram per packet both ways. The
+	 * injector works on packets and turns GSO off by itself. */
+	bool no_offload;
 };
 
 /* 0 or -errno (-EINVAL: a bad inject string; -EADDRINUSE, -EADDRNOTAVAIL:
@@ -83,7 +104,19 @@ struct sv_net_tx {
 	uint32_t len;
 	uint8_t dst[16];     /* GID form; same family as the net's address */
 	uint16_t sport;      /* host order; see sv_net_sport */
+	/* UDP GSO: this packet continues the datagram of the packet before
+	 * it in the same sv_net_send. Only while sv_net_gso(); the same dst
+	 * and sport; every earlier packet of the datagram as long as its
+	 * first, this one no longer; at most SV_NET_GSO_SEGS packets and
+	 * SV_NET_GSO_BYTES bytes in all. A cont that breaks a rule starts a
+	 * datagram of its own. */
+	bool cont;
 };
+
+/* May sv_net_send's caller mark packets cont now? */
+bool sv_net_gso(const struct sv_net *n);
+/* Does the receive socket take GRO datagrams? */
+bool sv_net_gro(const struct sv_net *n);
 /*
  * Send cnt packets (UDP to dst:port from addr:sport): batched with sendmmsg
  * (per source socket), never blocks (EAGAIN: the rest of that socket's
@@ -105,8 +138,10 @@ struct sv_net_rx {
 };
 /*
  * Receive up to max packets without blocking (recvmmsg into the net's own
- * buffers, valid until the next sv_net_recv). Returns the count (0: none).
- * Truncated datagrams (longer than SV_NET_MAX_PKT) are dropped (rx_err).
+ * buffers, valid until the next sv_net_recv; a GRO datagram's packets
+ * one by one, the rest of it on the next call). Returns the count (0:
+ * none). Truncated datagrams and packets longer than SV_NET_MAX_PKT are
+ * dropped (rx_err).
  */
 unsigned sv_net_recv(struct sv_net *n, struct sv_net_rx *out, unsigned max);
 
@@ -117,6 +152,7 @@ struct sv_net_stats {
 	uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt;
 	uint64_t tx_err;               /* refused: see sv_net_send */
 	uint64_t rx_err;               /* truncated or failed receives */
+	uint64_t tx_gso, rx_gro;       /* datagrams of more than one packet */
 };
 void sv_net_stats(const struct sv_net *n, struct sv_net_stats *out);
 

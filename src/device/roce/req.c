@@ -104,6 +104,35 @@ static void cursor_catch_up(struct sv_roce_qp *rq)
 	rq->cur_pkt = 0;
 }
 
+/* k more packets acknowledged: the congestion window grows (doubling
+ * below ssthresh, one packet per window's worth of ACKs above it). */
+static void cwnd_grow(struct sv_roce_qp *rq, uint32_t k)
+{
+	if (rq->cwnd < rq->ssthresh) {
+		rq->cwnd += k;
+	} else {
+		rq->cwnd_acc += k;
+		if (rq->cwnd_acc >= rq->cwnd) {
+			rq->cwnd_acc -= rq->cwnd;
+			rq->cwnd++;
+		}
+	}
+	if (rq->cwnd > SV_PKT_WIN)
+		rq->cwnd = SV_PKT_WIN;
+}
+
+/* A loss (timeout: the timer expired): the window is cut, once per window
+ * of packets in flight. */
+static void cwnd_cut(struct sv_roce_qp *rq, bool timeout)
+{
+	if (!timeout && sv_psn_diff(rq->una, rq->recover) < 0)
+		return;
+	rq->ssthresh = rq->cwnd / 2 > SV_CWND_MIN ? rq->cwnd / 2 : SV_CWND_MIN;
+	rq->cwnd = timeout ? SV_CWND_MIN : rq->ssthresh;
+	rq->cwnd_acc = 0;
+	rq->recover = rq->snd;
+}
+
 /*
  * Complete, in order, what PSN p (inclusive) acknowledges: SENDs and WRITEs
  * that end at or before p, READs and atomics whose answer arrived. A READ
@@ -134,6 +163,7 @@ static bool ack_upto(struct sv_qp *qp, uint32_t p, uint32_t *gap)
 	}
 	if (sv_psn_diff(sv_psn_add(p, 1), rq->una) > 0 &&
 	    sv_psn_diff(sv_psn_add(p, 1), rq->snd) <= 0) {
+		cwnd_grow(rq, (uint32_t)sv_psn_diff(sv_psn_add(p, 1), rq->una));
 		rq->una = sv_psn_add(p, 1);
 		cursor_catch_up(rq);
 		rq->retry_left = qp->attr.retry_cnt;
@@ -249,6 +279,7 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 		    (!rq->rewound || rq->rewound_at != want)) {
 			rq->rewound = true;
 			rq->rewound_at = want;
+			cwnd_cut(rq, false);
 			rewind_to(rq, want);
 			kick(qp);
 		}
@@ -341,8 +372,10 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	syn = p->syndrome;
 	switch (SV_AETH_KIND(syn)) {
 	case 0:                         /* ACK */
-		if (ack_upto(qp, p->psn, &gap))
+		if (ack_upto(qp, p->psn, &gap)) {
+			cwnd_cut(rq, false);
 			rewind_to(rq, gap);
+		}
 		kick(qp);
 		return;
 	case 1:                         /* RNR NAK: p->psn waits */
@@ -373,6 +406,7 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 			return;
 		}
 		if (syn == SV_AETH_NAK_SEQ) {
+			cwnd_cut(rq, false);
 			rewind_to(rq, p->psn);
 		} else if (rq->head != rq->tail && find_psn(rq, p->psn) ==
 						       rwin(rq, rq->head)) {
@@ -490,11 +524,62 @@ static uint32_t rd_before(const struct sv_roce_qp *rq, uint32_t n)
 	return k;
 }
 
-/* The payload of packet k of e (len bytes at off) into buf. */
+/*
+ * The payloads of the packets one step sends of one WQE, gathered with one
+ * copy: the WQE's SGEs resolved once, and the packets' payload places in
+ * the tx batch as the destination's iovecs (one process_vm_readv for all
+ * of them). Nothing is finished or sent before the tx flush, so packets
+ * whose payload failed are taken back out of the batch.
+ */
+struct gather {
+	bool on;
+	uint32_t wqe;              /* its WQE, packet first_pkt on */
+	uint32_t first_pkt;
+	uint64_t off;              /* the first packet's message offset */
+	uint64_t bytes;
+	unsigned int first_tx;     /* the first packet's place in tx */
+	uint32_t snd;              /* rq->snd before it */
+	unsigned int nd;
+	struct iovec dst[SV_TX_BATCH];
+	struct span s;
+	struct sv_map map[SV_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+};
+
+/* Copy what g gathered: IBV_WC_SUCCESS, or (its packets taken back out of
+ * tx and the cursor back at its first) the status of the failure. */
+static uint32_t gather_run(struct sv_exec *x, struct sv_qp *qp,
+			   struct sv_roce_tx *tx, struct gather *g)
+{
+	struct sv_roce_qp *rq = qp->roce;
+	struct span d;
+
+	if (!g->on)
+		return IBV_WC_SUCCESS;
+	g->on = false;
+	if (!g->nd)
+		return IBV_WC_SUCCESS;
+	memset(&d, 0, sizeof(d));
+	d.mem.pid = 0;
+	d.mem.iov = g->dst;
+	d.mem.niov = g->nd;
+	d.whole = true;
+	if (sv_span_copy(x, &d, 0, &g->s, g->off, g->bytes) == SV_COPY_OK)
+		return IBV_WC_SUCCESS;
+	tx->n = g->first_tx;
+	rq->cur = g->wqe;
+	rq->cur_pkt = g->first_pkt;
+	rq->snd = g->snd;
+	return IBV_WC_LOC_PROT_ERR;
+}
+
+/* The payload of packet k of e (len bytes at off) into buf, or into g to
+ * copy later (tx->n: the packet's place in tx). */
 static bool payload(struct sv_exec *x, struct sv_qp *qp,
 		    const struct sv_rwin *e, uint64_t off, uint32_t len,
-		    uint8_t *buf)
+		    uint8_t *buf, struct sv_roce_tx *tx, struct gather *g)
 {
+	struct sv_roce_qp *rq = qp->roce;
 	struct sv_map map[SV_MAX_SGE];
 	struct iovec iov[SV_IOV_WINDOW];
 	struct span s, d;
@@ -506,17 +591,54 @@ static bool payload(struct sv_exec *x, struct sv_qp *qp,
 		memcpy(buf, e->w.u.data + off, len);
 		return true;
 	}
+	if (g->on && g->wqe == rq->cur && g->off + g->bytes == off &&
+	    g->nd < SV_TX_BATCH) {
+		g->dst[g->nd].iov_base = buf;
+		g->dst[g->nd++].iov_len = len;
+		g->bytes += len;
+		return true;
+	}
+	if (g->on && gather_run(x, qp, tx, g) != IBV_WC_SUCCESS)
+		return false;
+	if (sv_span_sges(&g->s, g->map, g->iov, e->w.u.sge, e->w.h.num_sge,
+			 qp->pd, false, &total) != IBV_WC_SUCCESS)
+		return false;
+	if (g->s.whole) {
+		g->on = true;
+		g->wqe = rq->cur;
+		g->first_pkt = rq->cur_pkt;
+		g->off = off;
+		g->bytes = len;
+		g->first_tx = tx->n;
+		g->snd = rq->snd;
+		g->dst[0].iov_base = buf;
+		g->dst[0].iov_len = len;
+		g->nd = 1;
+		return true;
+	}
+	/* more iovecs than one window: this packet alone, now */
 	if (sv_span_sges(&s, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
-			   false, &total) != IBV_WC_SUCCESS)
+			 false, &total) != IBV_WC_SUCCESS)
 		return false;
 	sv_span_raw(&d, buf, len);
 	return sv_span_copy(x, &d, 0, &s, off, len) == SV_COPY_OK;
 }
 
+/* A long message asks for an ACK every this many packets: a quarter of
+ * the congestion window (one lost ACK does not close it), at most
+ * SV_ACKREQ_EVERY. */
+static inline uint32_t ackreq_every(const struct sv_roce_qp *rq)
+{
+	uint32_t n = rq->cwnd / 4;
+
+	return n > SV_ACKREQ_EVERY ? SV_ACKREQ_EVERY : n;
+}
+
 /* Build and queue the next packet of the cursor's WQE: IBV_WC_SUCCESS, or
- * the WQE's completion status (its local memory failed). */
+ * the WQE's completion status (its local memory failed). Its payload may
+ * wait in g until gather_run; a WQE's last packet runs g. */
 static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
-		    struct sv_roce_tx *tx)
+			 struct sv_roce_tx *tx, struct gather *g)
 {
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_rwin *e = rwin(rq, rq->cur);
@@ -615,14 +737,19 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 			p.imm = e->w.h.imm;
 		if (inv)
 			p.ieth_rkey = e->w.h.imm;
+		/* an ACK for the last packet, every so often, and for the
+		 * packet that fills the congestion window (no ACK would
+		 * come to open it again) */
 		p.ackreq = qp->type == IBV_QPT_RC &&
-			   (last || (k + 1) % SV_ACKREQ_EVERY == 0);
+			   (last || (k + 1) % ackreq_every(rq) == 0 ||
+			    sv_psn_diff(sv_psn_add(psn, 1), rq->una) >=
+				    (int32_t)rq->cwnd);
 		break;
 	}
 	}
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
-	if (!payload(x, qp, e, off, len, buf + hdr))
+	if (!payload(x, qp, e, off, len, buf + hdr, tx, g))
 		return IBV_WC_LOC_PROT_ERR;
 	sv_roce_tx_push(tx, hdr + len, rq->sgid, rq->dgid, rq->sport);
 	/* the PSNs this packet takes (a READ request: its responses') */
@@ -633,9 +760,10 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	if (last) {
 		rq->cur++;
 		rq->cur_pkt = 0;
-	} else {
-		rq->cur_pkt += span;
+		/* the WQE is all out: its payload too (UC completes it) */
+		return gather_run(x, qp, tx, g);
 	}
+	rq->cur_pkt += span;
 	return IBV_WC_SUCCESS;
 }
 
@@ -654,7 +782,7 @@ static bool may_send(const struct sv_qp *qp, uint64_t now)
 	psn = sv_psn_add(e->psn, rq->cur_pkt);
 	if (qp->type != IBV_QPT_RC)
 		return true;
-	if (sv_psn_diff(psn, rq->una) >= (int32_t)SV_PKT_WIN)
+	if (sv_psn_diff(psn, rq->una) >= (int32_t)rq->cwnd)
 		return false;
 	if (e->rd && rq->cur_pkt == (uint32_t)(e->got / rq->mtu) &&
 	    rd_before(rq, rq->cur) >=
@@ -676,12 +804,24 @@ static bool ring_has_more(const struct sv_qp *qp)
 	       rq->tail - rq->head < SV_RQ_WIN;
 }
 
+/* In SQD, is everything that was to run done (the window empty, nothing
+ * posted before the drain left to take)? */
+static bool sqd_done(const struct sv_qp *qp)
+{
+	const struct sv_roce_qp *rq = qp->roce;
+
+	return qp->state == IBV_QPS_SQD && rq->head == rq->tail &&
+	       !(qp->sqd_armed && (int32_t)(qp->sqd_prod - rq->tail) > 0);
+}
+
 bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 {
 	const struct sv_roce_qp *rq = qp->roce;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
+	if (sqd_done(qp) && !qp->sq_drained_sent)
+		return true;
 	if (rq->rto) {
 		if (now >= rq->rto)
 			return true;
@@ -718,6 +858,7 @@ static void timed_out(struct sv_qp *qp)
 		return;
 	}
 	rq->retry_left--;
+	cwnd_cut(rq, true);
 	rq->hold_until = 0;
 	rewind_to(rq, rq->una);
 	/* a READ's gap may be asked for again */
@@ -729,9 +870,10 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_roce_tx *tx;
 	bool did = false;
-	unsigned int sent = 0;
+	unsigned int sent = 0, room;
 	enum take_res t;
 	uint32_t st;
+	static __thread struct gather g;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
@@ -763,8 +905,12 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 		rq->cur_pkt = 0;
 		return did;
 	}
-	while (sent < SV_TX_BATCH && may_send(qp, x->now)) {
-		st = send_one(x, qp, tx);
+	/* the batch never fills up while a gather waits (a full batch is
+	 * flushed before its payloads are in) */
+	room = SV_TX_BATCH - tx->n;
+	g.on = false;
+	while (sent < room && may_send(qp, x->now)) {
+		st = send_one(x, qp, tx, &g);
 		if (st != IBV_WC_SUCCESS) {
 			/* only the head can fail here in order: complete it
 			 * once what is before it completed; until then,
@@ -782,7 +928,14 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 			rq->una = rq->snd;
 		}
 	}
+	st = gather_run(x, qp, tx, &g);
+	if (st != IBV_WC_SUCCESS && rq->cur == rq->head)
+		complete_head(qp, st);
 	sv_roce_tx_flush(tx);
+	if (qp->roce == rq && sqd_done(qp) && !qp->sq_drained_sent) {
+		sv_x_sq_drained(qp);
+		did = true;
+	}
 	/* the timer runs while a WQE that was sent is not complete */
 	if (qp->type == IBV_QPT_RC && rq->head != rq->tail &&
 	    (rq->cur != rq->head || rq->cur_pkt) && !rq->rto &&

@@ -23,6 +23,15 @@
  * the loopback path (mm.h), packet by packet (a key invalidated between two
  * packets stops the message there).
  *
+ * WRITE payloads are placed a receive batch at a time: each packet is
+ * checked when it arrives (its key resolved to the target's iovecs), and
+ * the payloads of one QP's run of WRITE packets go with one
+ * process_vm_writev (struct wbatch) before anything that could see them:
+ * another QP's or another kind of packet, a completion (WRITE with
+ * immediate), the ACKs of the batch. A placement that fails is done again
+ * packet by packet to find the packet that failed, which is answered as
+ * if it had failed alone.
+ *
  * UC: the same in-order rules without ACKs; a gap drops the rest of the
  * message, and the next FIRST or ONLY starts afresh. UD: one packet, the
  * Q_Key checked, the GRH built from the IP header.
@@ -39,6 +48,23 @@ static bool is_rc(const struct sv_qp *qp)
 {
 	return qp->type == IBV_QPT_RC;
 }
+
+#define WB_PKTS SV_NET_RX_BATCH
+#define WB_IOVS 256u
+
+/* The WRITE payloads of one QP waiting to be placed (wire thread only). */
+static struct wbatch {
+	struct sv_qp *t;           /* NULL: nothing waits */
+	pid_t pid;                 /* the target's process */
+	unsigned int n, nrem;
+	struct {
+		const uint8_t *data;
+		uint32_t len, psn, rkey;
+		uint64_t va;
+	} pkt[WB_PKTS];
+	struct iovec loc[WB_PKTS];
+	struct iovec rem[WB_IOVS];
+} wb;
 
 /* Answer (RC) and fail the QP: the NAK, then ERR. */
 static void fatal_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint8_t syn,
@@ -299,6 +325,103 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 	msg_rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->rx_off, p);
 }
 
+/* The end of a WRITE packet's copy (copy: its sv_span_copy result): true
+ * if placed; else the failure answered (a vanished target: not at all) and
+ * false. */
+static bool write_fail(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
+		       int copy)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (copy == SV_COPY_OK)
+		return true;
+	if (sv_x_target_gone(t)) {
+		/* no answer, as a vanished host: the packet was not taken */
+		rq->epsn = psn;
+		rq->ack_due = false;
+		return false;
+	}
+	rq->in = SV_IN_NONE;
+	fatal_nak(t, tx, SV_AETH_NAK_ACCESS, psn, IBV_EVENT_QP_ACCESS_ERR);
+	return false;
+}
+
+/* Add a WRITE packet of t (its target memory resolved in r, from its key
+ * rkey at va) to the batch: false when it does not fit (place what waits
+ * first) or must go alone. */
+static bool wb_add(struct sv_qp *t, const struct sv_roce_pkt *p,
+		   uint32_t rkey, uint64_t va, const struct rspan *r)
+{
+	const struct sv_mem *m = &r->s.mem;
+	unsigned int k;
+
+	if (!r->s.whole || m->pid == 0)
+		return false;
+	if (wb.t && (wb.t != t || wb.pid != m->pid || wb.n == WB_PKTS ||
+		     wb.nrem + m->niov > WB_IOVS))
+		return false;
+	if (!wb.t) {
+		wb.t = t;
+		wb.pid = m->pid;
+		wb.n = wb.nrem = 0;
+	}
+	k = wb.n++;
+	wb.pkt[k].data = p->payload;
+	wb.pkt[k].len = p->paylen;
+	wb.pkt[k].psn = p->psn;
+	wb.pkt[k].rkey = rkey;
+	wb.pkt[k].va = va;
+	wb.loc[k].iov_base = (void *)p->payload;
+	wb.loc[k].iov_len = p->paylen;
+	for (unsigned int i = 0; i < m->niov; i++) {
+		struct iovec *last = wb.nrem ? &wb.rem[wb.nrem - 1] : NULL;
+
+		if (last && (char *)last->iov_base + last->iov_len ==
+			    (char *)m->iov[i].iov_base)
+			last->iov_len += m->iov[i].iov_len;
+		else
+			wb.rem[wb.nrem++] = m->iov[i];
+	}
+	return true;
+}
+
+bool sv_roce_resp_place(struct sv_roce_tx *tx)
+{
+	struct sv_qp *t = wb.t;
+	size_t bytes = 0;
+	ssize_t r;
+
+	if (!t)
+		return true;
+	wb.t = NULL;
+	for (unsigned int i = 0; i < wb.n; i++)
+		bytes += wb.loc[i].iov_len;
+	r = process_vm_writev(wb.pid, wb.loc, wb.n, wb.rem, wb.nrem, 0);
+	if (r >= 0 && (size_t)r == bytes)
+		return true;
+	/* packet by packet, as they came: the first that fails is
+	 * answered; those after it were not taken */
+	for (unsigned int i = 0; i < wb.n; i++) {
+		struct sv_exec x;
+		struct rspan rs;
+		struct span s;
+		int copy = SV_COPY_DST_FAULT;
+
+		if (t->state == IBV_QPS_ERR || !t->roce)
+			return false;
+		if (sv_span_remote(&rs, wb.pkt[i].rkey, t, wb.pkt[i].va,
+				   wb.pkt[i].len, IBV_ACCESS_REMOTE_WRITE)) {
+			sv_roce_exec(&x);
+			sv_span_raw(&s, (void *)wb.pkt[i].data, wb.pkt[i].len);
+			copy = sv_span_copy(&x, &rs.s, 0, &s, 0,
+					    wb.pkt[i].len);
+		}
+		if (!write_fail(t, tx, wb.pkt[i].psn, copy))
+			return false;
+	}
+	return true;
+}
+
 static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 		     struct sv_roce_tx *tx)
 {
@@ -333,19 +456,25 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 				  IBV_EVENT_QP_ACCESS_ERR);
 			return;
 		}
-		sv_roce_exec(&x);
-		sv_span_raw(&s, (void *)p->payload, p->paylen);
-		if (sv_span_copy(&x, &r.s, 0, &s, 0, p->paylen) !=
-		    SV_COPY_OK) {
-			if (sv_x_target_gone(t))
-				return; /* no answer, as a vanished host */
-			rq->in = SV_IN_NONE;
-			fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-				  IBV_EVENT_QP_ACCESS_ERR);
-			return;
+		if (!wb_add(t, p, rq->wr_rkey, rq->wr_va + rq->wr_off, &r) &&
+		    (!sv_roce_resp_place(tx) ||
+		     !wb_add(t, p, rq->wr_rkey, rq->wr_va + rq->wr_off, &r))) {
+			/* it goes alone, now (if what waited went well) */
+			if (t->state == IBV_QPS_ERR ||
+			    sv_psn_diff(rq->epsn, p->psn) != 0)
+				return;
+			sv_roce_exec(&x);
+			sv_span_raw(&s, (void *)p->payload, p->paylen);
+			if (!write_fail(t, tx, p->psn,
+					sv_span_copy(&x, &r.s, 0, &s, 0,
+						     p->paylen)))
+				return;
 		}
 	}
 	if ((p->flags & SV_RF_LAST) && (p->flags & SV_RF_IMMDT)) {
+		/* the data is in place before the completion says so */
+		if (!sv_roce_resp_place(tx))
+			return;
 		/* the immediate data takes a receive WQE */
 		int ret = msg_rx_take(t);
 
@@ -485,6 +614,9 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	struct sv_roce_qp *rq = t->roce;
 	int32_t d;
 
+	/* what waits is placed before anything that could see it */
+	if (wb.t && (wb.t != t || !(p->flags & SV_RF_WRITE)))
+		(void)sv_roce_resp_place(tx);
 	if (!sv_x_can_receive(t))
 		return;
 	if (t->type == IBV_QPT_UD) {

@@ -34,8 +34,9 @@ struct sv_roce_stats {
 
 /* Open the UDP port on the device's GID 0 address and start the wire
  * thread. port 0: 4791. inject: NULL or the fault injector's settings
- * (net.h). 0, or -errno (the daemon then runs without a wire). */
-int sv_roce_start(uint16_t port, const char *inject);
+ * (net.h); no_offload: no UDP GSO/GRO (net.h). 0, or -errno (the daemon
+ * then runs without a wire). */
+int sv_roce_start(uint16_t port, const char *inject, bool no_offload);
 void sv_roce_stop(void);
 bool sv_roce_running(void);
 void sv_roce_get_stats(struct sv_roce_stats *out);

@@ -15,16 +15,22 @@
 #include "device/roce/wire.h"
 
 /* WQEs in flight per QP (copied out of the ring until they complete) and
- * unacknowledged packets per QP: the bounded window of the issue. */
+ * unacknowledged packets per QP at most: the bounded window of the issue.
+ * Within it, a congestion window (cwnd, AIMD as TCP Reno's) of at least
+ * SV_CWND_MIN packets: halved on a loss (a sequence NAK, a READ response
+ * gap), SV_CWND_MIN after a timeout, grown again by ACKs; a loss costs
+ * go-back-N of at most what the congestion window let out. */
 #define SV_RQ_WIN       64u
-#define SV_PKT_WIN      128u
-/* A long message asks for an ACK this often (the last packet always). */
+#define SV_PKT_WIN      512u
+#define SV_CWND_MIN     64u
+/* A long message asks for an ACK this often at most (the last packet
+ * always; req.c asks more often in a small congestion window). */
 #define SV_ACKREQ_EVERY 32u
 /* Responses one READ request asks for at most (a long READ is several
  * requests, each with its own PSNs). */
 #define SV_READ_CHUNK   64u
 /* Packets one engine step sends at most (one sendmmsg). */
-#define SV_TX_BATCH     32u
+#define SV_TX_BATCH     64u
 /* Room of one packet buffer: headers + 4096 + pad + ICRC. */
 #define SV_PKT_BYTES    (4096u + 128u)
 
@@ -71,6 +77,9 @@ struct sv_roce_qp {
 	uint64_t rto;              /* retransmission deadline, 0: none */
 	uint64_t hold_until;       /* RNR NAK: send nothing before */
 	uint32_t retry_left, rnr_left;
+	uint32_t cwnd, ssthresh;   /* congestion window, packets */
+	uint32_t cwnd_acc;         /* ACKed packets towards cwnd + 1 */
+	uint32_t recover;          /* no second cut before una passes it */
 	uint32_t rewound_at;       /* READ gap: re-requested from here once */
 	bool rewound;
 
@@ -93,6 +102,7 @@ struct sv_roce_qp {
 /* A batch of packets to send (one per thread). */
 struct sv_roce_tx {
 	struct sv_net_tx pkt[SV_TX_BATCH];
+	uint8_t sgid[SV_TX_BATCH][16];
 	uint8_t *buf;              /* SV_TX_BATCH * SV_PKT_BYTES */
 	unsigned int n;
 };
@@ -106,8 +116,9 @@ void sv_roce_exec(struct sv_exec *x);
 struct sv_roce_tx *sv_roce_tx_get(void);
 /* The next free packet buffer (flushes a full batch first). */
 uint8_t *sv_roce_tx_next(struct sv_roce_tx *tx);
-/* Queue the packet written in the buffer sv_roce_tx_next gave: p's headers
- * are at buf already with hdr+payload bytes; ICRC added here. */
+/* Queue the packet written in the buffer sv_roce_tx_next gave: its headers
+ * are at buf with hdr+payload bytes (the payload may still be written
+ * until the flush); pad and ICRC are added at the flush. */
 void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 		     const uint8_t sgid[16], const uint8_t dgid[16],
 		     uint16_t sport);
@@ -126,6 +137,9 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p);
 /* resp.c: a request packet for qp from src */
 void sv_roce_resp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
 		     const struct sv_roce_ip *ip, struct sv_roce_tx *tx);
+/* resp.c: place the WRITE payloads that wait (before the ACKs of a batch,
+ * and before the lock is let go): false if one failed (answered). */
+bool sv_roce_resp_place(struct sv_roce_tx *tx);
 /* resp.c: the end of a receive batch: the ACKs it owes */
 void sv_roce_resp_flush_ack(struct sv_qp *qp, struct sv_roce_tx *tx);
 
