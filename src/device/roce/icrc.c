@@ -14,8 +14,11 @@
  * appended little-endian. It runs on every packet sent and received. The
  * portable code is slice-by-8 (eight table lookups per 8 bytes); on x86-64
  * CPUs with carry-less multiplication (PCLMULQDQ) long runs are folded 64
- * bytes at a time instead, several times faster (SOFTVERBS_ICRC_PORTABLE=1
- * in the environment keeps the portable code, for tests).
+ * bytes at a time instead, several times faster, and with VPCLMULQDQ on
+ * 512-bit registers (AVX-512) 256 bytes at a time, about twice faster again
+ * on a packet of 1 KiB (SOFTVERBS_ICRC_PORTABLE=1 in the environment keeps
+ * the portable code, SOFTVERBS_ICRC_NO_AVX512=1 the 128-bit folding: for
+ * tests).
  *
  * IPv4 receivers have a problem: a UDP socket does not tell them the IP
  * identification nor the DF bit, and both are covered. They need not be
@@ -42,6 +45,7 @@
 #include "device/roce/wire.h"
 
 #if defined(__x86_64__)
+#include <immintrin.h>
 #include <wmmintrin.h>
 #define ICRC_CLMUL 1
 #endif
@@ -56,6 +60,7 @@ static uint32_t x_inv8_pow2[32];     /* x^(-8 * 2^k) mod P */
 static uint32_t crc_after_ff8;       /* the register after the 8 0xff
 				      * bytes, from the initial ~0 */
 static bool use_clmul;               /* fold with PCLMULQDQ */
+static bool use_vclmul;              /* and 256 bytes at a time (AVX-512) */
 
 /* ================= CRC ================= */
 
@@ -118,6 +123,7 @@ static inline uint32_t crc_shift_zero4(uint32_t reg)
  * message so far, goes through the tables from a zero register.
  */
 static __m128i fold_k128, fold_k512; /* D = 128 and D = 512 */
+static __m128i fold_k2048;           /* D = 2048 */
 
 __attribute__((target("pclmul")))
 static inline __m128i clmul_fold(__m128i r, __m128i k, __m128i next)
@@ -170,10 +176,78 @@ static uint32_t crc_update_clmul(uint32_t crc, const uint8_t *p, size_t n)
 }
 #endif
 
+#ifdef ICRC_CLMUL
+/*
+ * The same folding on four 512-bit registers, each four independent 128-bit
+ * lanes: 256 bytes a round (each lane D = 2048 bits forward). Then the four
+ * registers into one (D = 512 per lane), 64 bytes at a time while they
+ * last, the four lanes into one (D = 128), and the 128-bit code's end. n >=
+ * 256.
+ */
+#define VCLMUL_TARGET "avx512f,avx512vl,vpclmulqdq,pclmul"
+
+__attribute__((target(VCLMUL_TARGET)))
+static inline __m512i vclmul_fold(__m512i r, __m512i k, __m512i next)
+{
+	/* the three-way XOR in one instruction (0x96: a ^ b ^ c) */
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(r, k, 0x00),
+					 _mm512_clmulepi64_epi128(r, k, 0x11),
+					 next, 0x96);
+}
+
+__attribute__((target(VCLMUL_TARGET)))
+static uint32_t crc_update_vclmul(uint32_t crc, const uint8_t *p, size_t n)
+{
+	const __m512i k2048 = _mm512_broadcast_i32x4(fold_k2048);
+	const __m512i k512 = _mm512_broadcast_i32x4(fold_k512);
+	__m512i x0, x1, x2, x3;
+	__m128i a;
+	uint8_t rest[16];
+
+	x0 = _mm512_xor_si512(_mm512_loadu_si512(p),
+			      _mm512_inserti32x4(_mm512_setzero_si512(),
+						 _mm_cvtsi32_si128((int)crc), 0));
+	x1 = _mm512_loadu_si512(p + 64);
+	x2 = _mm512_loadu_si512(p + 128);
+	x3 = _mm512_loadu_si512(p + 192);
+	p += 256;
+	n -= 256;
+	while (n >= 256) {
+		x0 = vclmul_fold(x0, k2048, _mm512_loadu_si512(p));
+		x1 = vclmul_fold(x1, k2048, _mm512_loadu_si512(p + 64));
+		x2 = vclmul_fold(x2, k2048, _mm512_loadu_si512(p + 128));
+		x3 = vclmul_fold(x3, k2048, _mm512_loadu_si512(p + 192));
+		p += 256;
+		n -= 256;
+	}
+	x1 = vclmul_fold(x0, k512, x1);
+	x2 = vclmul_fold(x1, k512, x2);
+	x3 = vclmul_fold(x2, k512, x3);
+	while (n >= 64) {
+		x3 = vclmul_fold(x3, k512, _mm512_loadu_si512(p));
+		p += 64;
+		n -= 64;
+	}
+	a = _mm512_extracti32x4_epi32(x3, 0);
+	a = clmul_fold(a, fold_k128, _mm512_extracti32x4_epi32(x3, 1));
+	a = clmul_fold(a, fold_k128, _mm512_extracti32x4_epi32(x3, 2));
+	a = clmul_fold(a, fold_k128, _mm512_extracti32x4_epi32(x3, 3));
+	while (n >= 16) {
+		a = clmul_fold(a, fold_k128, _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		n -= 16;
+	}
+	_mm_storeu_si128((__m128i *)rest, a);
+	return crc_update_tab(crc_update_tab(0, rest, 16), p, n);
+}
+#endif
+
 /* The CRC register after n more bytes (no inversion in or out). */
 static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t n)
 {
 #ifdef ICRC_CLMUL
+	if (use_vclmul && n >= 256)
+		return crc_update_vclmul(crc, p, n);
 	if (use_clmul && n >= 64)
 		return crc_update_clmul(crc, p, n);
 #endif
@@ -287,10 +361,17 @@ __attribute__((constructor)) static void icrc_init(void)
 				   (long long)((uint64_t)gf_x_pow(191) << 32));
 	fold_k512 = _mm_set_epi64x((long long)((uint64_t)gf_x_pow(511) << 32),
 				   (long long)((uint64_t)gf_x_pow(575) << 32));
+	fold_k2048 = _mm_set_epi64x((long long)((uint64_t)gf_x_pow(2047) << 32),
+				    (long long)((uint64_t)gf_x_pow(2111) << 32));
 	__builtin_cpu_init();
 	portable = getenv("SOFTVERBS_ICRC_PORTABLE");
 	use_clmul = __builtin_cpu_supports("pclmul") &&
 		    !(portable && *portable && strcmp(portable, "0") != 0);
+	portable = getenv("SOFTVERBS_ICRC_NO_AVX512");
+	use_vclmul = use_clmul && __builtin_cpu_supports("avx512f") &&
+		     __builtin_cpu_supports("avx512vl") &&
+		     __builtin_cpu_supports("vpclmulqdq") &&
+		     !(portable && *portable && strcmp(portable, "0") != 0);
 #endif
 }
 

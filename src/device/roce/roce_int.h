@@ -25,7 +25,7 @@
 #define SV_CWND_MIN     64u
 /* A long message asks for an ACK this often at most (the last packet
  * always; req.c asks more often in a small congestion window). */
-#define SV_ACKREQ_EVERY 32u
+#define SV_ACKREQ_EVERY 128u
 /* Responses one READ request asks for at most (a long READ is several
  * requests, each with its own PSNs). */
 #define SV_READ_CHUNK   64u
