@@ -151,7 +151,11 @@ int main(void)
 	CHECK(mr && !vu_connect_pair(a.qp, b.qp, &c), "connect");
 	pid = vu_daemon_pid();
 	CHECK(pid > 0, "no daemon pid in $SV_TEST_DIR/control.lock");
-	tid = engine_tid(pid);
+	/* the engine names itself once it runs: it may not have yet on a
+	 * loaded machine (bounded wait) */
+	for (end = vu_now_ms() + VU_WAIT_MS;
+	     (tid = engine_tid(pid)) <= 0 && vu_now_ms() < end;)
+		vu_sleep_ms(10);
 	CHECK(tid > 0, "no sv-engine0 thread in softverbsd (pid %d)", (int)pid);
 
 	transfer(&a, &b, mr, buf, 1000);

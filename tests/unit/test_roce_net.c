@@ -208,6 +208,7 @@ static void one_way(struct sv_net *from, struct sv_net *to,
 		tx[i].len = len[i];
 		memcpy(tx[i].dst, dgid, 16);
 		tx[i].sport = (uint16_t)(i & 1 ? p1 : p0);
+		tx[i].cont = false;
 	}
 	/* three calls: one packet, a full batch, the rest */
 	assert_int_equal(sv_net_send(from, tx, 1), 1);
@@ -244,6 +245,114 @@ static void test_batches(void **state)
 			 sa.inj_corrupt, 0);
 	sv_net_close(a);
 	sv_net_close(b);
+}
+
+/* ---- UDP GSO and GRO ---- */
+
+#define NG 300
+
+struct gro_expect {
+	uint8_t (*data)[1100];
+	uint32_t *len;
+	unsigned int next;
+};
+
+static void check_gro(const struct sv_net_rx *r, void *arg)
+{
+	struct gro_expect *e = arg;
+
+	assert_true(e->next < NG);
+	assert_int_equal(r->len, e->len[e->next]);
+	assert_memory_equal(r->buf, e->data[e->next], r->len);
+	e->next++;
+}
+
+/*
+ * Runs of packets marked cont (one sport, so they arrive in order): each
+ * packet arrives alone and whole, in order, whether the runs went as GSO
+ * datagrams (and came whole through GRO on lo) or, with no_offload, one
+ * datagram per packet. A cont that breaks the rules (longer than its
+ * run's first, after a shorter one, the 65th, to another peer) starts a
+ * datagram of its own.
+ */
+static void gso_round(bool offload)
+{
+	static uint8_t data[NG][1100];
+	static uint32_t len[NG];
+	struct sv_net_tx tx[NG];
+	struct gro_expect e = { .data = data, .len = len };
+	struct sv_net_stats sa, sb;
+	struct sv_net *a, *b;
+	struct sv_net_cfg ca, cb;
+	uint16_t port = 0;
+	int sp;
+
+	for (unsigned int t = 0; t < 200 && !port; t++) {
+		port = (uint16_t)(20000 + (getpid() * 11 + t * 137) % 20000);
+		memset(&ca, 0, sizeof(ca));
+		memset(&cb, 0, sizeof(cb));
+		ca.port = cb.port = port;
+		ca.no_offload = cb.no_offload = !offload;
+		gid_v4(ca.addr, "127.0.0.1");
+		gid_v4(cb.addr, "127.0.0.2");
+		if (sv_net_open(&a, &ca)) {
+			port = 0;
+			continue;
+		}
+		if (sv_net_open(&b, &cb)) {
+			sv_net_close(a);
+			port = 0;
+		}
+	}
+	assert_int_not_equal(port, 0);
+	assert_int_equal(sv_net_gso(a), offload);
+	sp = sv_net_sport(a, 0xc321);
+	assert_true(sp > 0);
+	for (unsigned int i = 0; i < NG; i++) {
+		/* runs of 1040-byte packets, each ending shorter; now and
+		 * then a packet longer than its run's */
+		len[i] = i % 50 == 49 ? 300 + i : i % 97 == 96 ? 1090 : 1040;
+		for (uint32_t j = 0; j < len[i]; j++)
+			data[i][j] = (uint8_t)(i * 31 + j * 13);
+		tx[i].buf = data[i];
+		tx[i].len = len[i];
+		gid_v4(tx[i].dst, "127.0.0.2");
+		tx[i].sport = (uint16_t)sp;
+		tx[i].cont = offload && i % 50 != 0;
+	}
+	assert_int_equal(sv_net_send(a, tx, 100), 100);
+	assert_int_equal(sv_net_send(a, tx + 100, NG - 100), NG - 100);
+	recv_n(b, NG, check_gro, &e);
+	assert_int_equal(e.next, NG);
+	sv_net_stats(a, &sa);
+	sv_net_stats(b, &sb);
+	assert_int_equal(sa.tx_pkts, NG);
+	assert_int_equal(sb.rx_pkts, NG);
+	assert_int_equal(sa.tx_bytes, sb.rx_bytes);
+	assert_int_equal(sa.tx_drop_full + sa.tx_err + sb.rx_err, 0);
+	if (offload) {
+		/* runs of up to 50 packets, cut at the long ones and at
+		 * the 64-segment limit: several datagrams of many */
+		assert_true(sa.tx_gso >= 6);
+		if (sv_net_gro(b))
+			assert_true(sb.rx_gro >= 1);
+		print_message("%u packets: %llu GSO datagrams sent, %llu GRO "
+			      "datagrams received\n", NG,
+			      (unsigned long long)sa.tx_gso,
+			      (unsigned long long)sb.rx_gro);
+	} else {
+		assert_int_equal(sa.tx_gso + sb.rx_gro, 0);
+		assert_false(sv_net_gro(b));
+	}
+	sv_net_close(a);
+	sv_net_close(b);
+}
+
+static void test_gso(void **state)
+{
+	(void)state;
+	gso_round(true);
+	gso_round(false);
 }
 
 /* ---- source ports ---- */
@@ -499,6 +608,7 @@ static void inj_run(const char *inject, struct inj_log *g,
 		tx[i].len = PLEN;
 		gid_v4(tx[i].dst, "127.0.0.2");
 		tx[i].sport = 0xc0de;
+		tx[i].cont = false;
 	}
 	while (seq < NPKT) {
 		unsigned int k = NPKT - seq < BATCH ? NPKT - seq : BATCH;
@@ -617,6 +727,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_batches),
+		cmocka_unit_test(test_gso),
 		cmocka_unit_test(test_sports),
 		cmocka_unit_test(test_jumbo),
 		cmocka_unit_test(test_ipv6),
