@@ -580,9 +580,7 @@ static bool payload(struct sv_exec *x, struct sv_qp *qp,
 		    uint8_t *buf, struct sv_roce_tx *tx, struct gather *g)
 {
 	struct sv_roce_qp *rq = qp->roce;
-	struct sv_map map[SV_MAX_SGE];
-	struct iovec iov[SV_IOV_WINDOW];
-	struct span s, d;
+	struct span d;
 	uint64_t total;
 
 	if (!len)
@@ -617,11 +615,8 @@ static bool payload(struct sv_exec *x, struct sv_qp *qp,
 		return true;
 	}
 	/* more iovecs than one window: this packet alone, now */
-	if (sv_span_sges(&s, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
-			 false, &total) != IBV_WC_SUCCESS)
-		return false;
 	sv_span_raw(&d, buf, len);
-	return sv_span_copy(x, &d, 0, &s, off, len) == SV_COPY_OK;
+	return sv_span_copy(x, &d, 0, &g->s, off, len) == SV_COPY_OK;
 }
 
 /* A long message asks for an ACK every this many packets: a quarter of
