@@ -3,9 +3,10 @@
  * Who the device is: name, GUID, attributes, port and GID table.
  *
  * The GUID is stable across restarts: derived from /etc/machine-id (or the
- * host name) and the device name. GID index 0 is the RoCEv2 IPv4-mapped GID
- * of the address the daemon serves; the port's active MTU follows that
- * interface's MTU, as on a RoCE NIC.
+ * host name) and the device name. The GID table holds the RoCEv2 GIDs of
+ * the addresses the daemon serves (IPv4-mapped, or IPv6): one (--ip), or
+ * every address of an interface (--netdev); the port's active MTU follows
+ * the interface's MTU, as on a RoCE NIC.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -79,59 +80,115 @@ static unsigned int ifname_mtu(const char *ifname)
 	return mtu;
 }
 
-/* Find the interface serving addr (or, with no addr, the first UP
- * non-loopback IPv4 interface, else loopback). */
-static int pick_address(const char *want, struct in_addr *out, char *ifname,
-			size_t ifname_len)
+/* One address the device serves: its GID form and interface. */
+struct addr {
+	uint8_t gid[16];
+	char ifname[IF_NAMESIZE + 1];
+	bool v6, linklocal;
+};
+
+static void gid_of(const struct sockaddr *sa, struct addr *o)
 {
-	struct ifaddrs *ifa, *i;
-	struct in_addr w = { 0 };
-	int found = 0;
-
-	if (want && inet_pton(AF_INET, want, &w) != 1)
-		return -EINVAL;
-	if (getifaddrs(&ifa))
-		return -errno;
-	for (int pass = 0; pass < 2 && !found; pass++) {
-		for (i = ifa; i; i = i->ifa_next) {
-			struct in_addr a;
-
-			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
-			    !(i->ifa_flags & IFF_UP))
-				continue;
-			a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
-			if (want ? a.s_addr != w.s_addr :
-			    (pass == 0) == !!(i->ifa_flags & IFF_LOOPBACK))
-				continue;
-			*out = a;
-			snprintf(ifname, ifname_len, "%s", i->ifa_name);
-			found = 1;
-			break;
-		}
+	memset(o->gid, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		o->gid[10] = o->gid[11] = 0xff;
+		memcpy(o->gid + 12,
+		       &((const struct sockaddr_in *)sa)->sin_addr.s_addr, 4);
+		o->v6 = o->linklocal = false;
+	} else {
+		memcpy(o->gid, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		o->v6 = true;
+		o->linklocal = o->gid[0] == 0xfe && (o->gid[1] & 0xc0) == 0x80;
 	}
-	freeifaddrs(ifa);
-	if (found)
-		return 0;
-	if (want)
-		return -EADDRNOTAVAIL;
-	out->s_addr = htonl(INADDR_LOOPBACK);
-	snprintf(ifname, ifname_len, "lo");
-	return 0;
 }
 
-int sv_identity_init(const char *ip)
+/*
+ * The addresses to serve, into out[0..max): the address want (IPv4 or
+ * IPv6, on whichever interface has it); every address of interface dev
+ * (IPv4 first, then IPv6, link-local last: GID index 0 is the first IPv4
+ * address, as the pingpongs' -g 0 expects); or, with neither, the first UP
+ * non-loopback IPv4 address, else 127.0.0.1. The count, or -errno.
+ */
+static int pick_addresses(const char *want, const char *dev, struct addr *out,
+			  unsigned int max)
+{
+	struct ifaddrs *ifa, *i;
+	struct addr w;
+	unsigned int n = 0;
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} u;
+
+	memset(&u, 0, sizeof(u));
+	if (want) {
+		if (inet_pton(AF_INET, want, &u.v4.sin_addr) == 1)
+			u.sa.sa_family = AF_INET;
+		else if (inet_pton(AF_INET6, want, &u.v6.sin6_addr) == 1)
+			u.sa.sa_family = AF_INET6;
+		else
+			return -EINVAL;
+		gid_of(&u.sa, &w);
+	}
+	if (getifaddrs(&ifa))
+		return -errno;
+	/* --netdev: three rounds (IPv4, IPv6, link-local IPv6); else two
+	 * (not loopback, then loopback) for the first IPv4 one, or one
+	 * for want */
+	for (int pass = 0; pass < 3 && n < max; pass++) {
+		for (i = ifa; i && n < max; i = i->ifa_next) {
+			struct addr a;
+
+			if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) ||
+			    (i->ifa_addr->sa_family != AF_INET &&
+			     i->ifa_addr->sa_family != AF_INET6))
+				continue;
+			gid_of(i->ifa_addr, &a);
+			snprintf(a.ifname, sizeof(a.ifname), "%s", i->ifa_name);
+			if (dev) {
+				if (strcmp(i->ifa_name, dev) ||
+				    pass != (a.v6 ? 1 + a.linklocal : 0))
+					continue;
+			} else if (want) {
+				if (memcmp(a.gid, w.gid, 16) || pass)
+					continue;
+			} else if (a.v6 || pass == 2 ||
+				   (pass == 0) == !!(i->ifa_flags & IFF_LOOPBACK)) {
+				continue;
+			}
+			out[n++] = a;
+			if (!dev)
+				break;
+		}
+		if (!dev && n)
+			break;
+	}
+	freeifaddrs(ifa);
+	if (n)
+		return (int)n;
+	if (want || dev)
+		return -EADDRNOTAVAIL;
+	u.v4.sin_family = AF_INET;
+	u.v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	gid_of(&u.sa, &out[0]);
+	snprintf(out[0].ifname, sizeof(out[0].ifname), "lo");
+	return 1;
+}
+
+int sv_identity_init(const char *ip, const char *netdev)
 {
 	struct sv_dev_attr *a = &sv_dev.attr;
 	struct sv_port_attr *p = &sv_dev.port;
-	struct sv_rsp_gid *g = &sv_dev.gid[0];
-	struct in_addr addr;
-	char ifname[IF_NAMESIZE + 1];
-	char abuf[INET_ADDRSTRLEN];
-	int ret;
+	struct addr addrs[SV_GID_TBL_LEN];
+	char abuf[INET6_ADDRSTRLEN];
+	int n;
 
-	ret = pick_address(ip, &addr, ifname, sizeof(ifname));
-	if (ret)
-		return ret;
+	if (ip && netdev)
+		return -EINVAL;
+	n = pick_addresses(ip, netdev, addrs, SV_GID_TBL_LEN);
+	if (n < 0)
+		return n;
 
 	snprintf(sv_dev.name, sizeof(sv_dev.name), "sv0");
 	memset(a, 0, sizeof(*a));
@@ -185,7 +242,7 @@ int sv_identity_init(const char *ip)
 	memset(p, 0, sizeof(*p));
 	p->state = IBV_PORT_ACTIVE;
 	p->max_mtu = IBV_MTU_4096;
-	p->active_mtu = mtu_for_link(ifname_mtu(ifname));
+	p->active_mtu = mtu_for_link(ifname_mtu(addrs[0].ifname));
 	p->gid_tbl_len = SV_GID_TBL_LEN;
 	p->port_cap_flags = IBV_PORT_CM_SUP;
 	p->max_msg_sz = 1u << 31;
@@ -197,15 +254,25 @@ int sv_identity_init(const char *ip)
 	p->max_vl_num = 1;
 
 	memset(sv_dev.gid, 0, sizeof(sv_dev.gid));
-	g->gid[10] = 0xff;
-	g->gid[11] = 0xff;
-	memcpy(&g->gid[12], &addr.s_addr, 4);
-	g->gid_type = IBV_GID_TYPE_ROCE_V2;
-	g->valid = 1;
-	g->ndev_ifindex = if_nametoindex(ifname);
+	for (int k = 0; k < n; k++) {
+		struct sv_rsp_gid *g = &sv_dev.gid[k];
 
-	inet_ntop(AF_INET, &addr, abuf, sizeof(abuf));
-	sv_log(SV_LOG_INFO, "device %s: %s on %s, active mtu %u, gid[0] ::ffff:%s",
-	       sv_dev.name, abuf, ifname, 128u << p->active_mtu, abuf);
+		memcpy(g->gid, addrs[k].gid, 16);
+		g->gid_type = IBV_GID_TYPE_ROCE_V2;
+		g->valid = 1;
+		g->ndev_ifindex = if_nametoindex(addrs[k].ifname);
+		if (addrs[k].v6)
+			inet_ntop(AF_INET6, addrs[k].gid, abuf, sizeof(abuf));
+		else
+			inet_ntop(AF_INET, addrs[k].gid + 12, abuf, sizeof(abuf));
+		if (k == 0)
+			sv_log(SV_LOG_INFO, "device %s: %s on %s, active mtu %u, "
+			       "gid[0] %s%s", sv_dev.name, abuf,
+			       addrs[k].ifname, 128u << p->active_mtu,
+			       addrs[k].v6 ? "" : "::ffff:", abuf);
+		else
+			sv_log(SV_LOG_INFO, "device %s: gid[%d] %s%s", sv_dev.name,
+			       k, addrs[k].v6 ? "" : "::ffff:", abuf);
+	}
 	return 0;
 }

@@ -58,7 +58,9 @@ static void usage(FILE *f)
 "                       $XDG_RUNTIME_DIR/softverbs/control, else\n"
 "                       /run/softverbs/control as root)\n"
 "  --idle-exit SECONDS  leave once no client has been connected for SECONDS\n"
-"  --ip ADDR            the IPv4 address the device serves (GID index 0)\n"
+"  --ip ADDR            the IPv4 or IPv6 address the device serves (GID 0)\n"
+"  --netdev IFACE       serve every address of IFACE instead: IPv4 first\n"
+"                       (GID 0), then IPv6, link-local last\n"
 "  --roce-port PORT     the RoCEv2 UDP port (default 4791)\n"
 "  --no-roce            no RoCEv2 port: peers on this host only\n"
 "  --no-offload         no UDP GSO/GRO on the RoCEv2 port: one datagram per\n"
@@ -381,6 +383,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "idle-exit", required_argument, NULL, 'i' },
 		{ "ip", required_argument, NULL, 'a' },
+		{ "netdev", required_argument, NULL, 'N' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "roce-port", required_argument, NULL, 'r' },
 		{ "no-roce", no_argument, NULL, 'n' },
@@ -390,13 +393,13 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *ip = NULL, *log_path = NULL;
+	const char *ip = NULL, *log_path = NULL, *netdev = NULL;
 	const char *inject = getenv("SOFTVERBSD_INJECT");
 	unsigned long roce_port = 0;
 	bool roce = true;
 	bool no_offload = getenv("SOFTVERBSD_NO_OFFLOAD") &&
 			  !strcmp(getenv("SOFTVERBSD_NO_OFFLOAD"), "1");
-	int c, ret;
+	int c, ret = -ENOMEM;
 
 	while ((c = getopt_long(argc, argv, "s:i:a:l:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -438,6 +441,9 @@ int main(int argc, char **argv)
 		case 'a':
 			ip = optarg;
 			break;
+		case 'N':
+			netdev = optarg;
+			break;
 		case 'l':
 			log_path = optarg;
 			break;
@@ -476,9 +482,11 @@ int main(int argc, char **argv)
 	}
 	sv_dev.clients.next = sv_dev.clients.prev = &sv_dev.clients;
 	if (sv_keytab_init(&sv_dev.keys, SV_MAX_MR) ||
-	    (ret = sv_identity_init(ip))) {
-		sv_log(SV_LOG_ERR, "cannot set up the device%s%s", ip ? " on " : "",
-		       ip ? ip : "");
+	    (ret = sv_identity_init(ip, netdev))) {
+		sv_log(SV_LOG_ERR, "cannot set up the device%s%s: %s",
+		       ip || netdev ? " on " : "", ip ? ip : netdev ? netdev : "",
+		       ip && netdev ? "--ip and --netdev exclude each other" :
+		       strerror(ret < 0 ? -ret : ENOMEM));
 		return 1;
 	}
 	ret = claim_socket();

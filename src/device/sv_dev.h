@@ -306,7 +306,7 @@ extern struct sv_device sv_dev;
 
 /* identity.c: fill sv_dev's name, attributes, port and GIDs. ip may be NULL
  * (pick the host's first non-loopback IPv4 address). */
-int sv_identity_init(const char *ip);
+int sv_identity_init(const char *ip, const char *netdev);
 
 /* A handler's view of one command. */
 struct sv_req {

@@ -10,8 +10,9 @@
 #                              from PREFIX), MTU 1500 unless given, lo up.
 #                              Sets NS_A NS_B IP_A IP_B.
 #   ns_daemon NS IP SOCK       softverbsd --ip IP --socket SOCK --idle-exit 30
-#                              inside NS, its log beside SOCK; waits (bounded)
-#                              until it answers. Sets NS_DAEMON_PID.
+#                              inside NS (IP empty: no --ip; say what to serve
+#                              in NS_DAEMON_ARGS), its log beside SOCK; waits
+#                              (bounded) until it answers. Sets NS_DAEMON_PID.
 #   ns_sv NS SOCK CMD [ARGS]   CMD inside NS, its verbs on SOCK's daemon, never
 #                              starting another one (SOFTVERBS_NO_AUTOSTART)
 #   ns_drop_pct NS PCT         drop PCT % (random) of the UDP packets to port
@@ -218,7 +219,7 @@ ns_daemon() { # ns ip sock
 	ns_log "$log" "softverbsd in $ns ($ip)"
 	# 'ip netns exec' execs the daemon: $! is the daemon itself
 	# shellcheck disable=SC2086
-	ip netns exec "$ns" "$SVD" --ip "$ip" --socket "$sock" --idle-exit 30 \
+	ip netns exec "$ns" "$SVD" ${ip:+--ip "$ip"} --socket "$sock" --idle-exit 30 \
 		${NS_DAEMON_ARGS:-} </dev/null >>"$log" 2>&1 &
 	NS_DAEMON_PID=$!
 	NS_PIDS+=("$NS_DAEMON_PID")

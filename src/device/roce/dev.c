@@ -33,7 +33,10 @@ void sv_roce_exec(struct sv_exec *x)
 }
 
 static struct {
-	struct sv_net *net;
+	/* one UDP transport per address served, by GID index (NULL: that
+	 * GID has none); nets of them */
+	struct sv_net *net[SV_GID_TBL_LEN];
+	unsigned int nets;
 	uint16_t port;             /* the UDP port peers send to */
 	int stop_fd;               /* an eventfd: written to stop the thread */
 	pthread_t thread;
@@ -42,6 +45,16 @@ static struct {
 } wire;
 
 #define RX_BATCH SV_NET_RX_BATCH
+
+/* The transport of the address gid (one of the device's GIDs), or NULL. */
+static struct sv_net *net_of(const uint8_t gid[16])
+{
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++)
+		if (wire.net[i] && sv_dev.gid[i].valid &&
+		    !memcmp(sv_dev.gid[i].gid, gid, 16))
+			return wire.net[i];
+	return NULL;
+}
 
 /* ---- sending ---- */
 
@@ -67,7 +80,7 @@ struct sv_roce_tx *sv_roce_tx_get(void)
 {
 	struct sv_roce_tx *tx;
 
-	if (!wire.net)
+	if (!wire.nets)
 		return NULL;
 	pthread_once(&tx_once, tx_key_make);
 	tx = pthread_getspecific(tx_key);
@@ -113,10 +126,20 @@ static inline uint32_t wire_len(uint32_t hdr_plus_payload)
 	return hdr_plus_payload + (-hdr_plus_payload & 3) + SV_ICRC_BYTES;
 }
 
+/* Send pkt[0..n), all from the address of net. */
+static void tx_send(struct sv_net *net, const struct sv_net_tx *pkt,
+		    unsigned int n)
+{
+	if (net)
+		sv_roce_stats.tx_pkts += sv_net_send(net, pkt, n);
+}
+
 void sv_roce_tx_flush(struct sv_roce_tx *tx)
 {
-	bool gso = sv_net_gso(wire.net);
 	uint32_t run_len = 0, run_bytes = 0, last = 0, seg = 0;
+	struct sv_net *net = NULL;
+	unsigned int from = 0;
+	bool gso = false;
 
 	if (!tx->n)
 		return;
@@ -129,7 +152,18 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 		uint32_t len = wire_len(t->len);
 		struct sv_roce_ip ip;
 
-		t->cont = gso && i && last == run_len && len <= run_len &&
+		if (!i || memcmp(tx->sgid[i], tx->sgid[i - 1], 16)) {
+			/* another source address: its own transport */
+			struct sv_net *nn = net_of(tx->sgid[i]);
+
+			if (i && nn != net) {
+				tx_send(net, tx->pkt + from, i - from);
+				from = i;
+			}
+			net = nn;
+			gso = net && sv_net_gso(net);
+		}
+		t->cont = gso && i > from && last == run_len && len <= run_len &&
 			  seg + 1 < SV_NET_GSO_SEGS &&
 			  run_bytes + len <= SV_NET_GSO_BYTES &&
 			  t->sport == tx->pkt[i - 1].sport &&
@@ -154,7 +188,7 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 		t->len = (uint32_t)sv_roce_finish((uint8_t *)t->buf, t->len,
 						  &ip);
 	}
-	sv_roce_stats.tx_pkts += sv_net_send(wire.net, tx->pkt, tx->n);
+	tx_send(net, tx->pkt + from, tx->n - from);
 	tx->n = 0;
 }
 
@@ -223,16 +257,36 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 	}
 }
 
+/* One receive batch of net k, under the lock. */
+static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
+			       struct sv_qp **touched, struct sv_roce_tx *tx)
+{
+	unsigned int n = sv_net_recv(net, rx, RX_BATCH), nt = 0;
+
+	if (!n)
+		return 0;
+	sv_dev_lock(false);
+	for (unsigned int i = 0; i < n; i++)
+		rx_one(&rx[i], tx, touched, &nt);
+	/* the data in place, then the ACKs that say so */
+	(void)sv_roce_resp_place(tx);
+	/* ACKs coalesced: one per QP and batch */
+	for (unsigned int i = 0; i < nt; i++)
+		sv_roce_resp_flush_ack(touched[i], tx);
+	sv_roce_tx_flush(tx);
+	sv_dev_unlock();
+	return n;
+}
+
 static void *wire_main(void *arg)
 {
 	static struct sv_net_rx rx[RX_BATCH];
 	struct sv_qp *touched[RX_BATCH];
 	struct sv_roce_tx *tx = sv_roce_tx_get();
 	/* no timeout: an idle port sleeps until a packet or the stop */
-	struct pollfd pfd[2] = {
-		{ .fd = sv_net_fd(wire.net), .events = POLLIN },
-		{ .fd = wire.stop_fd, .events = POLLIN },
-	};
+	struct pollfd pfd[SV_GID_TBL_LEN + 1];
+	struct sv_net *nets[SV_GID_TBL_LEN];
+	unsigned int nn = 0;
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "sv-wire");
@@ -240,47 +294,76 @@ static void *wire_main(void *arg)
 		sv_log(SV_LOG_ERR, "roce: no memory for the wire thread");
 		return NULL;
 	}
-	while (!__atomic_load_n(&wire.stop, __ATOMIC_ACQUIRE)) {
-		unsigned int n = sv_net_recv(wire.net, rx, RX_BATCH), nt = 0;
-
-		if (!n) {
-			(void)poll(pfd, 2, -1);
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++) {
+		if (!wire.net[i])
 			continue;
-		}
-		sv_dev_lock(false);
-		for (unsigned int i = 0; i < n; i++)
-			rx_one(&rx[i], tx, touched, &nt);
-		/* the data in place, then the ACKs that say so */
-		(void)sv_roce_resp_place(tx);
-		/* ACKs coalesced: one per QP and batch */
-		for (unsigned int i = 0; i < nt; i++)
-			sv_roce_resp_flush_ack(touched[i], tx);
-		sv_roce_tx_flush(tx);
-		sv_dev_unlock();
+		nets[nn] = wire.net[i];
+		pfd[nn].fd = sv_net_fd(wire.net[i]);
+		pfd[nn++].events = POLLIN;
+	}
+	pfd[nn].fd = wire.stop_fd;
+	pfd[nn].events = POLLIN;
+	while (!__atomic_load_n(&wire.stop, __ATOMIC_ACQUIRE)) {
+		unsigned int got = 0;
+
+		for (unsigned int k = 0; k < nn; k++)
+			got += wire_batch(nets[k], rx, touched, tx);
+		if (!got)
+			(void)poll(pfd, nn + 1, -1);
 	}
 	return NULL;
+}
+
+static void nets_close(void)
+{
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++) {
+		sv_net_close(wire.net[i]);
+		wire.net[i] = NULL;
+	}
+	wire.nets = 0;
 }
 
 int sv_roce_start(uint16_t port, const char *inject, bool no_offload)
 {
 	struct sv_net_cfg cfg;
 	sigset_t all, old;
-	int ret;
+	int ret = -EADDRNOTAVAIL;
 
-	memset(&cfg, 0, sizeof(cfg));
-	memcpy(cfg.addr, sv_dev.gid[0].gid, 16);
-	cfg.port = port ? port : SV_ROCE_PORT;
-	wire.port = cfg.port;
-	cfg.inject = inject;
-	cfg.no_offload = no_offload;
-	ret = sv_net_open(&wire.net, &cfg);
-	if (ret)
+	/* a transport for each address served (its GID's) */
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++) {
+		int r;
+
+		if (!sv_dev.gid[i].valid)
+			continue;
+		memset(&cfg, 0, sizeof(cfg));
+		memcpy(cfg.addr, sv_dev.gid[i].gid, 16);
+		cfg.port = port ? port : SV_ROCE_PORT;
+		cfg.inject = inject;
+		cfg.no_offload = no_offload;
+		r = sv_net_open(&wire.net[i], &cfg);
+		if (r) {
+			/* GID 0's failure is the port's; another's only
+			 * its own */
+			wire.net[i] = NULL;
+			if (i == 0) {
+				ret = r;
+				break;
+			}
+			sv_log(SV_LOG_WARN, "roce: no RoCEv2 on gid[%u]: %s", i,
+			       strerror(-r));
+			continue;
+		}
+		wire.nets++;
+	}
+	if (!wire.net[0]) {
+		nets_close();
 		return ret;
+	}
+	wire.port = port ? port : SV_ROCE_PORT;
 	wire.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (wire.stop_fd < 0) {
 		ret = -errno;
-		sv_net_close(wire.net);
-		wire.net = NULL;
+		nets_close();
 		return ret;
 	}
 	/* signals are the control thread's (signalfd): the wire thread
@@ -291,8 +374,7 @@ int sv_roce_start(uint16_t port, const char *inject, bool no_offload)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		close(wire.stop_fd);
-		sv_net_close(wire.net);
-		wire.net = NULL;
+		nets_close();
 		return -ret;
 	}
 	wire.running = true;
@@ -309,8 +391,7 @@ void sv_roce_stop(void)
 	pthread_join(wire.thread, NULL);
 	close(wire.stop_fd);
 	wire.running = false;
-	sv_net_close(wire.net);
-	wire.net = NULL;
+	nets_close();
 }
 
 bool sv_roce_running(void)
@@ -343,17 +424,20 @@ void sv_roce_stat_fill(struct sv_rsp_stat_wire *o)
 	o->rnr_naks_rcvd = s->rnr_naks_rcvd;
 	o->dup_reqs = s->dup_reqs;
 	o->retry_exceeded = s->retry_exceeded;
-	if (wire.net) {
-		sv_net_stats(wire.net, &n);
-		o->tx_drop_full = n.tx_drop_full;
-		o->inj_drop = n.inj_drop;
-		o->inj_dup = n.inj_dup;
-		o->inj_reorder = n.inj_reorder;
-		o->inj_corrupt = n.inj_corrupt;
-		o->gso = sv_net_gso(wire.net);
-		o->gro = sv_net_gro(wire.net);
-		o->tx_gso = n.tx_gso;
-		o->rx_gro = n.rx_gro;
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++) {
+		if (!wire.net[i])
+			continue;
+		sv_net_stats(wire.net[i], &n);
+		o->tx_drop_full += n.tx_drop_full;
+		o->inj_drop += n.inj_drop;
+		o->inj_dup += n.inj_dup;
+		o->inj_reorder += n.inj_reorder;
+		o->inj_corrupt += n.inj_corrupt;
+		o->tx_gso += n.tx_gso;
+		o->rx_gro += n.rx_gro;
+		/* on: on for every address */
+		o->gso = (i == 0 || o->gso) && sv_net_gso(wire.net[i]);
+		o->gro = (i == 0 || o->gro) && sv_net_gro(wire.net[i]);
 	}
 }
 
@@ -392,6 +476,7 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 		      const char **why)
 {
 	struct sv_roce_qp *rq = qp->roce;
+	struct sv_net *net;
 	uint32_t mtu;
 	int ret;
 
@@ -422,9 +507,18 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 					    SV_GID_TBL_LEN].gid, 16);
 		memcpy(rq->dgid, qp->attr.ah_attr.dgid, 16);
 		rq->dqpn = qp->attr.dest_qp_num & 0xffffff;
+		net = net_of(rq->sgid);
+		if (!net) {
+			*why = "the source GID has no RoCEv2 port";
+			return -EHOSTUNREACH;
+		}
+		if (sv_gid_is_v4(rq->sgid) != sv_gid_is_v4(rq->dgid)) {
+			*why = "the source and destination GIDs are of two IP versions";
+			return -EINVAL;
+		}
 		/* the port its packets really leave from (the ICRC covers
 		 * it): the hash's, or the next free one */
-		ret = sv_net_sport(wire.net, sv_roce_sport(qp->qpn, rq->dqpn));
+		ret = sv_net_sport(net, sv_roce_sport(qp->qpn, rq->dqpn));
 		if (ret < 0) {
 			*why = "no UDP source port for the QP";
 			return ret;
@@ -475,6 +569,7 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 	struct sv_roce_tx *tx = sv_roce_tx_get();
 	const struct sv_wire_ah *a = &ah->attr;
 	struct sv_roce_pkt p;
+	struct sv_net *net;
 	struct span d;
 	uint8_t *buf;
 	size_t hdr;
@@ -482,8 +577,12 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 
 	if (!tx)
 		return IBV_WC_SUCCESS;  /* no port: the datagram is lost */
-	sport = sv_net_sport(wire.net, sv_roce_sport(qp->qpn,
-						     remote_qpn & 0xffffff));
+	net = net_of(sv_dev.gid[a->sgid_index % SV_GID_TBL_LEN].gid);
+	if (!net || sv_gid_is_v4(a->dgid) !=
+		    sv_gid_is_v4(sv_dev.gid[a->sgid_index % SV_GID_TBL_LEN].gid))
+		return IBV_WC_SUCCESS;  /* no way there: lost, as on a wire */
+	sport = sv_net_sport(net, sv_roce_sport(qp->qpn,
+					       remote_qpn & 0xffffff));
 	if (sport < 0)
 		return IBV_WC_SUCCESS;  /* no socket: lost, as on a wire */
 	memset(&p, 0, sizeof(p));
