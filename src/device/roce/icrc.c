@@ -133,11 +133,32 @@ static inline __m128i clmul_fold(__m128i r, __m128i k, __m128i next)
 			     next);
 }
 
+/* The end of a folding: four lanes a0..a3 (16 consecutive bytes each,
+ * a0 first) into one, the n < 64 bytes left at p 16 at a time, the last
+ * 16 bytes of register and fewer than 16 of message through the tables. */
+__attribute__((target("pclmul")))
+static inline uint32_t clmul_end(__m128i a0, __m128i a1, __m128i a2,
+				 __m128i a3, const uint8_t *p, size_t n)
+{
+	uint8_t rest[16];
+
+	a0 = clmul_fold(a0, fold_k128, a1);
+	a0 = clmul_fold(a0, fold_k128, a2);
+	a0 = clmul_fold(a0, fold_k128, a3);
+	while (n >= 16) {
+		a0 = clmul_fold(a0, fold_k128,
+				_mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		n -= 16;
+	}
+	_mm_storeu_si128((__m128i *)rest, a0);
+	return crc_update_tab(crc_update_tab(0, rest, 16), p, n);
+}
+
 __attribute__((target("pclmul")))
 static uint32_t crc_update_clmul(uint32_t crc, const uint8_t *p, size_t n)
 {
 	__m128i a0, a1, a2, a3;
-	uint8_t rest[16];
 
 	/* the register enters as the first 4 bytes' partner, as in the
 	 * table code */
@@ -161,18 +182,7 @@ static uint32_t crc_update_clmul(uint32_t crc, const uint8_t *p, size_t n)
 		p += 64;
 		n -= 64;
 	}
-	/* into one, then 16 bytes at a time */
-	a0 = clmul_fold(a0, fold_k128, a1);
-	a0 = clmul_fold(a0, fold_k128, a2);
-	a0 = clmul_fold(a0, fold_k128, a3);
-	while (n >= 16) {
-		a0 = clmul_fold(a0, fold_k128,
-				_mm_loadu_si128((const __m128i *)p));
-		p += 16;
-		n -= 16;
-	}
-	_mm_storeu_si128((__m128i *)rest, a0);
-	return crc_update_tab(crc_update_tab(0, rest, 16), p, n);
+	return clmul_end(a0, a1, a2, a3, p, n);
 }
 #endif
 
@@ -181,8 +191,7 @@ static uint32_t crc_update_clmul(uint32_t crc, const uint8_t *p, size_t n)
  * The same folding on four 512-bit registers, each four independent 128-bit
  * lanes: 256 bytes a round (each lane D = 2048 bits forward). Then the four
  * registers into one (D = 512 per lane), 64 bytes at a time while they
- * last, the four lanes into one (D = 128), and the 128-bit code's end. n >=
- * 256.
+ * last, and its four lanes to clmul_end. n >= 256.
  */
 #define VCLMUL_TARGET "avx512f,avx512vl,vpclmulqdq,pclmul"
 
@@ -201,8 +210,6 @@ static uint32_t crc_update_vclmul(uint32_t crc, const uint8_t *p, size_t n)
 	const __m512i k2048 = _mm512_broadcast_i32x4(fold_k2048);
 	const __m512i k512 = _mm512_broadcast_i32x4(fold_k512);
 	__m512i x0, x1, x2, x3;
-	__m128i a;
-	uint8_t rest[16];
 
 	x0 = _mm512_xor_si512(_mm512_loadu_si512(p),
 			      _mm512_inserti32x4(_mm512_setzero_si512(),
@@ -228,17 +235,10 @@ static uint32_t crc_update_vclmul(uint32_t crc, const uint8_t *p, size_t n)
 		p += 64;
 		n -= 64;
 	}
-	a = _mm512_extracti32x4_epi32(x3, 0);
-	a = clmul_fold(a, fold_k128, _mm512_extracti32x4_epi32(x3, 1));
-	a = clmul_fold(a, fold_k128, _mm512_extracti32x4_epi32(x3, 2));
-	a = clmul_fold(a, fold_k128, _mm512_extracti32x4_epi32(x3, 3));
-	while (n >= 16) {
-		a = clmul_fold(a, fold_k128, _mm_loadu_si128((const __m128i *)p));
-		p += 16;
-		n -= 16;
-	}
-	_mm_storeu_si128((__m128i *)rest, a);
-	return crc_update_tab(crc_update_tab(0, rest, 16), p, n);
+	return clmul_end(_mm512_extracti32x4_epi32(x3, 0),
+			 _mm512_extracti32x4_epi32(x3, 1),
+			 _mm512_extracti32x4_epi32(x3, 2),
+			 _mm512_extracti32x4_epi32(x3, 3), p, n);
 }
 #endif
 

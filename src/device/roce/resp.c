@@ -58,11 +58,10 @@ static struct wbatch {
 	pid_t pid;                 /* the target's process */
 	unsigned int n, nrem;
 	struct {
-		const uint8_t *data;
-		uint32_t len, psn, rkey;
+		uint32_t psn, rkey;
 		uint64_t va;
-	} pkt[WB_PKTS];
-	struct iovec loc[WB_PKTS];
+	} pkt[WB_PKTS];            /* each packet's key, to copy it alone */
+	struct iovec loc[WB_PKTS]; /* its payload */
 	struct iovec rem[WB_IOVS];
 } wb;
 
@@ -277,28 +276,36 @@ static bool size_ok(const struct sv_roce_qp *rq, const struct sv_roce_pkt *p)
 	return p->paylen <= rq->mtu;
 }
 
+/* Take a receive WQE for the message of packet psn: true; or false, and
+ * an RNR NAK (RC, none posted) or a NAK and ERR (the ring is bad). */
+static bool take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
+{
+	int ret = msg_rx_take(t);
+
+	if (ret == -ENOENT) {
+		if (is_rc(t)) {
+			sv_roce_send_ack(tx, t->roce,
+					 SV_AETH_RNR(t->attr.min_rnr_timer), psn);
+			sv_roce_stats.rnr_naks_sent++;
+		}
+		return false;
+	}
+	if (ret) {
+		fatal_nak(t, tx, SV_AETH_NAK_OP, psn, 0);
+		return false;
+	}
+	return true;
+}
+
 static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 		    struct sv_roce_tx *tx)
 {
 	struct sv_roce_qp *rq = t->roce;
 	uint32_t st;
-	int ret;
 
 	if (p->flags & SV_RF_FIRST) {
-		ret = msg_rx_take(t);
-		if (ret == -ENOENT) {
-			if (is_rc(t)) {
-				sv_roce_send_ack(tx, rq,
-						 SV_AETH_RNR(t->attr.min_rnr_timer),
-						 p->psn);
-				sv_roce_stats.rnr_naks_sent++;
-			}
+		if (!take_or_nak(t, tx, p->psn))
 			return;         /* nothing consumed: epsn stays */
-		}
-		if (ret) {
-			fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
-			return;
-		}
 		rq->in = SV_IN_SEND;
 	}
 	st = rx_put(t, &rq->rx, rq->rx_off, p->payload, p->paylen);
@@ -366,8 +373,6 @@ static bool wb_add(struct sv_qp *t, const struct sv_roce_pkt *p,
 		wb.n = wb.nrem = 0;
 	}
 	k = wb.n++;
-	wb.pkt[k].data = p->payload;
-	wb.pkt[k].len = p->paylen;
 	wb.pkt[k].psn = p->psn;
 	wb.pkt[k].rkey = rkey;
 	wb.pkt[k].va = va;
@@ -409,12 +414,13 @@ bool sv_roce_resp_place(struct sv_roce_tx *tx)
 
 		if (t->state == IBV_QPS_ERR || !t->roce)
 			return false;
+		const struct iovec *l = &wb.loc[i];
+
 		if (sv_span_remote(&rs, wb.pkt[i].rkey, t, wb.pkt[i].va,
-				   wb.pkt[i].len, IBV_ACCESS_REMOTE_WRITE)) {
+				   l->iov_len, IBV_ACCESS_REMOTE_WRITE)) {
 			sv_roce_exec(&x);
-			sv_span_raw(&s, (void *)wb.pkt[i].data, wb.pkt[i].len);
-			copy = sv_span_copy(&x, &rs.s, 0, &s, 0,
-					    wb.pkt[i].len);
+			sv_span_raw(&s, l->iov_base, l->iov_len);
+			copy = sv_span_copy(&x, &rs.s, 0, &s, 0, l->iov_len);
 		}
 		if (!write_fail(t, tx, wb.pkt[i].psn, copy))
 			return false;
@@ -476,21 +482,8 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 		if (!sv_roce_resp_place(tx))
 			return;
 		/* the immediate data takes a receive WQE */
-		int ret = msg_rx_take(t);
-
-		if (ret == -ENOENT) {
-			if (is_rc(t)) {
-				sv_roce_send_ack(tx, rq,
-						 SV_AETH_RNR(t->attr.min_rnr_timer),
-						 p->psn);
-				sv_roce_stats.rnr_naks_sent++;
-			}
+		if (!take_or_nak(t, tx, p->psn))
 			return;         /* the data again with the retry */
-		}
-		if (ret) {
-			fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
-			return;
-		}
 		msg_rx_done(t, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 			    (uint32_t)rq->wr_len, p);
 	}
