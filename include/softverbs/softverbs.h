@@ -167,7 +167,8 @@ enum ibv_exp_device_attr_comp_mask {
 	IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS = 1 << 0,
 	IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS = 1 << 1,
 	IBV_EXP_DEVICE_ATTR_MAX_FAST_REG_PAGE_LIST_LEN = 1 << 2,
-	IBV_EXP_DEVICE_ATTR_RESERVED = 1 << 3,
+	IBV_EXP_DEVICE_ATTR_MASKED_ATOMICS = 1 << 3,
+	IBV_EXP_DEVICE_ATTR_RESERVED = 1 << 4,
 };
 
 /* ibv_exp_device_attr.exp_device_cap_flags: the memory-management
@@ -181,6 +182,20 @@ enum ibv_exp_device_cap_flags {
 	IBV_EXP_DEVICE_ZERO_BASED_MW = 1 << 3,  /* zero-based windows */
 	IBV_EXP_DEVICE_READ_WITH_INV = 1 << 4,  /* RDMA read with invalidate */
 	IBV_EXP_DEVICE_SEND_WITH_INV = 1 << 5,  /* send with invalidate */
+	IBV_EXP_DEVICE_MASKED_ATOMICS = 1 << 6, /* masked CAS and FAA */
+};
+
+/* What the masked atomics take (IBV_EXP_DEVICE_ATTR_MASKED_ATOMICS). */
+struct ibv_exp_masked_atomic_params {
+	/* the widest field of a masked fetch-and-add, in bits */
+	uint32_t max_fa_bit_boundary;
+	/* log2 of the largest operand carried in the work request itself */
+	uint32_t log_max_atomic_inline;
+	/* bit n set: operands of 2^n bytes (softverbs: 8 bytes, bit 3) */
+	uint64_t masked_log_atomic_arg_sizes;
+	/* the same, for operands in network byte order (softverbs: none;
+	 * operands are in the target's native byte order) */
+	uint64_t masked_log_atomic_arg_sizes_network_endianness;
 };
 
 struct ibv_exp_device_attr {
@@ -195,6 +210,8 @@ struct ibv_exp_device_attr {
 	/* with _MAX_FAST_REG_PAGE_LIST_LEN: entries of a page / block list */
 	uint32_t max_fast_reg_page_list_len;
 	uint32_t reserved;
+	/* with _MASKED_ATOMICS (0s when the device has none) */
+	struct ibv_exp_masked_atomic_params masked_atomic;
 };
 
 /* 0 or an errno value. */
@@ -284,7 +301,45 @@ enum ibv_exp_wr_opcode {
 	/* RDMA_READ, then invalidate the local key invalidate_rkey once the
 	 * data has landed (the seed's READ_WITH_INV) */
 	IBV_EXP_WR_RDMA_READ_WITH_INV = 13,
+	/* masked atomics on RC QPs (wr ext_op.masked_atomics) */
+	IBV_EXP_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP = 14,
+	IBV_EXP_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD = 15,
 };
+
+/*
+ * Masked atomics, on one naturally aligned 8-byte word of the target (in
+ * its native byte order, as the standard atomics), atomic with respect to
+ * every other atomic of the device (IBV_ATOMIC_HCA). The WR's one SGE of 8
+ * bytes receives the word's original value, as for the standard atomics.
+ *
+ * Masked compare and swap: the compare succeeds when the bits of
+ * compare_mask agree, ((orig ^ compare_val) & compare_mask) == 0; then the
+ * bits of swap_mask are replaced,
+ *     new = (orig & ~swap_mask) | (swap_val & swap_mask).
+ * compare_mask 0 always swaps; both masks all-ones is the standard CAS.
+ *
+ * Masked fetch and add: the word is a row of independent counters. Bit i of
+ * field_boundary set means bit i is the top bit of a field: the carry out of
+ * it is dropped instead of going into bit i + 1 (bit 63 always ends a
+ * field). Each field becomes (field + the add value's same bits) modulo its
+ * width. field_boundary 0 is the standard 64-bit fetch and add; 0x80808080
+ * 80808080 makes eight byte-wide counters.
+ */
+struct ibv_exp_cmp_swap {
+	uint64_t compare_mask;
+	uint64_t compare_val;
+	uint64_t swap_val;
+	uint64_t swap_mask;
+};
+
+struct ibv_exp_fetch_add {
+	uint64_t add_val;
+	uint64_t field_boundary;
+};
+
+/* The completion opcodes of the masked atomics. */
+#define IBV_EXP_WC_MASKED_COMP_SWAP ((enum ibv_wc_opcode)9)
+#define IBV_EXP_WC_MASKED_FETCH_ADD ((enum ibv_wc_opcode)10)
 
 /* The completion opcode of a fast registration. */
 #define IBV_EXP_WC_FAST_REG_MR ((enum ibv_wc_opcode)8)
@@ -360,6 +415,24 @@ struct ibv_exp_send_wr {
 		uint8_t key;               /* the new 8-bit consumer key */
 		uint32_t flags;            /* enum ibv_exp_fast_reg_flags */
 	} fast_reg;
+	/* IBV_EXP_WR_EXT_MASKED_ATOMIC_* (the operands, above) */
+	union {
+		struct {
+			uint32_t log_arg_sz;   /* log2 of the operand size: 3 */
+			uint64_t remote_addr;  /* 8-byte aligned */
+			uint32_t rkey;
+			union {
+				struct {
+					union {
+						struct ibv_exp_cmp_swap
+							cmp_swap;
+						struct ibv_exp_fetch_add
+							fetch_add;
+					} op;
+				} inline_data;
+			} wr_data;
+		} masked_atomics;
+	} ext_op;
 };
 
 /*
@@ -396,6 +469,14 @@ void ibv_exp_wr_fast_reg_mr(struct ibv_qp_ex *qp, struct ibv_mr *mr,
 			    const struct ibv_exp_fast_reg_attr *attr);
 void ibv_exp_wr_rdma_read_inv(struct ibv_qp_ex *qp, uint32_t rkey,
 			      uint64_t remote_addr, uint32_t invalidate_lkey);
+/* The masked atomics (8-byte operands), then one ibv_wr_set_sge of 8
+ * bytes for the original value. */
+void ibv_exp_wr_masked_cmp_swp(struct ibv_qp_ex *qp, uint32_t rkey,
+			       uint64_t remote_addr,
+			       const struct ibv_exp_cmp_swap *op);
+void ibv_exp_wr_masked_fetch_add(struct ibv_qp_ex *qp, uint32_t rkey,
+				 uint64_t remote_addr,
+				 const struct ibv_exp_fetch_add *op);
 
 /* ---------------- softverbs' own: what a domain got ---------------- */
 

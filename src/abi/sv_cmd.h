@@ -414,6 +414,7 @@ struct sv_dev_attr {
 #define SV_EXP_CAP_ZERO_BASED_MW  (1ull << 3) /* zero-based windows */
 #define SV_EXP_CAP_READ_WITH_INV  (1ull << 4) /* RDMA read with invalidate */
 #define SV_EXP_CAP_SEND_WITH_INV  (1ull << 5) /* send with invalidate */
+#define SV_EXP_CAP_MASKED_ATOMICS (1ull << 6) /* masked CAS and FAA */
 
 struct sv_port_attr {
 	uint32_t state;            /* enum ibv_port_state */

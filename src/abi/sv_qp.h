@@ -96,12 +96,17 @@ struct sv_wqe_sge {
  *  - SV_WR_RDMA_READ_INV: an RDMA_READ, then, once its data has landed, a
  *    local invalidate of the key in `imm` (seed 004's read with
  *    invalidate of the local sink).
+ *  - SV_WR_MASKED_CMP_SWAP, SV_WR_MASKED_FETCH_ADD: 8-byte masked atomics
+ *    (the `masked` overlay; the rkey is in `imm`, in host order; one SGE of
+ *    8 bytes takes the original value, as for the standard atomics).
  * IBV_WR_LOCAL_INV: invalidate the MR or type 2 MW whose key is in `imm`.
  * IBV_WR_BIND_MW: bind (or, type 1 with length 0, unbind) an MW (`reg`).
  * IBV_WR_SEND_WITH_INV: a SEND whose responder invalidates the key in `imm`.
  */
 #define SV_WR_FAST_REG_MR   12u
 #define SV_WR_RDMA_READ_INV 13u
+#define SV_WR_MASKED_CMP_SWAP  14u
+#define SV_WR_MASKED_FETCH_ADD 15u
 
 /* sv_wqe_reg.flags */
 #define SV_REG_BLOCKS  1u  /* FAST_REG: entries are {addr, length} blocks */
@@ -160,6 +165,15 @@ struct sv_send_wqe {
 			uint64_t rsvd;
 		};
 		struct sv_wqe_reg reg;     /* FAST_REG_MR, BIND_MW */
+		/* SV_WR_MASKED_*: compare/add, swap/field boundaries (see
+		 * src/device/atomic.h); the rkey is in imm */
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;  /* compare value; add value */
+			uint64_t swap;         /* swap value; field ends */
+			uint64_t compare_mask; /* CMP_SWAP only */
+			uint64_t swap_mask;    /* CMP_SWAP only */
+		} masked;
 	};
 };
 
@@ -183,6 +197,8 @@ _Static_assert(sizeof(struct sv_send_wqe) == SV_SEND_WQE_HDR, "send wqe");
 _Static_assert(sizeof(struct sv_recv_wqe) == SV_RECV_WQE_HDR, "recv wqe");
 _Static_assert(sizeof(struct sv_wqe_reg) == 40, "reg overlay");
 _Static_assert(offsetof(struct sv_send_wqe, reg) == 24, "reg offset");
+_Static_assert(offsetof(struct sv_send_wqe, masked.remote_addr) ==
+	       offsetof(struct sv_send_wqe, remote_addr), "masked offset");
 
 /* Slot size of a send ring for max_sge SGEs and max_inline inline bytes. */
 static inline uint32_t sv_send_stride(uint32_t max_sge, uint32_t max_inline)

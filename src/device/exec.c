@@ -45,6 +45,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "device/atomic.h"
 #include "device/engine.h"
 #include "device/exec_int.h"
 #include "device/roce/roce.h"
@@ -88,8 +89,11 @@ static bool target_gone(const struct sv_qp *t)
 			   * during an unlocked copy or a fence: forget
 			   * this attempt */
 
-/* softverbs.h's IBV_EXP_WC_FAST_REG_MR: the completion of a FAST_REG_MR */
+/* softverbs.h's IBV_EXP_WC_FAST_REG_MR, IBV_EXP_WC_MASKED_COMP_SWAP and
+ * IBV_EXP_WC_MASKED_FETCH_ADD */
 #define SV_WC_FAST_REG_MR 8u
+#define SV_WC_MASKED_COMP_SWAP 9u
+#define SV_WC_MASKED_FETCH_ADD 10u
 
 /* What the device knows of each send opcode. */
 #define OPF_QPT(t)  (1u << (t))        /* taken by QPs of type t (< 8) */
@@ -125,6 +129,10 @@ static const struct {
 	[SV_WR_FAST_REG_MR] = { OPF_ALL | OPF_LOCAL, SV_WC_FAST_REG_MR },
 	[SV_WR_RDMA_READ_INV] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK,
 				  IBV_WC_RDMA_READ },
+	[SV_WR_MASKED_CMP_SWAP] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
+				    OPF_ATOMIC, SV_WC_MASKED_COMP_SWAP },
+	[SV_WR_MASKED_FETCH_ADD] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
+				     OPF_ATOMIC, SV_WC_MASKED_FETCH_ADD },
 };
 
 #define N_OPS (sizeof(op_tab) / sizeof(op_tab[0]))
@@ -853,18 +861,47 @@ static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	return IBV_WC_SUCCESS;
 }
 
+/* The atomic a WQE asks for (an OPF_ATOMIC opcode), and its rkey. */
+static uint32_t atomic_of(const struct sv_send_wqe *h, struct sv_atomic_op *op)
+{
+	switch (h->opcode) {
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		*op = (struct sv_atomic_op){
+			.kind = h->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+				SV_ATOMIC_CMP_SWAP : SV_ATOMIC_FETCH_ADD,
+			.compare_add = h->atomic.compare_add,
+			.swap = h->atomic.swap,
+		};
+		return h->rkey;
+	default:
+		*op = (struct sv_atomic_op){
+			.kind = h->opcode == SV_WR_MASKED_CMP_SWAP ?
+				SV_ATOMIC_MASKED_CMP_SWAP :
+				SV_ATOMIC_MASKED_FETCH_ADD,
+			.compare_add = h->masked.compare_add,
+			.swap = h->masked.swap,
+			.compare_mask = h->masked.compare_mask,
+			.swap_mask = h->masked.swap_mask,
+		};
+		return h->imm;
+	}
+}
+
 static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
+	struct sv_atomic_op op;
 	uint64_t orig, val;
 	struct rspan rmem;
 	struct span lmem, vmem;
+	uint32_t rkey = atomic_of(h, &op);
 	bool store;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (h->remote_addr & 7))
 		return resp_inv_req(t);
-	if (!sv_span_remote(&rmem, h->rkey, t, h->remote_addr,
+	if (!sv_span_remote(&rmem, rkey, t, h->remote_addr,
 			 sizeof(uint64_t), IBV_ACCESS_REMOTE_ATOMIC))
 		return resp_access(t);
 	sv_span_raw(&lmem, &orig, sizeof(orig));
@@ -872,13 +909,7 @@ static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	/* atomic with respect to every other atomic: we hold sv_dev.lock */
 	if (sv_span_copy(x, &lmem, 0, &rmem.s, 0, sizeof(orig)) != SV_COPY_OK)
 		return target_gone(t) ? RES_NOACK : resp_access(t);
-	if (m->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		store = orig == h->atomic.compare_add;
-		val = h->atomic.swap;
-	} else {
-		store = true;
-		val = orig + h->atomic.compare_add;
-	}
+	store = sv_atomic_apply(&op, orig, &val);
 	if (store && sv_span_copy(x, &rmem.s, 0, &vmem, 0, sizeof(val)) !=
 	    SV_COPY_OK)
 		return target_gone(t) ? RES_NOACK : resp_access(t);
@@ -1027,9 +1058,16 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 		sv_span_raw(&m->local, w->u.data, w->h.num_sge);
 		m->len = w->h.num_sge;
 	} else {
-		if ((f & OPF_ATOMIC) &&
-		    (w->h.num_sge != 1 || w->u.sge[0].length != 8))
-			return IBV_WC_LOC_LEN_ERR;
+		if (f & OPF_ATOMIC) {
+			if (w->h.num_sge != 1 || w->u.sge[0].length != 8)
+				return IBV_WC_LOC_LEN_ERR;
+			/* a device started without them */
+			if ((op == SV_WR_MASKED_CMP_SWAP ||
+			     op == SV_WR_MASKED_FETCH_ADD) &&
+			    !(sv_dev.attr.exp_cap_flags &
+			      SV_EXP_CAP_MASKED_ATOMICS))
+				return IBV_WC_LOC_QP_OP_ERR;
+		}
 		st = sv_span_sges(&m->local, m->lmap, m->liov, w->u.sge,
 			       w->h.num_sge, qp->pd, (f & OPF_SINK) != 0,
 			       &m->len);

@@ -231,7 +231,8 @@ int sv_identity_init(const char *ip, const char *netdev)
 	a->max_fast_reg_page_list_len = SV_MAX_PAGE_LIST;
 	a->exp_cap_flags = SV_EXP_CAP_FAST_REG_USER | SV_EXP_CAP_BLOCK_LIST |
 			   SV_EXP_CAP_ZERO_BASED_MR | SV_EXP_CAP_ZERO_BASED_MW |
-			   SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV;
+			   SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV |
+			   SV_EXP_CAP_MASKED_ATOMICS;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

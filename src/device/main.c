@@ -65,6 +65,10 @@ static void usage(FILE *f)
 "  --no-roce            no RoCEv2 port: peers on this host only\n"
 "  --no-offload         no UDP GSO/GRO on the RoCEv2 port: one datagram per\n"
 "                       packet (also $SOFTVERBSD_NO_OFFLOAD=1)\n"
+"  --no-masked-atomics  no masked atomics: the device is one without them\n"
+"                       (refuses them, answers them from the wire with an\n"
+"                       invalid-request NAK; also\n"
+"                       $SOFTVERBSD_NO_MASKED_ATOMICS=1)\n"
 "  --inject SPEC        fault injection on the wire, for tests:\n"
 "                       seed=N,drop=P,dup=P,reorder=P,corrupt=P (P in [0,1];\n"
 "                       also $SOFTVERBSD_INJECT)\n"
@@ -388,6 +392,7 @@ int main(int argc, char **argv)
 		{ "roce-port", required_argument, NULL, 'r' },
 		{ "no-roce", no_argument, NULL, 'n' },
 		{ "no-offload", no_argument, NULL, 'o' },
+		{ "no-masked-atomics", no_argument, NULL, 'M' },
 		{ "inject", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -399,6 +404,8 @@ int main(int argc, char **argv)
 	bool roce = true;
 	bool no_offload = getenv("SOFTVERBSD_NO_OFFLOAD") &&
 			  !strcmp(getenv("SOFTVERBSD_NO_OFFLOAD"), "1");
+	bool no_masked = getenv("SOFTVERBSD_NO_MASKED_ATOMICS") &&
+			 !strcmp(getenv("SOFTVERBSD_NO_MASKED_ATOMICS"), "1");
 	int c, ret = -ENOMEM;
 
 	while ((c = getopt_long(argc, argv, "s:i:a:l:vh", opts, NULL)) != -1) {
@@ -419,6 +426,9 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			no_offload = true;
+			break;
+		case 'M':
+			no_masked = true;
 			break;
 		case 'j':
 			inject = optarg;
@@ -489,6 +499,8 @@ int main(int argc, char **argv)
 		       strerror(ret < 0 ? -ret : ENOMEM));
 		return 1;
 	}
+	if (no_masked)
+		sv_dev.attr.exp_cap_flags &= ~SV_EXP_CAP_MASKED_ATOMICS;
 	ret = claim_socket();
 	if (ret > 0) {
 		int e = sv_engine_start();

@@ -60,6 +60,7 @@ void sv_doorbell_ring(struct sv_doorbell *db)
 		  OP(IBV_WR_RDMA_READ) | OP(SV_WR_RDMA_READ_INV))
 #define OPS_ATOMIC (OP(IBV_WR_ATOMIC_CMP_AND_SWP) | \
 		    OP(IBV_WR_ATOMIC_FETCH_AND_ADD))
+#define OPS_MASKED (OP(SV_WR_MASKED_CMP_SWAP) | OP(SV_WR_MASKED_FETCH_ADD))
 
 /* A checked opcode is one sv_exp_opcode_ok accepts: below 32. */
 static inline bool op_in(uint32_t op, uint32_t set)
@@ -439,6 +440,48 @@ static __attribute__((noinline)) int put_mm(const struct sv_qp *qp,
 	}
 }
 
+/*
+ * A checked masked atomic (OPS_MASKED, from ibv_exp_post_send) into its
+ * slot: 8-byte operands only (EINVAL otherwise); the SGEs as for any WR,
+ * the operands in the header's masked overlay, the rkey in imm.
+ */
+static __attribute__((noinline)) int
+put_masked(struct ibv_context *wr_ctx, enum ibv_qp_type type,
+	   struct sv_send_wqe *w,
+	   const struct ibv_send_wr *wr, uint32_t op, unsigned int flags,
+	   int num_sge, const struct ibv_sge *sgl)
+{
+	const struct ibv_exp_send_wr *x = (const struct ibv_exp_send_wr *)wr;
+	const __typeof__(x->ext_op.masked_atomics) *a =
+		&x->ext_op.masked_atomics;
+
+	if (!(to_sv_ctx(wr_ctx)->attr.exp_cap_flags &
+	      SV_EXP_CAP_MASKED_ATOMICS))
+		return EOPNOTSUPP;
+	if (a->log_arg_sz != 3)
+		return EINVAL;
+	fill_send(type, w, wr, op, flags, num_sge, sgl, false, 0);
+	w->imm = a->rkey;
+	w->masked.remote_addr = a->remote_addr;
+	if (op == SV_WR_MASKED_CMP_SWAP) {
+		const struct ibv_exp_cmp_swap *c = &a->wr_data.inline_data.op.cmp_swap;
+
+		w->masked.compare_add = c->compare_val;
+		w->masked.swap = c->swap_val;
+		w->masked.compare_mask = c->compare_mask;
+		w->masked.swap_mask = c->swap_mask;
+	} else {
+		const struct ibv_exp_fetch_add *f =
+			&a->wr_data.inline_data.op.fetch_add;
+
+		w->masked.compare_add = f->add_val;
+		w->masked.swap = f->field_boundary;
+		w->masked.compare_mask = 0;
+		w->masked.swap_mask = 0;
+	}
+	return 0;
+}
+
 /* Any list of WRs (and the single WRs post_one leaves), under the SQ lock:
  * each checked and copied into the next free slot; one release store of
  * prod and one doorbell for all of them. exp: the list is of struct
@@ -479,6 +522,12 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 					      (size_t)(prod & mask) * stride);
 		if (unlikely(op_in(op, SV_OPS_MM))) {
 			err = put_mm(qp, slot, wr, op, flags, exp);
+			if (err)
+				break;
+		} else if (unlikely(op_in(op, OPS_MASKED))) {
+			/* only ibv_exp_post_send gets here (check_send) */
+			err = put_masked(qp->ex.qp_base.context, type, slot,
+					 wr, op, flags, num_sge, sgl);
 			if (err)
 				break;
 		} else {

@@ -107,6 +107,19 @@ SV_EXPORT int ibv_exp_query_device(struct ibv_context *context,
 		attr->comp_mask |=
 			IBV_EXP_DEVICE_ATTR_MAX_FAST_REG_PAGE_LIST_LEN;
 	}
+	if (asked & IBV_EXP_DEVICE_ATTR_MASKED_ATOMICS) {
+		/* 8-byte operands, carried in the WR, native byte order */
+		bool has = (a->exp_cap_flags & SV_EXP_CAP_MASKED_ATOMICS) != 0;
+
+		memset(&attr->masked_atomic, 0, sizeof(attr->masked_atomic));
+		if (has) {
+			attr->masked_atomic.max_fa_bit_boundary = 64;
+			attr->masked_atomic.log_max_atomic_inline = 3;
+			attr->masked_atomic.masked_log_atomic_arg_sizes =
+				1u << 3;
+		}
+		attr->comp_mask |= IBV_EXP_DEVICE_ATTR_MASKED_ATOMICS;
+	}
 	return 0;
 }
 

@@ -91,6 +91,8 @@ static inline bool sv_exp_opcode_ok(enum ibv_qp_type type, uint32_t op)
 		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
 		       type == IBV_QPT_UD;
 	case SV_WR_RDMA_READ_INV:
+	case SV_WR_MASKED_CMP_SWAP:
+	case SV_WR_MASKED_FETCH_ADD:
 		return type == IBV_QPT_RC;
 	default:
 		return sv_send_opcode_ok(type, (enum ibv_wr_opcode)op);

@@ -275,6 +275,13 @@ static struct sv_send_wqe *wr_claim_exp(struct sv_qp *qp, uint32_t op)
 		qp->wr_err = EINVAL;
 		return NULL;
 	}
+	if (!qp->wr_err &&
+	    (op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD) &&
+	    !(to_sv_ctx(qp->ex.qp_base.context)->attr.exp_cap_flags &
+	      SV_EXP_CAP_MASKED_ATOMICS)) {
+		qp->wr_err = EOPNOTSUPP;
+		return NULL;
+	}
 	return wr_claim(qp, (enum ibv_wr_opcode)op);
 }
 
@@ -303,6 +310,46 @@ SV_EXPORT void ibv_exp_wr_rdma_read_inv(struct ibv_qp_ex *ex, uint32_t rkey,
 		w->remote_addr = remote_addr;
 		w->imm = invalidate_lkey; /* host order */
 	}
+}
+
+SV_EXPORT void ibv_exp_wr_masked_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey,
+					 uint64_t remote_addr,
+					 const struct ibv_exp_cmp_swap *op)
+{
+	struct sv_qp *qp = ex_to_qp(ex);
+	struct sv_send_wqe *w = wr_claim_exp(qp, SV_WR_MASKED_CMP_SWAP);
+
+	if (!w)
+		return;
+	if (!op) {
+		wr_fail(qp, EINVAL);
+		return;
+	}
+	w->imm = rkey; /* host order */
+	w->masked.remote_addr = remote_addr;
+	w->masked.compare_add = op->compare_val;
+	w->masked.swap = op->swap_val;
+	w->masked.compare_mask = op->compare_mask;
+	w->masked.swap_mask = op->swap_mask;
+}
+
+SV_EXPORT void ibv_exp_wr_masked_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
+					   uint64_t remote_addr,
+					   const struct ibv_exp_fetch_add *op)
+{
+	struct sv_qp *qp = ex_to_qp(ex);
+	struct sv_send_wqe *w = wr_claim_exp(qp, SV_WR_MASKED_FETCH_ADD);
+
+	if (!w)
+		return;
+	if (!op) {
+		wr_fail(qp, EINVAL);
+		return;
+	}
+	w->imm = rkey; /* host order */
+	w->masked.remote_addr = remote_addr;
+	w->masked.compare_add = op->add_val;
+	w->masked.swap = op->field_boundary;
 }
 
 /* ---- setters of the current WQE ---- */
