@@ -17,7 +17,9 @@
  *  - worker 0, the model: NMODEL masked CAS and masked FAA with random
  *    operands, masks and field boundaries on a word only it touches; every
  *    returned value must be what a bit-by-bit model (atomic_ref.h) says the
- *    word held, and the word must end as the model's;
+ *    word held, and the word must end as the model's; those whose first
+ *    operand is odd go through ibv_wr_* (ibv_exp_wr_masked_*), the rest
+ *    through ibv_exp_post_send;
  *  - workers 1..NWORK: NFIELD masked FAAs each into a 16-bit field of one
  *    shared word (worker k owns bits 16(k-1) .. 16k-1, the boundaries
  *    close every field), interleaved with masked CASes that compare and
@@ -159,7 +161,7 @@ static int server(int ls)
 		CHECK(!vu_ep_create(&ep[i], ctx, pd, IBV_QPT_RC, &caps),
 		      "endpoint");
 		xfer(fd[i], &peer, sizeof(peer), false);
-		t.qp = vu_addr_of(ep[i].qp, 0x2000u + i);
+		t.qp = vu_addr_of(ep[i].qp, c.sq_psn);
 		CHECK(!vu_connect(ep[i].qp, &peer, &c), "connect");
 		xfer(fd[i], &t, sizeof(t), true);
 	}
@@ -200,8 +202,10 @@ struct worker {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
+	struct ibv_qp_ex *ex;      /* worker 0: ibv_wr_* too */
 	struct ibv_mr *mr;
 	uint64_t *res;             /* where the original values land */
+	unsigned int built;        /* atomics posted through ibv_wr_* */
 	struct target t;
 	int fd;
 };
@@ -235,8 +239,31 @@ static struct ibv_qp *domain_qp(struct worker *w)
 	return qp;
 }
 
+/* A QP for the ibv_wr_* API (worker 0: half its atomics are built so). */
+static struct ibv_qp *ex_qp(struct worker *w)
+{
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp *qp;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = qa.recv_cq = w->cq;
+	qa.cap.max_send_wr = 16;
+	qa.cap.max_recv_wr = 1;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	qa.qp_type = IBV_QPT_RC;
+	qa.pd = w->pd;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qa.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	qp = ibv_create_qp_ex(w->ctx, &qa);
+	CHECK(qp, "ibv_create_qp_ex");
+	w->ex = ibv_qp_to_qp_ex(qp);
+	CHECK(w->ex, "ibv_qp_to_qp_ex");
+	return qp;
+}
+
 static void worker_up(struct worker *w, const char *host, int port,
-		      uint32_t nconn)
+		      uint32_t nconn, bool wr_api)
 {
 	struct vu_conn c = vu_conn_default();
 	struct vu_addr me;
@@ -250,10 +277,12 @@ static void worker_up(struct worker *w, const char *host, int port,
 	CHECK(w->pd && w->cq && w->res, "pd, cq, memory");
 	w->mr = ibv_reg_mr(w->pd, w->res, 64, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(w->mr, "ibv_reg_mr");
-	w->qp = domain_qp(w);
+	w->ex = NULL;
+	w->built = 0;
+	w->qp = wr_api ? ex_qp(w) : domain_qp(w);
 	w->fd = tcp_connect(host, port);
 	xfer(w->fd, &nconn, sizeof(nconn), true);
-	me = vu_addr_of(w->qp, (uint32_t)(getpid() & 0xffffff));
+	me = vu_addr_of(w->qp, c.sq_psn);
 	xfer(w->fd, &me, sizeof(me), true);
 	xfer(w->fd, &w->t, sizeof(w->t), false);
 	CHECK(!vu_connect(w->qp, &w->t.qp, &c), "connect");
@@ -296,7 +325,27 @@ static enum ibv_wc_status masked(struct worker *w, bool cas, uint64_t addr,
 		o->field_boundary = b;
 	}
 	*w->res = 0x5a5a5a5a5a5a5a5aull;
-	CHECK(!ibv_exp_post_send(w->qp, &wr, &bad), "ibv_exp_post_send");
+	if (w->ex && (a & 1)) {
+		/* the same through ibv_wr_* and softverbs.h's builders */
+		const typeof(wr.ext_op.masked_atomics.wr_data.inline_data.op)
+			*o = &wr.ext_op.masked_atomics.wr_data.inline_data.op;
+
+		ibv_wr_start(w->ex);
+		w->ex->wr_id = 7;
+		w->ex->wr_flags = IBV_SEND_SIGNALED;
+		if (cas)
+			ibv_exp_wr_masked_cmp_swp(w->ex, w->t.rkey, addr,
+						  &o->cmp_swap);
+		else
+			ibv_exp_wr_masked_fetch_add(w->ex, w->t.rkey, addr,
+						    &o->fetch_add);
+		ibv_wr_set_sge(w->ex, w->mr->lkey, (uintptr_t)w->res, 8);
+		CHECK(!ibv_wr_complete(w->ex), "ibv_wr_complete");
+		w->built++;
+	} else {
+		CHECK(!ibv_exp_post_send(w->qp, &wr, &bad),
+		      "ibv_exp_post_send");
+	}
 	CHECK(vu_poll(w->cq, &wc, 1, VU_WAIT_MS) == 1, "no completion");
 	if (wc.status == IBV_WC_SUCCESS)
 		CHECK((int)wc.opcode == (int)(cas ? IBV_EXP_WC_MASKED_COMP_SWAP :
@@ -368,8 +417,10 @@ static void model_worker(struct worker *w)
 	CHECK(fin[0] == model, "the word ends %#llx, the model %#llx",
 	      (unsigned long long)fin[0], (unsigned long long)model);
 	worker_bye(w);
+	CHECK(w->built > NMODEL / 4, "only %u through ibv_wr_*", w->built);
 	printf("model: %d masked CAS/FAA matched the model (%u swaps "
-	       "changed the word)\n", NMODEL, swaps);
+	       "changed the word; %u posted through ibv_wr_*)\n", NMODEL,
+	       swaps, w->built);
 }
 
 /* Worker k (1..NWORK): its own 16-bit field of a shared word. */
@@ -459,7 +510,7 @@ static int client(const char *host, int port, bool nak)
 		if (!pid[k]) {
 			struct worker w;
 
-			worker_up(&w, host, port, nconn);
+			worker_up(&w, host, port, nconn, k == 0 && !nak);
 			if (nak)
 				nak_worker(&w);
 			else if (k == 0)
@@ -507,7 +558,7 @@ static int nosup(void)
 	{
 		/* RTS (to itself), where a post is otherwise taken */
 		struct vu_conn c = vu_conn_default();
-		struct vu_addr me = vu_addr_of(w.qp, 1);
+		struct vu_addr me = vu_addr_of(w.qp, c.sq_psn);
 
 		CHECK(!vu_connect(w.qp, &me, &c), "connect");
 	}

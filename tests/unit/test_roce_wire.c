@@ -200,6 +200,7 @@ static const uint8_t known_ops[] = {
 	0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a,
 	0x2b,
 	0x64, 0x65,
+	0xc0, 0xc1,    /* softverbs' masked atomics (RC) */
 };
 
 static bool is_known(unsigned int opcode)
@@ -231,17 +232,21 @@ static void test_opcode_table(void **state)
 		hdr += f & SV_RF_RETH ? SV_RETH_BYTES : 0;
 		hdr += f & SV_RF_AETH ? SV_AETH_BYTES : 0;
 		hdr += f & SV_RF_ATMETH ? SV_ATMETH_BYTES : 0;
+		hdr += f & SV_RF_MASKED ? SV_MATMETH_BYTES - SV_ATMETH_BYTES : 0;
+		assert_true(!(f & SV_RF_MASKED) || (f & SV_RF_ATMETH));
 		hdr += f & SV_RF_ATMACK ? SV_ATMACK_BYTES : 0;
 		hdr += f & SV_RF_IMMDT ? SV_IMMDT_BYTES : 0;
 		hdr += f & SV_RF_IETH ? SV_IETH_BYTES : 0;
 		hdr += f & SV_RF_DETH ? SV_DETH_BYTES : 0;
 		assert_int_equal(o->hdr_bytes, hdr);
 		assert_true(o->hdr_bytes <= SV_ROCE_MAX_HDR);
-		/* one transport, the one the opcode's top bits name */
+		/* one transport, the one the opcode's top bits name (the
+		 * manufacturer's opcodes are softverbs' RC ones) */
 		transports = f & (SV_RF_RC | SV_RF_UC | SV_RF_UD);
 		assert_int_equal(__builtin_popcount(transports), 1);
 		assert_int_equal(transports, op < 0x20 ? SV_RF_RC :
-					     op < 0x40 ? SV_RF_UC : SV_RF_UD);
+					     op < 0x40 ? SV_RF_UC :
+					     op < 0xc0 ? SV_RF_UD : SV_RF_RC);
 		assert_int_equal(!!(f & SV_RF_REQ) + !!(f & SV_RF_RESP), 1);
 		kind = f & (SV_RF_SEND | SV_RF_WRITE | SV_RF_READ |
 			    SV_RF_ATOMIC);
@@ -256,6 +261,8 @@ static void test_opcode_table(void **state)
 			    "UD_SEND_ONLY_IMM");
 	assert_int_equal(sv_roce_op(SV_OP_RC_WRITE_ONLY_IMM)->hdr_bytes, 32);
 	assert_int_equal(sv_roce_op(SV_OP_RC_FETCH_ADD)->hdr_bytes, 40);
+	assert_int_equal(sv_roce_op(SV_OP_RC_MASKED_CMP_SWAP)->hdr_bytes, 56);
+	assert_int_equal(sv_roce_op(SV_OP_RC_MASKED_FETCH_ADD)->hdr_bytes, 56);
 	assert_int_equal(sv_roce_op(SV_OP_RC_ATOMIC_ACK)->hdr_bytes, 24);
 	assert_int_equal(sv_roce_op(SV_OP_UD_SEND_ONLY)->hdr_bytes, 20);
 	assert_int_equal(sv_roce_op(SV_OP_RC_READ_RESP_MIDDLE)->hdr_bytes, 12);
@@ -660,6 +667,10 @@ static void expected(struct sv_roce_pkt *e, const struct sv_roce_pkt *p,
 		e->swap_add = p->swap_add;
 		e->compare = p->compare;
 	}
+	if (f & SV_RF_MASKED) {
+		e->swap_mask = p->swap_mask;
+		e->compare_mask = p->compare_mask;
+	}
 	if (f & SV_RF_AETH) {
 		e->syndrome = p->syndrome;
 		e->msn = p->msn;
@@ -698,6 +709,8 @@ static void assert_pkt_equal(const struct sv_roce_pkt *a,
 	assert_int_equal(a->msn, b->msn);
 	assert_int_equal(a->swap_add, b->swap_add);
 	assert_int_equal(a->compare, b->compare);
+	assert_int_equal(a->swap_mask, b->swap_mask);
+	assert_int_equal(a->compare_mask, b->compare_mask);
 	assert_int_equal(a->orig, b->orig);
 	assert_int_equal(a->imm, b->imm);
 	assert_int_equal(a->ieth_rkey, b->ieth_rkey);
@@ -736,6 +749,8 @@ static void test_roundtrip(void **state)
 					.syndrome = (uint8_t)rnd(),
 					.msn = rnd() & 0xffffff,
 					.swap_add = rnd(), .compare = rnd(),
+					.swap_mask = rnd(),
+					.compare_mask = rnd(),
 					.orig = rnd(), .imm = (uint32_t)rnd(),
 					.ieth_rkey = (uint32_t)rnd(),
 					.qkey = (uint32_t)rnd(),
@@ -825,7 +840,19 @@ static void test_malformed(void **state)
 			continue;
 		memset(buf, 0, sizeof(buf));
 		buf[0] = (uint8_t)op;
+		buf[2] = 0xff;                          /* P_Key */
+		buf[3] = 0xfe;
+		buf[5] = 0x12;                          /* dest QP */
+		buf[7] = 0x34;
+		buf[9] = 0xab;                          /* PSN */
+		buf[11] = 0xcd;
 		assert_int_equal(parse_copy(buf, 64, &p), -EOPNOTSUPP);
+		/* the BTH is still read: a responder can NAK it */
+		assert_int_equal(p.opcode, op);
+		assert_int_equal(p.pkey, 0xfffe);
+		assert_int_equal(p.dqpn, 0x120034);
+		assert_int_equal(p.psn, 0xab00cd);
+		assert_int_equal(p.flags, 0);
 		assert_int_equal(parse_copy(buf, 15, &p), -EINVAL);
 	}
 	for (o = 0; o < sizeof(known_ops); o++) {

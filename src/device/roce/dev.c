@@ -225,6 +225,7 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 {
 	struct sv_roce_pkt p;
 	struct sv_qp *qp;
+	int err;
 
 	sv_roce_stats.rx_pkts++;
 	if (!sv_roce_icrc_ok(&rx->ip, rx->buf, rx->len)) {
@@ -232,13 +233,24 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 		sv_roce_stats.rx_drop++;
 		return;
 	}
-	if (sv_roce_parse(rx->buf, rx->len, &p) || p.pkey != 0xffff) {
+	err = sv_roce_parse(rx->buf, rx->len, &p);
+	/* a device started without masked atomics knows not their opcodes */
+	if (!err && (p.flags & SV_RF_MASKED) &&
+	    !(sv_dev.attr.exp_cap_flags & SV_EXP_CAP_MASKED_ATOMICS))
+		err = -EOPNOTSUPP;
+	if ((err && err != -EOPNOTSUPP) || p.pkey != 0xffff) {
 		sv_roce_stats.rx_drop++;
 		return;
 	}
 	qp = sv_qp_lookup(p.dqpn);
 	if (!qp || qp->dead) {
 		sv_roce_stats.rx_drop++;
+		return;
+	}
+	if (err) {
+		/* an opcode this device does not know */
+		sv_roce_stats.rx_drop++;
+		sv_roce_resp_unknown(qp, &p, &rx->ip, tx);
 		return;
 	}
 	if (p.flags & SV_RF_RESP) {

@@ -327,6 +327,14 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	kick(qp);
 }
 
+/* An atomic: one request packet, answered by an ATOMIC_ACKNOWLEDGE. */
+static inline bool op_atomic(uint32_t op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD;
+}
+
 static void comp_atomic_ack(struct sv_qp *qp, const struct sv_roce_pkt *p)
 {
 	struct sv_roce_qp *rq = qp->roce;
@@ -334,9 +342,7 @@ static void comp_atomic_ack(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	uint64_t orig = p->orig;
 	uint32_t gap;
 
-	if (!e || !e->rd || e->done ||
-	    (e->w.h.opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-	     e->w.h.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
+	if (!e || !e->rd || e->done || !op_atomic(e->w.h.opcode))
 		return;
 	if (!land(qp, e, 0, &orig, sizeof(orig))) {
 		complete_head(qp, IBV_WC_LOC_PROT_ERR);
@@ -478,6 +484,12 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 		if (qp->type != IBV_QPT_RC)
 			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 		break;
+	case SV_WR_MASKED_CMP_SWAP:
+	case SV_WR_MASKED_FETCH_ADD:
+		if (qp->type != IBV_QPT_RC ||
+		    !(sv_dev.attr.exp_cap_flags & SV_EXP_CAP_MASKED_ATOMICS))
+			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
+		break;
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
 	case SV_WR_FAST_REG_MR:
@@ -496,9 +508,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 		for (uint32_t i = 0; i < e->w.h.num_sge; i++)
 			total += e->w.u.sge[i].length;
 	}
-	if (e->rd && (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		      op == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
-	    (e->w.h.num_sge != 1 || total != 8))
+	if (e->rd && op_atomic(op) && (e->w.h.num_sge != 1 || total != 8))
 		return refuse(status, IBV_WC_LOC_LEN_ERR);
 	if (total > SV_MAX_MSG_SZ)
 		return refuse(status, IBV_WC_LOC_LEN_ERR);
@@ -506,8 +516,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	e->got = 0;
 	e->done = false;
 	e->psn = rq->next_psn;
-	e->npkts = (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    op == IBV_WR_ATOMIC_FETCH_AND_ADD) ? 1 : pkts_of(total, rq->mtu);
+	e->npkts = op_atomic(op) ? 1 : pkts_of(total, rq->mtu);
 	rq->next_psn = sv_psn_add(rq->next_psn, e->npkts);
 	rq->tail++;
 	return TAKE_ONE;
@@ -646,8 +655,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	size_t hdr;
 
 	if (e->rd && (e->done || (e->len && (uint64_t)k * rq->mtu >= e->len &&
-				  !(e->w.h.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-				    e->w.h.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)))) {
+				  !op_atomic(e->w.h.opcode)))) {
 		/* its answer is in (a rewind went back past it) */
 		rq->cur++;
 		rq->cur_pkt = 0;
@@ -684,6 +692,24 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		p.swap_add = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
 			     e->w.h.atomic.swap : e->w.h.atomic.compare_add;
 		p.compare = e->w.h.atomic.compare_add;
+		p.ackreq = true;
+		break;
+	case SV_WR_MASKED_CMP_SWAP:
+	case SV_WR_MASKED_FETCH_ADD:
+		/* MaskedAtomicETH (wire.h); the rkey travels in imm */
+		p.opcode = op == SV_WR_MASKED_CMP_SWAP ?
+			   SV_OP_RC_MASKED_CMP_SWAP : SV_OP_RC_MASKED_FETCH_ADD;
+		p.va = e->w.h.masked.remote_addr;
+		p.rkey = e->w.h.imm;
+		if (op == SV_WR_MASKED_CMP_SWAP) {
+			p.swap_add = e->w.h.masked.swap;
+			p.compare = e->w.h.masked.compare_add;
+			p.swap_mask = e->w.h.masked.swap_mask;
+			p.compare_mask = e->w.h.masked.compare_mask;
+		} else {
+			p.swap_add = e->w.h.masked.compare_add;
+			p.compare = e->w.h.masked.swap;    /* field ends */
+		}
 		p.ackreq = true;
 		break;
 	default: {

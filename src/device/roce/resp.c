@@ -42,6 +42,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "device/atomic.h"
 #include "device/roce/roce_int.h"
 
 static bool is_rc(const struct sv_qp *qp)
@@ -533,6 +534,10 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 		      struct sv_roce_tx *tx)
 {
 	struct sv_roce_qp *rq = t->roce;
+	struct sv_atomic_op op = {
+		.compare_add = p->compare, .swap = p->swap_add,
+		.compare_mask = p->compare_mask, .swap_mask = p->swap_mask,
+	};
 	struct sv_exec x;
 	struct rspan r;
 	struct span l;
@@ -540,6 +545,25 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 	struct sv_rres *res;
 	bool store;
 
+	switch (p->opcode) {
+	case SV_OP_RC_CMP_SWAP:
+		op.kind = SV_ATOMIC_CMP_SWAP;
+		break;
+	case SV_OP_RC_FETCH_ADD:
+		/* the add data is in swap/add; compare is not used */
+		op.kind = SV_ATOMIC_FETCH_ADD;
+		op.compare_add = p->swap_add;
+		break;
+	case SV_OP_RC_MASKED_CMP_SWAP:
+		op.kind = SV_ATOMIC_MASKED_CMP_SWAP;
+		break;
+	default:
+		/* add data in swap/add, field ends in compare */
+		op.kind = SV_ATOMIC_MASKED_FETCH_ADD;
+		op.compare_add = p->swap_add;
+		op.swap = p->compare;
+		break;
+	}
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (p->va & 7)) {
 		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
@@ -556,13 +580,7 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 	sv_span_raw(&l, &orig, sizeof(orig));
 	if (sv_span_copy(&x, &l, 0, &r.s, 0, 8) != SV_COPY_OK)
 		goto fault;
-	if ((p->opcode & 0x1f) == SV_OP_RC_CMP_SWAP) {
-		store = orig == p->compare;
-		val = p->swap_add;
-	} else {
-		store = true;
-		val = orig + p->swap_add;
-	}
+	store = sv_atomic_apply(&op, orig, &val);
 	sv_span_raw(&l, &val, sizeof(val));
 	if (store && sv_span_copy(&x, &r.s, 0, &l, 0, 8) != SV_COPY_OK)
 		goto fault;
@@ -706,6 +724,27 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		rq->ack_due = true;
 		rq->ack_psn = p->psn;
 	}
+}
+
+/*
+ * A packet whose opcode the device does not know (only its BTH was parsed;
+ * a device started without masked atomics sends those here too): an RC
+ * responder answers the request it expects next with a NAK invalid request
+ * and goes to the error state, as the IBTA asks of a responder that does
+ * not support an opcode; anything else is dropped.
+ */
+void sv_roce_resp_unknown(struct sv_qp *t, const struct sv_roce_pkt *p,
+			  const struct sv_roce_ip *ip, struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (wb.t)
+		(void)sv_roce_resp_place(tx);
+	if (!sv_x_can_receive(t) || !rq || !is_rc(t) ||
+	    memcmp(ip->src, rq->dgid, 16) ||
+	    sv_psn_diff(p->psn, rq->epsn) != 0)
+		return;
+	fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
 }
 
 void sv_roce_resp_flush_ack(struct sv_qp *t, struct sv_roce_tx *tx)

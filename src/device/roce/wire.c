@@ -70,6 +70,10 @@ static const struct sv_roce_opinfo sv_roce_ops[256] = {
 	   SV_IETH_BYTES),
 	OP(RC, SEND_ONLY_INV,    REQ_SEND | SV_RF_ONLY | SV_RF_IETH,
 	   SV_IETH_BYTES),
+	OP(RC, MASKED_CMP_SWAP,  SV_RF_REQ | SV_RF_ATOMIC | SV_RF_ONLY |
+	   SV_RF_ATMETH | SV_RF_MASKED, SV_MATMETH_BYTES),
+	OP(RC, MASKED_FETCH_ADD, SV_RF_REQ | SV_RF_ATOMIC | SV_RF_ONLY |
+	   SV_RF_ATMETH | SV_RF_MASKED, SV_MATMETH_BYTES),
 
 	SEND_WRITE_OPS(UC),
 
@@ -102,15 +106,8 @@ int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p)
 
 	if (len < SV_BTH_BYTES + SV_ICRC_BYTES || len > SV_ROCE_MAX_UDP)
 		return -EINVAL;
-	op = sv_roce_op(buf[0]);
-	if (!op)
-		return -EOPNOTSUPP;
-	if (len < (size_t)op->hdr_bytes + SV_ICRC_BYTES)
-		return -EINVAL;
-
 	*p = (struct sv_roce_pkt){ 0 };
 	p->opcode = buf[0];
-	p->flags = op->flags;
 
 	/* BTH; the reserved bits of bytes 4 and 8 are ignored */
 	p->se = buf[1] >> 7;
@@ -125,6 +122,12 @@ int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p)
 	p->dqpn = sv_get_be24(buf + 5);
 	p->ackreq = buf[8] >> 7;
 	p->psn = sv_get_be24(buf + 9);
+	op = sv_roce_op(buf[0]);
+	if (!op)
+		return -EOPNOTSUPP;     /* the BTH is there: see wire.h */
+	if (len < (size_t)op->hdr_bytes + SV_ICRC_BYTES)
+		return -EINVAL;
+	p->flags = op->flags;
 
 	/* what is left after the headers and the ICRC is payload and pad */
 	body = len - op->hdr_bytes - SV_ICRC_BYTES;
@@ -156,6 +159,11 @@ int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p)
 		p->swap_add = sv_get_be64(h + 12);
 		p->compare = sv_get_be64(h + 20);
 		h += SV_ATMETH_BYTES;
+		if (op->flags & SV_RF_MASKED) {
+			p->swap_mask = sv_get_be64(h);
+			p->compare_mask = sv_get_be64(h + 8);
+			h += SV_MATMETH_BYTES - SV_ATMETH_BYTES;
+		}
 	}
 	if (op->flags & SV_RF_AETH) {
 		p->syndrome = h[0];
@@ -215,6 +223,11 @@ size_t sv_roce_build_hdr(uint8_t *buf, const struct sv_roce_pkt *p)
 		sv_put_be64(h + 12, p->swap_add);
 		sv_put_be64(h + 20, p->compare);
 		h += SV_ATMETH_BYTES;
+		if (op->flags & SV_RF_MASKED) {
+			sv_put_be64(h, p->swap_mask);
+			sv_put_be64(h + 8, p->compare_mask);
+			h += SV_MATMETH_BYTES - SV_ATMETH_BYTES;
+		}
 	}
 	if (op->flags & SV_RF_AETH) {
 		h[0] = p->syndrome;

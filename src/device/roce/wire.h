@@ -38,14 +38,17 @@
 #define SV_RETH_BYTES   16 /* VA (8), R_Key (4), DMA length (4) */
 #define SV_AETH_BYTES    4 /* syndrome (1), MSN (3) */
 #define SV_ATMETH_BYTES 28 /* VA (8), R_Key (4), swap/add (8), compare (8) */
+/* softverbs' masked atomics: AtomicETH, then swap mask (8), compare mask
+ * (8); see SV_OP_RC_MASKED_CMP_SWAP */
+#define SV_MATMETH_BYTES 44
 #define SV_ATMACK_BYTES  8 /* original remote data (8) */
 #define SV_IMMDT_BYTES   4
 #define SV_IETH_BYTES    4 /* R_Key to invalidate */
 #define SV_DETH_BYTES    8 /* Q_Key (4), reserved (1), source QP (3) */
 #define SV_ICRC_BYTES    4
 /* The longest BTH + extended headers of any opcode (RDMA WRITE ONLY with
- * immediate: 32, atomics: 40). */
-#define SV_ROCE_MAX_HDR 40
+ * immediate: 32, atomics: 40, masked atomics: 56). */
+#define SV_ROCE_MAX_HDR 56
 
 /*
  * IBTA opcodes: the top 3 bits select the transport (RC 0x00, UC 0x20,
@@ -93,6 +96,19 @@ enum {
 
 	SV_OP_UD_SEND_ONLY        = 0x64,
 	SV_OP_UD_SEND_ONLY_IMM    = 0x65,
+	/*
+	 * softverbs' masked atomics, on RC QPs, in the manufacturer-specific
+	 * opcode space (0xC0..0xFF). BTH, then the 44-byte MaskedAtomicETH:
+	 *   VA (8) | R_Key (4) | swap or add data (8) |
+	 *   compare data or field boundaries (8) | swap mask (8) |
+	 *   compare mask (8)
+	 * (the first 28 bytes are an AtomicETH; a FETCH_ADD's masks are 0).
+	 * One PSN each, ordered and answered like the IBTA atomics: an
+	 * ATOMIC_ACKNOWLEDGE (0x12) carries the original value. A responder
+	 * that does not know them answers with a NAK invalid request.
+	 */
+	SV_OP_RC_MASKED_CMP_SWAP  = 0xc0,
+	SV_OP_RC_MASKED_FETCH_ADD = 0xc1,
 };
 
 /* What an opcode's packet carries and means (struct sv_roce_opinfo.flags). */
@@ -120,6 +136,7 @@ enum {
 	SV_RF_RC      = 1 << 17,
 	SV_RF_UC      = 1 << 18,
 	SV_RF_UD      = 1 << 19,
+	SV_RF_MASKED  = 1 << 20, /* AtomicETH + two masks (MaskedAtomicETH) */
 };
 
 struct sv_roce_opinfo {
@@ -147,8 +164,9 @@ struct sv_roce_pkt {
 	/* AETH */
 	uint8_t syndrome;
 	uint32_t msn;              /* 24 bits */
-	/* AtomicETH */
+	/* AtomicETH (and MaskedAtomicETH's masks) */
 	uint64_t swap_add, compare;
+	uint64_t swap_mask, compare_mask;
 	/* AtomicAckETH */
 	uint64_t orig;
 	uint32_t imm;              /* ImmDt: the 4 bytes as they are on the
@@ -166,8 +184,9 @@ struct sv_roce_pkt {
  * Parse a UDP payload (BTH .. ICRC). Validates every field before use: len
  * covers headers, pad and ICRC; tver 0; opcode known; payload only where the
  * opcode has one (else paylen 0 and pad 0); reserved bits ignored. Returns
- * 0, or -EINVAL (malformed) / -EOPNOTSUPP (unknown opcode); *p is
- * unspecified on error. Does NOT check the ICRC.
+ * 0, or -EINVAL (malformed) / -EOPNOTSUPP (unknown opcode: the BTH fields
+ * of *p are filled, flags is 0, so that a responder can refuse it); *p is
+ * otherwise unspecified on error. Does NOT check the ICRC.
  */
 int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p);
 
