@@ -384,6 +384,21 @@ static void model_worker(struct worker *w)
 {
 	uint64_t model = 0x0123456789abcdefull, seed = 0x5eed0001ull, fin[2];
 	unsigned int swaps = 0;
+	struct ibv_exp_device_attr da = {
+		.comp_mask = IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS |
+			     IBV_EXP_DEVICE_ATTR_MASKED_ATOMICS,
+	};
+
+	/* what the device says it does */
+	CHECK(!ibv_exp_query_device(w->ctx, &da), "ibv_exp_query_device");
+	CHECK(da.comp_mask == (IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS |
+			       IBV_EXP_DEVICE_ATTR_MASKED_ATOMICS) &&
+	      (da.exp_device_cap_flags & IBV_EXP_DEVICE_MASKED_ATOMICS) &&
+	      da.masked_atomic.masked_log_atomic_arg_sizes == 1u << 3 &&
+	      da.masked_atomic.max_fa_bit_boundary == 64 &&
+	      da.masked_atomic.log_max_atomic_inline == 3 &&
+	      !da.masked_atomic.masked_log_atomic_arg_sizes_network_endianness,
+	      "the query does not report 8-byte masked atomics");
 
 	for (int n = 0; n < NMODEL; n++) {
 		uint64_t orig, want;
@@ -554,7 +569,7 @@ static int nosup(void)
 	w.pd = ibv_alloc_pd(w.ctx);
 	w.cq = ibv_create_cq(w.ctx, 4, NULL, NULL, 0);
 	CHECK(w.pd && w.cq, "pd, cq");
-	w.qp = domain_qp(&w);
+	w.qp = ex_qp(&w);
 	{
 		/* RTS (to itself), where a post is otherwise taken */
 		struct vu_conn c = vu_conn_default();
