@@ -312,44 +312,44 @@ SV_EXPORT void ibv_exp_wr_rdma_read_inv(struct ibv_qp_ex *ex, uint32_t rkey,
 	}
 }
 
-SV_EXPORT void ibv_exp_wr_masked_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey,
-					 uint64_t remote_addr,
-					 const struct ibv_exp_cmp_swap *op)
+/* A masked atomic's WQE (softverbs.h): the rkey in imm, the operands in
+ * the masked overlay (src/abi/sv_qp.h). */
+static void wr_masked(struct ibv_qp_ex *ex, uint32_t op, uint32_t rkey,
+		      uint64_t remote_addr, bool ok, uint64_t compare_add,
+		      uint64_t swap, uint64_t compare_mask, uint64_t swap_mask)
 {
 	struct sv_qp *qp = ex_to_qp(ex);
-	struct sv_send_wqe *w = wr_claim_exp(qp, SV_WR_MASKED_CMP_SWAP);
+	struct sv_send_wqe *w = wr_claim_exp(qp, op);
 
 	if (!w)
 		return;
-	if (!op) {
+	if (!ok) {
 		wr_fail(qp, EINVAL);
 		return;
 	}
 	w->imm = rkey; /* host order */
 	w->masked.remote_addr = remote_addr;
-	w->masked.compare_add = op->compare_val;
-	w->masked.swap = op->swap_val;
-	w->masked.compare_mask = op->compare_mask;
-	w->masked.swap_mask = op->swap_mask;
+	w->masked.compare_add = compare_add;
+	w->masked.swap = swap;
+	w->masked.compare_mask = compare_mask;
+	w->masked.swap_mask = swap_mask;
+}
+
+SV_EXPORT void ibv_exp_wr_masked_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey,
+					 uint64_t remote_addr,
+					 const struct ibv_exp_cmp_swap *op)
+{
+	wr_masked(ex, SV_WR_MASKED_CMP_SWAP, rkey, remote_addr, op != NULL,
+		  op ? op->compare_val : 0, op ? op->swap_val : 0,
+		  op ? op->compare_mask : 0, op ? op->swap_mask : 0);
 }
 
 SV_EXPORT void ibv_exp_wr_masked_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
 					   uint64_t remote_addr,
 					   const struct ibv_exp_fetch_add *op)
 {
-	struct sv_qp *qp = ex_to_qp(ex);
-	struct sv_send_wqe *w = wr_claim_exp(qp, SV_WR_MASKED_FETCH_ADD);
-
-	if (!w)
-		return;
-	if (!op) {
-		wr_fail(qp, EINVAL);
-		return;
-	}
-	w->imm = rkey; /* host order */
-	w->masked.remote_addr = remote_addr;
-	w->masked.compare_add = op->add_val;
-	w->masked.swap = op->field_boundary;
+	wr_masked(ex, SV_WR_MASKED_FETCH_ADD, rkey, remote_addr, op != NULL,
+		  op ? op->add_val : 0, op ? op->field_boundary : 0, 0, 0);
 }
 
 /* ---- setters of the current WQE ---- */

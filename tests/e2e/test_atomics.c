@@ -83,17 +83,8 @@ struct target {
 
 static void xfer(int fd, void *p, size_t n, bool out)
 {
-	size_t done = 0;
-
-	while (done < n) {
-		ssize_t r = out ? write(fd, (char *)p + done, n - done)
-				: read(fd, (char *)p + done, n - done);
-
-		CHECK(r > 0 || (r < 0 && errno == EINTR), "pipe: %s",
-		      r ? strerror(errno) : "closed");
-		if (r > 0)
-			done += (size_t)r;
-	}
+	CHECK(!vu_xfer(fd, p, n, out), "%s: %s", out ? "send" : "receive",
+	      errno ? strerror(errno) : "closed");
 }
 
 static void post_atomic(struct ibv_qp *qp, uint64_t id, uint64_t *res,

@@ -72,17 +72,8 @@ struct target {
 
 static void xfer(int fd, void *p, size_t n, bool out)
 {
-	size_t done = 0;
-
-	while (done < n) {
-		ssize_t r = out ? write(fd, (char *)p + done, n - done)
-				: read(fd, (char *)p + done, n - done);
-
-		CHECK(r > 0 || (r < 0 && errno == EINTR), "tcp: %s",
-		      r ? strerror(errno) : "closed");
-		if (r > 0)
-			done += (size_t)r;
-	}
+	CHECK(!vu_xfer(fd, p, n, out), "%s: %s", out ? "send" : "receive",
+	      errno ? strerror(errno) : "closed");
 }
 
 static int tcp_listen(int port, int backlog)
@@ -210,8 +201,9 @@ struct worker {
 	int fd;
 };
 
-/* A QP in a resource domain of its own (an engine of its own). */
-static struct ibv_qp *domain_qp(struct worker *w)
+/* An RC QP: in a resource domain of its own (an engine of its own), or,
+ * wr_api, for the ibv_wr_* API (worker 0: half its atomics are built so). */
+static struct ibv_qp *make_qp(struct worker *w, bool wr_api)
 {
 	struct ibv_exp_res_domain_init_attr da = {
 		.comp_mask = IBV_EXP_RES_DOMAIN_THREAD_MODEL |
@@ -219,46 +211,38 @@ static struct ibv_qp *domain_qp(struct worker *w)
 		.thread_model = IBV_EXP_THREAD_SINGLE,
 		.msg_model = IBV_EXP_MSG_DEFAULT,
 	};
-	struct ibv_exp_res_domain *dom =
-		ibv_exp_create_res_domain(w->ctx, &da);
-	struct ibv_exp_qp_init_attr qa;
-	struct ibv_qp *qp;
-
-	CHECK(dom, "ibv_exp_create_res_domain");
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = qa.recv_cq = w->cq;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 1;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	qa.qp_type = IBV_QPT_RC;
-	qa.pd = w->pd;
-	qa.res_domain = dom;
-	qa.comp_mask = IBV_EXP_QP_INIT_ATTR_PD | IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
-	qp = ibv_exp_create_qp(w->ctx, &qa);
-	CHECK(qp, "ibv_exp_create_qp");
-	return qp;
-}
-
-/* A QP for the ibv_wr_* API (worker 0: half its atomics are built so). */
-static struct ibv_qp *ex_qp(struct worker *w)
-{
 	struct ibv_qp_init_attr_ex qa;
+	struct ibv_exp_qp_init_attr ea;
+	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 1,
+				  .max_send_sge = 1, .max_recv_sge = 1 };
 	struct ibv_qp *qp;
 
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = qa.recv_cq = w->cq;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 1;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	qa.qp_type = IBV_QPT_RC;
-	qa.pd = w->pd;
-	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	qa.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	qp = ibv_create_qp_ex(w->ctx, &qa);
-	CHECK(qp, "ibv_create_qp_ex");
-	w->ex = ibv_qp_to_qp_ex(qp);
-	CHECK(w->ex, "ibv_qp_to_qp_ex");
+	if (wr_api) {
+		memset(&qa, 0, sizeof(qa));
+		qa.send_cq = qa.recv_cq = w->cq;
+		qa.cap = cap;
+		qa.qp_type = IBV_QPT_RC;
+		qa.pd = w->pd;
+		qa.comp_mask = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		qa.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		qp = ibv_create_qp_ex(w->ctx, &qa);
+		CHECK(qp, "ibv_create_qp_ex");
+		w->ex = ibv_qp_to_qp_ex(qp);
+		CHECK(w->ex, "ibv_qp_to_qp_ex");
+		return qp;
+	}
+	memset(&ea, 0, sizeof(ea));
+	ea.send_cq = ea.recv_cq = w->cq;
+	ea.cap = cap;
+	ea.qp_type = IBV_QPT_RC;
+	ea.pd = w->pd;
+	ea.res_domain = ibv_exp_create_res_domain(w->ctx, &da);
+	CHECK(ea.res_domain, "ibv_exp_create_res_domain");
+	ea.comp_mask = IBV_EXP_QP_INIT_ATTR_PD | IBV_EXP_QP_INIT_ATTR_RES_DOMAIN;
+	qp = ibv_exp_create_qp(w->ctx, &ea);
+	CHECK(qp, "ibv_exp_create_qp");
 	return qp;
 }
 
@@ -279,7 +263,7 @@ static void worker_up(struct worker *w, const char *host, int port,
 	CHECK(w->mr, "ibv_reg_mr");
 	w->ex = NULL;
 	w->built = 0;
-	w->qp = wr_api ? ex_qp(w) : domain_qp(w);
+	w->qp = make_qp(w, wr_api);
 	w->fd = tcp_connect(host, port);
 	xfer(w->fd, &nconn, sizeof(nconn), true);
 	me = vu_addr_of(w->qp, c.sq_psn);
@@ -569,7 +553,7 @@ static int nosup(void)
 	w.pd = ibv_alloc_pd(w.ctx);
 	w.cq = ibv_create_cq(w.ctx, 4, NULL, NULL, 0);
 	CHECK(w.pd && w.cq, "pd, cq");
-	w.qp = ex_qp(&w);
+	w.qp = make_qp(&w, true);
 	{
 		/* RTS (to itself), where a post is otherwise taken */
 		struct vu_conn c = vu_conn_default();

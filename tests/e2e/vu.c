@@ -285,6 +285,26 @@ bool vu_fd_readable(int fd, int ms)
 	return n > 0;
 }
 
+int vu_xfer(int fd, void *p, size_t n, bool out)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = out ? write(fd, (char *)p + done, n - done)
+				: read(fd, (char *)p + done, n - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (!r)
+				errno = 0;
+			return -1;
+		}
+		done += (size_t)r;
+	}
+	return 0;
+}
+
 /* The library drops an event for an object destroyed since it was sent, so
  * a readable descriptor does not promise an event: read non-blocking. */
 static void set_nonblock(int fd)

@@ -97,6 +97,9 @@ int vu_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		   long ms);
 /* Is an event readable on fd right now? */
 bool vu_fd_readable(int fd, int ms);
+/* All n bytes to (out) or from fd (a pipe or a socket), through EINTR and
+ * short transfers: 0, or -1 with errno set (0: the other end closed). */
+int vu_xfer(int fd, void *p, size_t n, bool out);
 /* Wait up to ms for a completion event on ch: 0 and its CQ (acknowledged),
  * or -ETIMEDOUT. */
 int vu_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, long ms);

@@ -135,16 +135,8 @@ static int tcp_client(const char *host, int port)
 
 static void xfer(int fd, void *p, size_t n, bool out)
 {
-	size_t done = 0;
-
-	while (done < n) {
-		ssize_t r = out ? write(fd, (char *)p + done, n - done) :
-				  read(fd, (char *)p + done, n - done);
-
-		if (r <= 0)
-			die("the TCP exchange broke");
-		done += (size_t)r;
-	}
+	if (vu_xfer(fd, p, n, out))
+		die("the TCP exchange broke");
 }
 
 static void post_recv(struct vu_ep *ep, struct ibv_mr *mr, uint8_t *buf,
