@@ -35,15 +35,7 @@
 #define NCAS  500
 #define DEPTH 8
 
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL (pid %d): ", (int)getpid());   \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
+#define CHECK VU_CHECK
 
 /* A QP of ctx in a resource domain of its own (its doorbell page: *db). */
 static struct ibv_qp *domain_qp(struct ibv_context *ctx, struct ibv_pd *pd,

@@ -53,15 +53,7 @@
 #define NFIELD 2000
 #define FIELD_ENDS 0x8000800080008000ull
 
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL (pid %d): ", (int)getpid());   \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
+#define CHECK VU_CHECK
 
 /* What the server tells a worker. */
 struct target {

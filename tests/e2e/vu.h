@@ -15,7 +15,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -97,6 +100,17 @@ int vu_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		   long ms);
 /* Is an event readable on fd right now? */
 bool vu_fd_readable(int fd, int ms);
+/* A check of a test process: on failure, say so with the pid and exit 1. */
+#define VU_CHECK(c, ...)                                                     \
+	do {                                                                 \
+		if (!(c)) {                                                  \
+			fprintf(stderr, "FAIL (pid %d): ", (int)getpid());   \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fprintf(stderr, "\n");                               \
+			exit(1);                                             \
+		}                                                            \
+	} while (0)
+
 /* All n bytes to (out) or from fd (a pipe or a socket), through EINTR and
  * short transfers: 0, or -1 with errno set (0: the other end closed). */
 int vu_xfer(int fd, void *p, size_t n, bool out);
