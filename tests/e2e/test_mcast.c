@@ -77,16 +77,48 @@ struct ctl {
 };
 
 static union ibv_gid group;
+static bool group_v6;
 
 static void group_parse(const char *s)
 {
 	struct in_addr a;
 
+	memset(&group, 0, sizeof(group));
+	if (strchr(s, ':')) {
+		CHECK(inet_pton(AF_INET6, s, group.raw) == 1, "bad group %s",
+		      s);
+		CHECK(group.raw[0] == 0xff, "%s is not multicast", s);
+		group_v6 = true;
+		return;
+	}
 	CHECK(inet_pton(AF_INET, s, &a) == 1, "bad group %s", s);
 	CHECK(IN_MULTICAST(ntohl(a.s_addr)), "%s is not multicast", s);
-	memset(&group, 0, sizeof(group));
 	group.raw[10] = group.raw[11] = 0xff;
 	memcpy(&group.raw[12], &a.s_addr, 4);
+}
+
+/* The GID index to send to the group from: 0 for an IPv4 group, the first
+ * IPv6 GID that is not link-local for an IPv6 one. */
+static uint8_t sgid_index(struct ibv_context *ctx)
+{
+	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					0xff, 0xff };
+
+	if (!group_v6)
+		return 0;
+	for (int i = 0; i < 16; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(ctx, 1, i, &g))
+			break;
+		if (!memcmp(g.raw, v4, sizeof(v4)) ||
+		    (g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80))
+			continue;
+		if (g.global.subnet_prefix || g.global.interface_id)
+			return (uint8_t)i;
+	}
+	CHECK(0, "no IPv6 GID to send to %s from", "the group");
+	return 0;
 }
 
 /* ---- a receiving QP ---- */
@@ -221,7 +253,10 @@ static void rq_take(struct rq *r, long ms)
 			      p->k);
 			/* the GRH's destination is the group (IPv4: the IP
 			 * header in its last 20 bytes) */
-			CHECK(!memcmp(r->buf + wc[i].wr_id * SLOT + 36,
+			CHECK(group_v6 ?
+			      !memcmp(r->buf + wc[i].wr_id * SLOT + 24,
+				      group.raw, 16) :
+			      !memcmp(r->buf + wc[i].wr_id * SLOT + 36,
 				      group.raw + 12, 4),
 			      "%s: GRH dgid is not the group", r->name);
 			r->seen[p->k] = 1;
@@ -395,9 +430,12 @@ static int sender(int port, int nlocal, int nremote, const char *self)
 	/* the local receivers: this program again, in other processes */
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
 	for (int i = 0; i < nlocal; i++) {
-		char gbuf[INET_ADDRSTRLEN];
+		char gbuf[INET6_ADDRSTRLEN];
 
-		inet_ntop(AF_INET, &group.raw[12], gbuf, sizeof(gbuf));
+		if (group_v6)
+			inet_ntop(AF_INET6, group.raw, gbuf, sizeof(gbuf));
+		else
+			inet_ntop(AF_INET, &group.raw[12], gbuf, sizeof(gbuf));
 		kids[i] = fork();
 		CHECK(kids[i] >= 0, "fork");
 		if (!kids[i]) {
@@ -428,7 +466,17 @@ static int sender(int port, int nlocal, int nremote, const char *self)
 	CHECK(p, "no memory");
 	smr = ibv_reg_mr(pd, p, 4096, 0);
 	CHECK(smr, "reg_mr");
-	ah = vu_ah(pd, &group);
+	{
+		struct ibv_ah_attr aa;
+
+		memset(&aa, 0, sizeof(aa));
+		aa.is_global = 1;
+		aa.grh.dgid = group;
+		aa.grh.sgid_index = sgid_index(ctx);
+		aa.grh.hop_limit = 1;
+		aa.port_num = 1;
+		ah = ibv_create_ah(pd, &aa);
+	}
 	CHECK(ah, "create_ah to the group: %s", strerror(errno));
 
 	for (int i = 0; i < nrecv; i++) {

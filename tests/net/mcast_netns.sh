@@ -8,16 +8,39 @@
 # IBV_QP_CREATE_BLOCK_SELF_MCAST_LB none of its own. a's nftables counters
 # show one datagram per message on the wire (not one per receiver, and no
 # copy looped back into a's daemon), and nothing coming back.
-#   mcast_netns.sh BUILD_DIR
+# v6: the daemons serve every address of the veth (--netdev), the group is
+# IPv6 (ff0e::5:1, sent from the ULA GID), the side channel stays IPv4.
+#   mcast_netns.sh BUILD_DIR [v4|v6]
 export SV_BUILD_DIR=$1
+fam=${2:-v4}
 . "$(dirname "$0")/lib.sh"
 
 PROG=$SV_BUILD_DIR/bin/test_mcast
 [ -x "$PROG" ] || fail "no $PROG"
-NLOCAL=2 NREMOTE=2 PORT=18515 GROUP=239.1.2.3 NMSG=401
+NLOCAL=2 NREMOTE=2 PORT=18515 NMSG=401
+case "$fam" in
+v4) GROUP=239.1.2.3 ;;
+v6) GROUP=ff0e::5:1 ;;
+*) fail "family $fam: v4 or v6" ;;
+esac
 
-ns_pair_up "$(ns_prefix mcast)"
-ns_daemons_up
+ns_pair_up "$(ns_prefix "mc$fam")"
+if [ "$fam" = v6 ]; then
+	# lib.sh turns IPv6 off; on again, addresses usable at once (no DAD)
+	for n in "$NS_A" "$NS_B"; do
+		ip netns exec "$n" sysctl -qw net.ipv6.conf.veth0.accept_dad=0 \
+			net.ipv6.conf.all.disable_ipv6=0 \
+			net.ipv6.conf.veth0.disable_ipv6=0 || fail "IPv6 on in $n"
+	done
+	ip -n "$NS_A" addr add fd5e::1/64 dev veth0 nodad || fail "IPv6 in $NS_A"
+	ip -n "$NS_B" addr add fd5e::2/64 dev veth0 nodad || fail "IPv6 in $NS_B"
+	NS_DAEMON_ARGS="--netdev veth0 ${NS_DAEMON_ARGS:-}"
+	SOCK_A=$NS_DIR/a/control SOCK_B=$NS_DIR/b/control
+	ns_daemon "$NS_A" "" "$SOCK_A"
+	ns_daemon "$NS_B" "" "$SOCK_B"
+else
+	ns_daemons_up
+fi
 ip netns exec "$NS_A" nft reset counters table inet svcount >/dev/null 2>&1
 
 sout=$NS_DIR/sender.out
@@ -54,4 +77,4 @@ count=$(ns_roce_count)
 echo "$count"
 [[ $count == *"sent $NMSG, received 0 "* ]] ||
 	fail "expected one datagram per message from a and none back: $count"
-pass "multicast: $NLOCAL receivers beside the sender, $NREMOTE across the veth, each message once"
+pass "multicast ($fam, group $GROUP): $NLOCAL receivers beside the sender, $NREMOTE across the veth, each message once"

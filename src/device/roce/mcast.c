@@ -144,6 +144,16 @@ int sv_roce_mcast_join(unsigned int idx, const uint8_t gid[16])
 		s6.sin6_family = AF_INET6;
 		s6.sin6_port = htons(mc.port);
 		memcpy(&s6.sin6_addr, gid, 16);
+		/* a group of interface- or link-local scope needs one: the
+		 * interface of our first IPv6 address */
+		if ((gid[1] & 0x0f) <= 2)
+			for (unsigned int k = 0; k < SV_GID_TBL_LEN; k++)
+				if (sv_dev.gid[k].valid && sv_roce_has_net(k) &&
+				    !sv_gid_is_v4(sv_dev.gid[k].gid)) {
+					s6.sin6_scope_id =
+						sv_dev.gid[k].ndev_ifindex;
+					break;
+				}
 		if (bind(fd, (struct sockaddr *)&s6, sizeof(s6)) < 0)
 			goto fail_errno;
 	}
