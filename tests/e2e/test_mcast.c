@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <softverbs/softverbs.h>
 
 #include "vu.h"
 
@@ -616,6 +617,39 @@ static void api_edges(void)
 			      "destroy an attached QP");
 	}
 	CHECK(!ibv_attach_mcast(ud, &group, 0), "attach after the destroys");
+
+	/* the creation flag: offered alone, also through ibv_exp_create_qp */
+	{
+		struct ibv_qp_init_attr_ex ix;
+		struct ibv_exp_qp_init_attr ex;
+		struct ibv_qp *q;
+
+		memset(&ix, 0, sizeof(ix));
+		ix.send_cq = ix.recv_cq = cq;
+		ix.qp_type = IBV_QPT_UD;
+		ix.cap.max_send_wr = ix.cap.max_recv_wr = 1;
+		ix.cap.max_send_sge = ix.cap.max_recv_sge = 1;
+		ix.comp_mask = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		ix.pd = pd;
+		ix.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB |
+				  IBV_QP_CREATE_SCATTER_FCS;
+		CHECK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP,
+		      "an unsupported creation flag taken");
+		memset(&ex, 0, sizeof(ex));
+		ex.send_cq = ex.recv_cq = cq;
+		ex.qp_type = IBV_QPT_UD;
+		ex.cap = ix.cap;
+		ex.comp_mask = IBV_EXP_QP_INIT_ATTR_PD |
+			       IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS;
+		ex.pd = pd;
+		ex.exp_create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+		q = ibv_exp_create_qp(ctx, &ex);
+		CHECK(q, "ibv_exp_create_qp with BLOCK_SELF_MCAST_LB: %s",
+		      strerror(errno));
+		CHECK(!ibv_attach_mcast(q, &group, 0), "attach the exp QP");
+		CHECK(!ibv_destroy_qp(q), "destroy the exp QP");
+	}
 	CHECK(!ibv_destroy_qp(ud), "destroy attached");
 	CHECK(!ibv_destroy_qp(rc), "destroy RC");
 	ibv_destroy_cq(cq);
