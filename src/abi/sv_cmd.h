@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 5u
+#define SV_PROTO_VERSION 6u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -84,7 +84,9 @@ enum sv_obj_type {
 	X(REG_MR_LIST, 32)                                                   \
 	X(ALLOC_MW, 33)                                                      \
 	X(DEALLOC_MW, 34)                                                    \
-	X(STAT_WIRE, 35)
+	X(STAT_WIRE, 35)                                                     \
+	X(ATTACH_MCAST, 36)                                                  \
+	X(DETACH_MCAST, 37)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -308,6 +310,20 @@ struct sv_cmd_create_ah {
 	struct sv_wire_ah attr;
 };
 
+/*
+ * ATTACH_MCAST / DETACH_MCAST: a UD QP joins / leaves the multicast group
+ * gid (RoCEv2: ::ffff:224.0.0.0/4 or ff00::/8). lid is ignored (Ethernet).
+ * A QP attached twice stays attached once; detaching a group the QP is not
+ * attached to is -EINVAL.
+ */
+struct sv_cmd_mcast {
+	uint64_t qp;
+	uint8_t gid[16];
+	uint16_t lid;
+	uint16_t rsvd;
+	uint32_t rsvd2;
+};
+
 struct sv_cmd_stat {
 	uint32_t first;        /* index of the first client to list */
 	uint32_t rsvd;
@@ -346,6 +362,7 @@ struct sv_cmd {
 		struct sv_cmd_alloc_page_list alloc_page_list;
 		struct sv_cmd_reg_mr_list reg_mr_list;
 		struct sv_cmd_alloc_mw alloc_mw;
+		struct sv_cmd_mcast mcast;
 		uint8_t raw[SV_CMD_SIZE - sizeof(struct sv_cmd_hdr)];
 	} u;
 };

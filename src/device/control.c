@@ -223,6 +223,8 @@ static const struct {
 	[SV_CMD_REG_MR_LIST] = { sv_cmd_reg_mr_list, 0 },
 	[SV_CMD_ALLOC_MW] = { sv_cmd_alloc_mw, 0 },
 	[SV_CMD_DEALLOC_MW] = { sv_cmd_dealloc_mw, 0 },
+	[SV_CMD_ATTACH_MCAST] = { sv_cmd_attach_mcast, 0 },
+	[SV_CMD_DETACH_MCAST] = { sv_cmd_detach_mcast, 0 },
 };
 
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,

@@ -962,6 +962,48 @@ static int deliver(struct sv_exec *x, struct msg *m)
 	}
 }
 
+/*
+ * A UD send to a multicast GID: one copy to every QP of this daemon
+ * attached to the group whose qkey matches (the sender too, unless it was
+ * created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB), each through
+ * deliver_send as a unicast datagram would go; then, with a wire, one
+ * datagram to the IP group. A receiver without a receive WQE, or in
+ * trouble, loses its copy alone. The destination QPN must be the
+ * multicast QPN. A UD message fits the path MTU, so no copy lets the
+ * lock go, and the group does not change under the loop.
+ */
+static __attribute__((noinline)) int mcast_send(struct sv_exec *x,
+						struct msg *m, uint32_t f)
+{
+	struct sv_qp *qp = m->qp;
+	const struct sv_send_wqe *h = &m->w->h;
+	uint32_t qkey = (h->ud.remote_qkey & 0x80000000u) ?
+			qp->attr.qkey : h->ud.remote_qkey;
+	const struct sv_mcast_grp *g;
+
+	if ((h->remote_qpn & 0xffffff) != SV_MCAST_QPN)
+		return IBV_WC_SUCCESS;  /* nobody takes it: lost */
+	g = sv_mcast_find(m->ah->attr.dgid);
+	for (uint32_t i = 0; g && i < g->nqp; i++) {
+		struct sv_qp *t = g->qp[i];
+
+		if (t == qp &&
+		    (qp->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
+			continue;
+		if (t->dead || t->type != IBV_QPT_UD || !can_receive(t) ||
+		    t->attr.qkey != qkey)
+			continue;
+		if (deliver_send(x, t, m) == RES_LOST)
+			return RES_LOST;
+	}
+	if (sv_roce_running())
+		return (int)sv_roce_ud_send(x, qp, m->ah, SV_MCAST_QPN, qkey,
+			(f & OPF_IMM) != 0, h->imm,
+			(h->flags & IBV_SEND_SOLICITED) != 0, &m->local,
+			m->len);
+	return IBV_WC_SUCCESS;
+}
+
 /* ---- the requester ---- */
 
 /*
@@ -1083,6 +1125,8 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 			return IBV_WC_LOC_QP_OP_ERR;
 		if (m->len > sv_mtu_bytes(sv_dev.port.active_mtu))
 			return IBV_WC_LOC_LEN_ERR;
+		if (unlikely(sv_gid_is_mcast(m->ah->attr.dgid)))
+			return mcast_send(x, m, f);
 		if (sv_roce_running() && !sv_roce_gid_local(m->ah->attr.dgid)) {
 			/* a peer on another host: one datagram on the wire */
 			const struct sv_send_wqe *h = &w->h;

@@ -221,7 +221,9 @@ int sv_identity_init(const char *ip, const char *netdev)
 	a->max_qp_init_rd_atom = SV_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mw = SV_MAX_MW;
-	a->max_mcast_grp = 0;
+	a->max_mcast_grp = SV_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SV_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = SV_MAX_MCAST_TOTAL;
 	a->max_ah = SV_MAX_AH;
 	a->max_srq = SV_MAX_SRQ;
 	a->max_srq_wr = SV_MAX_SRQ_WR;

@@ -220,10 +220,12 @@ int sv_cmd_create_qp(struct sv_req *r)
 		r->why = "unknown QP type";
 		return -EINVAL;
 	}
-	if (a->create_flags) {
+	if (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) {
 		r->why = "create_flags not supported";
 		return -EOPNOTSUPP;
 	}
+	/* BLOCK_SELF_MCAST_LB: taken by every type, only UD sends
+	 * multicast */
 	if (a->send_ops_flags & ~(uint64_t)SV_SEND_OPS_OK) {
 		r->why = "send_ops_flags not supported";
 		return -EOPNOTSUPP;
@@ -304,6 +306,7 @@ int sv_cmd_create_qp(struct sv_req *r)
 	qp->srq = srq;
 	qp->domain = dom;
 	qp->sq_sig_all = a->sq_sig_all;
+	qp->create_flags = a->create_flags;
 	qp->send_ops_flags = a->send_ops_flags;
 	qp->cap = cap;
 	wq_init(&qp->sq, qp->ring, sq_entries, sq_stride, cap.max_send_sge,
@@ -573,6 +576,7 @@ int sv_cmd_query_qp(struct sv_req *r)
 
 void sv_qp_destroy(struct sv_qp *qp)
 {
+	sv_mcast_qp_destroy(qp);
 	sv_engine_remove_qp(qp);
 	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp)
 		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;

@@ -50,6 +50,12 @@
 #define SV_MAX_MW           (1u << 16)
 #define SV_MAX_PAGE_LISTS   (1u << 14)  /* page list objects on the device */
 #define SV_MAX_MR_BLOCKS    (1ull << 24)
+/* UD multicast (mcast.c): groups on the device, QPs attached to one group,
+ * attachments in all. */
+#define SV_MAX_MCAST_GRP       256
+#define SV_MAX_MCAST_QP_ATTACH 64
+#define SV_MAX_MCAST_TOTAL     4096
+#define SV_MCAST_QPN           0xffffffu  /* the multicast destination QPN */
 
 struct sv_client;
 
@@ -250,6 +256,7 @@ struct sv_qp {
 	/* the RoCEv2 wire (roce/roce.h): NULL for a peer on this daemon */
 	struct sv_roce_qp *roce;
 	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
+	uint32_t mcast_n;          /* multicast groups attached (mcast.c) */
 };
 
 struct sv_client {
@@ -387,6 +394,22 @@ int sv_cmd_destroy_ah(struct sv_req *r);
 void sv_ah_destroy(struct sv_ah *ah);
 /* A sealed memfd of bytes, mapped read-write here (cq.c). */
 int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map);
+
+/* mcast.c: UD multicast groups, under sv_dev.lock. A group exists while
+ * a QP is attached to it. */
+struct sv_mcast_grp {
+	uint8_t gid[16];
+	uint32_t nqp;              /* 0: the slot is free */
+	struct sv_qp *qp[SV_MAX_MCAST_QP_ATTACH];
+};
+/* Is gid a RoCEv2 multicast GID (::ffff:224.0.0.0/4 or ff00::/8)? */
+bool sv_gid_is_mcast(const uint8_t gid[16]);
+/* The group of gid, or NULL (no QP attached). */
+const struct sv_mcast_grp *sv_mcast_find(const uint8_t gid[16]);
+int sv_cmd_attach_mcast(struct sv_req *r);
+int sv_cmd_detach_mcast(struct sv_req *r);
+/* Detach qp from every group (before it is destroyed). */
+void sv_mcast_qp_destroy(struct sv_qp *qp);
 
 /* engine.c: the engine threads that execute WQEs. All under sv_dev.lock
  * except start/stop. */

@@ -158,8 +158,11 @@ static int check_init_attr(struct ibv_context *context,
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
 	    a->pd->context != context)
 		return -EINVAL;
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
-		return -EOPNOTSUPP; /* none of the creation flags is offered */
+	/* the one creation flag offered: a UD QP does not receive its own
+	 * multicast sends */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
+		return -EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (a->send_ops_flags & ~sv_send_ops_ok(a->qp_type)))
 		return -EOPNOTSUPP;
@@ -610,4 +613,34 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);
 	return 0;
+}
+
+/* ibv_attach_mcast / ibv_detach_mcast: a UD QP joins or leaves a multicast
+ * group (the daemon checks the QP type and the GID; lid means nothing on
+ * Ethernet). */
+static int qp_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+		    uint16_t lid, unsigned int op)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	if (!ibqp || !gid)
+		return EINVAL;
+	sv_cmd_init(&cmd, op);
+	cmd.u.mcast.qp = to_sv_qp(ibqp)->handle;
+	memcpy(cmd.u.mcast.gid, gid->raw, sizeof(cmd.u.mcast.gid));
+	cmd.u.mcast.lid = lid;
+	return -sv_conn_call(sv_conn_of(ibqp->context), &cmd, -1, &rsp, NULL);
+}
+
+SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			       uint16_t lid)
+{
+	return qp_mcast(qp, gid, lid, SV_CMD_ATTACH_MCAST);
+}
+
+SV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			       uint16_t lid)
+{
+	return qp_mcast(qp, gid, lid, SV_CMD_DETACH_MCAST);
 }

@@ -230,10 +230,6 @@ void sv_fill_unsupported_ops(struct verbs_context *v)
 	{                                                                    \
 	}
 
-NOSUP_EXPORT_INT(ibv_attach_mcast, struct ibv_qp *qp, const union ibv_gid *g,
-		 uint16_t lid)
-NOSUP_EXPORT_INT(ibv_detach_mcast, struct ibv_qp *qp, const union ibv_gid *g,
-		 uint16_t lid)
 NOSUP_EXPORT_INT(ibv_resolve_eth_l2_from_gid, struct ibv_context *c,
 		 struct ibv_ah_attr *a, uint8_t mac[ETHERNET_LL_SIZE],
 		 uint16_t *vid)

@@ -56,6 +56,11 @@ static struct sv_net *net_of(const uint8_t gid[16])
 	return NULL;
 }
 
+bool sv_roce_has_net(unsigned int k)
+{
+	return k < SV_GID_TBL_LEN && wire.net[k];
+}
+
 /* ---- sending ---- */
 
 static pthread_key_t tx_key;
@@ -296,7 +301,7 @@ static void *wire_main(void *arg)
 	struct sv_qp *touched[RX_BATCH];
 	struct sv_roce_tx *tx = sv_roce_tx_get();
 	/* no timeout: an idle port sleeps until a packet or the stop */
-	struct pollfd pfd[SV_GID_TBL_LEN + 1];
+	struct pollfd pfd[SV_GID_TBL_LEN + 2];
 	struct sv_net *nets[SV_GID_TBL_LEN];
 	unsigned int nn = 0;
 
@@ -315,13 +320,17 @@ static void *wire_main(void *arg)
 	}
 	pfd[nn].fd = wire.stop_fd;
 	pfd[nn].events = POLLIN;
+	/* the multicast groups' sockets (an epoll set: groups come and go) */
+	pfd[nn + 1].fd = sv_roce_mcast_fd();
+	pfd[nn + 1].events = POLLIN;
 	while (!__atomic_load_n(&wire.stop, __ATOMIC_ACQUIRE)) {
 		unsigned int got = 0;
 
 		for (unsigned int k = 0; k < nn; k++)
 			got += wire_batch(nets[k], rx, touched, tx);
+		got += sv_roce_mcast_rx(tx);
 		if (!got)
-			(void)poll(pfd, nn + 1, -1);
+			(void)poll(pfd, nn + 2, -1);
 	}
 	return NULL;
 }
@@ -378,6 +387,12 @@ int sv_roce_start(uint16_t port, const char *inject, bool no_offload)
 		nets_close();
 		return ret;
 	}
+	ret = sv_roce_mcast_start(wire.port);
+	if (ret) {
+		close(wire.stop_fd);
+		nets_close();
+		return ret;
+	}
 	/* signals are the control thread's (signalfd): the wire thread
 	 * takes none */
 	sigfillset(&all);
@@ -385,6 +400,7 @@ int sv_roce_start(uint16_t port, const char *inject, bool no_offload)
 	ret = pthread_create(&wire.thread, NULL, wire_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
+		sv_roce_mcast_stop();
 		close(wire.stop_fd);
 		nets_close();
 		return -ret;
@@ -401,6 +417,7 @@ void sv_roce_stop(void)
 	if (eventfd_write(wire.stop_fd, 1))
 		sv_log(SV_LOG_WARN, "roce: cannot wake the wire thread");
 	pthread_join(wire.thread, NULL);
+	sv_roce_mcast_stop();
 	close(wire.stop_fd);
 	wire.running = false;
 	nets_close();

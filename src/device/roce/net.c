@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdlib.h>
@@ -80,6 +81,7 @@ struct sv_net {
 	uint8_t addr[16];
 	uint16_t port;
 	uint32_t scope;             /* interface of a link-local IPv6 addr */
+	uint32_t ifindex;           /* the address's interface (0: unknown) */
 	int rx_fd;
 
 	/* ---- send side (one thread) ---- */
@@ -326,6 +328,28 @@ static int sock_new(struct sv_net *n, uint16_t want, uint16_t *bound)
 			       sizeof(pmtu)) < 0)
 			goto fail;
 	}
+	/* multicast (UD to a group) leaves from the address's interface and
+	 * is not looped back to this host: the daemon delivered it to its
+	 * own QPs already (best effort) */
+	if (n->v4) {
+		struct ip_mreqn m;
+		int zero = 0;
+
+		memset(&m, 0, sizeof(m));
+		memcpy(&m.imr_address.s_addr, n->addr + 12, 4);
+		m.imr_ifindex = (int)n->ifindex;
+		setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof(m));
+		setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &zero,
+			   sizeof(zero));
+	} else {
+		int zero = 0, ifi = (int)n->ifindex;
+
+		if (ifi)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifi,
+				   sizeof(ifi));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &zero,
+			   sizeof(zero));
+	}
 	/* best effort: a deep send queue, and little room for anything
 	 * sent to a source port (nobody should) */
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
@@ -416,6 +440,32 @@ static uint32_t scope_of(const uint8_t addr[16])
 	return scope;
 }
 
+/* The interface index of an address of ours, either family (0: none). */
+static uint32_t ifindex_of(const uint8_t addr[16], bool v4)
+{
+	struct ifaddrs *ifs, *i;
+	uint32_t idx = 0;
+
+	if (getifaddrs(&ifs) < 0)
+		return 0;
+	for (i = ifs; i && !idx; i = i->ifa_next) {
+		const struct sockaddr *a = i->ifa_addr;
+
+		if (!a || !i->ifa_name)
+			continue;
+		if (v4 && a->sa_family == AF_INET &&
+		    !memcmp(&((const struct sockaddr_in *)(const void *)a)
+				     ->sin_addr, addr + 12, 4))
+			idx = if_nametoindex(i->ifa_name);
+		else if (!v4 && a->sa_family == AF_INET6 &&
+			 !memcmp(&((const struct sockaddr_in6 *)(const void *)a)
+					  ->sin6_addr, addr, 16))
+			idx = if_nametoindex(i->ifa_name);
+	}
+	freeifaddrs(ifs);
+	return idx;
+}
+
 static int rx_open(struct sv_net *n)
 {
 	int one = 1, buf = SOCK_BUF_BYTES;
@@ -478,6 +528,7 @@ int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 		}
 	}
 
+	n->ifindex = ifindex_of(cfg->addr, n->v4);
 	n->gso = n->gro = !cfg->no_offload;
 	if (n->inj)
 		n->gso = false;         /* the injector works on packets */

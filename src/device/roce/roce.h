@@ -75,4 +75,10 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 			 bool solicited, const struct span *payload,
 			 uint64_t len);
 
+/* mcast.c (roce), under sv_dev.lock: group slot idx (of sv_mcast_grp's
+ * table) got its first QP / lost its last: receive its datagrams from the
+ * wire, or stop. Join: 0 or -errno (no wire: 0, nothing to do). */
+int sv_roce_mcast_join(unsigned int idx, const uint8_t gid[16]);
+void sv_roce_mcast_leave(unsigned int idx);
+
 #endif

@@ -123,6 +123,16 @@ void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 		     const uint8_t sgid[16], const uint8_t dgid[16],
 		     uint16_t sport);
 void sv_roce_tx_flush(struct sv_roce_tx *tx);
+/* Does device GID k have a transport (a UDP socket)? */
+bool sv_roce_has_net(unsigned int k);
+
+/* mcast.c: the groups' sockets (an epoll set) for the wire thread. start:
+ * before the thread, 0 or -errno; stop: after it. rx: read what the
+ * groups' sockets hold (takes sv_dev.lock), the datagrams read. */
+int sv_roce_mcast_start(uint16_t port);
+void sv_roce_mcast_stop(void);
+int sv_roce_mcast_fd(void);
+unsigned int sv_roce_mcast_rx(struct sv_roce_tx *tx);
 /* A response without payload from responder rq into tx: an ACK, a NAK
  * (syndrome) or an atomic ACK (orig). */
 void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
