@@ -2463,7 +2463,8 @@ static void test_mm_caps(void **state)
 	assert_int_equal(a.exp_cap_flags,
 			 SV_EXP_CAP_FAST_REG_USER | SV_EXP_CAP_BLOCK_LIST |
 			 SV_EXP_CAP_ZERO_BASED_MR | SV_EXP_CAP_ZERO_BASED_MW |
-			 SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV);
+			 SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV |
+			 SV_EXP_CAP_MASKED_ATOMICS);
 	conn_close(s);
 	check_clean();
 }
