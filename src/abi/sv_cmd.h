@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 5u
+#define SV_PROTO_VERSION 6u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -84,7 +84,10 @@ enum sv_obj_type {
 	X(REG_MR_LIST, 32)                                                   \
 	X(ALLOC_MW, 33)                                                      \
 	X(DEALLOC_MW, 34)                                                    \
-	X(STAT_WIRE, 35)
+	X(STAT_WIRE, 35)                                                     \
+	X(OPEN_XRCD, 36)                                                     \
+	X(CLOSE_XRCD, 37)                                                    \
+	X(OPEN_QP, 38)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -246,6 +249,40 @@ struct sv_cmd_create_qp {
 	struct sv_wire_qp_cap cap;
 	uint32_t rsvd2;
 	uint64_t domain;       /* 0 (the default pages) or a DOMAIN handle */
+	uint64_t xrcd;         /* XRC_RECV: its XRCD handle (else 0) */
+};
+
+/*
+ * XRC (docs/DESIGN.md "XRC").
+ *
+ * OPEN_XRCD: a handle on an XRC domain. Without SV_XRCD_SHARED a private
+ * domain of its own. With it, the domain of the file (st_dev, st_ino) that
+ * the library stat()ed: shared by every client that names the same file;
+ * SV_XRCD_CREATE makes it when none exists yet, else -ENOENT -> struct
+ * sv_rsp_obj (SV_XRCD_EXCL: -EEXIST if it exists). CLOSE_XRCD (struct sv_cmd_handle): -EBUSY while SRQs or
+ * XRC_RECV QPs made through this handle live.
+ *
+ * OPEN_QP: a handle on an existing XRC_RECV QP (by number) of the same
+ * XRC domain, made by any client -> struct sv_rsp_qp (handle, qpn; no ring,
+ * no memfd). MODIFY_QP, QUERY_QP and DESTROY_QP take it; DESTROY_QP drops
+ * the handle only. The QP itself lives as long as its creator's handle.
+ */
+#define SV_XRCD_SHARED 1u
+#define SV_XRCD_CREATE 2u
+#define SV_XRCD_EXCL   4u      /* -EEXIST when the file has a domain */
+
+struct sv_cmd_open_xrcd {
+	uint64_t dev;          /* with SV_XRCD_SHARED: the file's st_dev */
+	uint64_t ino;          /* and st_ino */
+	uint32_t flags;        /* SV_XRCD_* */
+	uint32_t rsvd;
+};
+
+struct sv_cmd_open_qp {
+	uint64_t cookie;       /* the library's ibv_qp * */
+	uint64_t xrcd;         /* an XRCD handle of the caller */
+	uint32_t qpn;
+	uint32_t qp_type;      /* IBV_QPT_XRC_RECV */
 };
 
 /*
@@ -346,6 +383,8 @@ struct sv_cmd {
 		struct sv_cmd_alloc_page_list alloc_page_list;
 		struct sv_cmd_reg_mr_list reg_mr_list;
 		struct sv_cmd_alloc_mw alloc_mw;
+		struct sv_cmd_open_xrcd open_xrcd;
+		struct sv_cmd_open_qp open_qp;
 		uint8_t raw[SV_CMD_SIZE - sizeof(struct sv_cmd_hdr)];
 	} u;
 };

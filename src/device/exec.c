@@ -142,6 +142,9 @@ static uint32_t wc_opcode(uint32_t wr_opcode)
 
 static inline bool op_valid(uint32_t qp_type, uint32_t flags)
 {
+	/* an XRC initiator sends what an RC requester sends */
+	if (qp_type == IBV_QPT_XRC_SEND)
+		qp_type = IBV_QPT_RC;
 	return qp_type < 8 && (flags & OPF_QPT(qp_type));
 }
 
@@ -464,7 +467,7 @@ static void sq_complete(struct sv_qp *qp, const struct swqe *w,
 	}
 	if (status == IBV_WC_SUCCESS)
 		return;
-	if (qp->type == IBV_QPT_RC)
+	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND)
 		qp_error(qp, 0);
 	else if (qp->state != IBV_QPS_ERR)
 		qp_set_state(qp, IBV_QPS_SQE);
@@ -547,7 +550,7 @@ static void comm_est(struct sv_qp *t)
 /* RC: the responder refuses the request as invalid; its QP goes to ERR. */
 static int resp_inv_req(struct sv_qp *t)
 {
-	if (t->type == IBV_QPT_RC)
+	if (t->type == IBV_QPT_RC || t->type == IBV_QPT_XRC_RECV)
 		qp_error(t, IBV_EVENT_QP_REQ_ERR);
 	return IBV_WC_REM_INV_REQ_ERR;
 }
@@ -555,7 +558,7 @@ static int resp_inv_req(struct sv_qp *t)
 /* RC: a remote access violation; the responder's QP goes to ERR. */
 static int resp_access(struct sv_qp *t)
 {
-	if (t->type == IBV_QPT_RC)
+	if (t->type == IBV_QPT_RC || t->type == IBV_QPT_XRC_RECV)
 		qp_error(t, IBV_EVENT_QP_ACCESS_ERR);
 	return IBV_WC_REM_ACCESS_ERR;
 }
@@ -665,7 +668,7 @@ static void rq_complete(struct sv_qp *t, struct rwqe *r, uint32_t status,
 	} else {
 		e.sl = m->qp->attr.ah_attr.sl;
 	}
-	qp_push(t, t->recv_cq, &e, solicited);
+	qp_push(t, sv_x_recv_cq(t, r), &e, solicited);
 	if (status != IBV_WC_SUCCESS)
 		qp_error(t, 0);
 }
@@ -910,9 +913,14 @@ static int deliver(struct sv_exec *x, struct msg *m)
 	} else {
 		t = sv_qp_lookup(qp->attr.dest_qp_num);
 		/* a connected responder takes only its own peer's packets */
-		if (!t || t->type != qp->type || !can_receive(t) ||
-		    t->attr.dest_qp_num != qp->qpn)
+		if (!t || t->type != (qp->type == IBV_QPT_XRC_SEND ?
+				      IBV_QPT_XRC_RECV : qp->type) ||
+		    !can_receive(t) || t->attr.dest_qp_num != qp->qpn)
 			return RES_NOACK;
+		/* XRC: the SRQ the message names, of the target's domain */
+		if (unlikely(qp->type == IBV_QPT_XRC_SEND) &&
+		    !sv_xrc_bind(t, m->w->h.remote_qpn))
+			return IBV_WC_REM_INV_REQ_ERR;
 	}
 	comm_est(t);
 	switch (m->opcode) {
@@ -1088,7 +1096,7 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	res = sq_run(x, qp, &w, &m);
 	if (res == RES_BUSY || res == RES_LOST)
 		return;         /* the head stays; next pass, or the flush */
-	if (qp->type != IBV_QPT_RC) {
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) {
 		/* no acknowledgements: remote trouble is invisible */
 		if (res == RES_RNR || res == RES_NOACK ||
 		    res == IBV_WC_REM_INV_REQ_ERR ||
@@ -1202,6 +1210,9 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 		if (qp->state == IBV_QPS_ERR && sv_roce_has_flush(qp))
 			return true;
 	}
+	/* an XRC target has no work queue of its own */
+	if (unlikely(qp->type == IBV_QPT_XRC_RECV))
+		return false;
 
 	switch (qp->state) {
 	case IBV_QPS_RTS:
@@ -1237,6 +1248,8 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 		if (qp->state == IBV_QPS_ERR && sv_roce_flush(qp))
 			return true;
 	}
+	if (unlikely(qp->type == IBV_QPT_XRC_RECV))
+		return false;
 
 	switch (qp->state) {
 	case IBV_QPS_RTS:
