@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "device/sv_dev.h"
+#include "device/roce/roce.h"
 
 #define SV_SRQN_BITS 13
 #define SRQN_MASK ((1u << SV_SRQN_BITS) - 1)
@@ -57,7 +58,10 @@ void sv_srqn_free(struct sv_srq *srq)
 	for (uint32_t n = 0; n < (1u << SV_MAX_QP_BITS); n++) {
 		struct sv_qp *t = sv_dev.qpn_tab[n];
 
-		if (t && t->srq == srq && t->type == IBV_QPT_XRC_RECV) {
+		if (!t || t->type != IBV_QPT_XRC_RECV)
+			continue;
+		sv_roce_srq_gone(t, srq);
+		if (t->srq == srq) {
 			t->srq = NULL;
 			t->pd = NULL;
 		}
