@@ -655,9 +655,18 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	/* XRC: the SRQ the request names, of t's domain; a message goes on
 	 * into the SRQ it began with */
 	if (t->type == IBV_QPT_XRC_RECV && d <= 0 && !xrc_srq(t, p)) {
-		if (d == 0)
+		if (d < 0)
+			return;
+		if (rq->in != SV_IN_NONE) {
+			/* another SRQ inside a message */
 			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
 				  IBV_EVENT_QP_REQ_ERR);
+		} else {
+			/* no such SRQ here: the initiator fails, the target
+			 * (shared by the domain) stays */
+			sv_roce_send_ack(tx, rq, SV_AETH_NAK_INV, p->psn);
+			sv_roce_stats.naks_sent++;
+		}
 		return;
 	}
 	if (d != 0 && !is_rc(t)) {
