@@ -260,16 +260,18 @@ int sv_cmd_create_qp(struct sv_req *r)
 		r->why = "xrcd given for a QP type that takes none";
 		return -EINVAL;
 	}
+	if (a->qp_type == IBV_QPT_XRC_SEND &&
+	    (a->recv_cq || a->srq || a->cap.max_recv_wr ||
+	     a->cap.max_recv_sge)) {
+		r->why = "an XRC_SEND QP has no receive side";
+		return -EINVAL;
+	}
 	pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
 	scq = sv_objtab_lookup(&c->objs, a->send_cq, SV_OBJ_CQ);
-	rcq = a->qp_type == IBV_QPT_XRC_SEND && !a->recv_cq ? NULL :
+	rcq = a->qp_type == IBV_QPT_XRC_SEND ? NULL :
 	      sv_objtab_lookup(&c->objs, a->recv_cq, SV_OBJ_CQ);
 	if (!pd || !scq || (!rcq && a->qp_type != IBV_QPT_XRC_SEND)) {
 		r->why = !pd ? "no such pd" : "no such cq";
-		return -EINVAL;
-	}
-	if (a->srq && a->qp_type == IBV_QPT_XRC_SEND) {
-		r->why = "an XRC_SEND QP has no receive queue";
 		return -EINVAL;
 	}
 	if (a->srq) {
