@@ -364,6 +364,10 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	if (!rq || !reliable(qp) ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return;
+	/* responses of our transport only (XRC's to an XRC initiator) */
+	if (!(p->flags & (qp->type == IBV_QPT_XRC_SEND ? SV_RF_XRC :
+							   SV_RF_RC)))
+		return;
 	/* a response to nothing we sent is stale */
 	if (sv_psn_diff(p->psn, rq->snd) >= 0 &&
 	    !(p->flags & SV_RF_READ))
