@@ -256,8 +256,10 @@ struct sv_cmd_create_qp {
  * XRC (docs/DESIGN.md "XRC").
  *
  * OPEN_XRCD: a handle on an XRC domain. Without SV_XRCD_SHARED a private
- * domain of its own. With it, the domain of the file (st_dev, st_ino) that
- * the library stat()ed: shared by every client that names the same file;
+ * domain of its own. With it, the domain of a file, which comes with the
+ * command (SCM_RIGHTS; not O_PATH: having it open is the right to share
+ * its domain, as for the kernel): the daemon keys the domain by the file's
+ * st_dev and st_ino, shared by every client that sends the same file;
  * SV_XRCD_CREATE makes it when none exists yet, else -ENOENT -> struct
  * sv_rsp_obj (SV_XRCD_EXCL: -EEXIST if it exists). CLOSE_XRCD (struct sv_cmd_handle): -EBUSY while SRQs or
  * XRC_RECV QPs made through this handle live.
@@ -272,8 +274,6 @@ struct sv_cmd_create_qp {
 #define SV_XRCD_EXCL   4u      /* -EEXIST when the file has a domain */
 
 struct sv_cmd_open_xrcd {
-	uint64_t dev;          /* with SV_XRCD_SHARED: the file's st_dev */
-	uint64_t ino;          /* and st_ino */
 	uint32_t flags;        /* SV_XRCD_* */
 	uint32_t rsvd;
 };

@@ -223,7 +223,7 @@ static const struct {
 	[SV_CMD_REG_MR_LIST] = { sv_cmd_reg_mr_list, 0 },
 	[SV_CMD_ALLOC_MW] = { sv_cmd_alloc_mw, 0 },
 	[SV_CMD_DEALLOC_MW] = { sv_cmd_dealloc_mw, 0 },
-	[SV_CMD_OPEN_XRCD] = { sv_cmd_open_xrcd, 0 },
+	[SV_CMD_OPEN_XRCD] = { sv_cmd_open_xrcd, F_FD },
 	[SV_CMD_CLOSE_XRCD] = { sv_cmd_close_xrcd, 0 },
 	[SV_CMD_OPEN_QP] = { sv_cmd_open_qp, 0 },
 };

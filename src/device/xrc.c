@@ -3,9 +3,10 @@
  * XRC: domains, SRQ numbers, opened target QPs (docs/DESIGN.md "XRC").
  *
  * An XRC domain is a device-wide object; clients hold handles on it (struct
- * sv_xrcd). A shared domain is named by a file's (st_dev, st_ino), which
- * the library stat()s: every client naming the same file gets the same
- * domain, and the domain goes when its last handle closes. SRQs of type XRC
+ * sv_xrcd). A shared domain is named by a file's (st_dev, st_ino): the
+ * client sends the file itself (having it open is the right to share the
+ * domain), every client sending the same file gets the same domain, and
+ * the domain goes when its last handle closes. SRQs of type XRC
  * and XRC_RECV QPs belong to a domain; an XRC_SEND message names an SRQ by
  * number, and its target QP takes it only for an SRQ of its own domain.
  *
@@ -15,7 +16,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "device/sv_dev.h"
 #include "device/roce/roce.h"
@@ -111,12 +114,25 @@ int sv_cmd_open_xrcd(struct sv_req *r)
 	struct sv_xrc_dom *d = NULL;
 	struct sv_xrcd *x;
 	bool created = false;
-	int ret;
+	struct stat st;
+	int ret, fl;
 
-	if (a->rsvd || (a->flags & ~(SV_XRCD_SHARED | SV_XRCD_CREATE | SV_XRCD_EXCL)) ||
-	    (!(a->flags & SV_XRCD_SHARED) && (a->dev || a->ino))) {
+	if (a->rsvd ||
+	    (a->flags & ~(SV_XRCD_SHARED | SV_XRCD_CREATE | SV_XRCD_EXCL))) {
 		r->why = "reserved fields or unknown flags set";
 		return -EINVAL;
+	}
+	if (!(a->flags & SV_XRCD_SHARED) != (r->fd_in < 0)) {
+		r->why = "a shared xrcd comes with its file, a private one with none";
+		return -EINVAL;
+	}
+	if (r->fd_in >= 0) {
+		/* the file the client has open: what names the domain */
+		fl = fcntl(r->fd_in, F_GETFL);
+		if (fl < 0 || (fl & O_PATH) || fstat(r->fd_in, &st)) {
+			r->why = "the xrcd's file is not an open file";
+			return -EBADF;
+		}
 	}
 	if (sv_dev.total[SV_OBJ_XRCD] >= SV_MAX_PD) {
 		r->why = "too many xrcds";
@@ -124,7 +140,8 @@ int sv_cmd_open_xrcd(struct sv_req *r)
 	}
 	if (a->flags & SV_XRCD_SHARED) {
 		for (d = doms; d; d = d->next)
-			if (d->shared && d->dev == a->dev && d->ino == a->ino)
+			if (d->shared && d->dev == (uint64_t)st.st_dev &&
+			    d->ino == (uint64_t)st.st_ino)
 				break;
 		if (d && (a->flags & SV_XRCD_EXCL)) {
 			r->why = "the file has an XRC domain (O_EXCL)";
@@ -145,8 +162,10 @@ int sv_cmd_open_xrcd(struct sv_req *r)
 			return -ENOMEM;
 		}
 		d->shared = (a->flags & SV_XRCD_SHARED) != 0;
-		d->dev = a->dev;
-		d->ino = a->ino;
+		if (d->shared) {
+			d->dev = (uint64_t)st.st_dev;
+			d->ino = (uint64_t)st.st_ino;
+		}
 		d->next = doms;
 		doms = d;
 		created = true;

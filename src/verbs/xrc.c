@@ -3,8 +3,9 @@
  * XRC domains (ibv_open_xrcd, ibv_close_xrcd).
  *
  * A domain opened with a file descriptor is the domain of that file: the
- * library names it to the daemon by the file's (st_dev, st_ino), so that
- * every process opening the same file shares one domain. fd -1 (or no
+ * library sends the descriptor with the command and the daemon keys the
+ * domain by the file's (st_dev, st_ino), so that every process opening the
+ * same file shares one domain. fd -1 (or no
  * IBV_XRCD_INIT_ATTR_FD) makes a private domain. Without O_CREAT in
  * oflags, a file that names no domain yet is ENOENT; O_EXCL with a domain
  * that exists already is EEXIST.
@@ -41,10 +42,8 @@ struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
 	if (fd != -1) {
 		struct stat st;
 
-		if (fstat(fd, &st))
-			return sv_err_ptr(-errno);
-		cmd.u.open_xrcd.dev = (uint64_t)st.st_dev;
-		cmd.u.open_xrcd.ino = (uint64_t)st.st_ino;
+		if (fd < 0 || fstat(fd, &st))
+			return sv_err_ptr(-EBADF);
 		cmd.u.open_xrcd.flags = SV_XRCD_SHARED |
 			((oflags & O_CREAT) ? SV_XRCD_CREATE : 0) |
 			((oflags & O_EXCL) ? SV_XRCD_EXCL : 0);
@@ -52,7 +51,7 @@ struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return sv_err_ptr(-ENOMEM);
-	ret = sv_conn_call(&to_sv_ctx(context)->conn, &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(&to_sv_ctx(context)->conn, &cmd, fd, &rsp, NULL);
 	if (ret) {
 		free(x);
 		return sv_err_ptr(ret);

@@ -2165,9 +2165,8 @@ static void test_modify_qp(void **state)
 	check_clean();
 }
 
-/* OPEN_XRCD: 0 and the handle, or the status. */
-static int open_xrcd(int s, uint32_t flags, uint64_t dev, uint64_t ino,
-		     uint64_t *h)
+/* OPEN_XRCD with file fd (-1: none): 0 and the handle, or the status. */
+static int open_xrcd(int s, uint32_t flags, int fd, uint64_t *h)
 {
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
@@ -2175,9 +2174,7 @@ static int open_xrcd(int s, uint32_t flags, uint64_t dev, uint64_t ino,
 
 	sv_cmd_init(&cmd, SV_CMD_OPEN_XRCD);
 	cmd.u.open_xrcd.flags = flags;
-	cmd.u.open_xrcd.dev = dev;
-	cmd.u.open_xrcd.ino = ino;
-	ret = xfer(s, &cmd, &rsp);
+	ret = xfer_fd(s, &cmd, fd, &rsp, NULL);
 	if (!ret && h)
 		*h = rsp.u.obj.handle;
 	return ret;
@@ -2210,23 +2207,31 @@ static void test_xrc_cmds(void **state)
 	uint64_t bsrq = 0;
 	uint32_t qpn = 0;
 	unsigned int i;
-	int s = conn_open();
+	char path[300];
+	int s = conn_open(), f, fp;
 
 	(void)state;
+	snprintf(path, sizeof(path), "%s/xrcd-file",
+		 getenv("SV_TEST_DIR") ? getenv("SV_TEST_DIR") : "/tmp");
+	f = open(path, O_RDONLY | O_CREAT, 0600);
+	fp = open(path, O_PATH);
+	assert_true(f >= 0 && fp >= 0);
 	pd = alloc_pd(s);
 	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
-	/* OPEN_XRCD: flags, reserved bits, a file's domain */
-	assert_status(open_xrcd(s, 8, 0, 0, NULL), -EINVAL);
-	assert_status(open_xrcd(s, 0, 1, 0, NULL), -EINVAL);
+	/* OPEN_XRCD: flags, reserved bits, the file (an open one) */
+	assert_status(open_xrcd(s, 8, -1, NULL), -EINVAL);
+	assert_status(open_xrcd(s, 0, f, NULL), -EINVAL);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, -1, NULL), -EINVAL);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_CREATE, fp, NULL),
+		      -EBADF);
 	sv_cmd_init(&cmd, SV_CMD_OPEN_XRCD);
 	cmd.u.open_xrcd.rsvd = 1;
 	assert_status(xfer(s, &cmd, &rsp), -EINVAL);
-	assert_status(open_xrcd(s, SV_XRCD_SHARED, 7, 7, NULL), -ENOENT);
-	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_CREATE, 7, 7, &x),
-		      0);
-	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_EXCL, 7, 7, NULL),
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, f, NULL), -ENOENT);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_CREATE, f, &x), 0);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_EXCL, f, NULL),
 		      -EEXIST);
-	assert_status(open_xrcd(s, SV_XRCD_SHARED, 7, 7, &x2), 0);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, f, &x2), 0);
 	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x2), 0);
 	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x2), -EINVAL);
 	for (i = 0; i < N_GARBAGE; i++)
@@ -2292,7 +2297,7 @@ static void test_xrc_cmds(void **state)
 	assert_status(open_qp(s, x, qpn ^ 0x800000, IBV_QPT_XRC_RECV, NULL),
 		      -ENOENT);
 	assert_status(open_qp(s, x, ~0u, IBV_QPT_XRC_RECV, NULL), -ENOENT);
-	assert_status(open_xrcd(s, 0, 0, 0, &x2), 0);       /* private */
+	assert_status(open_xrcd(s, 0, -1, &x2), 0);        /* private */
 	assert_status(open_qp(s, x2, qpn, IBV_QPT_XRC_RECV, NULL), -ENOENT);
 	assert_status(open_qp(s, x, qpn, IBV_QPT_XRC_RECV, &op), 0);
 	/* the opened handle names the QP: modify, query, destroy */
@@ -2322,7 +2327,10 @@ static void test_xrc_cmds(void **state)
 	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x), 0);
 	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x2), 0);
 	/* the last handle closed: the file's domain is gone */
-	assert_status(open_xrcd(s, SV_XRCD_SHARED, 7, 7, NULL), -ENOENT);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, f, NULL), -ENOENT);
+	close(f);
+	close(fp);
+	unlink(path);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, ini), 0);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, bsrq), 0);
 	conn_close(s);
