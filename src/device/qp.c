@@ -203,8 +203,7 @@ int sv_cmd_create_qp(struct sv_req *r)
 	struct sv_qp *qp;
 	size_t sq_bytes, rq_off, bytes;
 	int ret, out;
-
-	struct sv_xrcd *xrcd = NULL;
+	struct sv_xrcd *xrcd = NULL;   /* XRC_RECV */
 	struct sv_cmd_create_qp xa;
 
 	switch (a->qp_type) {
@@ -290,10 +289,13 @@ int sv_cmd_create_qp(struct sv_req *r)
 	}
 checked:
 	ret = qp_caps(a, !srq && a->qp_type != IBV_QPT_XRC_SEND &&
-			 a->qp_type != IBV_QPT_XRC_RECV, &sq_entries, &sq_stride, &rq_entries,
-		      &rq_stride, &cap, &r->why);
+			 a->qp_type != IBV_QPT_XRC_RECV,
+		      &sq_entries, &sq_stride, &rq_entries, &rq_stride, &cap,
+		      &r->why);
 	if (ret)
 		return ret;
+	if (xrcd)
+		memset(&cap, 0, sizeof(cap));   /* nothing to post to */
 	if (sv_dev.nqp >= SV_MAX_QP) {
 		r->why = "max_qp reached";
 		return -ENOMEM;
