@@ -326,10 +326,22 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	ret = check_init_attr(context, a);
 	if (ret)
 		return sv_err_ptr(ret);
-	if (a->qp_type == IBV_QPT_XRC_RECV)
-		memset(&dom, 0, sizeof(dom));
-	else
-		dom_of_pd(a->pd, &dom);
+	if (a->qp_type == IBV_QPT_XRC_RECV || a->qp_type == IBV_QPT_XRC_SEND) {
+		/* what XRC ignores is dropped from a copy: the caller's
+		 * attributes stay as they were, but for the caps */
+		struct ibv_qp_init_attr_ex c = *a;
+		struct ibv_qp *qp;
+
+		if (a->qp_type == IBV_QPT_XRC_RECV)
+			memset(&dom, 0, sizeof(dom));
+		else
+			dom_of_pd(a->pd, &dom);
+		qp = create_qp(context, &c, &dom);
+		if (qp)
+			a->cap = c.cap;
+		return qp;
+	}
+	dom_of_pd(a->pd, &dom);
 	return create_qp(context, a, &dom);
 }
 
