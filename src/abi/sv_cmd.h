@@ -266,8 +266,9 @@ struct sv_cmd_create_qp {
  *
  * OPEN_QP: a handle on an existing XRC_RECV QP (by number) of the same
  * XRC domain, made by any client -> struct sv_rsp_qp (handle, qpn; no ring,
- * no memfd). MODIFY_QP, QUERY_QP and DESTROY_QP take it; DESTROY_QP drops
- * the handle only. The QP itself lives as long as its creator's handle.
+ * no memfd). MODIFY_QP, QUERY_QP and DESTROY_QP take it. The QP lives while
+ * any handle on it does, its creator's or an opened one (DESTROY_QP or the
+ * client's end drops one handle); its events go to one of those clients.
  */
 #define SV_XRCD_SHARED 1u
 #define SV_XRCD_CREATE 2u

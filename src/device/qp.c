@@ -542,11 +542,7 @@ int sv_cmd_modify_qp(struct sv_req *r)
 
 	if (!qp)
 		return -EINVAL;
-	qp = sv_qp_resolve(qp);
-	if (!qp) {
-		r->why = "the opened QP is gone";
-		return -ENOENT;
-	}
+	qp = sv_qp_resolve(qp);     /* an OPEN_QP handle: its target */
 	if (a->rsvd) {
 		r->why = "reserved fields set";
 		return -EINVAL;
@@ -603,11 +599,7 @@ int sv_cmd_query_qp(struct sv_req *r)
 
 	if (!qp)
 		return -EINVAL;
-	qp = sv_qp_resolve(qp);
-	if (!qp) {
-		r->why = "the opened QP is gone";
-		return -ENOENT;
-	}
+	qp = sv_qp_resolve(qp);     /* an OPEN_QP handle: its target */
 	if (a->rsvd) {
 		r->why = "reserved fields set";
 		return -EINVAL;
@@ -625,10 +617,12 @@ int sv_cmd_query_qp(struct sv_req *r)
 void sv_qp_destroy(struct sv_qp *qp)
 {
 	if (qp->opened) {
-		qp->xrcd->refs--;
-		free(qp);
+		sv_qp_open_close(qp);
 		return;
 	}
+	/* an XRC target lives on while another process has it open */
+	if (qp->type == IBV_QPT_XRC_RECV && sv_qp_pass_on(qp))
+		return;
 	sv_engine_remove_qp(qp);
 	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp)
 		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;

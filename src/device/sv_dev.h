@@ -274,8 +274,13 @@ struct sv_qp {
 	 * and srq are those of the message being received (no references:
 	 * set by each delivery, cleared when the SRQ goes); it has no CQs. */
 	struct sv_xrcd *xrcd;
-	bool opened;               /* an OPEN_QP handle: names the QP qpn,
-				    * holds nothing else */
+	/* XRC_RECV handles of OPEN_QP (xrc.c): a struct of its own with
+	 * `opened` set, naming `target` and holding nothing else; the target
+	 * lists them (`opens`, linked by open_next) and lives while any of
+	 * them does: its creator's handle passes it on to one of them. */
+	bool opened;
+	struct sv_qp *target;
+	struct sv_qp *opens, *open_next;
 };
 
 struct sv_client {
@@ -452,8 +457,13 @@ void sv_srqn_free(struct sv_srq *srq);
 /* The XRC_RECV QP t takes a message for XRC SRQ srqn: sets t->srq and
  * t->pd to it, or returns false (no such SRQ, another XRC domain). */
 bool sv_xrc_bind(struct sv_qp *t, uint32_t srqn);
-/* The QP an OPEN_QP handle names (NULL: gone), or qp itself. */
+/* The QP an OPEN_QP handle names, or qp itself. */
 struct sv_qp *sv_qp_resolve(struct sv_qp *qp);
+/* An OPEN_QP handle goes (its target stays). */
+void sv_qp_open_close(struct sv_qp *op);
+/* The handle of XRC_RECV QP t goes: if other handles name t, one of them
+ * takes it over (true); else false, and t is to be destroyed. */
+bool sv_qp_pass_on(struct sv_qp *t);
 
 int sv_cmd_create_domain(struct sv_req *r);
 int sv_cmd_destroy_domain(struct sv_req *r);

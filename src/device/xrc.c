@@ -95,15 +95,40 @@ bool sv_xrc_bind(struct sv_qp *t, uint32_t srqn)
 
 struct sv_qp *sv_qp_resolve(struct sv_qp *qp)
 {
-	struct sv_qp *t;
+	return qp->opened ? qp->target : qp;
+}
 
-	if (!qp->opened)
-		return qp;
-	t = sv_qp_lookup(qp->qpn);
-	if (!t || t->opened || t->type != IBV_QPT_XRC_RECV || !t->xrcd ||
-	    t->xrcd->dom != qp->xrcd->dom)
-		return NULL;
-	return t;
+void sv_qp_open_close(struct sv_qp *op)
+{
+	struct sv_qp **pp;
+
+	for (pp = &op->target->opens; *pp; pp = &(*pp)->open_next)
+		if (*pp == op) {
+			*pp = op->open_next;
+			break;
+		}
+	op->xrcd->refs--;
+	free(op);
+}
+
+bool sv_qp_pass_on(struct sv_qp *t)
+{
+	struct sv_qp *op = t->opens;
+
+	if (!op)
+		return false;
+	/* op's handle names t from now on; t takes op's place */
+	sv_objtab_replace(&op->owner->objs, op->handle, SV_OBJ_QP, t);
+	t->opens = op->open_next;
+	for (struct sv_qp *o = t->opens; o; o = o->open_next)
+		o->target = t;
+	t->xrcd->refs--;           /* the old handle's */
+	t->xrcd = op->xrcd;        /* op's reference, kept */
+	t->owner = op->owner;
+	t->cookie = op->cookie;
+	t->handle = op->handle;
+	free(op);
+	return true;
 }
 
 /* ---- XRC domains ---- */
@@ -233,8 +258,8 @@ int sv_cmd_open_qp(struct sv_req *r)
 		return -EINVAL;
 	}
 	t = sv_qp_lookup(a->qpn);
-	if (!t || t->opened || t->type != IBV_QPT_XRC_RECV || !t->xrcd ||
-	    t->xrcd->dom != x->dom) {
+	if (!t || t->dead || t->opened || t->type != IBV_QPT_XRC_RECV ||
+	    !t->xrcd || t->xrcd->dom != x->dom) {
 		r->why = "no XRC_RECV QP of that number in this XRC domain";
 		return -ENOENT;
 	}
@@ -254,6 +279,9 @@ int sv_cmd_open_qp(struct sv_req *r)
 	qp->memfd = -1;
 	qp->xrcd = x;
 	x->refs++;
+	qp->target = t;
+	qp->open_next = t->opens;
+	t->opens = qp;
 	r->rsp->u.qp = (struct sv_rsp_qp){
 		.handle = qp->handle,
 		.qpn = qp->qpn,

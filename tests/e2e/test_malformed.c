@@ -2204,7 +2204,7 @@ static void test_xrc_cmds(void **state)
 	struct sv_rsp rsp;
 	struct sv_cmd_create_qp a;
 	uint64_t pd, cq = 0, x = 0, x2 = 0, xs = 0, tgt = 0, ini = 0, op = 0;
-	uint64_t bsrq = 0;
+	uint64_t bsrq = 0, x2x = 0;
 	uint32_t qpn = 0;
 	unsigned int i;
 	char path[300];
@@ -2316,13 +2316,21 @@ static void test_xrc_cmds(void **state)
 		assert_status(xfer(s, &cmd, &rsp), 0);
 		assert_int_equal(rsp.u.query_qp.attr.qp_state, IBV_QPS_INIT);
 	}
+	/* the creator's handle goes: the QP lives on, the opened handle
+	 * names it */
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, tgt), 0);
-	/* the QP gone, its opened handle answers ENOENT */
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, tgt), -EINVAL);
 	sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
 	cmd.u.query_qp.qp = op;
-	assert_status(xfer(s, &cmd, &rsp), -ENOENT);
+	cmd.u.query_qp.attr_mask = IBV_QP_STATE;
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	assert_int_equal(rsp.u.query_qp.attr.qp_state, IBV_QPS_INIT);
+	assert_status(open_qp(s, x, qpn, IBV_QPT_XRC_RECV, &x2x), 0);
 	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x), -EBUSY);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, op), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, x2x), 0);
+	/* the last handle gone, the QP with it */
+	assert_status(open_qp(s, x, qpn, IBV_QPT_XRC_RECV, NULL), -ENOENT);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, xs), 0);
 	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x), 0);
 	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x2), 0);
@@ -2333,7 +2341,48 @@ static void test_xrc_cmds(void **state)
 	unlink(path);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, ini), 0);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, bsrq), 0);
-	conn_close(s);
+
+	/* the creating client ends: its target lives on in the client that
+	 * has it open, which then holds the only handle */
+	{
+		int s2 = conn_open(), f2 = open(path, O_RDONLY | O_CREAT, 0600);
+		struct sv_rsp_stat st;
+		uint32_t before;
+		uint64_t y = 0;
+
+		assert_true(f2 >= 0);
+		assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_CREATE, f2,
+					&x), 0);
+		memset(&a, 0, sizeof(a));
+		a.qp_type = IBV_QPT_XRC_RECV;
+		a.xrcd = x;
+		assert_status(create_qp(s, &a, &tgt, &qpn), 0);
+		assert_status(open_xrcd(s2, SV_XRCD_SHARED, f2, &y), 0);
+		assert_status(open_qp(s2, y, qpn, IBV_QPT_XRC_RECV, &op), 0);
+		stat_get(s2, &st);
+		before = st.nclients;
+		conn_close(s);
+		for (i = 0; i < 400; i++) {     /* bounded: 10 s */
+			stat_get(s2, &st);
+			if (st.nclients < before)
+				break;
+			usleep(25000);
+		}
+		assert_true(st.nclients < before);
+		sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
+		cmd.u.query_qp.qp = op;
+		cmd.u.query_qp.attr_mask = IBV_QP_STATE;
+		assert_status(xfer(s2, &cmd, &rsp), 0);
+		assert_int_equal(rsp.u.query_qp.attr.qp_state, IBV_QPS_RESET);
+		assert_status(cmd_handle(s2, SV_CMD_CLOSE_XRCD, y), -EBUSY);
+		assert_status(cmd_handle(s2, SV_CMD_DESTROY_QP, op), 0);
+		assert_status(open_qp(s2, y, qpn, IBV_QPT_XRC_RECV, NULL),
+			      -ENOENT);
+		assert_status(cmd_handle(s2, SV_CMD_CLOSE_XRCD, y), 0);
+		close(f2);
+		unlink(path);
+		conn_close(s2);
+	}
 }
 
 static void test_srq_cmds(void **state)

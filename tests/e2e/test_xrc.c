@@ -4,7 +4,8 @@
  * shared by a file, O_CREAT / O_EXCL, busy), XRC SRQs and their numbers,
  * XRC_SEND and XRC_RECV QPs, ibv_open_qp, a domain shared by two processes
  * (a message from one process lands in the other's SRQ through a target QP
- * of the first), an SRQ number that names nothing or another domain (an
+ * of the first; the target outlives its creator's handle while the other
+ * process has it open), an SRQ number that names nothing or another domain (an
  * error completion, the daemon fine), and ibv_wr_set_xrc_srqn.
  *
  * Waits are bounded (vu_poll), never used as synchronisation.
@@ -445,6 +446,17 @@ static void test_send_local(void **state)
 
 /* ---- two processes sharing a domain through a file ---- */
 
+static bool get_msg(struct side *s, uint64_t id, uint32_t qpn,
+		    const char *text)
+{
+	struct ibv_wc wc;
+
+	return vu_poll(s->cq, &wc, 1, VU_WAIT_MS) == 1 &&
+	       wc.status == IBV_WC_SUCCESS && wc.wr_id == id &&
+	       wc.qp_num == qpn && wc.byte_len == 100 &&
+	       !strcmp(s->buf + id * 1024, text);
+}
+
 static int child_main(int rd, int wr)
 {
 	struct side s;
@@ -453,12 +465,12 @@ static int child_main(int rd, int wr)
 	struct ibv_qp_open_attr oa;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
-	struct ibv_wc wc;
 	uint32_t n, tgt_qpn;
 
 	side_up(&s, g_file);
 	srq = xsrq(&s, s.xrcd, &n);
-	post_srq_recv(&s, srq, 0, 4096, 77);
+	post_srq_recv(&s, srq, 1024, 1024, 1);
+	post_srq_recv(&s, srq, 2048, 1024, 2);
 	if (write(wr, &n, sizeof(n)) != sizeof(n) ||
 	    read(rd, &tgt_qpn, sizeof(tgt_qpn)) != sizeof(tgt_qpn))
 		return 2;
@@ -472,8 +484,8 @@ static int child_main(int rd, int wr)
 	op = ibv_open_qp(s.ctx, &oa);
 	if (!op || op->qp_num != tgt_qpn)
 		return 3;
-	if (ibv_query_qp(op, &qa, IBV_QP_STATE, &qi) || qa.qp_state !=
-	    IBV_QPS_RTR)
+	if (ibv_query_qp(op, &qa, IBV_QP_STATE, &qi) ||
+	    qa.qp_state != IBV_QPS_RTR)
 		return 4;
 	/* a number of no XRC_RECV QP */
 	oa.qp_num = tgt_qpn ^ 0x400000;
@@ -481,17 +493,22 @@ static int child_main(int rd, int wr)
 	if (ibv_open_qp(s.ctx, &oa) || !errno)
 		return 5;
 	/* the parent's message, in our SRQ */
-	if (vu_poll(s.cq, &wc, 1, VU_WAIT_MS) != 1 ||
-	    wc.status != IBV_WC_SUCCESS || wc.wr_id != 77 ||
-	    wc.qp_num != tgt_qpn || wc.byte_len != 100 ||
-	    strcmp(s.buf, "from the parent"))
+	if (!get_msg(&s, 1, tgt_qpn, "from the parent"))
 		return 6;
-	/* our handle goes, the QP stays (the parent's) */
-	if (ibv_destroy_qp(op) || ibv_close_xrcd(s.xrcd) != EBUSY ||
-	    ibv_destroy_srq(srq))
+	if (write(wr, &n, sizeof(n)) != sizeof(n) ||
+	    read(rd, &n, sizeof(n)) != sizeof(n))
 		return 7;
-	if (write(wr, &n, sizeof(n)) != sizeof(n))
+	/* the parent destroyed its handle: the QP is ours now, and works */
+	if (ibv_query_qp(op, &qa, IBV_QP_STATE, &qi) ||
+	    qa.qp_state != IBV_QPS_RTR)
 		return 8;
+	if (!get_msg(&s, 2, tgt_qpn, "again, its QP ours"))
+		return 9;
+	if (ibv_close_xrcd(s.xrcd) != EBUSY || ibv_destroy_qp(op) ||
+	    ibv_destroy_srq(srq))
+		return 10;
+	if (write(wr, &n, sizeof(n)) != sizeof(n))
+		return 11;
 	side_down(&s);
 	return 0;
 }
@@ -501,11 +518,9 @@ static void test_two_processes(void **state)
 	int to_child[2], to_parent[2], st;
 	struct side s;
 	struct ibv_qp *tgt, *ini;
-	struct ibv_qp_attr qa;
-	struct ibv_qp_init_attr qi;
 	union ibv_gid gid;
 	struct ibv_wc wc;
-	uint32_t n;
+	uint32_t n, tgt_qpn;
 	pid_t pid;
 
 	(void)state;
@@ -524,25 +539,29 @@ static void test_two_processes(void **state)
 	side_up(&s, g_file);
 	assert_int_equal(vu_gid(s.ctx, &gid), 0);
 	tgt = tgt_qp(&s);
+	tgt_qpn = tgt->qp_num;
 	ini = ini_qp(&s, false);
 	connect_tgt(tgt, ini->qp_num, &gid);
-	connect_ini(ini, tgt->qp_num, &gid);
+	connect_ini(ini, tgt_qpn, &gid);
 	assert_int_equal(read(to_parent[0], &n, sizeof(n)), sizeof(n));
-	assert_int_equal(write(to_child[1], &tgt->qp_num, 4), 4);
+	assert_int_equal(write(to_child[1], &tgt_qpn, 4), 4);
 	strcpy(s.buf, "from the parent");
 	post_xrc_send(&s, ini, 0, 100, n);
 	assert_int_equal(vu_poll(s.cq, &wc, 1, VU_WAIT_MS), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	/* the child is done with our QP: it is still ours */
+	/* the child has it: our handle goes, the child's keeps the QP */
+	assert_int_equal(read(to_parent[0], &n, sizeof(n)), sizeof(n));
+	assert_int_equal(ibv_destroy_qp(tgt), 0);
+	assert_int_equal(write(to_child[1], &n, 4), 4);
+	strcpy(s.buf, "again, its QP ours");
+	post_xrc_send(&s, ini, 0, 100, n);
+	assert_int_equal(vu_poll(s.cq, &wc, 1, VU_WAIT_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(read(to_parent[0], &n, sizeof(n)), sizeof(n));
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_int_equal(ibv_query_qp(tgt, &qa, IBV_QP_STATE, &qi), 0);
-	assert_int_equal(qa.qp_state, IBV_QPS_RTR);
-	assert_int_equal(qi.qp_type, IBV_QPT_XRC_RECV);
 	assert_int_equal(ibv_destroy_qp(ini), 0);
-	assert_int_equal(ibv_destroy_qp(tgt), 0);
 	side_down(&s);
 	close(to_child[1]);
 	close(to_parent[0]);
