@@ -65,7 +65,8 @@
  */
 static bool target_gone(const struct sv_qp *t)
 {
-	const struct sv_client *c = t->owner;
+	/* the memory is its SRQ's owner's (another process's for XRC) */
+	const struct sv_client *c = t->srq ? t->srq->owner : t->owner;
 	struct pollfd p;
 
 	if (c->dead)
