@@ -268,7 +268,7 @@ struct sv_cmd_create_qp {
  * XRC domain, made by any client -> struct sv_rsp_qp (handle, qpn; no ring,
  * no memfd). MODIFY_QP, QUERY_QP and DESTROY_QP take it. The QP lives while
  * any handle on it does, its creator's or an opened one (DESTROY_QP or the
- * client's end drops one handle); its events go to one of those clients.
+ * client's end drops one handle); its events go to each handle's client.
  */
 #define SV_XRCD_SHARED 1u
 #define SV_XRCD_CREATE 2u

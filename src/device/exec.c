@@ -402,6 +402,9 @@ static void qp_set_state(struct sv_qp *qp, uint32_t state)
 static void qp_event(struct sv_qp *qp, uint32_t type)
 {
 	sv_async_event(qp->owner, type, qp->cookie, qp->handle);
+	/* an XRC target's events go to every process that has it open */
+	for (const struct sv_qp *op = qp->opens; op; op = op->open_next)
+		sv_async_event(op->owner, type, op->cookie, op->handle);
 }
 
 /* The QP goes to ERR; event (if not 0) says why. */

@@ -492,9 +492,18 @@ static int child_main(int rd, int wr)
 	errno = 0;
 	if (ibv_open_qp(s.ctx, &oa) || !errno)
 		return 5;
-	/* the parent's message, in our SRQ */
+	/* the parent's message, in our SRQ; its QP's first message is an
+	 * event of ours too */
 	if (!get_msg(&s, 1, tgt_qpn, "from the parent"))
 		return 6;
+	{
+		struct ibv_async_event ev;
+
+		if (vu_async_event(s.ctx, &ev, VU_WAIT_MS) ||
+		    ev.event_type != IBV_EVENT_COMM_EST ||
+		    ev.element.qp != op)
+			return 12;
+	}
 	if (write(wr, &n, sizeof(n)) != sizeof(n) ||
 	    read(rd, &n, sizeof(n)) != sizeof(n))
 		return 7;
