@@ -492,6 +492,9 @@ static int child_main(int rd, int wr)
 	errno = 0;
 	if (ibv_open_qp(s.ctx, &oa) || !errno)
 		return 5;
+	/* opened: the parent may send */
+	if (write(wr, &n, sizeof(n)) != sizeof(n))
+		return 13;
 	/* the parent's message, in our SRQ; its QP's first message is an
 	 * event of ours too */
 	if (!get_msg(&s, 1, tgt_qpn, "from the parent"))
@@ -554,6 +557,8 @@ static void test_two_processes(void **state)
 	connect_ini(ini, tgt_qpn, &gid);
 	assert_int_equal(read(to_parent[0], &n, sizeof(n)), sizeof(n));
 	assert_int_equal(write(to_child[1], &tgt_qpn, 4), 4);
+	/* the child has our target open before the first message */
+	assert_int_equal(read(to_parent[0], &n, sizeof(n)), sizeof(n));
 	strcpy(s.buf, "from the parent");
 	post_xrc_send(&s, ini, 0, 100, n);
 	assert_int_equal(vu_poll(s.cq, &wc, 1, VU_WAIT_MS), 1);
