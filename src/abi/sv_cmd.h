@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 6u
+#define SV_PROTO_VERSION 7u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -86,7 +86,10 @@ enum sv_obj_type {
 	X(DEALLOC_MW, 34)                                                    \
 	X(STAT_WIRE, 35)                                                     \
 	X(ATTACH_MCAST, 36)                                                  \
-	X(DETACH_MCAST, 37)
+	X(DETACH_MCAST, 37)                                                  \
+	X(OPEN_XRCD, 38)                                                     \
+	X(CLOSE_XRCD, 39)                                                    \
+	X(OPEN_QP, 40)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -248,6 +251,41 @@ struct sv_cmd_create_qp {
 	struct sv_wire_qp_cap cap;
 	uint32_t rsvd2;
 	uint64_t domain;       /* 0 (the default pages) or a DOMAIN handle */
+	uint64_t xrcd;         /* XRC_RECV: its XRCD handle (else 0) */
+};
+
+/*
+ * XRC (docs/DESIGN.md "XRC").
+ *
+ * OPEN_XRCD: a handle on an XRC domain. Without SV_XRCD_SHARED a private
+ * domain of its own. With it, the domain of a file, which comes with the
+ * command (SCM_RIGHTS; not O_PATH: having it open is the right to share
+ * its domain, as for the kernel): the daemon keys the domain by the file's
+ * st_dev and st_ino, shared by every client that sends the same file;
+ * SV_XRCD_CREATE makes it when none exists yet, else -ENOENT -> struct
+ * sv_rsp_obj (SV_XRCD_EXCL: -EEXIST if it exists). CLOSE_XRCD (struct sv_cmd_handle): -EBUSY while SRQs or
+ * XRC_RECV QPs made through this handle live.
+ *
+ * OPEN_QP: a handle on an existing XRC_RECV QP (by number) of the same
+ * XRC domain, made by any client -> struct sv_rsp_qp (handle, qpn; no ring,
+ * no memfd). MODIFY_QP, QUERY_QP and DESTROY_QP take it. The QP lives while
+ * any handle on it does, its creator's or an opened one (DESTROY_QP or the
+ * client's end drops one handle); its events go to each handle's client.
+ */
+#define SV_XRCD_SHARED 1u
+#define SV_XRCD_CREATE 2u
+#define SV_XRCD_EXCL   4u      /* -EEXIST when the file has a domain */
+
+struct sv_cmd_open_xrcd {
+	uint32_t flags;        /* SV_XRCD_* */
+	uint32_t rsvd;
+};
+
+struct sv_cmd_open_qp {
+	uint64_t cookie;       /* the library's ibv_qp * */
+	uint64_t xrcd;         /* an XRCD handle of the caller */
+	uint32_t qpn;
+	uint32_t qp_type;      /* IBV_QPT_XRC_RECV */
 };
 
 /*
@@ -363,6 +401,8 @@ struct sv_cmd {
 		struct sv_cmd_reg_mr_list reg_mr_list;
 		struct sv_cmd_alloc_mw alloc_mw;
 		struct sv_cmd_mcast mcast;
+		struct sv_cmd_open_xrcd open_xrcd;
+		struct sv_cmd_open_qp open_qp;
 		uint8_t raw[SV_CMD_SIZE - sizeof(struct sv_cmd_hdr)];
 	} u;
 };

@@ -139,6 +139,9 @@ static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 	case SV_OBJ_DOMAIN:
 		sv_domain_destroy(obj);
 		break;
+	case SV_OBJ_XRCD:
+		sv_xrcd_destroy(obj);
+		break;
 	default:
 		free(obj);
 		break;

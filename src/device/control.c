@@ -225,6 +225,9 @@ static const struct {
 	[SV_CMD_DEALLOC_MW] = { sv_cmd_dealloc_mw, 0 },
 	[SV_CMD_ATTACH_MCAST] = { sv_cmd_attach_mcast, 0 },
 	[SV_CMD_DETACH_MCAST] = { sv_cmd_detach_mcast, 0 },
+	[SV_CMD_OPEN_XRCD] = { sv_cmd_open_xrcd, F_FD },
+	[SV_CMD_CLOSE_XRCD] = { sv_cmd_close_xrcd, 0 },
+	[SV_CMD_OPEN_QP] = { sv_cmd_open_qp, 0 },
 };
 
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,

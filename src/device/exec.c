@@ -66,7 +66,8 @@
  */
 static bool target_gone(const struct sv_qp *t)
 {
-	const struct sv_client *c = t->owner;
+	/* the memory is its SRQ's owner's (another process's for XRC) */
+	const struct sv_client *c = t->srq ? t->srq->owner : t->owner;
 	struct pollfd p;
 
 	if (c->dead)
@@ -150,6 +151,9 @@ static uint32_t wc_opcode(uint32_t wr_opcode)
 
 static inline bool op_valid(uint32_t qp_type, uint32_t flags)
 {
+	/* an XRC initiator sends what an RC requester sends */
+	if (qp_type == IBV_QPT_XRC_SEND)
+		qp_type = IBV_QPT_RC;
 	return qp_type < 8 && (flags & OPF_QPT(qp_type));
 }
 
@@ -406,6 +410,9 @@ static void qp_set_state(struct sv_qp *qp, uint32_t state)
 static void qp_event(struct sv_qp *qp, uint32_t type)
 {
 	sv_async_event(qp->owner, type, qp->cookie, qp->handle);
+	/* an XRC target's events go to every process that has it open */
+	for (const struct sv_qp *op = qp->opens; op; op = op->open_next)
+		sv_async_event(op->owner, type, op->cookie, op->handle);
 }
 
 /* The QP goes to ERR; event (if not 0) says why. */
@@ -472,7 +479,7 @@ static void sq_complete(struct sv_qp *qp, const struct swqe *w,
 	}
 	if (status == IBV_WC_SUCCESS)
 		return;
-	if (qp->type == IBV_QPT_RC)
+	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND)
 		qp_error(qp, 0);
 	else if (qp->state != IBV_QPS_ERR)
 		qp_set_state(qp, IBV_QPS_SQE);
@@ -555,7 +562,7 @@ static void comm_est(struct sv_qp *t)
 /* RC: the responder refuses the request as invalid; its QP goes to ERR. */
 static int resp_inv_req(struct sv_qp *t)
 {
-	if (t->type == IBV_QPT_RC)
+	if (t->type == IBV_QPT_RC || t->type == IBV_QPT_XRC_RECV)
 		qp_error(t, IBV_EVENT_QP_REQ_ERR);
 	return IBV_WC_REM_INV_REQ_ERR;
 }
@@ -563,7 +570,7 @@ static int resp_inv_req(struct sv_qp *t)
 /* RC: a remote access violation; the responder's QP goes to ERR. */
 static int resp_access(struct sv_qp *t)
 {
-	if (t->type == IBV_QPT_RC)
+	if (t->type == IBV_QPT_RC || t->type == IBV_QPT_XRC_RECV)
 		qp_error(t, IBV_EVENT_QP_ACCESS_ERR);
 	return IBV_WC_REM_ACCESS_ERR;
 }
@@ -673,7 +680,7 @@ static void rq_complete(struct sv_qp *t, struct rwqe *r, uint32_t status,
 	} else {
 		e.sl = m->qp->attr.ah_attr.sl;
 	}
-	qp_push(t, t->recv_cq, &e, solicited);
+	qp_push(t, sv_x_recv_cq(t, r), &e, solicited);
 	if (status != IBV_WC_SUCCESS)
 		qp_error(t, 0);
 }
@@ -941,9 +948,14 @@ static int deliver(struct sv_exec *x, struct msg *m)
 	} else {
 		t = sv_qp_lookup(qp->attr.dest_qp_num);
 		/* a connected responder takes only its own peer's packets */
-		if (!t || t->type != qp->type || !can_receive(t) ||
-		    t->attr.dest_qp_num != qp->qpn)
+		if (!t || t->type != (qp->type == IBV_QPT_XRC_SEND ?
+				      IBV_QPT_XRC_RECV : qp->type) ||
+		    !can_receive(t) || t->attr.dest_qp_num != qp->qpn)
 			return RES_NOACK;
+		/* XRC: the SRQ the message names, of the target's domain */
+		if (unlikely(qp->type == IBV_QPT_XRC_SEND) &&
+		    !sv_xrc_bind(t, m->w->h.remote_qpn))
+			return IBV_WC_REM_INV_REQ_ERR;
 	}
 	comm_est(t);
 	switch (m->opcode) {
@@ -1170,7 +1182,7 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	res = sq_run(x, qp, &w, &m);
 	if (res == RES_BUSY || res == RES_LOST)
 		return;         /* the head stays; next pass, or the flush */
-	if (qp->type != IBV_QPT_RC) {
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) {
 		/* no acknowledgements: remote trouble is invisible */
 		if (res == RES_RNR || res == RES_NOACK ||
 		    res == IBV_WC_REM_INV_REQ_ERR ||
@@ -1284,6 +1296,9 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 		if (qp->state == IBV_QPS_ERR && sv_roce_has_flush(qp))
 			return true;
 	}
+	/* an XRC target has no work queue of its own */
+	if (unlikely(qp->type == IBV_QPT_XRC_RECV))
+		return false;
 
 	switch (qp->state) {
 	case IBV_QPS_RTS:
@@ -1319,6 +1334,8 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 		if (qp->state == IBV_QPS_ERR && sv_roce_flush(qp))
 			return true;
 	}
+	if (unlikely(qp->type == IBV_QPT_XRC_RECV))
+		return false;
 
 	switch (qp->state) {
 	case IBV_QPS_RTS:

@@ -202,6 +202,13 @@ int sv_x_rq_peek(struct sv_qp *t, struct rwqe *r);
 uint32_t sv_x_rq_resolve(struct sv_qp *t, struct rwqe *r);
 void sv_x_rq_commit(struct rwqe *r);
 
+/* The CQ of a receive at t from r: an XRC SRQ's own, else t's. */
+static inline struct sv_cq *sv_x_recv_cq(const struct sv_qp *t,
+					 const struct rwqe *r)
+{
+	return r->srq && r->srq->cq ? r->srq->cq : t->recv_cq;
+}
+
 /* QP and CQ steps */
 bool sv_x_can_receive(const struct sv_qp *t);
 void sv_x_comm_est(struct sv_qp *t);

@@ -142,6 +142,19 @@ void *sv_objtab_remove(struct sv_objtab *t, uint64_t handle,
 	return obj;
 }
 
+void *sv_objtab_replace(struct sv_objtab *t, uint64_t handle,
+			unsigned int type, void *obj)
+{
+	struct sv_objtab_slot *s = objtab_find(t, handle, type);
+	void *old;
+
+	if (!s || !obj)
+		return NULL;
+	old = s->obj;
+	s->obj = obj;
+	return old;
+}
+
 void sv_objtab_foreach(const struct sv_objtab *t,
 		       void (*fn)(void *arg, unsigned int type, void *obj,
 				  uint64_t handle),

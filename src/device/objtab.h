@@ -56,6 +56,11 @@ void *sv_objtab_lookup(const struct sv_objtab *t, uint64_t handle,
 void *sv_objtab_remove(struct sv_objtab *t, uint64_t handle,
 		       unsigned int type);
 
+/* Let handle name obj instead (same type): the object it named, or NULL
+ * (nothing changed) if it names no live object of that type. */
+void *sv_objtab_replace(struct sv_objtab *t, uint64_t handle,
+			unsigned int type, void *obj);
+
 /* Call fn for every live object; fn may not modify the table. Objects of
  * higher-numbered types are visited first (so QPs go before CQs before PDs
  * when the enum orders them by dependency). */

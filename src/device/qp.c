@@ -41,7 +41,6 @@
 	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static uint32_t qpn_cursor = 2;
-static uint32_t srqn_next = 1;
 
 /* ---- the QPN table ---- */
 
@@ -204,14 +203,16 @@ int sv_cmd_create_qp(struct sv_req *r)
 	struct sv_qp *qp;
 	size_t sq_bytes, rq_off, bytes;
 	int ret, out;
+	struct sv_xrcd *xrcd = NULL;   /* XRC_RECV */
+	struct sv_cmd_create_qp xa;
 
 	switch (a->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		break;
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
+		break;
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		r->why = "QP type not supported";
@@ -238,10 +239,39 @@ int sv_cmd_create_qp(struct sv_req *r)
 		r->why = "reserved fields set";
 		return -EINVAL;
 	}
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		/* a target: no PD, CQs, SRQ or work queues of its own (a
+		 * one-slot send ring that nothing runs keeps the layout) */
+		if (a->pd || a->send_cq || a->recv_cq || a->srq || a->domain ||
+		    a->send_ops_flags) {
+			r->why = "XRC_RECV takes an xrcd only";
+			return -EINVAL;
+		}
+		xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
+		if (!xrcd)
+			return -EINVAL;
+		xa = *a;
+		memset(&xa.cap, 0, sizeof(xa.cap));
+		a = &xa;
+		pd = NULL;
+		scq = rcq = NULL;
+		goto checked;
+	}
+	if (a->xrcd) {
+		r->why = "xrcd given for a QP type that takes none";
+		return -EINVAL;
+	}
+	if (a->qp_type == IBV_QPT_XRC_SEND &&
+	    (a->recv_cq || a->srq || a->cap.max_recv_wr ||
+	     a->cap.max_recv_sge)) {
+		r->why = "an XRC_SEND QP has no receive side";
+		return -EINVAL;
+	}
 	pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
 	scq = sv_objtab_lookup(&c->objs, a->send_cq, SV_OBJ_CQ);
-	rcq = sv_objtab_lookup(&c->objs, a->recv_cq, SV_OBJ_CQ);
-	if (!pd || !scq || !rcq) {
+	rcq = a->qp_type == IBV_QPT_XRC_SEND ? NULL :
+	      sv_objtab_lookup(&c->objs, a->recv_cq, SV_OBJ_CQ);
+	if (!pd || !scq || (!rcq && a->qp_type != IBV_QPT_XRC_SEND)) {
 		r->why = !pd ? "no such pd" : "no such cq";
 		return -EINVAL;
 	}
@@ -259,10 +289,15 @@ int sv_cmd_create_qp(struct sv_req *r)
 		if (!dom)
 			return -EINVAL;
 	}
-	ret = qp_caps(a, !srq, &sq_entries, &sq_stride, &rq_entries,
-		      &rq_stride, &cap, &r->why);
+checked:
+	ret = qp_caps(a, !srq && a->qp_type != IBV_QPT_XRC_SEND &&
+			 a->qp_type != IBV_QPT_XRC_RECV,
+		      &sq_entries, &sq_stride, &rq_entries, &rq_stride, &cap,
+		      &r->why);
 	if (ret)
 		return ret;
+	if (xrcd)
+		memset(&cap, 0, sizeof(cap));   /* nothing to post to */
 	if (sv_dev.nqp >= SV_MAX_QP) {
 		r->why = "max_qp reached";
 		return -ENOMEM;
@@ -273,8 +308,8 @@ int sv_cmd_create_qp(struct sv_req *r)
 	qp->memfd = -1;
 	sq_bytes = page_up(sv_wq_ring_bytes(sq_entries, sq_stride));
 	rq_off = sq_bytes;
-	bytes = sq_bytes +
-		(srq ? 0 : page_up(sv_wq_ring_bytes(rq_entries, rq_stride)));
+	bytes = sq_bytes + (!rq_entries ? 0 :
+		page_up(sv_wq_ring_bytes(rq_entries, rq_stride)));
 	ret = sv_ring_alloc("softverbs-qp", bytes, &qp->memfd, &qp->ring);
 	if (ret) {
 		free(qp);
@@ -311,13 +346,19 @@ int sv_cmd_create_qp(struct sv_req *r)
 	qp->cap = cap;
 	wq_init(&qp->sq, qp->ring, sq_entries, sq_stride, cap.max_send_sge,
 		cap.max_inline_data);
-	if (!srq)
+	if (rq_entries)
 		wq_init(&qp->rq, (char *)qp->ring + rq_off, rq_entries,
 			rq_stride, cap.max_recv_sge, 0);
 	qp_set_state(qp, IBV_QPS_RESET);
-	pd->refs++;
-	scq->refs++;
-	rcq->refs++;
+	qp->xrcd = xrcd;
+	if (xrcd)
+		xrcd->refs++;
+	if (pd)
+		pd->refs++;
+	if (scq)
+		scq->refs++;
+	if (rcq)
+		rcq->refs++;
 	if (srq)
 		srq->refs++;
 	if (dom)
@@ -335,7 +376,7 @@ int sv_cmd_create_qp(struct sv_req *r)
 		.rq_entries = rq_entries,
 		.rq_stride = rq_stride,
 		.sq_offset = 0,
-		.rq_offset = srq ? 0 : rq_off,
+		.rq_offset = rq_entries ? rq_off : 0,
 		.ring_bytes = bytes,
 	};
 	r->fd_out = out;
@@ -504,6 +545,7 @@ int sv_cmd_modify_qp(struct sv_req *r)
 
 	if (!qp)
 		return -EINVAL;
+	qp = sv_qp_resolve(qp);     /* an OPEN_QP handle: its target */
 	if (a->rsvd) {
 		r->why = "reserved fields set";
 		return -EINVAL;
@@ -560,6 +602,7 @@ int sv_cmd_query_qp(struct sv_req *r)
 
 	if (!qp)
 		return -EINVAL;
+	qp = sv_qp_resolve(qp);     /* an OPEN_QP handle: its target */
 	if (a->rsvd) {
 		r->why = "reserved fields set";
 		return -EINVAL;
@@ -576,6 +619,13 @@ int sv_cmd_query_qp(struct sv_req *r)
 
 void sv_qp_destroy(struct sv_qp *qp)
 {
+	if (qp->opened) {
+		sv_qp_open_close(qp);
+		return;
+	}
+	/* an XRC target lives on while another process has it open */
+	if (qp->type == IBV_QPT_XRC_RECV && sv_qp_pass_on(qp))
+		return;
 	sv_mcast_qp_destroy(qp);
 	sv_engine_remove_qp(qp);
 	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp)
@@ -587,11 +637,17 @@ void sv_qp_destroy(struct sv_qp *qp)
 	sv_dev.nqp--;
 	if (qp->domain)
 		qp->domain->refs--;
-	qp->pd->refs--;
-	qp->send_cq->refs--;
-	qp->recv_cq->refs--;
-	if (qp->srq)
-		qp->srq->refs--;
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		/* its pd and srq were borrowed per message */
+		qp->xrcd->refs--;
+	} else {
+		qp->pd->refs--;
+		qp->send_cq->refs--;
+		if (qp->recv_cq)
+			qp->recv_cq->refs--;
+		if (qp->srq)
+			qp->srq->refs--;
+	}
 	munmap(qp->ring, qp->ring_bytes);
 	close(qp->memfd);
 	free(qp);
@@ -621,11 +677,19 @@ int sv_cmd_create_srq(struct sv_req *r)
 	size_t bytes;
 	int ret, out;
 
-	if (a->srq_type == IBV_SRQT_XRC || a->srq_type == IBV_SRQT_TM) {
+	struct sv_xrcd *xrcd = NULL;
+	struct sv_cq *cq = NULL;
+
+	if (a->srq_type == IBV_SRQT_TM) {
 		r->why = "SRQ type not supported";
 		return -EOPNOTSUPP;
 	}
-	if (a->srq_type != IBV_SRQT_BASIC || a->cq || a->xrcd) {
+	if (a->srq_type == IBV_SRQT_XRC) {
+		xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
+		cq = xrcd ? sv_req_obj(r, a->cq, SV_OBJ_CQ) : NULL;
+		if (!cq)
+			return -EINVAL;
+	} else if (a->srq_type != IBV_SRQT_BASIC || a->cq || a->xrcd) {
 		r->why = "unknown SRQ type, or cq/xrcd for a basic SRQ";
 		return -EINVAL;
 	}
@@ -662,8 +726,15 @@ int sv_cmd_create_srq(struct sv_req *r)
 		ret = -errno;
 		goto err_ring;
 	}
+	ret = sv_srqn_alloc(srq);
+	if (ret) {
+		close(out);
+		r->why = "no SRQ number left";
+		goto err_ring;
+	}
 	ret = sv_client_add_obj(c, SV_OBJ_SRQ, srq, &srq->handle);
 	if (ret) {
+		sv_srqn_free(srq);
 		close(out);
 		goto err_ring;
 	}
@@ -671,9 +742,12 @@ int sv_cmd_create_srq(struct sv_req *r)
 	srq->cookie = a->cookie;
 	srq->pd = pd;
 	srq->type = a->srq_type;
-	srq->srqn = srqn_next++ & 0xffffffu;
-	if (!srq->srqn)
-		srq->srqn = srqn_next++;
+	srq->xrcd = xrcd;
+	srq->cq = cq;
+	if (xrcd)
+		xrcd->refs++;
+	if (cq)
+		cq->refs++;
 	srq->max_wr = entries;
 	srq->limit = 0; /* ibv_create_srq ignores srq_limit; modify arms it */
 	wq_init(&srq->rq, srq->ring, entries, stride, sge, 0);
@@ -744,8 +818,13 @@ int sv_cmd_query_srq(struct sv_req *r)
 
 void sv_srq_destroy(struct sv_srq *srq)
 {
+	sv_srqn_free(srq);     /* no message finds it now */
 	sv_engine_quiesce();   /* a receive being filled from its ring */
 	srq->pd->refs--;
+	if (srq->xrcd)
+		srq->xrcd->refs--;
+	if (srq->cq)
+		srq->cq->refs--;
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);
 	free(srq);

@@ -180,6 +180,23 @@ struct sv_wq {
 	uint32_t cons;             /* private consumer counter */
 };
 
+/* An XRC domain (xrc.c): device-wide; shared ones are named by a file. */
+struct sv_xrc_dom {
+	struct sv_xrc_dom *next;
+	uint64_t dev, ino;         /* the file (shared) */
+	bool shared;
+	uint32_t opens;            /* XRCD handles on it */
+};
+
+/* A client's handle on an XRC domain. */
+struct sv_xrcd {
+	struct sv_client *owner;
+	uint64_t handle;
+	struct sv_xrc_dom *dom;
+	uint32_t refs;             /* SRQs and XRC_RECV QPs made or opened
+				    * through it */
+};
+
 struct sv_srq {
 	struct sv_client *owner;
 	uint64_t handle;
@@ -196,6 +213,9 @@ struct sv_srq {
 	uint32_t refs;             /* QPs */
 	bool in_error;             /* a corrupt ring: every receive fails */
 	bool rx_busy;              /* a receive WQE is being filled unlocked */
+	/* XRC SRQs (type IBV_SRQT_XRC) */
+	struct sv_xrcd *xrcd;      /* the handle it was made through */
+	struct sv_cq *cq;          /* its receive completions */
 };
 
 struct sv_ah {
@@ -257,6 +277,17 @@ struct sv_qp {
 	struct sv_roce_qp *roce;
 	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
 	uint32_t mcast_n;          /* multicast groups attached (mcast.c) */
+	/* XRC_RECV: the XRCD handle it was made (or opened) through. Its pd
+	 * and srq are those of the message being received (no references:
+	 * set by each delivery, cleared when the SRQ goes); it has no CQs. */
+	struct sv_xrcd *xrcd;
+	/* XRC_RECV handles of OPEN_QP (xrc.c): a struct of its own with
+	 * `opened` set, naming `target` and holding nothing else; the target
+	 * lists them (`opens`, linked by open_next) and lives while any of
+	 * them does: its creator's handle passes it on to one of them. */
+	bool opened;
+	struct sv_qp *target;
+	struct sv_qp *opens, *open_next;
 };
 
 struct sv_client {
@@ -436,6 +467,26 @@ void sv_dev_unlock(void);
  * unlocked copy, before freeing it: waits (dropping the lock meanwhile) for
  * every such copy to end. */
 void sv_engine_quiesce(void);
+
+/* xrc.c: XRC domains, SRQ numbers */
+int sv_cmd_open_xrcd(struct sv_req *r);
+int sv_cmd_close_xrcd(struct sv_req *r);
+int sv_cmd_open_qp(struct sv_req *r);
+void sv_xrcd_destroy(struct sv_xrcd *x);
+/* The live SRQ with exactly this number, else NULL. Under sv_dev.lock. */
+struct sv_srq *sv_srq_lookup(uint32_t srqn);
+int sv_srqn_alloc(struct sv_srq *srq);
+void sv_srqn_free(struct sv_srq *srq);
+/* The XRC_RECV QP t takes a message for XRC SRQ srqn: sets t->srq and
+ * t->pd to it, or returns false (no such SRQ, another XRC domain). */
+bool sv_xrc_bind(struct sv_qp *t, uint32_t srqn);
+/* The QP an OPEN_QP handle names, or qp itself. */
+struct sv_qp *sv_qp_resolve(struct sv_qp *qp);
+/* An OPEN_QP handle goes (its target stays). */
+void sv_qp_open_close(struct sv_qp *op);
+/* The handle of XRC_RECV QP t goes: if other handles name t, one of them
+ * takes it over (true); else false, and t is to be destroyed. */
+bool sv_qp_pass_on(struct sv_qp *t);
 
 int sv_cmd_create_domain(struct sv_req *r);
 int sv_cmd_destroy_domain(struct sv_req *r);

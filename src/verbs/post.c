@@ -187,6 +187,9 @@ static inline void fill_tail(enum ibv_qp_type type,
 		w->atomic.compare_add = 0;
 		w->atomic.swap = 0;
 	}
+	/* XRC: every message names the remote SRQ */
+	if (unlikely(type == IBV_QPT_XRC_SEND))
+		w->remote_qpn = wr->qp_type.xrc.remote_srqn;
 	w->rsvd = 0;
 }
 

@@ -34,7 +34,7 @@
 		    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 #define SV_QP_INIT_ATTR_SUPPORTED                                            \
 	((uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |    \
-		    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD))
 
 /* Bounds on the sizes a response may state, so that the stride arithmetic
  * cannot overflow whatever the daemon says. */
@@ -146,9 +146,19 @@ static int check_init_attr(struct ibv_context *context,
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		break;
 	case IBV_QPT_XRC_SEND:
+		break;
 	case IBV_QPT_XRC_RECV:
+		/* a target: an XRC domain, nothing else */
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd ||
+		    a->xrcd->context != context)
+			return -EINVAL;
+		if (((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+		     a->create_flags) ||
+		    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+		     a->send_ops_flags))
+			return -EOPNOTSUPP;
+		return 0;
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		return -EOPNOTSUPP;
@@ -166,6 +176,14 @@ static int check_init_attr(struct ibv_context *context,
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (a->send_ops_flags & ~sv_send_ops_ok(a->qp_type)))
 		return -EOPNOTSUPP;
+	if (a->qp_type == IBV_QPT_XRC_SEND) {
+		/* an initiator: no receive side (a recv_cq is ignored) */
+		if (a->srq)
+			return -EINVAL;
+		if (!a->send_cq || a->send_cq->context != context)
+			return -EINVAL;
+		return 0;
+	}
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context != context ||
 	    a->recv_cq->context != context)
 		return -EINVAL;
@@ -196,9 +214,26 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 
 	sv_cmd_init(&cmd, SV_CMD_CREATE_QP);
 	cmd.u.create_qp.cookie = (uintptr_t)ibqp;
-	cmd.u.create_qp.pd = to_sv_pd(a->pd)->handle;
-	cmd.u.create_qp.send_cq = to_sv_cq(a->send_cq)->handle;
-	cmd.u.create_qp.recv_cq = to_sv_cq(a->recv_cq)->handle;
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		/* nothing but the domain (the rest of a is ignored) */
+		cmd.u.create_qp.xrcd = to_sv_xrcd(a->xrcd)->handle;
+		memset(&a->cap, 0, sizeof(a->cap));
+		a->pd = NULL;
+		a->send_cq = a->recv_cq = NULL;
+		a->srq = NULL;
+		a->sq_sig_all = 0;
+	} else {
+		cmd.u.create_qp.pd = to_sv_pd(a->pd)->handle;
+		cmd.u.create_qp.send_cq = to_sv_cq(a->send_cq)->handle;
+		if (a->qp_type == IBV_QPT_XRC_SEND) {
+			/* no receive side */
+			a->recv_cq = NULL;
+			a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+		} else {
+			cmd.u.create_qp.recv_cq =
+				to_sv_cq(a->recv_cq)->handle;
+		}
+	}
 	cmd.u.create_qp.srq = a->srq ? to_sv_srq(a->srq)->handle : 0;
 	if (want_ex)
 		cmd.u.create_qp.send_ops_flags = a->send_ops_flags;
@@ -232,7 +267,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 		       dom->rd->msg_model == IBV_EXP_MSG_FORCE_LOW_LATENCY);
 	sv_qp_init_post(qp);
 	qp->rd = dom->rd;
-	if (to_sv_pd(a->pd)->parent)
+	if (a->pd && to_sv_pd(a->pd)->parent)
 		sv_pd_get(a->pd);
 	qp->sq_sig_all = cmd.u.create_qp.sq_sig_all;
 	qp->send_ops_flags = cmd.u.create_qp.send_ops_flags;
@@ -294,8 +329,76 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 	ret = check_init_attr(context, a);
 	if (ret)
 		return sv_err_ptr(ret);
+	if (a->qp_type == IBV_QPT_XRC_RECV || a->qp_type == IBV_QPT_XRC_SEND) {
+		/* what XRC ignores is dropped from a copy: the caller's
+		 * attributes stay as they were, but for the caps */
+		struct ibv_qp_init_attr_ex c = *a;
+		struct ibv_qp *qp;
+
+		if (a->qp_type == IBV_QPT_XRC_RECV)
+			memset(&dom, 0, sizeof(dom));
+		else
+			dom_of_pd(a->pd, &dom);
+		qp = create_qp(context, &c, &dom);
+		if (qp)
+			a->cap = c.cap;
+		return qp;
+	}
 	dom_of_pd(a->pd, &dom);
 	return create_qp(context, a, &dom);
+}
+
+/* ibv_open_qp: another handle on an XRC_RECV QP of an XRC domain we share.
+ * It has no rings: it can be modified, queried and destroyed (which drops
+ * the handle, not the QP). */
+struct ibv_qp *sv_open_qp(struct ibv_context *context,
+			  struct ibv_qp_open_attr *a)
+{
+	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			      IBV_QP_OPEN_ATTR_TYPE;
+	struct sv_context *ctx = to_sv_ctx(context);
+	struct ibv_qp *ibqp;
+	struct sv_qp *qp;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	if (!a || (a->comp_mask & ~(need | IBV_QP_OPEN_ATTR_CONTEXT)) ||
+	    (a->comp_mask & need) != need || !a->xrcd ||
+	    a->xrcd->context != context || a->qp_type != IBV_QPT_XRC_RECV)
+		return sv_err_ptr(-EINVAL);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return sv_err_ptr(-ENOMEM);
+	ibqp = &qp->ex.qp_base;
+	sv_cmd_init(&cmd, SV_CMD_OPEN_QP);
+	cmd.u.open_qp.cookie = (uintptr_t)ibqp;
+	cmd.u.open_qp.xrcd = to_sv_xrcd(a->xrcd)->handle;
+	cmd.u.open_qp.qpn = a->qp_num;
+	cmd.u.open_qp.qp_type = IBV_QPT_XRC_RECV;
+	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+	if (ret) {
+		free(qp);
+		return sv_err_ptr(ret);
+	}
+	qp->handle = rsp.u.qp.handle;
+	qp->sq.hdr = &sv_empty_ring;
+	qp->rq.hdr = &sv_empty_ring;
+	sv_spin_init(&qp->sq_lock);
+	sv_spin_init(&qp->rq_lock);
+	sv_qp_init_post(qp);
+	ibqp->context = context;
+	ibqp->qp_context = (a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ?
+			   a->qp_context : NULL;
+	ibqp->handle = (uint32_t)qp->handle;
+	ibqp->qp_num = rsp.u.qp.qpn;
+	ibqp->state = IBV_QPS_RESET;
+	ibqp->qp_type = IBV_QPT_XRC_RECV;
+	pthread_mutex_init(&ibqp->mutex, NULL);
+	pthread_cond_init(&ibqp->cond, NULL);
+	sv_ctx_add_evtarget(ctx, &qp->ev, SV_EVT_QP, ibqp, &ibqp->mutex,
+			    &ibqp->cond, &ibqp->events_completed);
+	return ibqp;
 }
 
 /* ---- the experimental API (include/softverbs/softverbs.h) ---- */
@@ -607,7 +710,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_ring_unmap(&qp->mem);
 	if (qp->rd)
 		sv_rd_put(ctx, qp->rd);
-	if (to_sv_pd(ibqp->pd)->parent)
+	if (ibqp->pd && to_sv_pd(ibqp->pd)->parent)
 		sv_pd_put(ibqp->pd);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);

@@ -11,6 +11,13 @@
 /* qp.c */
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *context,
 			       struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *sv_open_qp(struct ibv_context *context,
+			  struct ibv_qp_open_attr *attr);
+
+/* xrc.c */
+struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context,
+			      struct ibv_xrcd_init_attr *attr);
+int sv_close_xrcd(struct ibv_xrcd *xrcd);
 
 /* post.c */
 int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

@@ -63,8 +63,10 @@ static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
 	return 0;
 }
 
+/* xrcd and cq: an XRC SRQ's (else NULL) */
 static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
-				  struct ibv_srq_attr *attr)
+				  struct ibv_srq_attr *attr,
+				  struct ibv_xrcd *xrcd, struct ibv_cq *cq)
 {
 	struct sv_context *ctx = to_sv_ctx(pd->context);
 	struct sv_srq *srq;
@@ -78,7 +80,11 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 	sv_cmd_init(&cmd, SV_CMD_CREATE_SRQ);
 	cmd.u.create_srq.cookie = (uintptr_t)&srq->ibsrq;
 	cmd.u.create_srq.pd = to_sv_pd(pd)->handle;
-	cmd.u.create_srq.srq_type = IBV_SRQT_BASIC;
+	cmd.u.create_srq.srq_type = xrcd ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	if (xrcd) {
+		cmd.u.create_srq.xrcd = to_sv_xrcd(xrcd)->handle;
+		cmd.u.create_srq.cq = to_sv_cq(cq)->handle;
+	}
 	cmd.u.create_srq.max_wr = attr->max_wr;
 	cmd.u.create_srq.max_sge = attr->max_sge;
 	/* srq_limit is not an input of create (the verbs contract): armed by
@@ -122,23 +128,32 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 {
 	if (!pd || !attr)
 		return sv_err_ptr(-EINVAL);
-	return create_srq(pd, attr->srq_context, &attr->attr);
+	return create_srq(pd, attr->srq_context, &attr->attr, NULL, NULL);
 }
 
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 				 struct ibv_srq_init_attr_ex *a)
 {
+	bool xrc = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+		   a->srq_type == IBV_SRQT_XRC;
+
 	if (a->comp_mask & ~SV_SRQ_INIT_ATTR_KNOWN)
 		return sv_err_ptr(-EINVAL);
 	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    a->srq_type != IBV_SRQT_BASIC)
-		return sv_err_ptr(a->srq_type == IBV_SRQT_XRC ||
-					  a->srq_type == IBV_SRQT_TM ?
+	    a->srq_type != IBV_SRQT_BASIC && !xrc)
+		return sv_err_ptr(a->srq_type == IBV_SRQT_TM ?
 				  -EOPNOTSUPP : -EINVAL);
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd ||
 	    a->pd->context != context)
 		return sv_err_ptr(-EINVAL);
-	return create_srq(a->pd, a->srq_context, &a->attr);
+	/* XRC: a domain and a CQ of this context */
+	if (xrc && (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
+		    a->xrcd->context != context ||
+		    !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq ||
+		    a->cq->context != context))
+		return sv_err_ptr(-EINVAL);
+	return create_srq(a->pd, a->srq_context, &a->attr,
+			  xrc ? a->xrcd : NULL, xrc ? a->cq : NULL);
 }
 
 int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)

@@ -43,6 +43,8 @@ static inline struct sv_ah *to_sv_ah(struct ibv_ah *ah)
 static inline bool sv_send_opcode_fast(enum ibv_qp_type type,
 				       enum ibv_wr_opcode op)
 {
+	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
+		type = IBV_QPT_RC;
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -70,6 +72,8 @@ static inline bool sv_send_opcode_fast(enum ibv_qp_type type,
 static inline bool sv_send_opcode_ok(enum ibv_qp_type type,
 				     enum ibv_wr_opcode op)
 {
+	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
+		type = IBV_QPT_RC;
 	switch (op) {
 	case IBV_WR_LOCAL_INV:
 		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
@@ -86,6 +90,8 @@ static inline bool sv_send_opcode_ok(enum ibv_qp_type type,
 /* ... and through ibv_exp_post_send: those and the device's own. */
 static inline bool sv_exp_opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
+	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
+		type = IBV_QPT_RC;
 	switch (op) {
 	case SV_WR_FAST_REG_MR:
 		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
@@ -102,6 +108,8 @@ static inline bool sv_exp_opcode_ok(enum ibv_qp_type type, uint32_t op)
 /* The ibv_qp_ex send_ops_flags matching sv_send_opcode_ok. */
 static inline uint64_t sv_send_ops_ok(enum ibv_qp_type type)
 {
+	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
+		type = IBV_QPT_RC;
 	uint64_t f = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
 		     IBV_QP_EX_WITH_LOCAL_INV;
 

@@ -357,6 +357,16 @@ static inline struct sv_srq *to_sv_srq(struct ibv_srq *srq)
 	return (struct sv_srq *)srq;
 }
 
+struct sv_xrcd {
+	struct ibv_xrcd ibxrcd;
+	uint64_t handle;
+};
+
+static inline struct sv_xrcd *to_sv_xrcd(struct ibv_xrcd *x)
+{
+	return (struct sv_xrcd *)x;
+}
+
 struct sv_ah {
 	struct ibv_ah ibah;
 	uint64_t handle;

@@ -466,6 +466,14 @@ static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah,
 	w->remote_qpn = remote_qpn;
 }
 
+static void wr_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t remote_srqn)
+{
+	struct sv_send_wqe *w = cur_wqe(ex_to_qp(ex));
+
+	if (w)
+		w->remote_qpn = remote_srqn;   /* XRC: the remote SRQ */
+}
+
 /* ---- what this QP may not do: the session fails ---- */
 
 #define WR_REFUSE(name, err, ...)                                            \
@@ -500,7 +508,7 @@ WR_REFUSE(inval_bind_mw, EINVAL, struct ibv_mw *mw, uint32_t rkey,
 /* operations the device does not do through this API: EOPNOTSUPP */
 WR_REFUSE(nosup_send_tso, EOPNOTSUPP, void *hdr, uint16_t hdr_sz,
 	  uint16_t mss)
-WR_REFUSE(nosup_xrc_srqn, EOPNOTSUPP, uint32_t srqn)
+WR_REFUSE(inval_xrc_srqn, EINVAL, uint32_t srqn)
 WR_REFUSE(nosup_atomic_write, EOPNOTSUPP, uint32_t rkey, uint64_t raddr,
 	  const void *data)
 
@@ -548,7 +556,8 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
 				     inval_ud_addr;
 
 	ex->wr_send_tso = nosup_send_tso;
-	ex->wr_set_xrc_srqn = nosup_xrc_srqn;
+	ex->wr_set_xrc_srqn = qp->ex.qp_base.qp_type == IBV_QPT_XRC_SEND ?
+				      wr_set_xrc_srqn : inval_xrc_srqn;
 	ex->wr_atomic_write = nosup_atomic_write;
 
 	qp->wr_cur = NULL;

@@ -1693,8 +1693,7 @@ static int create_ah(int s, uint64_t pd, const struct sv_wire_ah *av,
 static void test_create_qp(void **state)
 {
 	static const uint32_t unsupported_types[] = {
-		IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
-		IBV_QPT_DRIVER,
+		IBV_QPT_RAW_PACKET, IBV_QPT_DRIVER,
 	};
 	static const uint32_t unknown_types[] = {
 		0, 1, 5, 6, 7, 11, 0x80, 0xfe, 0x100, 1u << 31, ~0u,
@@ -2166,6 +2165,226 @@ static void test_modify_qp(void **state)
 	check_clean();
 }
 
+/* OPEN_XRCD with file fd (-1: none): 0 and the handle, or the status. */
+static int open_xrcd(int s, uint32_t flags, int fd, uint64_t *h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_OPEN_XRCD);
+	cmd.u.open_xrcd.flags = flags;
+	ret = xfer_fd(s, &cmd, fd, &rsp, NULL);
+	if (!ret && h)
+		*h = rsp.u.obj.handle;
+	return ret;
+}
+
+static int open_qp(int s, uint64_t xrcd, uint32_t qpn, uint32_t type,
+		   uint64_t *h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_OPEN_QP);
+	cmd.u.open_qp.xrcd = xrcd;
+	cmd.u.open_qp.qpn = qpn;
+	cmd.u.open_qp.qp_type = type;
+	ret = xfer(s, &cmd, &rsp);
+	if (!ret && h)
+		*h = rsp.u.qp.handle;
+	return ret;
+}
+
+/* XRC commands: domains, XRC SRQs, XRC QPs and OPEN_QP with bad input. */
+static void test_xrc_cmds(void **state)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	struct sv_cmd_create_qp a;
+	uint64_t pd, cq = 0, x = 0, x2 = 0, xs = 0, tgt = 0, ini = 0, op = 0;
+	uint64_t bsrq = 0, x2x = 0;
+	uint32_t qpn = 0;
+	unsigned int i;
+	char path[300];
+	int s = conn_open(), f, fp;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/xrcd-file",
+		 getenv("SV_TEST_DIR") ? getenv("SV_TEST_DIR") : "/tmp");
+	f = open(path, O_RDONLY | O_CREAT, 0600);
+	fp = open(path, O_PATH);
+	assert_true(f >= 0 && fp >= 0);
+	pd = alloc_pd(s);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
+	/* OPEN_XRCD: flags, reserved bits, the file (an open one) */
+	assert_status(open_xrcd(s, 8, -1, NULL), -EINVAL);
+	assert_status(open_xrcd(s, 0, f, NULL), -EINVAL);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, -1, NULL), -EINVAL);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_CREATE, fp, NULL),
+		      -EBADF);
+	sv_cmd_init(&cmd, SV_CMD_OPEN_XRCD);
+	cmd.u.open_xrcd.rsvd = 1;
+	assert_status(xfer(s, &cmd, &rsp), -EINVAL);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, f, NULL), -ENOENT);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_CREATE, f, &x), 0);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_EXCL, f, NULL),
+		      -EEXIST);
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, f, &x2), 0);
+	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x2), 0);
+	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x2), -EINVAL);
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD,
+					 garbage_handles[i]), -EINVAL);
+	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, pd), -EINVAL);
+	/* XRC SRQs: a domain and a CQ */
+	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, cq, 0, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, cq, pd, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, 0, x, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, pd, x, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, x, NULL),
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, cq, x, &xs), 0);
+	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), -EBUSY);
+	/* XRC_RECV: a domain and nothing else */
+	a = qp_args(pd, cq, IBV_QPT_XRC_RECV);
+	a.xrcd = x;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	memset(&a, 0, sizeof(a));
+	a.qp_type = IBV_QPT_XRC_RECV;
+	for (i = 0; i < N_GARBAGE; i++) {
+		a.xrcd = garbage_handles[i];
+		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	}
+	a.xrcd = pd;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.xrcd = x;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.send_ops_flags = 0;
+	assert_status(create_qp(s, &a, &tgt, &qpn), 0);
+	/* XRC_SEND: no receive side, no domain */
+	a = qp_args(pd, cq, IBV_QPT_XRC_SEND);
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.recv_cq = 0;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.cap.max_recv_wr = 0;
+	a.cap.max_recv_sge = 0;
+	a.xrcd = x;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.xrcd = 0;
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, &bsrq), 0);
+	a.srq = bsrq;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.srq = 0;
+	assert_status(create_qp(s, &a, &ini, NULL), 0);
+	/* an RC QP takes no domain, and no XRC SRQ */
+	a = qp_args(pd, cq, IBV_QPT_RC);
+	a.xrcd = x;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	a.xrcd = 0;
+	a.srq = xs;
+	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	/* OPEN_QP: a target of the domain, by number */
+	assert_status(open_qp(s, x, qpn, IBV_QPT_RC, NULL), -EINVAL);
+	assert_status(open_qp(s, pd, qpn, IBV_QPT_XRC_RECV, NULL), -EINVAL);
+	assert_status(open_qp(s, x, qpn ^ 0x800000, IBV_QPT_XRC_RECV, NULL),
+		      -ENOENT);
+	assert_status(open_qp(s, x, ~0u, IBV_QPT_XRC_RECV, NULL), -ENOENT);
+	assert_status(open_xrcd(s, 0, -1, &x2), 0);        /* private */
+	assert_status(open_qp(s, x2, qpn, IBV_QPT_XRC_RECV, NULL), -ENOENT);
+	assert_status(open_qp(s, x, qpn, IBV_QPT_XRC_RECV, &op), 0);
+	/* the opened handle names the QP: modify, query, destroy */
+	{
+		struct sv_wire_qp_attr at;
+
+		memset(&at, 0, sizeof(at));
+		at.qp_state = IBV_QPS_INIT;
+		at.port_num = 1;
+		assert_status(modify_qp(s, op, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, &at),
+			      0);
+		sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
+		cmd.u.query_qp.qp = tgt;
+		cmd.u.query_qp.attr_mask = IBV_QP_STATE;
+		assert_status(xfer(s, &cmd, &rsp), 0);
+		assert_int_equal(rsp.u.query_qp.attr.qp_state, IBV_QPS_INIT);
+	}
+	/* the creator's handle goes: the QP lives on, the opened handle
+	 * names it */
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, tgt), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, tgt), -EINVAL);
+	sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
+	cmd.u.query_qp.qp = op;
+	cmd.u.query_qp.attr_mask = IBV_QP_STATE;
+	assert_status(xfer(s, &cmd, &rsp), 0);
+	assert_int_equal(rsp.u.query_qp.attr.qp_state, IBV_QPS_INIT);
+	assert_status(open_qp(s, x, qpn, IBV_QPT_XRC_RECV, &x2x), 0);
+	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x), -EBUSY);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, op), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, x2x), 0);
+	/* the last handle gone, the QP with it */
+	assert_status(open_qp(s, x, qpn, IBV_QPT_XRC_RECV, NULL), -ENOENT);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, xs), 0);
+	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x), 0);
+	assert_status(cmd_handle(s, SV_CMD_CLOSE_XRCD, x2), 0);
+	/* the last handle closed: the file's domain is gone */
+	assert_status(open_xrcd(s, SV_XRCD_SHARED, f, NULL), -ENOENT);
+	close(f);
+	close(fp);
+	unlink(path);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, ini), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, bsrq), 0);
+
+	/* the creating client ends: its target lives on in the client that
+	 * has it open, which then holds the only handle */
+	{
+		int s2 = conn_open(), f2 = open(path, O_RDONLY | O_CREAT, 0600);
+		struct sv_rsp_stat st;
+		uint32_t before;
+		uint64_t y = 0;
+
+		assert_true(f2 >= 0);
+		assert_status(open_xrcd(s, SV_XRCD_SHARED | SV_XRCD_CREATE, f2,
+					&x), 0);
+		memset(&a, 0, sizeof(a));
+		a.qp_type = IBV_QPT_XRC_RECV;
+		a.xrcd = x;
+		assert_status(create_qp(s, &a, &tgt, &qpn), 0);
+		assert_status(open_xrcd(s2, SV_XRCD_SHARED, f2, &y), 0);
+		assert_status(open_qp(s2, y, qpn, IBV_QPT_XRC_RECV, &op), 0);
+		stat_get(s2, &st);
+		before = st.nclients;
+		conn_close(s);
+		for (i = 0; i < 400; i++) {     /* bounded: 10 s */
+			stat_get(s2, &st);
+			if (st.nclients < before)
+				break;
+			usleep(25000);
+		}
+		assert_true(st.nclients < before);
+		sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
+		cmd.u.query_qp.qp = op;
+		cmd.u.query_qp.attr_mask = IBV_QP_STATE;
+		assert_status(xfer(s2, &cmd, &rsp), 0);
+		assert_int_equal(rsp.u.query_qp.attr.qp_state, IBV_QPS_RESET);
+		assert_status(cmd_handle(s2, SV_CMD_CLOSE_XRCD, y), -EBUSY);
+		assert_status(cmd_handle(s2, SV_CMD_DESTROY_QP, op), 0);
+		assert_status(open_qp(s2, y, qpn, IBV_QPT_XRC_RECV, NULL),
+			      -ENOENT);
+		assert_status(cmd_handle(s2, SV_CMD_CLOSE_XRCD, y), 0);
+		close(f2);
+		unlink(path);
+		conn_close(s2);
+	}
+}
+
 static void test_srq_cmds(void **state)
 {
 	struct sv_rsp_query_srq q = { 0 };
@@ -2185,8 +2404,9 @@ static void test_srq_cmds(void **state)
 					 16, 1, 0, 0, NULL), -EINVAL);
 	assert_status(create_srq(s, cq, IBV_SRQT_BASIC, 16, 1, 0, 0, NULL),
 		      -EINVAL);
+	/* XRC: no domain */
 	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, cq, 0, NULL),
-		      -EOPNOTSUPP);
+		      -EINVAL);
 	assert_status(create_srq(s, pd, IBV_SRQT_TM, 16, 1, 0, 0, NULL),
 		      -EOPNOTSUPP);
 	assert_status(create_srq(s, pd, 3, 16, 1, 0, 0, NULL), -EINVAL);
@@ -3189,7 +3409,7 @@ static void test_fuzz(void **state)
 {
 	static const int ok_status[] = {
 		0, -EINVAL, -EPERM, -EBUSY, -EFAULT, -ENOMEM, -EPROTO,
-		-EOPNOTSUPP,
+		-EOPNOTSUPP, -ENOENT, -EEXIST,
 	};
 	const char *env_seed = getenv("SV_FUZZ_SEED");
 	const char *env_iters = getenv("SV_FUZZ_ITERS");
@@ -3350,6 +3570,7 @@ int main(void)
 		T(test_domain_exclusive),
 		T(test_modify_qp),
 		T(test_srq_cmds),
+		T(test_xrc_cmds),
 		T(test_ah_cmds),
 		T(test_other_client_qp),
 		T(test_mm_caps),

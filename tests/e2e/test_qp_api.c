@@ -424,10 +424,20 @@ static void test_create_refused(void **state)
 	struct ibv_qp_init_attr_ex a;
 
 	(void)state;
-	a = init_ex(IBV_QPT_XRC_SEND);
-	create_refused(&a, EOPNOTSUPP);
+	/* XRC_RECV needs a domain, XRC_SEND takes no SRQ (test_xrc has the
+	 * rest) */
 	a = init_ex(IBV_QPT_XRC_RECV);
-	create_refused(&a, EOPNOTSUPP);
+	create_refused(&a, EINVAL);
+	{
+		struct ibv_srq_init_attr sa = { .attr = { 4, 1, 0 } };
+		struct ibv_srq *srq = ibv_create_srq(g_pd, &sa);
+
+		assert_non_null(srq);
+		a = init_ex(IBV_QPT_XRC_SEND);
+		a.srq = srq;
+		create_refused(&a, EINVAL);
+		assert_int_equal(ibv_destroy_srq(srq), 0);
+	}
 	a = init_ex(IBV_QPT_RAW_PACKET);
 	create_refused(&a, EOPNOTSUPP);
 	a = init_ex((enum ibv_qp_type)77);
@@ -887,7 +897,8 @@ static void test_srq(void **state)
 	assert_int_equal(ibv_destroy_qp(qp), 0);
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 
-	/* the extended call: a basic SRQ, XRC and TM not offered */
+	/* the extended call: a basic SRQ; XRC needs a domain and a CQ
+	 * (test_xrc); TM not offered */
 	memset(&sx, 0, sizeof(sx));
 	sx.attr.max_wr = 8;
 	sx.attr.max_sge = 1;
@@ -900,7 +911,7 @@ static void test_srq(void **state)
 	sx.srq_type = IBV_SRQT_XRC;
 	errno = 0;
 	assert_null(ibv_create_srq_ex(g_ctx, &sx));
-	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(errno, EINVAL);
 	sx.srq_type = IBV_SRQT_TM;
 	errno = 0;
 	assert_null(ibv_create_srq_ex(g_ctx, &sx));

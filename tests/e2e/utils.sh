@@ -42,6 +42,103 @@ PY
 	cat "$out"
 	pass "pyverbs lists and opens sv0"
 	;;
+pyverbs_xrc)
+	# XRC through Debian's pyverbs: a domain of a file, an XRC SRQ, an
+	# XRC_SEND QP that sends into it through an XRC_RECV QP
+	"$SV" run -- /usr/bin/python3 - >"$out" 2>&1 <<'PY' || { cat "$out"; fail "pyverbs XRC"; }
+import os
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.xrcd import XRCD, XRCDInitAttr
+from pyverbs.srq import SRQ, SrqInitAttrEx
+from pyverbs.qp import QP, QPInitAttrEx, QPCap, QPAttr
+from pyverbs.addr import AHAttr, GlobalRoute
+from pyverbs.wr import SendWR, RecvWR, SGE
+import pyverbs.enums as e
+ctx = Context(name="sv0")
+pd = PD(ctx)
+cq = CQ(ctx, 16)
+fd = os.open(os.path.join(os.environ.get("SV_TEST_DIR", "/tmp"), "pyxrc"),
+             os.O_RDONLY | os.O_CREAT, 0o600)
+xrcd = XRCD(ctx, XRCDInitAttr(e.IBV_XRCD_INIT_ATTR_FD |
+                              e.IBV_XRCD_INIT_ATTR_OFLAGS, os.O_CREAT, fd))
+sa = SrqInitAttrEx(max_wr=8, max_sge=1)
+sa.srq_type = e.IBV_SRQT_XRC
+sa.pd = pd
+sa.xrcd = xrcd
+sa.cq = cq
+sa.comp_mask = (e.IBV_SRQ_INIT_ATTR_TYPE | e.IBV_SRQ_INIT_ATTR_PD |
+                e.IBV_SRQ_INIT_ATTR_CQ | e.IBV_SRQ_INIT_ATTR_XRCD)
+srq = SRQ(ctx, sa)
+srqn = srq.get_srq_num()
+tgt = QP(ctx, QPInitAttrEx(qp_type=e.IBV_QPT_XRC_RECV,
+                           comp_mask=e.IBV_QP_INIT_ATTR_XRCD, xrcd=xrcd))
+ini = QP(ctx, QPInitAttrEx(qp_type=e.IBV_QPT_XRC_SEND,
+                           comp_mask=e.IBV_QP_INIT_ATTR_PD, pd=pd, scq=cq,
+                           cap=QPCap(max_send_wr=4, max_recv_wr=0,
+                                     max_recv_sge=0)))
+gid = ctx.query_gid(1, 0)
+def path(a, dqpn):
+    gr = GlobalRoute(dgid=gid, sgid_index=0)
+    a.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
+    a.dest_qp_num = dqpn
+    a.path_mtu = e.IBV_MTU_1024
+a = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
+a.qp_access_flags = 0
+tgt.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+           e.IBV_QP_ACCESS_FLAGS)
+ini.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+           e.IBV_QP_ACCESS_FLAGS)
+a = QPAttr(qp_state=e.IBV_QPS_RTR)
+path(a, ini.qp_num)
+a.rq_psn = 0
+a.min_rnr_timer = 1
+tgt.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+           e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN |
+           e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+a = QPAttr(qp_state=e.IBV_QPS_RTR)
+path(a, tgt.qp_num)
+ini.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+           e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
+a = QPAttr(qp_state=e.IBV_QPS_RTS)
+a.timeout = 14
+a.retry_cnt = 7
+a.rnr_retry = 7
+a.sq_psn = 0
+ini.modify(a, e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_SQ_PSN |
+           e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+mr.write(b"pyverbs over XRC", 16, 0)
+srq.post_recv(RecvWR(wr_id=7, num_sge=1,
+                     sg=[SGE(mr.buf + 2048, 64, mr.lkey)]))
+wr = SendWR(wr_id=8, opcode=e.IBV_WR_SEND, num_sge=1,
+            sg=[SGE(mr.buf, 16, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+wr.set_qp_type_xrc(srqn)
+ini.post_send(wr)
+import time
+got, t0 = [], time.time()
+while len(got) < 2 and time.time() - t0 < 20:
+    n, wcs = cq.poll(2)
+    got += wcs[:n]
+assert len(got) == 2, got
+for wc in got:
+    assert wc.status == e.IBV_WC_SUCCESS, wc
+rx = [w for w in got if w.opcode == e.IBV_WC_RECV][0]
+assert rx.wr_id == 7 and rx.qp_num == tgt.qp_num and rx.byte_len == 16, rx
+assert mr.read(16, 2048) == b"pyverbs over XRC"
+print("srq", srqn, "tgt", hex(tgt.qp_num), "ini", hex(ini.qp_num),
+      "received", mr.read(16, 2048))
+for o in (ini, tgt, srq, mr, xrcd, cq, pd, ctx):
+    o.close()
+os.close(fd)
+print("pyverbs XRC ok")
+PY
+	cat "$out"
+	grep -q "pyverbs XRC ok" "$out" || fail "pyverbs XRC did not finish"
+	pass "pyverbs: XRC domain, SRQ and QPs, a SEND into the SRQ"
+	;;
 *)
 	fail "unknown case $1"
 	;;

@@ -2,7 +2,8 @@
 # softverbs' RoCEv2 as Wireshark sees it: a capture of the veth between two
 # hosts while Debian's ibv_rc_pingpong (SEND, ACKs), ib_read_lat (READ
 # requests and responses), ib_atomic_bw (atomics and their ACKs),
-# ib_write_bw (WRITE first/middle/last) and ibv_ud_pingpong (UD, DETH) run;
+# ib_write_bw (WRITE first/middle/last), ibv_ud_pingpong (UD, DETH) and
+# ibv_xsrq_pingpong (XRC: XRCETH, XRC ACKs) run;
 # every packet must decode as InfiniBand with no malformed packet and no
 # expert error, and every packet's ICRC must verify with the IP header it
 # had on the link (unit_roce_wire --pcap). The daemons send with UDP GSO;
@@ -30,6 +31,7 @@ run ibv_rc_pingpong -d sv0 -g 0 -n 50 -s 3000
 run ibv_ud_pingpong -d sv0 -g 0 -n 50 -s 512
 run ib_read_lat -d sv0 -x 0 -n 50 -s 5000
 run ib_atomic_bw -d sv0 -x 0 -n 50
+run ibv_xsrq_pingpong -d sv0 -g 0 -n 20 -s 3000
 run ib_write_bw -d sv0 -x 0 -n 20 -s 10000
 # dumpcap writes as it goes; stop it so the file is complete
 for p in "${NS_PIDS[@]}"; do
@@ -43,6 +45,11 @@ echo "capture: $total RoCEv2 packets, $ib decoded as InfiniBand, $bad malformed 
 tshark -r "$cap" -Y infiniband -T fields -e infiniband.bth.opcode 2>/dev/null |
 	sort -n | uniq -c | sed 's/^/  opcode /'
 [ "$total" -gt 0 ] || fail "no RoCEv2 packet captured"
+# XRC (ibv_xsrq_pingpong): requests with an XRCETH, XRC ACKs (Wireshark 4.0
+# names the XRC opcodes; it shows the XRCETH as an unknown header, not as
+# malformed)
+xrc=$(tshark -r "$cap" -Y 'infiniband.bth.opcode >= 160 && infiniband.bth.opcode <= 183' 2>/dev/null | wc -l)
+[ "$xrc" -gt 0 ] || fail "no XRC packet captured"
 [ "$ib" -eq "$total" ] || fail "$((total - ib)) packets did not decode as InfiniBand"
 if [ "$bad" -ne 0 ]; then
 	tshark -r "$cap" -Y '_ws.malformed || _ws.expert.severity >= error' -V 2>/dev/null | head -n 80

@@ -200,6 +200,9 @@ static const uint8_t known_ops[] = {
 	0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a,
 	0x2b,
 	0x64, 0x65,
+	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa,
+	0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb6,
+	0xb7,
 	0xc0, 0xc1,    /* softverbs' masked atomics (RC) */
 };
 
@@ -238,19 +241,33 @@ static void test_opcode_table(void **state)
 		hdr += f & SV_RF_IMMDT ? SV_IMMDT_BYTES : 0;
 		hdr += f & SV_RF_IETH ? SV_IETH_BYTES : 0;
 		hdr += f & SV_RF_DETH ? SV_DETH_BYTES : 0;
+		hdr += f & SV_RF_XRCETH ? SV_XRCETH_BYTES : 0;
 		assert_int_equal(o->hdr_bytes, hdr);
+		/* XRC: RC's operation; an XRCETH on every request */
+		if (op >= SV_OP_XRC_BASE && op < SV_OP_RC_MASKED_CMP_SWAP) {
+			const struct sv_roce_opinfo *rc = sv_roce_op(op & 0x1f);
+
+			assert_non_null(rc);
+			assert_int_equal(f & ~(uint32_t)(SV_RF_XRC |
+							 SV_RF_XRCETH),
+					 rc->flags & ~(uint32_t)SV_RF_RC);
+			assert_int_equal(!!(f & SV_RF_XRCETH),
+					 !!(f & SV_RF_REQ));
+			assert_string_equal(o->name + 1, rc->name);
+		}
 		assert_true(o->hdr_bytes <= SV_ROCE_MAX_HDR);
 		/* one transport, the one the opcode's top bits name (the
 		 * manufacturer's opcodes are softverbs' RC ones) */
-		transports = f & (SV_RF_RC | SV_RF_UC | SV_RF_UD);
+		transports = f & (SV_RF_RC | SV_RF_UC | SV_RF_UD | SV_RF_XRC);
 		assert_int_equal(__builtin_popcount(transports), 1);
 		assert_int_equal(transports, op < 0x20 ? SV_RF_RC :
 					     op < 0x40 ? SV_RF_UC :
-					     op < 0xc0 ? SV_RF_UD : SV_RF_RC);
+					     op < 0xa0 ? SV_RF_UD :
+					     op < 0xc0 ? SV_RF_XRC : SV_RF_RC);
 		assert_int_equal(!!(f & SV_RF_REQ) + !!(f & SV_RF_RESP), 1);
 		kind = f & (SV_RF_SEND | SV_RF_WRITE | SV_RF_READ |
 			    SV_RF_ATOMIC);
-		assert_true(kind || op == SV_OP_RC_ACK);
+		assert_true(kind || op == SV_OP_RC_ACK || op == SV_OP_XRC_ACK);
 		assert_true(f & (SV_RF_FIRST | SV_RF_MIDDLE | SV_RF_LAST));
 		assert_false((f & SV_RF_MIDDLE) && (f & SV_RF_ONLY));
 	}
@@ -904,6 +921,17 @@ static void test_malformed(void **state)
 		assert_int_equal(parse_copy(buf, hdr + 4, &p), 0);
 		assert_false(p.fecn || p.becn || p.ackreq);
 		assert_int_equal(p.sqpn, 0);
+		/* XRCETH: the SRQ number round-trips, its reserved byte is
+		 * ignored */
+		if (inf->flags & SV_RF_XRCETH) {
+			q.xrcsrq = 0xabcdef;
+			memset(buf, 0, sizeof(buf));
+			assert_int_equal(sv_roce_build_hdr(buf, &q), hdr);
+			assert_int_equal(buf[SV_BTH_BYTES], 0);
+			buf[SV_BTH_BYTES] = 0xff;
+			assert_int_equal(parse_copy(buf, hdr + 4, &p), 0);
+			assert_int_equal(p.xrcsrq, 0xabcdef);
+		}
 	}
 	/* no UDP payload is that long */
 	big = calloc(1, 70000);

@@ -220,7 +220,8 @@ void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 		      uint8_t syndrome, uint32_t psn)
 {
-	sv_roce_send_resp(tx, rq, SV_OP_RC_ACK, syndrome, psn, 0);
+	sv_roce_send_resp(tx, rq, rq->qp->type == IBV_QPT_XRC_RECV ?
+			  SV_OP_XRC_ACK : SV_OP_RC_ACK, syndrome, psn, 0);
 }
 
 /* ---- receiving ---- */
@@ -496,7 +497,8 @@ static bool wants_wire(const struct sv_qp *qp)
 {
 	const struct sv_wire_ah *ah = &qp->attr.ah_attr;
 
-	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC &&
+	    qp->type != IBV_QPT_XRC_SEND && qp->type != IBV_QPT_XRC_RECV)
 		return false;
 	return ah->is_global && !sv_roce_gid_local(ah->dgid);
 }

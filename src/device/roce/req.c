@@ -38,7 +38,14 @@ static inline struct sv_rwin *rwin(const struct sv_roce_qp *rq, uint32_t n)
 
 static inline uint32_t wire_base(const struct sv_qp *qp)
 {
-	return qp->type == IBV_QPT_UC ? 0x20u : 0x00u;
+	return qp->type == IBV_QPT_UC ? 0x20u :
+	       qp->type == IBV_QPT_XRC_SEND ? SV_OP_XRC_BASE : 0x00u;
+}
+
+/* RC and XRC initiators: acknowledged, retried */
+static inline bool reliable(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND;
 }
 
 static uint64_t timeout_ns(const struct sv_qp *qp)
@@ -360,8 +367,12 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	uint32_t gap;
 	uint8_t syn;
 
-	if (!rq || qp->type != IBV_QPT_RC ||
+	if (!rq || !reliable(qp) ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+		return;
+	/* responses of our transport only (XRC's to an XRC initiator) */
+	if (!(p->flags & (qp->type == IBV_QPT_XRC_SEND ? SV_RF_XRC :
+							   SV_RF_RC)))
 		return;
 	/* a response to nothing we sent is stale */
 	if (sv_psn_diff(p->psn, rq->snd) >= 0 &&
@@ -481,7 +492,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	case SV_WR_RDMA_READ_INV:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (qp->type != IBV_QPT_RC)
+		if (!reliable(qp))
 			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 		break;
 	case SV_WR_MASKED_CMP_SWAP:
@@ -675,7 +686,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		 * request, not the rest of the READ */
 		span = e->npkts - k < SV_READ_CHUNK ? e->npkts - k :
 						      SV_READ_CHUNK;
-		p.opcode = SV_OP_RC_READ_REQ;
+		p.opcode = (uint8_t)(SV_OP_RC_READ_REQ + base);
 		p.va = e->w.h.remote_addr + off;
 		p.rkey = e->w.h.rkey;
 		p.dmalen = (uint32_t)(e->len - off < (uint64_t)span * rq->mtu ?
@@ -685,8 +696,9 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		p.opcode = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
-			   SV_OP_RC_CMP_SWAP : SV_OP_RC_FETCH_ADD;
+		p.opcode = (uint8_t)((op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+				      SV_OP_RC_CMP_SWAP : SV_OP_RC_FETCH_ADD) +
+				     base);
 		p.va = e->w.h.remote_addr;
 		p.rkey = e->w.h.rkey;
 		p.swap_add = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
@@ -761,13 +773,15 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		/* an ACK for the last packet, every so often, and for the
 		 * packet that fills the congestion window (no ACK would
 		 * come to open it again) */
-		p.ackreq = qp->type == IBV_QPT_RC &&
+		p.ackreq = reliable(qp) &&
 			   (last || (k + 1) % ackreq_every(rq) == 0 ||
 			    sv_psn_diff(sv_psn_add(psn, 1), rq->una) >=
 				    (int32_t)rq->cwnd);
 		break;
 	}
 	}
+	/* XRC: every request names the responder's SRQ */
+	p.xrcsrq = e->w.h.remote_qpn & 0xffffffu;
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
 	if (!payload(x, qp, e, off, len, buf + hdr, tx, g))
@@ -801,7 +815,7 @@ static bool may_send(const struct sv_qp *qp, uint64_t now)
 	if (e->rd && e->done)
 		return true;    /* send_one steps over it */
 	psn = sv_psn_add(e->psn, rq->cur_pkt);
-	if (qp->type != IBV_QPT_RC)
+	if (!reliable(qp))
 		return true;
 	if (sv_psn_diff(psn, rq->una) >= (int32_t)rq->cwnd)
 		return false;
@@ -958,7 +972,7 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 		did = true;
 	}
 	/* the timer runs while a WQE that was sent is not complete */
-	if (qp->type == IBV_QPT_RC && rq->head != rq->tail &&
+	if (reliable(qp) && rq->head != rq->tail &&
 	    (rq->cur != rq->head || rq->cur_pkt) && !rq->rto &&
 	    timeout_ns(qp) != UINT64_MAX)
 		rq->rto = x->now + timeout_ns(qp);

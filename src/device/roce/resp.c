@@ -45,9 +45,17 @@
 #include "device/atomic.h"
 #include "device/roce/roce_int.h"
 
+/* RC and XRC targets: acknowledged */
 static bool is_rc(const struct sv_qp *qp)
 {
-	return qp->type == IBV_QPT_RC;
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* The opcode of a response of t (an RC one given): XRC's for XRC. */
+static uint8_t resp_op(const struct sv_qp *t, uint8_t rc_op)
+{
+	return t->type == IBV_QPT_XRC_RECV ? (uint8_t)(rc_op | SV_OP_XRC_BASE)
+					   : rc_op;
 }
 
 #define WB_PKTS SV_NET_RX_BATCH
@@ -102,7 +110,7 @@ static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 			e.wc_flags |= IBV_WC_GRH;
 		solicited = p->se;
 	}
-	sv_x_qp_push(t, t->recv_cq, &e, solicited);
+	sv_x_qp_push(t, sv_x_recv_cq(t, r), &e, solicited);
 	if (status != IBV_WC_SUCCESS)
 		sv_x_qp_error(t, 0);
 }
@@ -184,10 +192,10 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 		size_t hdr;
 
 		memset(&p, 0, sizeof(p));
-		p.opcode = n == 1 ? SV_OP_RC_READ_RESP_ONLY :
-			   k == 0 ? SV_OP_RC_READ_RESP_FIRST :
-			   k + 1 == n ? SV_OP_RC_READ_RESP_LAST :
-			   SV_OP_RC_READ_RESP_MIDDLE;
+		p.opcode = resp_op(t, n == 1 ? SV_OP_RC_READ_RESP_ONLY :
+				      k == 0 ? SV_OP_RC_READ_RESP_FIRST :
+				      k + 1 == n ? SV_OP_RC_READ_RESP_LAST :
+				      SV_OP_RC_READ_RESP_MIDDLE);
 		p.dqpn = rq->dqpn;
 		p.pkey = 0xffff;
 		p.psn = sv_psn_add(psn, k);
@@ -211,8 +219,8 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 static void atomic_ack(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 		       uint64_t orig)
 {
-	sv_roce_send_resp(tx, t->roce, SV_OP_RC_ATOMIC_ACK, SV_AETH_ACK, psn,
-			  orig);
+	sv_roce_send_resp(tx, t->roce, resp_op(t, SV_OP_RC_ATOMIC_ACK),
+			  SV_AETH_ACK, psn, orig);
 }
 
 static struct sv_rres *res_find(struct sv_roce_qp *rq, uint32_t psn)
@@ -545,24 +553,19 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 	struct sv_rres *res;
 	bool store;
 
-	switch (p->opcode) {
-	case SV_OP_RC_CMP_SWAP:
-		op.kind = SV_ATOMIC_CMP_SWAP;
-		break;
-	case SV_OP_RC_FETCH_ADD:
-		/* the add data is in swap/add; compare is not used */
-		op.kind = SV_ATOMIC_FETCH_ADD;
-		op.compare_add = p->swap_add;
-		break;
-	case SV_OP_RC_MASKED_CMP_SWAP:
+	if (p->opcode == SV_OP_RC_MASKED_CMP_SWAP) {
 		op.kind = SV_ATOMIC_MASKED_CMP_SWAP;
-		break;
-	default:
+	} else if (p->opcode == SV_OP_RC_MASKED_FETCH_ADD) {
 		/* add data in swap/add, field ends in compare */
 		op.kind = SV_ATOMIC_MASKED_FETCH_ADD;
 		op.compare_add = p->swap_add;
 		op.swap = p->compare;
-		break;
+	} else if ((p->opcode & 0x1f) == SV_OP_RC_CMP_SWAP) {
+		op.kind = SV_ATOMIC_CMP_SWAP;       /* RC's or XRC's */
+	} else {
+		/* the add data is in swap/add; compare is not used */
+		op.kind = SV_ATOMIC_FETCH_ADD;
+		op.compare_add = p->swap_add;
 	}
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (p->va & 7)) {
@@ -619,6 +622,27 @@ static void ud_recv(struct sv_qp *t, const struct sv_roce_pkt *p,
 		p, true, p->sqpn);
 }
 
+/* XRC: may t take request p, and into which SRQ (t->srq, t->pd)? */
+static bool xrc_srq(struct sv_qp *t, const struct sv_roce_pkt *p)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (rq->in != SV_IN_NONE && !(p->flags & SV_RF_FIRST))
+		return t->srq && t->srq->srqn == p->xrcsrq;
+	return sv_xrc_bind(t, p->xrcsrq);
+}
+
+void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	/* a message half received into it ends (flushed) while it lives */
+	if (rq && rq->rx_taken && rq->rx.srq == srq) {
+		rq->in = SV_IN_NONE;
+		msg_rx_done(t, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL);
+	}
+}
+
 void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		     const struct sv_roce_ip *ip, struct sv_roce_tx *tx)
 {
@@ -637,9 +661,27 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	}
 	/* a connected QP takes packets of its own type from its own peer */
 	if (!rq || memcmp(ip->src, rq->dgid, 16) ||
-	    !(p->flags & (is_rc(t) ? SV_RF_RC : SV_RF_UC)))
+	    !(p->flags & (t->type == IBV_QPT_XRC_RECV ? SV_RF_XRC :
+			  is_rc(t) ? SV_RF_RC : SV_RF_UC)))
 		return;
 	d = sv_psn_diff(p->psn, rq->epsn);
+	/* XRC: the SRQ the request names, of t's domain; a message goes on
+	 * into the SRQ it began with */
+	if (t->type == IBV_QPT_XRC_RECV && d <= 0 && !xrc_srq(t, p)) {
+		if (d < 0)
+			return;
+		if (rq->in != SV_IN_NONE) {
+			/* another SRQ inside a message */
+			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
+				  IBV_EVENT_QP_REQ_ERR);
+		} else {
+			/* no such SRQ here: the initiator fails, the target
+			 * (shared by the domain) stays */
+			sv_roce_send_ack(tx, rq, SV_AETH_NAK_INV, p->psn);
+			sv_roce_stats.naks_sent++;
+		}
+		return;
+	}
 	if (d != 0 && !is_rc(t)) {
 		/* UC: a gap loses the message; a new one starts afresh */
 		if (!(p->flags & SV_RF_FIRST)) {

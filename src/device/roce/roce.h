@@ -63,6 +63,9 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp);
  * in progress). true if something was done. */
 bool sv_roce_flush(struct sv_qp *qp);
 bool sv_roce_has_flush(const struct sv_qp *qp);
+/* XRC: srq goes; a message target t was receiving into it ends (a flush
+ * completion on srq's CQ). */
+void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
 
 /* exec.c: a UD datagram to a peer of another host: one packet. payload:
  * the message as a span (exec_int.h) of len <= path MTU. 0 or a completion

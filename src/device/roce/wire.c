@@ -47,6 +47,10 @@
 
 #define RESP_READ (SV_RF_RESP | SV_RF_READ | SV_RF_PAYLOAD)
 
+/* XRC: RC's operations; the requests carry an XRCETH. */
+#define XREQ(op, fl, hdr) \
+	OP(XRC, op, (fl) | SV_RF_XRCETH, SV_XRCETH_BYTES + (hdr))
+
 static const struct sv_roce_opinfo sv_roce_ops[256] = {
 	SEND_WRITE_OPS(RC),
 	OP(RC, READ_REQ,         SV_RF_REQ | SV_RF_READ | SV_RF_ONLY |
@@ -77,6 +81,46 @@ static const struct sv_roce_opinfo sv_roce_ops[256] = {
 
 	SEND_WRITE_OPS(UC),
 
+	XREQ(SEND_FIRST,     REQ_SEND | SV_RF_FIRST, 0),
+	XREQ(SEND_MIDDLE,    REQ_SEND | SV_RF_MIDDLE, 0),
+	XREQ(SEND_LAST,      REQ_SEND | SV_RF_LAST, 0),
+	XREQ(SEND_LAST_IMM,  REQ_SEND | SV_RF_LAST | SV_RF_IMMDT,
+	     SV_IMMDT_BYTES),
+	XREQ(SEND_ONLY,      REQ_SEND | SV_RF_ONLY, 0),
+	XREQ(SEND_ONLY_IMM,  REQ_SEND | SV_RF_ONLY | SV_RF_IMMDT,
+	     SV_IMMDT_BYTES),
+	XREQ(WRITE_FIRST,    REQ_WRITE | SV_RF_FIRST | SV_RF_RETH,
+	     SV_RETH_BYTES),
+	XREQ(WRITE_MIDDLE,   REQ_WRITE | SV_RF_MIDDLE, 0),
+	XREQ(WRITE_LAST,     REQ_WRITE | SV_RF_LAST, 0),
+	XREQ(WRITE_LAST_IMM, REQ_WRITE | SV_RF_LAST | SV_RF_IMMDT,
+	     SV_IMMDT_BYTES),
+	XREQ(WRITE_ONLY,     REQ_WRITE | SV_RF_ONLY | SV_RF_RETH,
+	     SV_RETH_BYTES),
+	XREQ(WRITE_ONLY_IMM, REQ_WRITE | SV_RF_ONLY | SV_RF_RETH |
+	     SV_RF_IMMDT, SV_RETH_BYTES + SV_IMMDT_BYTES),
+	XREQ(READ_REQ,       SV_RF_REQ | SV_RF_READ | SV_RF_ONLY | SV_RF_RETH,
+	     SV_RETH_BYTES),
+	OP(XRC, READ_RESP_FIRST,  RESP_READ | SV_RF_FIRST | SV_RF_AETH,
+	   SV_AETH_BYTES),
+	OP(XRC, READ_RESP_MIDDLE, RESP_READ | SV_RF_MIDDLE, 0),
+	OP(XRC, READ_RESP_LAST,   RESP_READ | SV_RF_LAST | SV_RF_AETH,
+	   SV_AETH_BYTES),
+	OP(XRC, READ_RESP_ONLY,   RESP_READ | SV_RF_ONLY | SV_RF_AETH,
+	   SV_AETH_BYTES),
+	OP(XRC, ACK,              SV_RF_RESP | SV_RF_ONLY | SV_RF_AETH,
+	   SV_AETH_BYTES),
+	OP(XRC, ATOMIC_ACK,       SV_RF_RESP | SV_RF_ATOMIC | SV_RF_ONLY |
+	   SV_RF_AETH | SV_RF_ATMACK, SV_AETH_BYTES + SV_ATMACK_BYTES),
+	XREQ(CMP_SWAP,       SV_RF_REQ | SV_RF_ATOMIC | SV_RF_ONLY |
+	     SV_RF_ATMETH, SV_ATMETH_BYTES),
+	XREQ(FETCH_ADD,      SV_RF_REQ | SV_RF_ATOMIC | SV_RF_ONLY |
+	     SV_RF_ATMETH, SV_ATMETH_BYTES),
+	XREQ(SEND_LAST_INV,  REQ_SEND | SV_RF_LAST | SV_RF_IETH,
+	     SV_IETH_BYTES),
+	XREQ(SEND_ONLY_INV,  REQ_SEND | SV_RF_ONLY | SV_RF_IETH,
+	     SV_IETH_BYTES),
+
 	OP(UD, SEND_ONLY,        REQ_SEND | SV_RF_ONLY | SV_RF_DETH,
 	   SV_DETH_BYTES),
 	OP(UD, SEND_ONLY_IMM,    REQ_SEND | SV_RF_ONLY | SV_RF_DETH |
@@ -84,6 +128,7 @@ static const struct sv_roce_opinfo sv_roce_ops[256] = {
 };
 
 #undef OP
+#undef XREQ
 #undef SEND_WRITE_OPS
 #undef REQ_SEND
 #undef REQ_WRITE
@@ -142,6 +187,10 @@ int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p)
 
 	/* the extended headers, in their wire order */
 	h = buf + SV_BTH_BYTES;
+	if (op->flags & SV_RF_XRCETH) {
+		p->xrcsrq = sv_get_be24(h + 1);  /* h[0] is reserved */
+		h += SV_XRCETH_BYTES;
+	}
 	if (op->flags & SV_RF_DETH) {
 		p->qkey = sv_get_be32(h);
 		p->sqpn = sv_get_be24(h + 5);   /* h[4] is reserved */
@@ -205,6 +254,11 @@ size_t sv_roce_build_hdr(uint8_t *buf, const struct sv_roce_pkt *p)
 	sv_put_be24(buf + 9, p->psn);
 
 	h = buf + SV_BTH_BYTES;
+	if (op->flags & SV_RF_XRCETH) {
+		h[0] = 0;
+		sv_put_be24(h + 1, p->xrcsrq);
+		h += SV_XRCETH_BYTES;
+	}
 	if (op->flags & SV_RF_DETH) {
 		sv_put_be32(h, p->qkey);
 		h[4] = 0;

@@ -10,8 +10,8 @@
  *     BTH (12) | extended headers | payload | pad (0..3) | ICRC (4)
  *
  * where the extended headers follow from the opcode alone (struct
- * sv_roce_opinfo), in the order DETH, RETH, AtomicETH, AETH, AtomicAckETH,
- * ImmDt, IETH. Every multi-byte field is big-endian on the wire except the
+ * sv_roce_opinfo), in the order XRCETH, DETH, RETH, AtomicETH, AETH,
+ * AtomicAckETH, ImmDt, IETH. Every multi-byte field is big-endian on the wire except the
  * ICRC, which is appended little-endian. Everything here converts to host
  * order (struct sv_roce_pkt) and back; nothing else in the daemon touches
  * header bytes.
@@ -45,15 +45,18 @@
 #define SV_IMMDT_BYTES   4
 #define SV_IETH_BYTES    4 /* R_Key to invalidate */
 #define SV_DETH_BYTES    8 /* Q_Key (4), reserved (1), source QP (3) */
+#define SV_XRCETH_BYTES  4 /* reserved (1), XRC SRQ number (3) */
 #define SV_ICRC_BYTES    4
 /* The longest BTH + extended headers of any opcode (RDMA WRITE ONLY with
- * immediate: 32, atomics: 40, masked atomics: 56). */
+ * immediate: 32, atomics: 40, XRC atomics: 44, masked atomics: 56). */
 #define SV_ROCE_MAX_HDR 56
 
 /*
  * IBTA opcodes: the top 3 bits select the transport (RC 0x00, UC 0x20,
- * RD 0x40, UD 0x60), the low 5 the operation. RD and XRC are not known
- * here (sv_roce_op() returns NULL for them).
+ * RD 0x40, UD 0x60, XRC 0xa0), the low 5 the operation. RD is not known
+ * here (sv_roce_op() returns NULL for it). XRC has RC's operations; its
+ * requests carry an XRCETH (the responder's XRC SRQ) right after the BTH,
+ * its responses are RC's with the XRC prefix.
  */
 enum {
 	SV_OP_RC_SEND_FIRST       = 0x00,
@@ -96,6 +99,31 @@ enum {
 
 	SV_OP_UD_SEND_ONLY        = 0x64,
 	SV_OP_UD_SEND_ONLY_IMM    = 0x65,
+
+	SV_OP_XRC_BASE            = 0xa0,  /* | the RC operation */
+	SV_OP_XRC_SEND_FIRST      = 0xa0,
+	SV_OP_XRC_SEND_MIDDLE     = 0xa1,
+	SV_OP_XRC_SEND_LAST       = 0xa2,
+	SV_OP_XRC_SEND_LAST_IMM   = 0xa3,
+	SV_OP_XRC_SEND_ONLY       = 0xa4,
+	SV_OP_XRC_SEND_ONLY_IMM   = 0xa5,
+	SV_OP_XRC_WRITE_FIRST     = 0xa6,
+	SV_OP_XRC_WRITE_MIDDLE    = 0xa7,
+	SV_OP_XRC_WRITE_LAST      = 0xa8,
+	SV_OP_XRC_WRITE_LAST_IMM  = 0xa9,
+	SV_OP_XRC_WRITE_ONLY      = 0xaa,
+	SV_OP_XRC_WRITE_ONLY_IMM  = 0xab,
+	SV_OP_XRC_READ_REQ        = 0xac,
+	SV_OP_XRC_READ_RESP_FIRST = 0xad,
+	SV_OP_XRC_READ_RESP_MIDDLE = 0xae,
+	SV_OP_XRC_READ_RESP_LAST  = 0xaf,
+	SV_OP_XRC_READ_RESP_ONLY  = 0xb0,
+	SV_OP_XRC_ACK             = 0xb1,
+	SV_OP_XRC_ATOMIC_ACK      = 0xb2,
+	SV_OP_XRC_CMP_SWAP        = 0xb3,
+	SV_OP_XRC_FETCH_ADD       = 0xb4,
+	SV_OP_XRC_SEND_LAST_INV   = 0xb6,
+	SV_OP_XRC_SEND_ONLY_INV   = 0xb7,
 	/*
 	 * softverbs' masked atomics, on RC QPs, in the manufacturer-specific
 	 * opcode space (0xC0..0xFF). BTH, then the 44-byte MaskedAtomicETH:
@@ -137,6 +165,8 @@ enum {
 	SV_RF_UC      = 1 << 18,
 	SV_RF_UD      = 1 << 19,
 	SV_RF_MASKED  = 1 << 20, /* AtomicETH + two masks (MaskedAtomicETH) */
+	SV_RF_XRC     = 1 << 21,
+	SV_RF_XRCETH  = 1 << 22,
 };
 
 struct sv_roce_opinfo {
@@ -174,6 +204,8 @@ struct sv_roce_pkt {
 	uint32_t ieth_rkey;        /* IETH, host order */
 	/* DETH */
 	uint32_t qkey, sqpn;       /* sqpn 24 bits */
+	/* XRCETH */
+	uint32_t xrcsrq;           /* 24 bits */
 	/* parse: the payload, without pad and ICRC (inside the parsed buffer;
 	 * points just past the headers, also when paylen is 0) */
 	const uint8_t *payload;
