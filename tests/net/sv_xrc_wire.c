@@ -8,7 +8,8 @@
  *   - RDMA WRITEs 10000 bytes into the server's buffer (the key checked
  *     against the SRQ's PD), then a WRITE with immediate (a completion on
  *     the SRQ's CQ), then READs them back and compares;
- *   - FETCH_AND_ADDs the server's counter (0 comes back, 5 is there);
+ *   - FETCH_AND_ADDs the server's counter (0 comes back, 5 is there),
+ *     COMPARE_AND_SWAPs it to 0x77, and fails to swap it again;
  *   - SENDs naming an SRQ number the server does not have: the WQE fails
  *     with IBV_WC_REM_INV_REQ_ERR, the server's target QP stays usable.
  * Then the server checks its completions, its counter and its QP's state.
@@ -226,7 +227,7 @@ static int server(const char *port)
 		uint64_t v;
 
 		memcpy(&v, buf + CNT_OFF, 8);
-		if (v != 5)
+		if (v != 0x77)
 			die("counter");
 	}
 	xfer(fd, &ok, &ok, 1);          /* the bad SRQ number was sent */
@@ -383,6 +384,21 @@ static int client(const char *host, const char *port)
 		memcpy(&v, buf + 40000, 8);
 		if (v != 0)
 			die("FETCH_AND_ADD returned a value other than 0");
+		/* a COMPARE_AND_SWAP that swaps, then one that does not */
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.compare_add = 5;
+		wr.wr.atomic.swap = 0x77;
+		post(ini, &wr);
+		done(cq, IBV_WC_SUCCESS, "COMPARE_AND_SWAP");
+		memcpy(&v, buf + 40000, 8);
+		if (v != 5)
+			die("COMPARE_AND_SWAP returned a value other than 5");
+		wr.wr.atomic.swap = 0x99;
+		post(ini, &wr);
+		done(cq, IBV_WC_SUCCESS, "COMPARE_AND_SWAP");
+		memcpy(&v, buf + 40000, 8);
+		if (v != 0x77)
+			die("COMPARE_AND_SWAP returned a value other than 0x77");
 	}
 	xfer(fd, &ok, &ok, 1);          /* the server checks */
 	{
@@ -404,7 +420,8 @@ static int client(const char *host, const char *port)
 	    ibv_dealloc_pd(pd) || ibv_close_device(ctx))
 		die("teardown");
 	printf("client: SEND, WRITE, WRITE with immediate, READ, "
-	       "FETCH_AND_ADD done; a bad SRQ number failed as it must\n");
+	       "FETCH_AND_ADD, COMPARE_AND_SWAP done; a bad SRQ number "
+	       "failed as it must\n");
 	return 0;
 }
 
