@@ -8,6 +8,11 @@
  *   test_masked client HOST PORT nak  a peer without masked atomics: one
  *                                     masked CAS completes with
  *                                     IBV_WC_REM_INV_REQ_ERR
+ *   test_masked errors                both sides here, errors: a bad rkey,
+ *                                     an unaligned address, a short SGE,
+ *                                     4-byte operands, each failing cleanly
+ *                                     and writing nothing
+ *   test_masked client HOST PORT errors  the same across hosts
  *   test_masked nosup                 this device has none: the query says
  *                                     so and ibv_exp_post_send refuses
  *
@@ -189,6 +194,8 @@ struct worker {
 	struct ibv_mr *mr;
 	uint64_t *res;             /* where the original values land */
 	unsigned int built;        /* atomics posted through ibv_wr_* */
+	uint32_t rkey, sge_len;    /* what masked() posts: t.rkey and 8, or
+				    * a deliberate error's */
 	struct target t;
 	int fd;
 };
@@ -255,12 +262,14 @@ static void worker_up(struct worker *w, const char *host, int port,
 	CHECK(w->mr, "ibv_reg_mr");
 	w->ex = NULL;
 	w->built = 0;
+	w->sge_len = 8;
 	w->qp = make_qp(w, wr_api);
 	w->fd = tcp_connect(host, port);
 	xfer(w->fd, &nconn, sizeof(nconn), true);
 	me = vu_addr_of(w->qp, c.sq_psn);
 	xfer(w->fd, &me, sizeof(me), true);
 	xfer(w->fd, &w->t, sizeof(w->t), false);
+	w->rkey = w->t.rkey;
 	CHECK(!vu_connect(w->qp, &w->t.qp, &c), "connect");
 	xfer(w->fd, &go, 1, false);
 }
@@ -270,7 +279,7 @@ static enum ibv_wc_status masked(struct worker *w, bool cas, uint64_t addr,
 				 uint64_t a, uint64_t b, uint64_t cmask,
 				 uint64_t smask, uint64_t *orig)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)w->res, .length = 8,
+	struct ibv_sge sge = { .addr = (uintptr_t)w->res, .length = w->sge_len,
 			       .lkey = w->mr->lkey };
 	struct ibv_exp_send_wr wr, *bad;
 	struct ibv_wc wc;
@@ -282,7 +291,7 @@ static enum ibv_wc_status masked(struct worker *w, bool cas, uint64_t addr,
 	wr.exp_send_flags = IBV_SEND_SIGNALED;
 	wr.ext_op.masked_atomics.log_arg_sz = 3;
 	wr.ext_op.masked_atomics.remote_addr = addr;
-	wr.ext_op.masked_atomics.rkey = w->t.rkey;
+	wr.ext_op.masked_atomics.rkey = w->rkey;
 	if (cas) {
 		struct ibv_exp_cmp_swap *o =
 			&wr.ext_op.masked_atomics.wr_data.inline_data.op.cmp_swap;
@@ -310,12 +319,13 @@ static enum ibv_wc_status masked(struct worker *w, bool cas, uint64_t addr,
 		w->ex->wr_id = 7;
 		w->ex->wr_flags = IBV_SEND_SIGNALED;
 		if (cas)
-			ibv_exp_wr_masked_cmp_swp(w->ex, w->t.rkey, addr,
+			ibv_exp_wr_masked_cmp_swp(w->ex, w->rkey, addr,
 						  &o->cmp_swap);
 		else
-			ibv_exp_wr_masked_fetch_add(w->ex, w->t.rkey, addr,
+			ibv_exp_wr_masked_fetch_add(w->ex, w->rkey, addr,
 						    &o->fetch_add);
-		ibv_wr_set_sge(w->ex, w->mr->lkey, (uintptr_t)w->res, 8);
+		ibv_wr_set_sge(w->ex, w->mr->lkey, (uintptr_t)w->res,
+			       w->sge_len);
 		CHECK(!ibv_wr_complete(w->ex), "ibv_wr_complete");
 		w->built++;
 	} else {
@@ -468,30 +478,74 @@ static void field_worker(struct worker *w, int k)
 	       others);
 }
 
-/* A peer without masked atomics: a clean invalid-request NAK. */
-static void nak_worker(struct worker *w)
+/* What a run of the client checks. */
+enum mode {
+	M_CHECK,   /* the model and the fields */
+	M_NAK,     /* a peer without masked atomics: a clean NAK */
+	M_ERRORS,  /* errors: each fails cleanly and writes nothing */
+};
+
+static void want(enum ibv_wc_status st, enum ibv_wc_status exp,
+		 const char *what)
 {
-	enum ibv_wc_status st;
-	uint64_t orig;
-
-	st = masked(w, true, w->t.model_addr, 0, 1, 1, 1, &orig);
-	CHECK(st == IBV_WC_REM_INV_REQ_ERR, "a masked CAS to a peer without "
-	      "them completed with %s, not remote invalid request",
-	      ibv_wc_status_str(st));
-	printf("nak: a masked CAS to a peer without them: %s\n",
-	       ibv_wc_status_str(st));
-	/* the server still waits for done and bye */
-	{
-		uint64_t fin[2];
-
-		worker_end(w, fin);
-		worker_bye(w);
-	}
+	CHECK(st == exp, "%s completed with %s, not %s", what,
+	      ibv_wc_status_str(st), ibv_wc_status_str(exp));
+	printf("%s: %s\n", what, ibv_wc_status_str(st));
 }
 
-static int client(const char *host, int port, bool nak)
+/*
+ * M_NAK: worker 0's masked CAS to a peer without them. M_ERRORS: worker k
+ * makes error k (each leaves its QP in error, hence one a worker): a bad
+ * rkey, an unaligned address, a result SGE of 4 bytes (and, first, an
+ * operand size the device does not take, refused at the post). Either way
+ * the words must be as the server made them: nothing written.
+ */
+static void error_worker(struct worker *w, enum mode m, uint32_t k)
 {
-	uint32_t nconn = nak ? 1 : NWORK + 1;
+	uint64_t orig, fin[2];
+
+	if (m == M_NAK) {
+		want(masked(w, true, w->t.model_addr, 0, 1, 1, 1, &orig),
+		     IBV_WC_REM_INV_REQ_ERR,
+		     "nak: a masked CAS to a peer without them");
+	} else if (k == 0) {
+		w->rkey ^= 0x100;      /* another consumer key */
+		want(masked(w, false, w->t.model_addr, 1, 0, 0, 0, &orig),
+		     IBV_WC_REM_ACCESS_ERR, "errors: a masked FAA, bad rkey");
+	} else if (k == 1) {
+		want(masked(w, true, w->t.model_addr + 4, 0, 1, 0, ~0ull,
+			    &orig),
+		     IBV_WC_REM_INV_REQ_ERR,
+		     "errors: a masked CAS, unaligned address");
+	} else {
+		struct ibv_sge sge = { .addr = (uintptr_t)w->res, .length = 8,
+				       .lkey = w->mr->lkey };
+		struct ibv_exp_send_wr wr, *bad;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.exp_opcode = IBV_EXP_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD;
+		wr.ext_op.masked_atomics.log_arg_sz = 2;    /* 4 bytes */
+		wr.ext_op.masked_atomics.remote_addr = w->t.model_addr;
+		wr.ext_op.masked_atomics.rkey = w->rkey;
+		CHECK(ibv_exp_post_send(w->qp, &wr, &bad) == EINVAL &&
+		      bad == &wr, "4-byte operands were not refused");
+		w->sge_len = 4;
+		want(masked(w, false, w->t.model_addr, 1, 0, 0, 0, &orig),
+		     IBV_WC_LOC_LEN_ERR,
+		     "errors: a masked FAA, 4-byte result SGE");
+	}
+	worker_end(w, fin);
+	CHECK(fin[0] == 0x0123456789abcdefull && fin[1] == 0,
+	      "the words changed: %#llx %#llx", (unsigned long long)fin[0],
+	      (unsigned long long)fin[1]);
+	worker_bye(w);
+}
+
+static int client(const char *host, int port, enum mode m)
+{
+	uint32_t nconn = m == M_NAK ? 1 : m == M_ERRORS ? 3 : NWORK + 1;
 	pid_t pid[NWORK + 1];
 	int bad = 0;
 
@@ -501,9 +555,10 @@ static int client(const char *host, int port, bool nak)
 		if (!pid[k]) {
 			struct worker w;
 
-			worker_up(&w, host, port, nconn, k == 0 && !nak);
-			if (nak)
-				nak_worker(&w);
+			worker_up(&w, host, port, nconn,
+				  k == 0 && m == M_CHECK);
+			if (m != M_CHECK)
+				error_worker(&w, m, k);
 			else if (k == 0)
 				model_worker(&w);
 			else
@@ -519,9 +574,17 @@ static int client(const char *host, int port, bool nak)
 			bad++;
 	}
 	CHECK(!bad, "%d workers failed", bad);
-	printf("PASS: masked atomics: %s\n", nak ? "clean NAK from a peer "
-	       "without them" : "model and disjoint fields");
+	printf("PASS: masked atomics: %s\n",
+	       m == M_NAK ? "clean NAK from a peer without them" :
+	       m == M_ERRORS ? "errors fail cleanly, nothing written" :
+			       "model and disjoint fields");
 	return 0;
+}
+
+static enum mode mode_of(const char *s)
+{
+	return !s ? M_CHECK : !strcmp(s, "nak") ? M_NAK :
+	       !strcmp(s, "errors") ? M_ERRORS : M_CHECK;
 }
 
 /* This device has no masked atomics (SOFTVERBSD_NO_MASKED_ATOMICS=1). */
@@ -575,10 +638,10 @@ int main(int argc, char **argv)
 		return server(tcp_listen(atoi(argv[2]), NWORK + 1));
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "client"))
 		return client(argv[2], atoi(argv[3]),
-			      argc == 5 && !strcmp(argv[4], "nak"));
+			      mode_of(argc == 5 ? argv[4] : NULL));
 	if (argc == 2 && !strcmp(argv[1], "nosup"))
 		return nosup();
-	if (argc == 1) {
+	if (argc == 1 || (argc == 2 && !strcmp(argv[1], "errors"))) {
 		/* both sides here: the server on an ephemeral port */
 		struct sockaddr_in a;
 		socklen_t al = sizeof(a);
@@ -591,12 +654,13 @@ int main(int argc, char **argv)
 		if (!srv)
 			exit(server(ls));
 		close(ls);
-		client("127.0.0.1", ntohs(a.sin_port), false);
+		client("127.0.0.1", ntohs(a.sin_port),
+		       mode_of(argc == 2 ? argv[1] : NULL));
 		CHECK(waitpid(srv, &st, 0) == srv && WIFEXITED(st) &&
 		      !WEXITSTATUS(st), "the server failed");
 		return 0;
 	}
-	fprintf(stderr, "usage: test_masked [server PORT | client HOST PORT "
-		"[nak] | nosup]\n");
+	fprintf(stderr, "usage: test_masked [errors | server PORT | client "
+		"HOST PORT [nak | errors] | nosup]\n");
 	return 2;
 }
