@@ -156,10 +156,12 @@ static inline void copy_inline(char *restrict dst, const char *restrict src,
 }
 
 /* The header's second half (from remote_addr on), every byte of it: the
- * remote address and key, the atomic operands or the UD address. */
+ * remote address and key, the atomic operands or the UD address; xrc (an
+ * XRC_SEND QP, never on post_one's path): the remote SRQ number. */
 static inline void fill_tail(enum ibv_qp_type type,
 			     struct sv_send_wqe *restrict w,
-			     const struct ibv_send_wr *restrict wr, uint32_t op)
+			     const struct ibv_send_wr *restrict wr, uint32_t op,
+			     bool xrc)
 {
 	if (likely(op_in(op, OPS_RDMA))) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
@@ -188,7 +190,7 @@ static inline void fill_tail(enum ibv_qp_type type,
 		w->atomic.swap = 0;
 	}
 	/* XRC: every message names the remote SRQ */
-	if (unlikely(type == IBV_QPT_XRC_SEND))
+	if (unlikely(xrc))
 		w->remote_qpn = wr->qp_type.xrc.remote_srqn;
 	w->rsvd = 0;
 }
@@ -237,7 +239,7 @@ static inline void fill_send(enum ibv_qp_type type,
 			       (size_t)num_sge * sizeof(struct sv_wqe_sge));
 		w->num_sge = (uint32_t)num_sge;
 	}
-	fill_tail(type, w, wr, op);
+	fill_tail(type, w, wr, op, type == IBV_QPT_XRC_SEND);
 }
 
 _Static_assert(sizeof(struct ibv_sge) == sizeof(struct sv_wqe_sge), "sge");
@@ -312,8 +314,8 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 
 	if (unlikely(wr->num_sge != 1 || !sgl))
 		return post_list(qp, wr, bad_wr, false);
-	/* check_send, for one SGE and the data opcodes (the others, and
-	 * the opcodes refused, are post_list's) */
+	/* check_send, for one SGE and the data opcodes (the others, the
+	 * opcodes refused, and every WR of an XRC_SEND QP are post_list's) */
 	if (unlikely(!sv_send_opcode_fast(type, (enum ibv_wr_opcode)op)))
 		return post_list(qp, wr, bad_wr, false);
 	if (unlikely(flags & ~SV_SEND_FLAGS_OK))
@@ -357,7 +359,7 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 		       sizeof(struct sv_wqe_sge));
 		w->num_sge = 1;
 	}
-	fill_tail(type, w, wr, op);
+	fill_tail(type, w, wr, op, false);
 	if (mb)
 		mailbox_put(hdr, w, prod);
 	qp->sq.prod = ++prod;

@@ -38,13 +38,13 @@ static inline struct sv_ah *to_sv_ah(struct ibv_ah *ah)
 
 /*
  * The data opcodes ibv_post_send's one-WR fast path (post.c post_one)
- * handles itself, per QP type; anything else goes to the general path.
+ * handles itself, per QP type (RC, UC, UD: an XRC_SEND QP posts through
+ * the general path, which asks as RC); anything else goes to the general
+ * path.
  */
 static inline bool sv_send_opcode_fast(enum ibv_qp_type type,
 				       enum ibv_wr_opcode op)
 {
-	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
-		type = IBV_QPT_RC;
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -90,6 +90,9 @@ static inline bool sv_send_opcode_ok(enum ibv_qp_type type,
 /* ... and through ibv_exp_post_send: those and the device's own. */
 static inline bool sv_exp_opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
+	/* masked atomics: RC only (their opcodes have no XRC form) */
+	if (op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD)
+		return type == IBV_QPT_RC;
 	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
 		type = IBV_QPT_RC;
 	switch (op) {
@@ -97,8 +100,6 @@ static inline bool sv_exp_opcode_ok(enum ibv_qp_type type, uint32_t op)
 		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
 		       type == IBV_QPT_UD;
 	case SV_WR_RDMA_READ_INV:
-	case SV_WR_MASKED_CMP_SWAP:
-	case SV_WR_MASKED_FETCH_ADD:
 		return type == IBV_QPT_RC;
 	default:
 		return sv_send_opcode_ok(type, (enum ibv_wr_opcode)op);
