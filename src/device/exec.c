@@ -1290,8 +1290,9 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 	uint32_t n;
 
 	if (unlikely(qp->roce)) {
-		/* a wire QP: its requester */
-		if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+		/* a wire QP: its requester (an XRC target has none) */
+		if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
+		    qp->type != IBV_QPT_XRC_RECV)
 			return sv_roce_ready(qp, now, timer);
 		if (qp->state == IBV_QPS_ERR && sv_roce_has_flush(qp))
 			return true;
@@ -1329,7 +1330,8 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 	uint32_t n;
 
 	if (unlikely(qp->roce)) {
-		if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+		if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
+		    qp->type != IBV_QPT_XRC_RECV)
 			return sv_roce_step(x, qp);
 		if (qp->state == IBV_QPS_ERR && sv_roce_flush(qp))
 			return true;

@@ -184,6 +184,7 @@ struct sv_wq {
 struct sv_xrc_dom {
 	struct sv_xrc_dom *next;
 	uint64_t dev, ino;         /* the file (shared) */
+	int pin_fd;                /* the file, kept open (shared), or -1 */
 	bool shared;
 	uint32_t opens;            /* XRCD handles on it */
 };

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "device/sv_dev.h"
 #include "device/roce/roce.h"
@@ -67,6 +68,10 @@ void sv_srqn_free(struct sv_srq *srq)
 		if (t->srq == srq) {
 			t->srq = NULL;
 			t->pd = NULL;
+			/* an unlocked copy into the SRQ (exec.c msg_copy) sees
+			 * its responder changed and drops the message before
+			 * the SRQ is freed (the caller quiesces) */
+			t->state_gen++;
 		}
 	}
 }
@@ -187,9 +192,20 @@ int sv_cmd_open_xrcd(struct sv_req *r)
 			return -ENOMEM;
 		}
 		d->shared = (a->flags & SV_XRCD_SHARED) != 0;
+		d->pin_fd = -1;
 		if (d->shared) {
 			d->dev = (uint64_t)st.st_dev;
 			d->ino = (uint64_t)st.st_ino;
+			/* the file stays open while its domain lives, so that
+			 * its inode number is not given to another file that
+			 * would then name this domain */
+			d->pin_fd = fcntl(r->fd_in, F_DUPFD_CLOEXEC, 3);
+			if (d->pin_fd < 0) {
+				ret = -errno;
+				free(d);
+				free(x);
+				return ret;
+			}
 		}
 		d->next = doms;
 		doms = d;
@@ -199,6 +215,8 @@ int sv_cmd_open_xrcd(struct sv_req *r)
 	if (ret) {
 		if (created) {
 			doms = d->next;
+			if (d->pin_fd >= 0)
+				close(d->pin_fd);
 			free(d);
 		}
 		free(x);
@@ -221,6 +239,8 @@ void sv_xrcd_destroy(struct sv_xrcd *x)
 				*pp = d->next;
 				break;
 			}
+		if (d->pin_fd >= 0)
+			close(d->pin_fd);
 		free(d);
 	}
 	free(x);

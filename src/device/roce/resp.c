@@ -638,8 +638,17 @@ void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
 
 	/* a message half received into it ends (flushed) while it lives */
 	if (rq && rq->rx_taken && rq->rx.srq == srq) {
+		struct sv_cqe e;
+
+		/* its WQE completes flushed; the target, which the whole
+		 * domain may share, stays (the message's next packet names
+		 * an SRQ that is gone: NAK, the initiator fails) */
 		rq->in = SV_IN_NONE;
-		msg_rx_done(t, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL);
+		rq->rx_taken = false;
+		sv_x_cqe_init(&e, rq->rx.h.wr_id, IBV_WC_WR_FLUSH_ERR,
+			      IBV_WC_RECV, t->qpn);
+		e.src_qp = rq->dqpn;
+		sv_x_qp_push(t, sv_x_recv_cq(t, &rq->rx), &e, false);
 	}
 }
 
@@ -659,17 +668,31 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 			ud_recv(t, p, ip);
 		return;
 	}
+	/* an XRC initiator takes responses only (sv_roce_comp_rx) */
+	if (t->type == IBV_QPT_XRC_SEND)
+		return;
 	/* a connected QP takes packets of its own type from its own peer */
 	if (!rq || memcmp(ip->src, rq->dgid, 16) ||
 	    !(p->flags & (t->type == IBV_QPT_XRC_RECV ? SV_RF_XRC :
 			  is_rc(t) ? SV_RF_RC : SV_RF_UC)))
 		return;
 	d = sv_psn_diff(p->psn, rq->epsn);
+	if (t->type == IBV_QPT_XRC_RECV && d < 0) {
+		/* an XRC duplicate: answered through the SRQ it names (a READ
+		 * is replayed with that SRQ's PD) without moving a message
+		 * under way to another SRQ */
+		struct sv_srq *srq = t->srq;
+		struct sv_pd *pd = t->pd;
+
+		if (sv_xrc_bind(t, p->xrcsrq))
+			duplicate(t, p, tx);
+		t->srq = srq;
+		t->pd = pd;
+		return;
+	}
 	/* XRC: the SRQ the request names, of t's domain; a message goes on
 	 * into the SRQ it began with */
-	if (t->type == IBV_QPT_XRC_RECV && d <= 0 && !xrc_srq(t, p)) {
-		if (d < 0)
-			return;
+	if (t->type == IBV_QPT_XRC_RECV && d == 0 && !xrc_srq(t, p)) {
 		if (rq->in != SV_IN_NONE) {
 			/* another SRQ inside a message */
 			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
