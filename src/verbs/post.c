@@ -448,42 +448,27 @@ static __attribute__((noinline)) int put_mm(const struct sv_qp *qp,
 /*
  * A checked masked atomic (OPS_MASKED, from ibv_exp_post_send) into its
  * slot: 8-byte operands only (EINVAL otherwise); the SGEs as for any WR,
- * the operands in the header's masked overlay, the rkey in imm.
+ * then sv_fill_masked.
  */
 static __attribute__((noinline)) int
-put_masked(struct ibv_context *wr_ctx, enum ibv_qp_type type,
-	   struct sv_send_wqe *w,
-	   const struct ibv_send_wr *wr, uint32_t op, unsigned int flags,
-	   int num_sge, const struct ibv_sge *sgl)
+put_masked(struct ibv_context *ctx, enum ibv_qp_type type,
+	   struct sv_send_wqe *w, const struct ibv_send_wr *wr, uint32_t op,
+	   unsigned int flags, int num_sge, const struct ibv_sge *sgl)
 {
 	const struct ibv_exp_send_wr *x = (const struct ibv_exp_send_wr *)wr;
 	const __typeof__(x->ext_op.masked_atomics) *a =
 		&x->ext_op.masked_atomics;
+	bool cas = op == SV_WR_MASKED_CMP_SWAP;
+	int err = sv_masked_check(ctx);
 
-	if (!(to_sv_ctx(wr_ctx)->attr.exp_cap_flags &
-	      SV_EXP_CAP_MASKED_ATOMICS))
-		return EOPNOTSUPP;
+	if (err)
+		return err;
 	if (a->log_arg_sz != 3)
 		return EINVAL;
 	fill_send(type, w, wr, op, flags, num_sge, sgl, false, 0);
-	w->imm = a->rkey;
-	w->masked.remote_addr = a->remote_addr;
-	if (op == SV_WR_MASKED_CMP_SWAP) {
-		const struct ibv_exp_cmp_swap *c = &a->wr_data.inline_data.op.cmp_swap;
-
-		w->masked.compare_add = c->compare_val;
-		w->masked.swap = c->swap_val;
-		w->masked.compare_mask = c->compare_mask;
-		w->masked.swap_mask = c->swap_mask;
-	} else {
-		const struct ibv_exp_fetch_add *f =
-			&a->wr_data.inline_data.op.fetch_add;
-
-		w->masked.compare_add = f->add_val;
-		w->masked.swap = f->field_boundary;
-		w->masked.compare_mask = 0;
-		w->masked.swap_mask = 0;
-	}
+	sv_fill_masked(w, a->rkey, a->remote_addr,
+		       cas ? &a->wr_data.inline_data.op.cmp_swap : NULL,
+		       cas ? NULL : &a->wr_data.inline_data.op.fetch_add);
 	return 0;
 }
 

@@ -165,6 +165,29 @@ static inline int sv_bind_wr_check(const struct ibv_context *ctx,
 	return 0;
 }
 
+/* 0, or EOPNOTSUPP on a device without masked atomics. */
+static inline int sv_masked_check(struct ibv_context *ctx)
+{
+	return (to_sv_ctx(ctx)->attr.exp_cap_flags &
+		SV_EXP_CAP_MASKED_ATOMICS) ? 0 : EOPNOTSUPP;
+}
+
+/* The second half of a masked atomic's WQE (every byte of it): the rkey in
+ * imm (host order), the operands of cas (a masked CMP_SWAP) or of faa (a
+ * masked FETCH_ADD, no masks) in the masked overlay (src/abi/sv_qp.h). */
+static inline void sv_fill_masked(struct sv_send_wqe *w, uint32_t rkey,
+				  uint64_t remote_addr,
+				  const struct ibv_exp_cmp_swap *cas,
+				  const struct ibv_exp_fetch_add *faa)
+{
+	w->imm = rkey;
+	w->masked.remote_addr = remote_addr;
+	w->masked.compare_add = cas ? cas->compare_val : faa->add_val;
+	w->masked.swap = cas ? cas->swap_val : faa->field_boundary;
+	w->masked.compare_mask = cas ? cas->compare_mask : 0;
+	w->masked.swap_mask = cas ? cas->swap_mask : 0;
+}
+
 /* The `reg` half of a BIND_MW WQE (every byte of it): window key, range,
  * access and MR (none: unbinding a type 1 window). */
 static inline void sv_fill_bind(struct sv_send_wqe *w, uint32_t key,

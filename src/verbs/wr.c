@@ -276,12 +276,8 @@ static struct sv_send_wqe *wr_claim_exp(struct sv_qp *qp, uint32_t op)
 		return NULL;
 	}
 	if (!qp->wr_err &&
-	    (op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD) &&
-	    !(to_sv_ctx(qp->ex.qp_base.context)->attr.exp_cap_flags &
-	      SV_EXP_CAP_MASKED_ATOMICS)) {
-		qp->wr_err = EOPNOTSUPP;
-		return NULL;
-	}
+	    (op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD))
+		qp->wr_err = sv_masked_check(qp->ex.qp_base.context);
 	return wr_claim(qp, (enum ibv_wr_opcode)op);
 }
 
@@ -312,44 +308,35 @@ SV_EXPORT void ibv_exp_wr_rdma_read_inv(struct ibv_qp_ex *ex, uint32_t rkey,
 	}
 }
 
-/* A masked atomic's WQE (softverbs.h): the rkey in imm, the operands in
- * the masked overlay (src/abi/sv_qp.h). */
+/* A masked atomic's WQE: cas or faa (NULL both: EINVAL). */
 static void wr_masked(struct ibv_qp_ex *ex, uint32_t op, uint32_t rkey,
-		      uint64_t remote_addr, bool ok, uint64_t compare_add,
-		      uint64_t swap, uint64_t compare_mask, uint64_t swap_mask)
+		      uint64_t remote_addr,
+		      const struct ibv_exp_cmp_swap *cas,
+		      const struct ibv_exp_fetch_add *faa)
 {
 	struct sv_qp *qp = ex_to_qp(ex);
 	struct sv_send_wqe *w = wr_claim_exp(qp, op);
 
 	if (!w)
 		return;
-	if (!ok) {
+	if (!cas && !faa)
 		wr_fail(qp, EINVAL);
-		return;
-	}
-	w->imm = rkey; /* host order */
-	w->masked.remote_addr = remote_addr;
-	w->masked.compare_add = compare_add;
-	w->masked.swap = swap;
-	w->masked.compare_mask = compare_mask;
-	w->masked.swap_mask = swap_mask;
+	else
+		sv_fill_masked(w, rkey, remote_addr, cas, faa);
 }
 
 SV_EXPORT void ibv_exp_wr_masked_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey,
 					 uint64_t remote_addr,
 					 const struct ibv_exp_cmp_swap *op)
 {
-	wr_masked(ex, SV_WR_MASKED_CMP_SWAP, rkey, remote_addr, op != NULL,
-		  op ? op->compare_val : 0, op ? op->swap_val : 0,
-		  op ? op->compare_mask : 0, op ? op->swap_mask : 0);
+	wr_masked(ex, SV_WR_MASKED_CMP_SWAP, rkey, remote_addr, op, NULL);
 }
 
 SV_EXPORT void ibv_exp_wr_masked_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
 					   uint64_t remote_addr,
 					   const struct ibv_exp_fetch_add *op)
 {
-	wr_masked(ex, SV_WR_MASKED_FETCH_ADD, rkey, remote_addr, op != NULL,
-		  op ? op->add_val : 0, op ? op->field_boundary : 0, 0, 0);
+	wr_masked(ex, SV_WR_MASKED_FETCH_ADD, rkey, remote_addr, NULL, op);
 }
 
 /* ---- setters of the current WQE ---- */
