@@ -1425,6 +1425,11 @@ bool sv_x_op_sink(uint32_t op)
 	return (op_flags(op) & OPF_SINK) != 0;
 }
 
+bool sv_x_op_atomic(uint32_t op)
+{
+	return (op_flags(op) & OPF_ATOMIC) != 0;
+}
+
 uint32_t sv_x_wc_opcode(uint32_t op)
 {
 	return wc_opcode(op);

@@ -193,6 +193,7 @@ void sv_x_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
  * atomics), is it an atomic, carries it immediate data, does the
  * responder invalidate? Its completion opcode. */
 bool sv_x_op_sink(uint32_t op);
+bool sv_x_op_atomic(uint32_t op);
 uint32_t sv_x_wc_opcode(uint32_t op);
 
 /* The responder's receive queue: look at the next receive WQE of t (0,

@@ -334,14 +334,6 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	kick(qp);
 }
 
-/* An atomic: one request packet, answered by an ATOMIC_ACKNOWLEDGE. */
-static inline bool op_atomic(uint32_t op)
-{
-	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
-	       op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD;
-}
-
 static void comp_atomic_ack(struct sv_qp *qp, const struct sv_roce_pkt *p)
 {
 	struct sv_roce_qp *rq = qp->roce;
@@ -349,7 +341,7 @@ static void comp_atomic_ack(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	uint64_t orig = p->orig;
 	uint32_t gap;
 
-	if (!e || !e->rd || e->done || !op_atomic(e->w.h.opcode))
+	if (!e || !e->rd || e->done || !sv_x_op_atomic(e->w.h.opcode))
 		return;
 	if (!land(qp, e, 0, &orig, sizeof(orig))) {
 		complete_head(qp, IBV_WC_LOC_PROT_ERR);
@@ -519,7 +511,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 		for (uint32_t i = 0; i < e->w.h.num_sge; i++)
 			total += e->w.u.sge[i].length;
 	}
-	if (e->rd && op_atomic(op) && (e->w.h.num_sge != 1 || total != 8))
+	if (e->rd && sv_x_op_atomic(op) && (e->w.h.num_sge != 1 || total != 8))
 		return refuse(status, IBV_WC_LOC_LEN_ERR);
 	if (total > SV_MAX_MSG_SZ)
 		return refuse(status, IBV_WC_LOC_LEN_ERR);
@@ -527,7 +519,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	e->got = 0;
 	e->done = false;
 	e->psn = rq->next_psn;
-	e->npkts = op_atomic(op) ? 1 : pkts_of(total, rq->mtu);
+	e->npkts = sv_x_op_atomic(op) ? 1 : pkts_of(total, rq->mtu);
 	rq->next_psn = sv_psn_add(rq->next_psn, e->npkts);
 	rq->tail++;
 	return TAKE_ONE;
@@ -666,7 +658,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	size_t hdr;
 
 	if (e->rd && (e->done || (e->len && (uint64_t)k * rq->mtu >= e->len &&
-				  !op_atomic(e->w.h.opcode)))) {
+				  !sv_x_op_atomic(e->w.h.opcode)))) {
 		/* its answer is in (a rewind went back past it) */
 		rq->cur++;
 		rq->cur_pkt = 0;
