@@ -395,6 +395,14 @@ static inline void *wq_head(const struct sv_wq *wq)
 	return sv_wq_slot(wq->hdr, wq->entries, wq->stride, wq->cons);
 }
 
+/* A reliable connection: RC, or XRC (here an XRC_SEND QP is only ever a
+ * requester, an XRC_RECV one only a responder). */
+static inline bool reliable(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
 static void qp_set_state(struct sv_qp *qp, uint32_t state)
 {
 	qp->state = state;
@@ -479,7 +487,7 @@ static void sq_complete(struct sv_qp *qp, const struct swqe *w,
 	}
 	if (status == IBV_WC_SUCCESS)
 		return;
-	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND)
+	if (reliable(qp))
 		qp_error(qp, 0);
 	else if (qp->state != IBV_QPS_ERR)
 		qp_set_state(qp, IBV_QPS_SQE);
@@ -562,7 +570,7 @@ static void comm_est(struct sv_qp *t)
 /* RC: the responder refuses the request as invalid; its QP goes to ERR. */
 static int resp_inv_req(struct sv_qp *t)
 {
-	if (t->type == IBV_QPT_RC || t->type == IBV_QPT_XRC_RECV)
+	if (reliable(t))
 		qp_error(t, IBV_EVENT_QP_REQ_ERR);
 	return IBV_WC_REM_INV_REQ_ERR;
 }
@@ -570,7 +578,7 @@ static int resp_inv_req(struct sv_qp *t)
 /* RC: a remote access violation; the responder's QP goes to ERR. */
 static int resp_access(struct sv_qp *t)
 {
-	if (t->type == IBV_QPT_RC || t->type == IBV_QPT_XRC_RECV)
+	if (reliable(t))
 		qp_error(t, IBV_EVENT_QP_ACCESS_ERR);
 	return IBV_WC_REM_ACCESS_ERR;
 }
@@ -1182,7 +1190,7 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	res = sq_run(x, qp, &w, &m);
 	if (res == RES_BUSY || res == RES_LOST)
 		return;         /* the head stays; next pass, or the flush */
-	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) {
+	if (!reliable(qp)) {
 		/* no acknowledgements: remote trouble is invisible */
 		if (res == RES_RNR || res == RES_NOACK ||
 		    res == IBV_WC_REM_INV_REQ_ERR ||
