@@ -84,19 +84,33 @@ static bool has_qp(const struct sv_mcast_grp *g, const struct sv_qp *qp,
 	return false;
 }
 
+/* The command's QP and group (NULL: none yet), checked: 0 or -EINVAL;
+ * *attached: the QP is in the group (at index *at). */
+static int mcast_cmd(struct sv_req *r, struct sv_qp **qp,
+		     struct sv_mcast_grp **g, uint32_t *at, bool *attached)
+{
+	int ret = mcast_args(r, qp);
+
+	if (ret)
+		return ret;
+	*g = find(r->cmd->u.mcast.gid);
+	*attached = *g && has_qp(*g, *qp, at);
+	return 0;
+}
+
 int sv_cmd_attach_mcast(struct sv_req *r)
 {
 	const uint8_t *gid = r->cmd->u.mcast.gid;
 	struct sv_mcast_grp *g;
 	struct sv_qp *qp;
 	uint32_t at;
+	bool attached;
 	int ret;
 
-	ret = mcast_args(r, &qp);
+	ret = mcast_cmd(r, &qp, &g, &at, &attached);
 	if (ret)
 		return ret;
-	g = find(gid);
-	if (g && has_qp(g, qp, &at))
+	if (attached)
 		return 0;                   /* attached already: stays once */
 	if (nattach >= SV_MAX_MCAST_TOTAL) {
 		r->why = "max_total_mcast_qp_attach reached";
@@ -149,13 +163,13 @@ int sv_cmd_detach_mcast(struct sv_req *r)
 	struct sv_mcast_grp *g;
 	struct sv_qp *qp;
 	uint32_t at;
+	bool attached;
 	int ret;
 
-	ret = mcast_args(r, &qp);
+	ret = mcast_cmd(r, &qp, &g, &at, &attached);
 	if (ret)
 		return ret;
-	g = find(r->cmd->u.mcast.gid);
-	if (!g || !has_qp(g, qp, &at)) {
+	if (!attached) {
 		r->why = "the QP is not attached to that group";
 		return -EINVAL;
 	}
