@@ -100,12 +100,34 @@ SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
 	return device == &sv_device0.ibdev ? sv_device0.index : -1;
 }
 
-SV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
-{
-	const char *env = getenv("SYSFS_PATH");
-	int n = snprintf(buf, size, "%s", env && *env ? env : "/sys");
+static const char *sysfs_path;
+static pthread_once_t sysfs_once = PTHREAD_ONCE_INIT;
 
-	return n < 0 || (size_t)n >= size ? -1 : 0;
+/* rdma-core's rule: SYSFS_PATH from the environment (trailing slashes
+ * dropped) unless the program runs set-uid, else "/sys"; fixed for the life
+ * of the process. */
+static void sysfs_path_init(void)
+{
+	const char *env = getuid() == geteuid() ? getenv("SYSFS_PATH") : NULL;
+	char *dup;
+	size_t len;
+
+	sysfs_path = "/sys";
+	if (!env)
+		return;
+	dup = strndup(env, IBV_SYSFS_PATH_MAX);
+	if (!dup)
+		return;
+	len = strlen(dup);
+	while (len > 0 && dup[len - 1] == '/')
+		dup[--len] = 0;
+	sysfs_path = dup;
+}
+
+SV_EXPORT const char *ibv_get_sysfs_path(void)
+{
+	pthread_once(&sysfs_once, sysfs_path_init);
+	return sysfs_path;
 }
 
 /* The sysfs files of our device, as strings. */
@@ -168,34 +190,46 @@ int sv_sysfs_read(const char *path, char *buf, size_t size)
 	return n;
 }
 
-/* Read a sysfs file into buf (NUL-terminated when it fits, trailing newline
- * dropped), as libibverbs does: our device's files come from the device. */
+/* A sysfs file's contents as rdma-core returns them: the length read, the
+ * trailing newline replaced by NUL; -1 when the file cannot be read or
+ * fills buf with no room left to terminate it. Our device's files come from
+ * the device when no file exists. */
+static int read_sysfs_at(int dirfd, const char *file, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	n = sv_sysfs_read(file, buf, size);
+	if (n == -ENOENT) {
+		fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		n = read(fd, buf, size);
+		close(fd);
+	}
+	if (n < 0)
+		return -1;
+	if (n > 0) {
+		if (buf[n - 1] == '\n')
+			buf[--n] = 0;
+		else if ((size_t)n < size)
+			buf[n] = 0;
+		else
+			return -1;
+	}
+	return (int)n;
+}
+
 SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 				  size_t size)
 {
-	char path[512];
-	int n, fd;
+	char path[IBV_SYSFS_PATH_MAX * 2];
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
-		return -1;
-	n = sv_sysfs_read(path, buf, size);
-	if (n == -ENOENT) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -1;
-		n = (int)read(fd, buf, size);
-		close(fd);
-		if (n < 0)
-			return -1;
-	} else if (n < 0) {
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if ((size_t)n < size)
-		buf[n] = 0;
-	if (n > 0 && buf[n - 1] == '\n') {
-		buf[--n] = 0;
-	}
-	return n;
+	return read_sysfs_at(AT_FDCWD, path, buf, size);
 }
 
 /* rdma-core's private helper for providers, which take a verbs_sysfs_dev we
