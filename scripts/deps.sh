@@ -12,6 +12,7 @@ pkgs=(
 	libcmocka-dev                                 # unit tests
 	ibverbs-utils perftest python3-pyverbs python3 # unmodified consumers
 	ucx-utils valgrind gnuplot-nox                # make bench: peer, budgets, plots
+	rdmacm-utils libfabric-bin infiniband-diags   # more unmodified consumers (rdma_cm, libfabric, umad)
 	iproute2 nftables iperf3 tshark               # tests/net: namespaces, drops, TCP peer, decode
 )
 [ $# -gt 0 ] && pkgs=("$@")

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,17 +233,28 @@ SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	return read_sysfs_at(AT_FDCWD, path, buf, size);
 }
 
-/* rdma-core's private helper for providers, which take a verbs_sysfs_dev we
- * never create: nothing to read. */
-SV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev,
-					const char *fmt, ...)
+/* rdma-core's helper for providers: a file under the device's sysfs
+ * directory, named by a format. */
+SV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
+					struct verbs_sysfs_dev *sysfs_dev,
+					const char *fnfmt, ...)
 {
-	(void)buf;
-	(void)size;
-	(void)sysfs_dev;
-	(void)fmt;
-	errno = ENOENT;
-	return -1;
+	char rel[IBV_SYSFS_PATH_MAX];
+	va_list ap;
+	int n;
+
+	if (!sysfs_dev || !fnfmt) {
+		errno = EINVAL;
+		return -1;
+	}
+	va_start(ap, fnfmt);
+	n = vsnprintf(rel, sizeof(rel), fnfmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(rel)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return ibv_read_sysfs_file(sysfs_dev->ibdev_path, rel, buf, size);
 }
 
 SV_EXPORT int ibv_fork_init(void)

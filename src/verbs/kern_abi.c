@@ -10,8 +10,10 @@
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_user_verbs.h>
 
+#include "verbs/rdma_private.h"
+
 void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst,
-				const struct ib_uverbs_ah_attr *src)
+				struct ib_uverbs_ah_attr *src)
 {
 	memcpy(dst->grh.dgid.raw, src->grh.dgid, sizeof(dst->grh.dgid.raw));
 	dst->grh.flow_label = src->grh.flow_label;
@@ -27,7 +29,7 @@ void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst,
 }
 
 void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
-				const struct ib_uverbs_qp_attr *src)
+				struct ib_uverbs_qp_attr *src)
 {
 	dst->qp_state = src->qp_state;
 	dst->cur_qp_state = src->cur_qp_state;
@@ -65,7 +67,7 @@ void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
 }
 
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
-				 const struct ib_user_path_rec *src)
+				 struct ib_user_path_rec *src)
 {
 	memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid.raw));
 	memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid.raw));
@@ -89,7 +91,7 @@ void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
 }
 
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
-			       const struct ibv_sa_path_rec *src)
+			       struct ibv_sa_path_rec *src)
 {
 	memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
 	memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));

@@ -276,7 +276,8 @@ SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 /* rdma-core's private call (ibv_devinfo uses it): its own numbering, where
  * 0 is IB/RoCE v1 and 1 is RoCE v2. */
 SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
-				 unsigned int index, unsigned int *type)
+				 unsigned int index,
+				 enum ibv_gid_type_sysfs *type)
 {
 	struct sv_rsp_gid g;
 	int ret = query_gid(context, port_num, index, &g);
@@ -285,7 +286,8 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 		errno = -ret;
 		return -1;
 	}
-	*type = g.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	*type = g.gid_type == IBV_GID_TYPE_ROCE_V2 ?
+		IBV_GID_TYPE_SYSFS_ROCE_V2 : IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 

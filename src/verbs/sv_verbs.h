@@ -18,6 +18,9 @@
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
 
+/* rdma-core's private prototypes: every definition here must match them. */
+#include "verbs/rdma_private.h"
+
 #define SV_SYSFS_PREFIX "/sys/class/infiniband/"
 
 /* One connection to softverbsd: request/response under a lock. */

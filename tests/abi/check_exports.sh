@@ -7,9 +7,10 @@
 #      same version, default (name@@VER) or compat (name@VER) alike, and
 #      every version node it defines exists in LIB;
 #  (b) LIB's SONAME is libibverbs.so.1;
-#  (c) every IBVERBS_* symbol and version imported by the consumers present
-#      on this machine (ibverbs-utils, perftest, providers, librdmacm,
-#      libibumad, pyverbs) is defined by LIB.
+#  (c) every IBVERBS_* symbol and version imported by any program or
+#      library on this machine that links libibverbs.so.1 (ibverbs-utils,
+#      perftest, rdmacm-utils, the providers, librdmacm, libfabric, UCX,
+#      pyverbs ...) is defined by LIB.
 # Exits 1 listing what is missing.
 #
 # SV_SYSTEM_IBVERBS overrides the reference library's path.
@@ -103,22 +104,43 @@ checked=$((checked + 1))
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
 [[ $soname == libibverbs.so.1 ]] || missing+=("soname libibverbs.so.1 (has '${soname}')")
 
-# (c) consumers present on this machine.
+# (c) consumers present on this machine: every program and library of the
+# system that links libibverbs.so.1 (ibverbs-utils, perftest, rdmacm-utils,
+# the providers, librdmacm, libfabric, UCX's modules, pyverbs ...).
+links_ibverbs() {
+	objdump -p "$1" 2>/dev/null | grep -q 'NEEDED *libibverbs\.so\.1$'
+}
 consumers=()
-for f in /usr/bin/ibv_* /usr/bin/ib_* \
-	 "$libdir"/libmlx5.so.1 "$libdir"/libefa.so.1 \
-	 "$libdir"/librdmacm.so.1 "$libdir"/libibumad.so.3; do
-	[[ -f $f ]] && consumers+=("$f")
+while IFS= read -r -d '' f; do
+	[[ -L $f ]] && continue
+	grep -qsF libibverbs.so.1 "$f" && links_ibverbs "$f" && consumers+=("$f")
+done < <(find /usr/bin /usr/sbin "$libdir" /usr/lib/python3/dist-packages \
+	      -maxdepth 4 -type f \( -perm -u+x -o -name '*.so*' \) -print0 \
+	      2>/dev/null)
+for need in librdmacm.so.1 libmlx5.so.1 libefa.so.1; do
+	[[ ! -e $libdir/$need ]] || printf '%s\n' "${consumers[@]}" |
+		grep -q "/${need%%.so*}" || missing+=("consumer $libdir/$need not found")
 done
-if [[ -d /usr/lib/python3/dist-packages/pyverbs ]]; then
-	while IFS= read -r -d '' f; do
-		consumers+=("$f")
-	done < <(find /usr/lib/python3/dist-packages/pyverbs -name '*.so' -print0)
-fi
+[[ ${#consumers[@]} -ge 10 ]] || missing+=("only ${#consumers[@]} consumers found")
 
 for f in "${consumers[@]}"; do
 	want "$(imports "$f" | sort -u)" "$ours_any" "import(${f##*/})"
 	want "$(verneeds "$f" | sort -u)" "$ours_vers" "version(${f##*/})"
+done
+
+# (d) the dynamic linker agrees: each consumer, relocated in full (ldd -r)
+# with LIB first on the path, loads LIB and finds no symbol or version
+# missing. A consumer's own unrelated misses (none today) would show too.
+libdir_ours=$(cd "$(dirname "$lib")" && pwd)
+for f in "${consumers[@]}"; do
+	checked=$((checked + 1))
+	out=$(LD_LIBRARY_PATH=$libdir_ours${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	      ldd -r "$f" 2>&1)
+	grep -q "libibverbs.so.1 => $libdir_ours/" <<<"$out" ||
+		missing+=("load(${f##*/}) does not load $libdir_ours/libibverbs.so.1")
+	while read -r l; do
+		[[ -n $l ]] && missing+=("load(${f##*/}) $l")
+	done < <(grep -E 'undefined symbol|not found' <<<"$out")
 done
 
 for m in "${missing[@]}"; do
