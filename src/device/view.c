@@ -68,7 +68,8 @@ int put(const char *base, const char *rel, mode_t mode, const char *fmt, ...)
 	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, text, (size_t)n) != n) {
+	/* the mode as given, whatever the umask (uverbsN is 0666) */
+	if (fchmod(fd, mode) || write(fd, text, (size_t)n) != n) {
 		close(fd);
 		return -EIO;
 	}

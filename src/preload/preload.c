@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "abi/sv_cmd.h"
@@ -477,3 +478,27 @@ SVP_EXPORT char *canonicalize_file_name(const char *path)
 
 	return !q && path ? NULL : real_canonicalize_file_name(q);
 }
+
+/* ls -l asks for ACLs and security labels by path. */
+#define XATTR_GET(name)                                                       \
+	SVP_EXPORT ssize_t name(const char *path, const char *key, void *val, \
+				size_t len)                                   \
+	{                                                                     \
+		SVP_REAL(name);                                               \
+		char buf[SVP_PATH_MAX];                                       \
+		const char *q = svp_map(path, buf);                           \
+		return !q && path ? -1 : real_##name(q, key, val, len);      \
+	}
+XATTR_GET(getxattr)
+XATTR_GET(lgetxattr)
+
+#define XATTR_LIST(name)                                                      \
+	SVP_EXPORT ssize_t name(const char *path, char *list, size_t len)     \
+	{                                                                     \
+		SVP_REAL(name);                                               \
+		char buf[SVP_PATH_MAX];                                       \
+		const char *q = svp_map(path, buf);                           \
+		return !q && path ? -1 : real_##name(q, list, len);          \
+	}
+XATTR_LIST(listxattr)
+XATTR_LIST(llistxattr)
