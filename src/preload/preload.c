@@ -117,7 +117,7 @@ const char *svp_map(const char *p, char *buf)
 	int ret;
 
 	/* cheap test first: most paths are not ours */
-	if (!p || (strncmp(p, "/sys/class/infiniband", 21) &&
+	if (svp_null(p) || (strncmp(p, "/sys/class/infiniband", 21) &&
 		   strncmp(p, "/dev/infiniband", 15)))
 		return p;
 	if (!view_on())
@@ -146,7 +146,7 @@ static int counter_fd(const char *p, int flags)
 	char text[32];
 	int i, ret, status, fd, n;
 
-	if ((flags & O_ACCMODE) != O_RDONLY || !p || !view_on())
+	if ((flags & O_ACCMODE) != O_RDONLY || svp_null(p) || !view_on())
 		return -1;
 	i = sv_view_counter_of(p, v.dev);
 	if (i < 0)
@@ -190,7 +190,7 @@ static bool wants_mode(int flags)
 	char buf[SVP_PATH_MAX];                                               \
 	const char *q = svp_map(path, buf);                                   \
 	int cfd;                                                              \
-	if (!q && path)                                                       \
+	if (!q && !svp_null(path))                                                       \
 		return -1;                                                    \
 	if (q != path && (cfd = counter_fd(path, flags)) >= 0)                \
 		return cfd;                                                   \
@@ -269,7 +269,7 @@ SVP_EXPORT int creat(const char *path, mode_t mode)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_creat(q, mode);
+	return !q && !svp_null(path) ? -1 : real_creat(q, mode);
 }
 
 SVP_EXPORT int creat64(const char *path, mode_t mode)
@@ -278,7 +278,7 @@ SVP_EXPORT int creat64(const char *path, mode_t mode)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_creat64(q, mode);
+	return !q && !svp_null(path) ? -1 : real_creat64(q, mode);
 }
 
 /* fopen's read-only modes ("r", "rb", "re" ...) of a counter: the memfd. */
@@ -302,7 +302,7 @@ static FILE *counter_file(const char *path, const char *mode)
 	char buf[SVP_PATH_MAX];                                               \
 	const char *q = svp_map(path, buf);                                   \
 	FILE *f;                                                              \
-	if (!q && path)                                                       \
+	if (!q && !svp_null(path))                                                       \
 		return NULL;                                                  \
 	if (q != path && (f = counter_file(path, mode)))                      \
 		return f;                                                     \
@@ -326,7 +326,7 @@ SVP_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? NULL : real_freopen(q, mode, stream);
+	return !q && !svp_null(path) ? NULL : real_freopen(q, mode, stream);
 }
 
 SVP_EXPORT int access(const char *path, int how)
@@ -335,7 +335,7 @@ SVP_EXPORT int access(const char *path, int how)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_access(q, how);
+	return !q && !svp_null(path) ? -1 : real_access(q, how);
 }
 
 SVP_EXPORT int faccessat(int dirfd, const char *path, int how, int flags)
@@ -344,7 +344,7 @@ SVP_EXPORT int faccessat(int dirfd, const char *path, int how, int flags)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_faccessat(dirfd, q, how, flags);
+	return !q && !svp_null(path) ? -1 : real_faccessat(dirfd, q, how, flags);
 }
 
 SVP_EXPORT int euidaccess(const char *path, int how)
@@ -353,7 +353,7 @@ SVP_EXPORT int euidaccess(const char *path, int how)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_euidaccess(q, how);
+	return !q && !svp_null(path) ? -1 : real_euidaccess(q, how);
 }
 
 SVP_EXPORT int eaccess(const char *path, int how)
@@ -362,7 +362,7 @@ SVP_EXPORT int eaccess(const char *path, int how)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_eaccess(q, how);
+	return !q && !svp_null(path) ? -1 : real_eaccess(q, how);
 }
 
 SVP_EXPORT DIR *opendir(const char *path)
@@ -371,7 +371,7 @@ SVP_EXPORT DIR *opendir(const char *path)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? NULL : real_opendir(q);
+	return !q && !svp_null(path) ? NULL : real_opendir(q);
 }
 
 SVP_EXPORT int chdir(const char *path)
@@ -380,7 +380,7 @@ SVP_EXPORT int chdir(const char *path)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_chdir(q);
+	return !q && !svp_null(path) ? -1 : real_chdir(q);
 }
 
 SVP_EXPORT int scandir(const char *path, struct dirent ***list,
@@ -391,7 +391,7 @@ SVP_EXPORT int scandir(const char *path, struct dirent ***list,
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_scandir(q, list, sel, cmp);
+	return !q && !svp_null(path) ? -1 : real_scandir(q, list, sel, cmp);
 }
 
 SVP_EXPORT int scandir64(const char *path, struct dirent64 ***list,
@@ -403,7 +403,7 @@ SVP_EXPORT int scandir64(const char *path, struct dirent64 ***list,
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_scandir64(q, list, sel, cmp);
+	return !q && !svp_null(path) ? -1 : real_scandir64(q, list, sel, cmp);
 }
 
 SVP_EXPORT ssize_t readlink(const char *path, char *out, size_t len)
@@ -412,7 +412,7 @@ SVP_EXPORT ssize_t readlink(const char *path, char *out, size_t len)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_readlink(q, out, len);
+	return !q && !svp_null(path) ? -1 : real_readlink(q, out, len);
 }
 
 SVP_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *out, size_t len)
@@ -421,7 +421,7 @@ SVP_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *out, size_t len
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real_readlinkat(dirfd, q, out, len);
+	return !q && !svp_null(path) ? -1 : real_readlinkat(dirfd, q, out, len);
 }
 
 ssize_t __readlink_chk(const char *path, char *out, size_t len, size_t outlen);
@@ -435,7 +435,7 @@ SVP_EXPORT ssize_t __readlink_chk(const char *path, char *out, size_t len,
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real___readlink_chk(q, out, len, outlen);
+	return !q && !svp_null(path) ? -1 : real___readlink_chk(q, out, len, outlen);
 }
 
 SVP_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *out,
@@ -445,7 +445,7 @@ SVP_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *out,
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? -1 : real___readlinkat_chk(dirfd, q, out, len, outlen);
+	return !q && !svp_null(path) ? -1 : real___readlinkat_chk(dirfd, q, out, len, outlen);
 }
 
 /* realpath and its kin answer with the view's real place: every later
@@ -456,7 +456,7 @@ SVP_EXPORT char *realpath(const char *path, char *out)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? NULL : real_realpath(q, out);
+	return !q && !svp_null(path) ? NULL : real_realpath(q, out);
 }
 
 char *__realpath_chk(const char *path, char *out, size_t outlen);
@@ -467,7 +467,7 @@ SVP_EXPORT char *__realpath_chk(const char *path, char *out, size_t outlen)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? NULL : real___realpath_chk(q, out, outlen);
+	return !q && !svp_null(path) ? NULL : real___realpath_chk(q, out, outlen);
 }
 
 SVP_EXPORT char *canonicalize_file_name(const char *path)
@@ -476,7 +476,7 @@ SVP_EXPORT char *canonicalize_file_name(const char *path)
 	char buf[SVP_PATH_MAX];
 	const char *q = svp_map(path, buf);
 
-	return !q && path ? NULL : real_canonicalize_file_name(q);
+	return !q && !svp_null(path) ? NULL : real_canonicalize_file_name(q);
 }
 
 /* ls -l asks for ACLs and security labels by path. */
@@ -487,7 +487,7 @@ SVP_EXPORT char *canonicalize_file_name(const char *path)
 		SVP_REAL(name);                                               \
 		char buf[SVP_PATH_MAX];                                       \
 		const char *q = svp_map(path, buf);                           \
-		return !q && path ? -1 : real_##name(q, key, val, len);      \
+		return !q && !svp_null(path) ? -1 : real_##name(q, key, val, len);      \
 	}
 XATTR_GET(getxattr)
 XATTR_GET(lgetxattr)
@@ -498,7 +498,7 @@ XATTR_GET(lgetxattr)
 		SVP_REAL(name);                                               \
 		char buf[SVP_PATH_MAX];                                       \
 		const char *q = svp_map(path, buf);                           \
-		return !q && path ? -1 : real_##name(q, list, len);          \
+		return !q && !svp_null(path) ? -1 : real_##name(q, list, len);          \
 	}
 XATTR_LIST(listxattr)
 XATTR_LIST(llistxattr)

@@ -31,6 +31,15 @@
 	if (__builtin_expect(!real_##name, 0))                                \
 		real_##name = (type)dlvsym(RTLD_NEXT, #name, ver)
 
+/* Is p NULL? libc's headers declare paths nonnull, and the compiler would
+ * drop the test; a NULL path must still reach libc, which answers as the
+ * program expects (EFAULT, or its own crash). */
+static inline int svp_null(const void *p)
+{
+	__asm__("" : "+r"(p));
+	return !p;
+}
+
 /* Where a program's path p lies: p itself, or buf (SVP_PATH_MAX bytes)
  * holding its place in the device view. NULL with errno set when the view
  * path would be too long. p may be NULL (returned as is: libc decides). */

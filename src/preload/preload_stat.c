@@ -31,7 +31,7 @@ static void as_chardev(const char *path, struct stat *st)
 	char buf[SVP_PATH_MAX];                                               \
 	const char *q = svp_map(path, buf);                                   \
 	int ret;                                                              \
-	if (!q && path)                                                       \
+	if (!q && !svp_null(path))                                                       \
 		return -1;                                                    \
 	ret = call;                                                           \
 	if (!ret && q != path)                                                \
@@ -128,7 +128,7 @@ SVP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 	const char *q = svp_map(path, buf);
 	int ret, n;
 
-	if (!q && path)
+	if (!q && !svp_null(path))
 		return -1;
 	ret = real_statx(dirfd, q, flags, mask, stx);
 	if (ret || q == path || (n = svp_uverbs(path)) < 0 ||
