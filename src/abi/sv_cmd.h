@@ -416,7 +416,7 @@ struct sv_rsp_hello {
 	char dev_name[SV_DEV_NAME_MAX];
 	uint64_t node_guid;    /* big-endian, as ibv_get_device_guid returns */
 	uint32_t dev_index;
-	uint32_t rsvd;
+	uint32_t uverbs;       /* N of /dev/infiniband/uverbsN (the device view) */
 };
 
 /* The device's attributes, in host byte order except the GUIDs. */
@@ -628,6 +628,8 @@ struct sv_rsp_stat_wire {
 	uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt; /* injector */
 	uint32_t gso, gro;         /* 1: UDP GSO / GRO in use */
 	uint64_t tx_gso, rx_gro;   /* datagrams of several packets */
+	uint64_t tx_bytes, rx_bytes; /* RoCEv2 datagrams' bytes */
+	uint64_t lo_msgs, lo_bytes;  /* messages between QPs of this device */
 };
 
 struct sv_rsp_hdr {

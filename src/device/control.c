@@ -36,6 +36,7 @@ static int cmd_hello(struct sv_req *r)
 	memcpy(h->dev_name, sv_dev.name, sizeof(h->dev_name));
 	h->node_guid = sv_dev.attr.node_guid;
 	h->dev_index = 0;
+	h->uverbs = sv_dev.uverbs;
 	return 0;
 }
 
@@ -176,6 +177,8 @@ static int cmd_stat_wire(struct sv_req *r)
 		return -EINVAL;
 	}
 	sv_roce_stat_fill(&r->rsp->u.stat_wire);
+	r->rsp->u.stat_wire.lo_msgs = sv_dev.lo_msgs;
+	r->rsp->u.stat_wire.lo_bytes = sv_dev.lo_bytes;
 	return 0;
 }
 

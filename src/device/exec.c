@@ -966,6 +966,8 @@ static int deliver(struct sv_exec *x, struct msg *m)
 			return IBV_WC_REM_INV_REQ_ERR;
 	}
 	comm_est(t);
+	sv_dev.lo_msgs++;
+	sv_dev.lo_bytes += m->len;
 	switch (m->opcode) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:

@@ -154,6 +154,9 @@ static int claim_socket(void)
 		if (pwrite(d.lock_fd, pid, (size_t)n, 0) != n)
 			sv_log(SV_LOG_WARN, "cannot write %s", d.lock_path);
 	}
+	/* the view exists before anyone can connect: a client that reaches
+	 * the daemon finds it */
+	sv_view_publish(d.sock_path);
 	unlink(d.sock_path);
 	d.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
 			     SOCK_NONBLOCK, 0);
@@ -515,6 +518,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (ret < 0) {
+		sv_view_unpublish();
 		sv_log(SV_LOG_ERR, "cannot serve %s: %s", d.sock_path,
 		       strerror(-ret));
 		return 1;
@@ -539,6 +543,7 @@ int main(int argc, char **argv)
 	sv_roce_stop();
 	/* stop new clients first, then free everything the old ones held */
 	unlink(d.sock_path);
+	sv_view_unpublish();
 	close(d.listen_fd);
 	while (sv_dev.clients.next != &sv_dev.clients)
 		client_drop(sv_dev.clients.next);

@@ -316,6 +316,9 @@ struct sv_device {
 	uint64_t next_client_id;
 	uint32_t total[SV_OBJ_TYPE_MAX];
 	uint64_t refused;
+	uint32_t uverbs;           /* N of the view's /dev/infiniband/uverbsN */
+	uint64_t lo_msgs, lo_bytes; /* delivered between QPs of this device
+				     * (under lock): the view's counters */
 
 	/* Held by the control thread around every command and teardown, and by
 	 * an engine around each step that reads objects: one lock, so no
@@ -346,6 +349,11 @@ extern struct sv_device sv_dev;
 /* identity.c: fill sv_dev's name, attributes, port and GIDs. ip may be NULL
  * (pick the host's first non-loopback IPv4 address). */
 int sv_identity_init(const char *ip, const char *netdev);
+
+/* view.c: write the device view beside the socket (docs/DESIGN.md, "The
+ * device view"), and remove it. 0 or -errno (the daemon runs without). */
+int sv_view_publish(const char *sock_path);
+void sv_view_unpublish(void);
 
 /* A handler's view of one command. */
 struct sv_req {

@@ -75,6 +75,44 @@ static int cmd_daemon(int argc, char **argv)
 	return 127;
 }
 
+/*
+ * LD_PRELOAD for 'run': what the caller had, then the preload library that
+ * shows the device view (src/preload/). In a sanitized build the ASan
+ * runtime comes first: our libraries are instrumented, the program may not
+ * be.
+ */
+static int set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	const char *asan = "";
+	char pre[PATH_MAX], val[PATH_MAX * 4];
+	int n;
+
+#ifdef SV_ASAN_RUNTIME
+	if (!old || !strstr(old, SV_ASAN_RUNTIME))
+		asan = SV_ASAN_RUNTIME;
+#endif
+	if (snprintf(pre, sizeof(pre), "%s/libsoftverbs_preload.so", lib) >=
+	    (int)sizeof(pre)) {
+		fprintf(stderr, "softverbs run: path too long\n");
+		return -1;
+	}
+	if (access(pre, R_OK))
+		pre[0] = 0; /* no view, as before it existed */
+	if (old && pre[0] && strstr(old, pre))
+		pre[0] = 0; /* run inside run */
+	n = snprintf(val, sizeof(val), "%s%s%s%s%s", asan,
+		     *asan && old && *old ? ":" : "", old ? old : "",
+		     (*asan || (old && *old)) && pre[0] ? ":" : "", pre);
+	if (n >= (int)sizeof(val)) {
+		fprintf(stderr, "softverbs run: LD_PRELOAD too long\n");
+		return -1;
+	}
+	if (val[0])
+		setenv("LD_PRELOAD", val, 1);
+	return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	char lib[PATH_MAX], daemon[PATH_MAX], path[PATH_MAX * 2];
@@ -84,7 +122,9 @@ static int cmd_run(int argc, char **argv)
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		printf("usage: softverbs run [--] CMD [ARGS]\n"
 		       "  runs CMD with softverbs' libibverbs.so.1 first on the\n"
-		       "  library path; the device starts by itself if needed\n");
+		       "  library path and the device view at /dev/infiniband and\n"
+		       "  /sys/class/infiniband*; the device starts by itself if\n"
+		       "  needed\n");
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "--"))
@@ -103,11 +143,9 @@ static int cmd_run(int argc, char **argv)
 	setenv("LD_LIBRARY_PATH", path, 1);
 	if (!getenv("SOFTVERBSD") && access(daemon, X_OK) == 0)
 		setenv("SOFTVERBSD", daemon, 1);
+	if (set_preload(lib))
+		return 1;
 #ifdef SV_ASAN_RUNTIME
-	/* a sanitized libibverbs in an uninstrumented program needs the
-	 * runtime loaded first */
-	if (!getenv("LD_PRELOAD"))
-		setenv("LD_PRELOAD", SV_ASAN_RUNTIME, 1);
 	/* leaks of the program itself (python, say) are not ours to report */
 	if (!getenv("ASAN_OPTIONS"))
 		setenv("ASAN_OPTIONS", "detect_leaks=0", 1);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Discovery: the device list, names, GUID and index, and the small sysfs
- * view that verbs tools read (board_id, fw_ver, GID types ...), served from
- * the device itself since no kernel device exists.
+ * Discovery: the device list, names, GUID and index, and the sysfs files
+ * verbs tools read (board_id, fw_ver, GID types ...), from the device view
+ * the daemon writes (abi/sv_view.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,11 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "abi/sv_sock.h"
+#include "abi/sv_view.h"
 #include "verbs/sv_verbs.h"
 
 struct sv_device sv_device0;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool have_device;
+/* Where the daemon's device view lies (abi/sv_view.h), once probed. */
+static char view_root[256];
 
 /* Ask the daemon who it is. The device struct is filled once and lives as
  * long as the process, so contexts outlive ibv_free_device_list. */
@@ -27,6 +31,7 @@ static int probe_device(void)
 {
 	struct sv_rsp_hello h;
 	struct sv_conn c;
+	char sock[108];
 	int ret;
 
 	ret = sv_conn_open(&c, SV_HELLO_PROBE, &h);
@@ -36,14 +41,17 @@ static int probe_device(void)
 	if (have_device)
 		return 0;
 	h.dev_name[sizeof(h.dev_name) - 1] = 0;
+	if (sv_sock_path(sock, sizeof(sock)) ||
+	    sv_view_root(sock, view_root, sizeof(view_root)))
+		view_root[0] = 0;
 	sv_device0.ibdev.node_type = IBV_NODE_CA;
 	sv_device0.ibdev.transport_type = IBV_TRANSPORT_IB;
 	snprintf(sv_device0.ibdev.name, sizeof(sv_device0.ibdev.name), "%s",
 		 h.dev_name);
 	snprintf(sv_device0.ibdev.dev_name, sizeof(sv_device0.ibdev.dev_name),
-		 "uverbs_%s", h.dev_name);
+		 "uverbs%u", h.uverbs);
 	snprintf(sv_device0.ibdev.dev_path, sizeof(sv_device0.ibdev.dev_path),
-		 "/sys/class/infiniband_verbs/uverbs_%s", h.dev_name);
+		 "/sys/class/infiniband_verbs/uverbs%u", h.uverbs);
 	snprintf(sv_device0.ibdev.ibdev_path,
 		 sizeof(sv_device0.ibdev.ibdev_path), SV_SYSFS_PREFIX "%s",
 		 h.dev_name);
@@ -131,83 +139,32 @@ SV_EXPORT const char *ibv_get_sysfs_path(void)
 	return sysfs_path;
 }
 
-/* The sysfs files of our device, as strings. */
-static int sv_sysfs_attr(const char *rel, char *out, size_t size)
+/* Where path lies in the device view: 1 and buf set, 0 (not a view path,
+ * or no device), -ENAMETOOLONG. */
+static int sv_sysfs_path(const char *path, char *buf, size_t size)
 {
-	uint64_t g = be64toh(sv_device0.guid);
-	unsigned int idx;
-	char tail[64];
-
-	if (!strcmp(rel, "board_id"))
-		return snprintf(out, size, "SOFTVERBS_SV0\n");
-	if (!strcmp(rel, "fw_ver"))
-		return snprintf(out, size, "%d\n", SV_PROTO_VERSION);
-	if (!strcmp(rel, "hca_type"))
-		return snprintf(out, size, "softverbs\n");
-	if (!strcmp(rel, "hw_rev"))
-		return snprintf(out, size, "1\n");
-	if (!strcmp(rel, "node_type"))
-		return snprintf(out, size, "1: CA\n");
-	if (!strcmp(rel, "node_desc"))
-		return snprintf(out, size, "softverbs %s\n", sv_device0.ibdev.name);
-	if (!strcmp(rel, "node_guid") || !strcmp(rel, "sys_image_guid"))
-		return snprintf(out, size, "%04x:%04x:%04x:%04x\n",
-				(unsigned int)(g >> 48) & 0xffff,
-				(unsigned int)(g >> 32) & 0xffff,
-				(unsigned int)(g >> 16) & 0xffff,
-				(unsigned int)g & 0xffff);
-	if (!strcmp(rel, "ports/1/link_layer"))
-		return snprintf(out, size, "Ethernet\n");
-	if (!strcmp(rel, "ports/1/state"))
-		return snprintf(out, size, "4: ACTIVE\n");
-	if (sscanf(rel, "ports/1/gid_attrs/types/%u%63s", &idx, tail) == 1 &&
-	    idx < SV_GID_TBL_LEN)
-		return snprintf(out, size, "RoCE v2\n");
-	return -ENOENT;
-}
-
-int sv_sysfs_read(const char *path, char *buf, size_t size)
-{
-	size_t plen = strlen(SV_SYSFS_PREFIX), nlen;
-	char tmp[256];
-	int n;
-
-	if (!have_device || strncmp(path, SV_SYSFS_PREFIX, plen))
-		return -ENOENT;
-	nlen = strlen(sv_device0.ibdev.name);
-	if (strncmp(path + plen, sv_device0.ibdev.name, nlen) ||
-	    path[plen + nlen] != '/')
-		return -ENOENT;
-	n = sv_sysfs_attr(path + plen + nlen + 1, tmp, sizeof(tmp));
-	if (n < 0)
-		return n;
-	if ((size_t)n >= sizeof(tmp))
-		n = sizeof(tmp) - 1;
-	if (size == 0)
-		return n;
-	if ((size_t)n > size)
-		n = (int)size;
-	memcpy(buf, tmp, (size_t)n);
-	return n;
+	if (!have_device || !view_root[0])
+		return 0;
+	return sv_view_map(view_root, path, buf, size);
 }
 
 /* A sysfs file's contents as rdma-core returns them: the length read, the
  * trailing newline replaced by NUL; -1 when the file cannot be read or
- * fills buf with no room left to terminate it. Our device's files come from
- * the device when no file exists. */
+ * fills buf with no room left to terminate it. The device view's files are
+ * read where the daemon wrote them, with or without the preload library. */
 static int read_sysfs_at(int dirfd, const char *file, char *buf, size_t size)
 {
+	char mapped[IBV_SYSFS_PATH_MAX * 2 + 256];
 	ssize_t n;
 	int fd;
 
-	n = sv_sysfs_read(file, buf, size);
-	if (n == -ENOENT) {
-		fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -1;
-		n = read(fd, buf, size);
-		close(fd);
-	}
+	if (sv_sysfs_path(file, mapped, sizeof(mapped)) > 0)
+		file = mapped;
+	fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size);
+	close(fd);
 	if (n < 0)
 		return -1;
 	if (n > 0) {

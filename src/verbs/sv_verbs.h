@@ -387,7 +387,6 @@ void sv_doorbell_ring(struct sv_doorbell *db);
 
 /* device.c */
 extern struct sv_device sv_device0;
-int sv_sysfs_read(const char *path, char *buf, size_t size);
 
 /* events.c: is cookie a live CQ of ctx? (the CQ, else NULL) */
 struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie);

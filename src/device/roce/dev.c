@@ -464,6 +464,8 @@ void sv_roce_stat_fill(struct sv_rsp_stat_wire *o)
 		o->inj_reorder += n.inj_reorder;
 		o->inj_corrupt += n.inj_corrupt;
 		o->tx_gso += n.tx_gso;
+		o->tx_bytes += n.tx_bytes;
+		o->rx_bytes += n.rx_bytes;
 		o->rx_gro += n.rx_gro;
 		/* on: on for every address */
 		o->gso = (i == 0 || o->gso) && sv_net_gso(wire.net[i]);

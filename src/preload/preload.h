@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libsoftverbs_preload.so: shows the daemon's device view (abi/sv_view.h)
+ * at the kernel's paths, for programs that look for an RDMA device in
+ * /dev/infiniband and /sys/class/infiniband* rather than through
+ * libibverbs. Shared between its two files.
+ */
+#ifndef SV_PRELOAD_H
+#define SV_PRELOAD_H
+
+#undef _FORTIFY_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+
+#define SVP_EXPORT __attribute__((visibility("default")))
+
+/* Room for the view's root and a path of PATH_MAX. */
+#define SVP_PATH_MAX (PATH_MAX + 320)
+
+/* The next definition of a libc function (libc's own, or a sanitizer's
+ * before us), looked up once. */
+#define SVP_REAL(name)                                                        \
+	static __typeof__(name) *real_##name;                                 \
+	if (__builtin_expect(!real_##name, 0))                                \
+		real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+
+/* Entry points that only old binaries call: libc keeps them as
+ * compatibility symbols of one version. */
+#define SVP_REAL_V(type, name, ver)                                           \
+	static type real_##name;                                              \
+	if (__builtin_expect(!real_##name, 0))                                \
+		real_##name = (type)dlvsym(RTLD_NEXT, #name, ver)
+
+/* Is p NULL? libc's headers declare paths nonnull, and the compiler would
+ * drop the test; a NULL path must still reach libc, which answers as the
+ * program expects (EFAULT, or its own crash). */
+static inline int svp_null(const void *p)
+{
+	__asm__("" : "+r"(p));
+	return !p;
+}
+
+/* Where a program's path p lies: p itself, or buf (SVP_PATH_MAX bytes)
+ * holding its place in the device view. NULL with errno set when the view
+ * path would be too long. p may be NULL (returned as is: libc decides). */
+const char *svp_map(const char *p, char *buf);
+
+/* N when p, a program's path, is the view's /dev/infiniband/uverbsN. */
+int svp_uverbs(const char *p);
+
+#endif
