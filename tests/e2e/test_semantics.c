@@ -46,9 +46,16 @@ static int setup(void **state)
 	return ctx ? 0 : -1;
 }
 
+/* nr_hugepages as it was before test_pd_hugetlb raised it, or -1 */
+static long nr_huge_saved = -1;
+static bool write_long(const char *path, long v);
+#define NR_HUGE "/proc/sys/vm/nr_hugepages"
+
 static int teardown(void **state)
 {
 	(void)state;
+	if (nr_huge_saved >= 0)
+		write_long(NR_HUGE, nr_huge_saved);
 	return ibv_close_device(ctx);
 }
 
@@ -378,6 +385,429 @@ static void test_alloc_mw_bad_type(void **state)
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
 }
 
+/* ---- ibv_rereg_mr ---- */
+
+static void send_recv(struct pair *p, struct ibv_qp *from, struct ibv_qp *to,
+		      void *src, uint32_t lkey_s, void *dst, uint32_t lkey_d,
+		      uint32_t len)
+{
+	struct ibv_sge ss = { (uintptr_t)src, len, lkey_s };
+	struct ibv_sge rs = { (uintptr_t)dst, len, lkey_d };
+	struct ibv_recv_wr rw = { .wr_id = 21, .sg_list = &rs, .num_sge = 1 },
+			   *rbad;
+	struct ibv_send_wr sw = { .wr_id = 22, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	struct ibv_wc wc[2];
+	int got = 0;
+
+	assert_int_equal(ibv_post_recv(to, &rw, &rbad), 0);
+	assert_int_equal(ibv_post_send(from, &sw, &sbad), 0);
+	while (got < 2) {
+		int n = vu_poll(p->cq, wc + got, 2 - got, VU_WAIT_MS);
+
+		assert_true(n > 0);
+		got += n;
+	}
+	for (int i = 0; i < 2; i++)
+		if (wc[i].status != IBV_WC_SUCCESS)
+			fail_msg("wr_id %llu: %s", (unsigned long long)wc[i].wr_id,
+				 ibv_wc_status_str(wc[i].status));
+}
+
+/*
+ * ibv_rereg_mr with each flag and combination of flags on the responder's
+ * MR, then traffic through it with the keys ibv_mr now holds: an RDMA
+ * WRITE into it (its rkey), a SEND received into it (its lkey) and an
+ * RDMA READ out of it. The handle stays; the old keys no longer work.
+ */
+static void rereg_case(int flags)
+{
+	const unsigned int rw = IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ;
+	uint8_t *src = calloc(1, BUF), *b1 = calloc(1, BUF),
+		*b2 = calloc(1, 2 * BUF);
+	struct ibv_pd *pd2;
+	struct ibv_mr *smr, *mr;
+	struct pair p, q;
+	uint32_t handle;
+	uint8_t *dst;
+	size_t len = BUF;
+	int access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (int)rw : 0;
+
+	assert_non_null(src);
+	assert_non_null(b1);
+	assert_non_null(b2);
+	pair_make(&p, false);
+	/* q: a pair of another PD, for CHANGE_PD */
+	pair_make(&q, false);
+	pd2 = q.pd;
+	smr = ibv_reg_mr(p.pd, src, BUF, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(smr);
+	/* with CHANGE_ACCESS it starts with local write only */
+	mr = ibv_reg_mr(p.pd, b1, BUF, (flags & IBV_REREG_MR_CHANGE_ACCESS) ?
+			IBV_ACCESS_LOCAL_WRITE : (int)rw);
+	assert_non_null(mr);
+	handle = mr->handle;
+	/* traffic before, as an application's: a message into the MR, and
+	 * the receive for the next one posted (with the MR's key) */
+	fill(src, BUF, 99);
+	send_recv(&p, p.a, p.b, src, smr->lkey, b1, mr->lkey, 1000);
+	assert_memory_equal(b1, src, 1000);
+	if (!(flags & ~IBV_REREG_MR_CHANGE_ACCESS)) {
+		struct ibv_sge rs = { (uintptr_t)b1 + 2000, 1000, mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 40, .sg_list = &rs,
+					  .num_sge = 1 }, *rbad;
+
+		assert_int_equal(ibv_post_recv(p.b, &rw, &rbad), 0);
+	}
+	dst = b1;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		dst = b2 + 4096 + 13;
+		len = BUF + 100;
+	}
+	assert_int_equal(ibv_rereg_mr(mr, flags, pd2, dst, len, access), 0);
+	assert_int_equal(mr->handle, handle);
+	assert_ptr_equal(mr->pd, (flags & IBV_REREG_MR_CHANGE_PD) ? pd2 : p.pd);
+	assert_ptr_equal(mr->addr, dst);
+	assert_int_equal(mr->length, len);
+	if (!(flags & ~IBV_REREG_MR_CHANGE_ACCESS)) {
+		/* the receive posted before the rereg takes the next message */
+		struct ibv_sge ss = { (uintptr_t)src, 1000, smr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 41, .sg_list = &ss,
+					  .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *sbad;
+		struct ibv_wc wc[2];
+
+		fill(src, BUF, 98);
+		assert_int_equal(ibv_post_send(p.a, &sw, &sbad), 0);
+		assert_int_equal(vu_poll(p.cq, wc, 2, VU_WAIT_MS), 2);
+		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+		assert_memory_equal(b1 + 2000, src, 1000);
+	}
+	{
+		/* traffic on the pair of the MR's PD now */
+		struct pair *t = (flags & IBV_REREG_MR_CHANGE_PD) ? &q : &p;
+		struct ibv_mr *tsmr = smr;
+		uint8_t *back = calloc(1, BUF);
+
+		assert_non_null(back);
+		if (t == &q) {
+			tsmr = ibv_reg_mr(q.pd, src, BUF,
+					  IBV_ACCESS_LOCAL_WRITE);
+			assert_non_null(tsmr);
+		}
+		fill(src, BUF, (unsigned int)flags);
+		rdma_write(t->a, 31, src, tsmr->lkey, 5000,
+			   (uintptr_t)dst + 100, mr->rkey);
+		expect_wc(t->cq, 31, IBV_WC_SUCCESS);
+		assert_memory_equal(dst + 100, src, 5000);
+		fill(src, BUF, (unsigned int)flags + 1);
+		send_recv(t, t->a, t->b, src, tsmr->lkey, dst + 7000,
+			  mr->lkey, 3000);
+		assert_memory_equal(dst + 7000, src, 3000);
+		{
+			struct ibv_mr *bmr = ibv_reg_mr(t->pd, back, BUF,
+							IBV_ACCESS_LOCAL_WRITE);
+			struct ibv_sge s = { (uintptr_t)back, 4000, 0 };
+			struct ibv_send_wr wr = {
+				.wr_id = 33, .sg_list = &s, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_READ,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { (uintptr_t)dst + len - 4000,
+					     mr->rkey },
+			}, *bad;
+
+			assert_non_null(bmr);
+			s.lkey = bmr->lkey;
+			memset(dst + len - 4000, 0x5c, 4000);
+			assert_int_equal(ibv_post_send(t->a, &wr, &bad), 0);
+			expect_wc(t->cq, 33, IBV_WC_SUCCESS);
+			for (size_t i = 0; i < 4000; i++)
+				assert_int_equal(back[i], 0x5c);
+			assert_int_equal(ibv_dereg_mr(bmr), 0);
+		}
+		assert_int_equal(vu_qp_state(t->a), IBV_QPS_RTS);
+		assert_int_equal(vu_qp_state(t->b), IBV_QPS_RTS);
+		/* the MR is the new PD's now: through a QP of the old one,
+		 * its key is a remote access error */
+		if (t == &q) {
+			rdma_write(p.a, 34, src, smr->lkey, 8, (uintptr_t)dst,
+				   mr->rkey);
+			expect_wc(p.cq, 34, IBV_WC_REM_ACCESS_ERR);
+		}
+		if (tsmr != smr)
+			assert_int_equal(ibv_dereg_mr(tsmr), 0);
+		free(back);
+	}
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	pair_free(&p);
+	pair_free(&q);
+	free(src);
+	free(b1);
+	free(b2);
+}
+
+static void test_rereg_access(void **state)
+{
+	(void)state;
+	rereg_case(IBV_REREG_MR_CHANGE_ACCESS);
+}
+
+static void test_rereg_pd(void **state)
+{
+	(void)state;
+	rereg_case(IBV_REREG_MR_CHANGE_PD);
+}
+
+static void test_rereg_translation(void **state)
+{
+	(void)state;
+	rereg_case(IBV_REREG_MR_CHANGE_TRANSLATION);
+}
+
+static void test_rereg_combined(void **state)
+{
+	(void)state;
+	rereg_case(IBV_REREG_MR_CHANGE_ACCESS | IBV_REREG_MR_CHANGE_PD);
+	rereg_case(IBV_REREG_MR_CHANGE_ACCESS |
+		   IBV_REREG_MR_CHANGE_TRANSLATION);
+	rereg_case(IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_TRANSLATION);
+	rereg_case(IBV_REREG_MR_CHANGE_ACCESS | IBV_REREG_MR_CHANGE_PD |
+		   IBV_REREG_MR_CHANGE_TRANSLATION);
+}
+
+/* ---- ibv_query_qp_data_in_order ---- */
+
+#ifndef IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS
+#define IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS (1u << 0)
+#endif
+
+/* The device guarantees no in-order placement for any opcode (src/verbs/
+ * query.c says why): 0 with flags 0, no capability bit with RETURN_CAPS,
+ * 0 for flags it does not know; never an errno value. */
+static void test_data_in_order(void **state)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
+		IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_READ,
+		IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+		IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV,
+		IBV_WR_TSO, IBV_WR_DRIVER1, (enum ibv_wr_opcode)77,
+	};
+	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC,
+						  IBV_QPT_UD };
+
+	(void)state;
+	for (size_t t = 0; t < VU_ARRAY_SIZE(types); t++) {
+		struct vu_qp_caps caps = { 0 };
+		struct vu_ep ep;
+
+		assert_int_equal(vu_ep_create(&ep, ctx, NULL, types[t], &caps),
+				 0);
+		for (size_t i = 0; i < VU_ARRAY_SIZE(ops); i++) {
+			assert_int_equal(ibv_query_qp_data_in_order(ep.qp,
+								    ops[i], 0),
+					 0);
+			assert_int_equal(ibv_query_qp_data_in_order(ep.qp, ops[i],
+					 IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS),
+					 0);
+			assert_int_equal(ibv_query_qp_data_in_order(ep.qp,
+								    ops[i],
+								    1u << 7),
+					 0);
+		}
+		vu_ep_destroy(&ep);
+	}
+}
+
+/* ---- a parent domain whose allocator serves huge pages ---- */
+
+#define HUGE (2u << 20)
+
+/* A bump allocator over one 2 MiB mapping. */
+struct arena {
+	uint8_t *base;
+	size_t used, live;
+	unsigned int calls;
+};
+
+static void *arena_alloc(struct ibv_pd *pd, void *pd_context, size_t size,
+			 size_t alignment, uint64_t resource_type)
+{
+	struct arena *a = pd_context;
+	size_t at;
+
+	(void)pd;
+	(void)resource_type;
+	a->calls++;
+	if (!alignment || (alignment & (alignment - 1)))
+		return NULL;
+	at = (a->used + alignment - 1) & ~(alignment - 1);
+	if (at > HUGE || size > HUGE - at)
+		return NULL;
+	a->used = at + size;
+	a->live++;
+	return a->base + at;
+}
+
+static void arena_free(struct ibv_pd *pd, void *pd_context, void *ptr,
+		       uint64_t resource_type)
+{
+	struct arena *a = pd_context;
+
+	(void)pd;
+	(void)resource_type;
+	assert_true((uint8_t *)ptr >= a->base && (uint8_t *)ptr < a->base + HUGE);
+	a->live--;
+}
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static bool write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) == 0 && ok;
+}
+
+/*
+ * 2 MiB of huge pages (MAP_HUGETLB). When none are free and we are root,
+ * reserve one more for the test (nr_huge_saved: the teardown restores
+ * it). NULL when there are none to be had.
+ */
+static void *huge_map(void)
+{
+	void *p = mmap(NULL, HUGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	long n;
+
+	if (p != MAP_FAILED)
+		return p;
+	n = read_long(NR_HUGE);
+	if (n < 0 || geteuid() != 0 || !write_long(NR_HUGE, n + 1))
+		return NULL;
+	nr_huge_saved = n;
+	p = mmap(NULL, HUGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * RC QPs and CQs on a parent domain whose allocator hands out memory from
+ * one 2 MiB MAP_HUGETLB mapping are made, move data (SEND and RDMA WRITE,
+ * every byte checked) and go; the allocator gets back all it gave. It
+ * covers huge pages where the machine can give 2 MiB of them (as root it
+ * reserves one for the test and gives it back); where none can be had it
+ * says so and runs the same over an ordinary 2 MiB-aligned mapping of 2
+ * MiB (the allocator's bounds, not the page kind).
+ */
+static void test_pd_hugetlb(void **state)
+{
+	struct vu_conn c = vu_conn_default();
+	struct arena ar = { 0 };
+	struct ibv_pd *pd, *par;
+	struct ibv_cq *cq;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *mr;
+	uint8_t *buf = calloc(1, BUF);
+	bool huge;
+
+	(void)state;
+	assert_non_null(buf);
+	ar.base = huge_map();
+	huge = ar.base != NULL;
+	if (!huge) {
+		/* 2 MiB aligned, 2 MiB long, ordinary pages */
+		uint8_t *p = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		assert_true(p != MAP_FAILED);
+		ar.base = (uint8_t *)(((uintptr_t)p + HUGE - 1) &
+				      ~(uintptr_t)(HUGE - 1));
+		print_message("no huge pages to be had: the allocator serves "
+			      "an ordinary 2 MiB mapping (huge pages NOT "
+			      "covered)\n");
+	} else {
+		print_message("the allocator serves 2 MiB of huge pages\n");
+	}
+	pd = ibv_alloc_pd(ctx);
+	assert_non_null(pd);
+	{
+		struct ibv_parent_domain_init_attr a = {
+			.pd = pd,
+			.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+				     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+			.alloc = arena_alloc, .free = arena_free,
+			.pd_context = &ar,
+		};
+		par = ibv_alloc_parent_domain(ctx, &a);
+		assert_non_null(par);
+	}
+	{
+		struct ibv_cq_init_attr_ex ca = {
+			.cqe = 64, .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+			.parent_domain = par,
+		};
+		struct ibv_cq_ex *x = ibv_create_cq_ex(ctx, &ca);
+
+		assert_non_null(x);
+		cq = ibv_cq_ex_to_cq(x);
+	}
+	qa = rc_qp(par, cq, false);
+	assert_non_null(qa);
+	qb = rc_qp(par, cq, false);
+	assert_non_null(qb);
+	assert_true(ar.calls >= 3);
+	assert_int_equal(vu_connect_pair(qa, qb, &c), 0);
+	mr = ibv_reg_mr(par, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	for (int i = 0; i < 40; i++) {
+		struct pair p = { .pd = par, .cq = cq, .a = qa, .b = qb };
+
+		fill(buf, 4096, (unsigned int)i);
+		send_recv(&p, qa, qb, buf, mr->lkey, buf + 8192, mr->lkey,
+			  4096);
+		assert_memory_equal(buf + 8192, buf, 4096);
+		rdma_write(qb, 50, buf + 8192, mr->lkey, 4096,
+			   (uintptr_t)buf + 32768, mr->rkey);
+		expect_wc(cq, 50, IBV_WC_SUCCESS);
+		assert_memory_equal(buf + 32768, buf, 4096);
+	}
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_destroy_qp(qa), 0);
+	assert_int_equal(ibv_destroy_qp(qb), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ar.live, 0);
+	assert_int_equal(ibv_dealloc_pd(par), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	if (huge)
+		munmap(ar.base, HUGE);
+	if (nr_huge_saved >= 0 && write_long(NR_HUGE, nr_huge_saved))
+		nr_huge_saved = -1;
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +817,12 @@ int main(void)
 		cmocka_unit_test(test_mw2_local_write_post),
 		cmocka_unit_test(test_mw2_local_write_wr),
 		cmocka_unit_test(test_alloc_mw_bad_type),
+		cmocka_unit_test(test_rereg_access),
+		cmocka_unit_test(test_rereg_pd),
+		cmocka_unit_test(test_rereg_translation),
+		cmocka_unit_test(test_rereg_combined),
+		cmocka_unit_test(test_data_in_order),
+		cmocka_unit_test(test_pd_hugetlb),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
