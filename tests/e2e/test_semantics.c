@@ -808,6 +808,114 @@ static void test_pd_hugetlb(void **state)
 	free(buf);
 }
 
+/* ---- what the device does not implement ---- */
+
+#define NOSUP_PTR(call)                                                      \
+	do {                                                                 \
+		errno = 0;                                                   \
+		assert_null(call);                                           \
+		assert_int_equal(errno, EOPNOTSUPP);                         \
+	} while (0)
+
+/* Each verb the device lacks fails with EOPNOTSUPP (NULL and errno for
+ * the pointer verbs): no crash, no silent success. */
+static void test_unsupported(void **state)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct vu_qp_caps caps = { 0 };
+	struct vu_ep ep;
+	static uint8_t buf[4096];
+
+	(void)state;
+	assert_non_null(pd);
+	assert_int_equal(vu_ep_create(&ep, ctx, pd, IBV_QPT_RC, &caps), 0);
+	NOSUP_PTR(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 0,
+				    IBV_ACCESS_LOCAL_WRITE));
+	NOSUP_PTR(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, 0));
+	{
+		struct ibv_alloc_dm_attr a = { .length = 4096 };
+
+		NOSUP_PTR(ibv_alloc_dm(ctx, &a));
+	}
+	NOSUP_PTR(ibv_alloc_null_mr(pd));
+	{
+		struct ibv_sge sg = { (uintptr_t)buf, sizeof(buf), 0 };
+
+		assert_int_equal(ibv_advise_mr(pd,
+					       IBV_ADVISE_MR_ADVICE_PREFETCH,
+					       0, &sg, 1), EOPNOTSUPP);
+	}
+	{
+		struct ibv_wq_init_attr a = { .wq_type = IBV_WQT_RQ,
+					      .max_wr = 4, .max_sge = 1,
+					      .pd = pd, .cq = ep.rcq };
+
+		NOSUP_PTR(ibv_create_wq(ctx, &a));
+	}
+	{
+		struct ibv_rwq_ind_table_init_attr a = { 0 };
+
+		NOSUP_PTR(ibv_create_rwq_ind_table(ctx, &a));
+	}
+	{
+		struct ibv_counters_init_attr a = { 0 };
+
+		NOSUP_PTR(ibv_create_counters(ctx, &a));
+	}
+	{
+		struct ibv_flow_attr a = { .size = sizeof(a), .port = 1 };
+
+		NOSUP_PTR(ibv_create_flow(ep.qp, &a));
+	}
+	{
+		struct ibv_flow_action_esp_attr a = { 0 };
+
+		NOSUP_PTR(ibv_create_flow_action_esp(ctx, &a));
+	}
+	{
+		struct ibv_qp_rate_limit_attr a = { .rate_limit = 1000 };
+
+		assert_int_equal(ibv_modify_qp_rate_limit(ep.qp, &a),
+				 EOPNOTSUPP);
+	}
+	{
+		struct ibv_modify_cq_attr a = {
+			.attr_mask = IBV_CQ_ATTR_MODERATE,
+			.moderate = { .cq_count = 4, .cq_period = 10 },
+		};
+
+		assert_int_equal(ibv_modify_cq(ep.scq, &a), EOPNOTSUPP);
+	}
+	{
+		struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+
+		assert_int_equal(ibv_query_rt_values_ex(ctx, &v), EOPNOTSUPP);
+	}
+	{
+		struct ibv_ece e = { 0 };
+
+		assert_int_equal(ibv_query_ece(ep.qp, &e), EOPNOTSUPP);
+		assert_int_equal(ibv_set_ece(ep.qp, &e), EOPNOTSUPP);
+	}
+	NOSUP_PTR(ibv_import_device(0));
+	NOSUP_PTR(ibv_import_pd(ctx, 1));
+	NOSUP_PTR(ibv_import_mr(pd, 1));
+	NOSUP_PTR(ibv_import_dm(ctx, 1));
+	/* ON_DEMAND registration: odp_caps says none */
+	NOSUP_PTR(ibv_reg_mr(pd, buf, sizeof(buf),
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND));
+	/* the context still works */
+	{
+		struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf),
+					       IBV_ACCESS_LOCAL_WRITE);
+
+		assert_non_null(mr);
+		assert_int_equal(ibv_dereg_mr(mr), 0);
+	}
+	vu_ep_destroy(&ep);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -823,6 +931,7 @@ int main(void)
 		cmocka_unit_test(test_rereg_combined),
 		cmocka_unit_test(test_data_in_order),
 		cmocka_unit_test(test_pd_hugetlb),
+		cmocka_unit_test(test_unsupported),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
