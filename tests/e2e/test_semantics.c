@@ -729,7 +729,7 @@ static void test_pd_hugetlb(void **state)
 	struct ibv_cq *cq;
 	struct ibv_qp *qa, *qb;
 	struct ibv_mr *mr;
-	uint8_t *buf = calloc(1, BUF);
+	uint8_t *buf = calloc(1, BUF), *plain = NULL;
 	bool huge;
 
 	(void)state;
@@ -738,11 +738,10 @@ static void test_pd_hugetlb(void **state)
 	huge = ar.base != NULL;
 	if (!huge) {
 		/* 2 MiB aligned, 2 MiB long, ordinary pages */
-		uint8_t *p = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		assert_true(p != MAP_FAILED);
-		ar.base = (uint8_t *)(((uintptr_t)p + HUGE - 1) &
+		plain = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(plain != MAP_FAILED);
+		ar.base = (uint8_t *)(((uintptr_t)plain + HUGE - 1) &
 				      ~(uintptr_t)(HUGE - 1));
 		print_message("no huge pages to be had: the allocator serves "
 			      "an ordinary 2 MiB mapping (huge pages NOT "
@@ -803,6 +802,8 @@ static void test_pd_hugetlb(void **state)
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
 	if (huge)
 		munmap(ar.base, HUGE);
+	else
+		munmap(plain, 2 * HUGE);
 	if (nr_huge_saved >= 0 && write_long(NR_HUGE, nr_huge_saved))
 		nr_huge_saved = -1;
 	free(buf);
