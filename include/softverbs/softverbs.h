@@ -280,8 +280,11 @@ struct ibv_mr *ibv_exp_reg_mr_blocks(struct ibv_pd *pd,
 
 /* Type 2A memory windows (associated with a QP only): pass this to
  * ibv_alloc_mw. IBV_MW_TYPE_2 windows are type 2B (QP and PD). mw->type
- * reads IBV_MW_TYPE_2 for both. */
-#define IBV_EXP_MW_TYPE_2A ((enum ibv_mw_type)3)
+ * reads IBV_MW_TYPE_2 for both. The value lies far outside upstream's
+ * enum (1 and 2), so that a type upstream does not name (3, say) is
+ * refused with EINVAL as on every provider, and a future upstream type
+ * cannot collide with it. */
+#define IBV_EXP_MW_TYPE_2A ((enum ibv_mw_type)0x102a)
 
 /* The work requests of ibv_exp_post_send: the standard ones (same values)
  * and the two upstream has no opcode for. */

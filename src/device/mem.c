@@ -392,7 +392,7 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 	struct sv_mr_block *old_blocks = NULL;
 	struct sv_mr *mr;
 	struct sv_pd *pd;
-	uint32_t access, key;
+	uint32_t access;
 	int ret;
 
 	mr = sv_req_obj(r, a->mr, SV_OBJ_MR);
@@ -428,12 +428,14 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 		ret = check_mapping(c, mr, access, &r->why);
 	if (ret)
 		return ret;
-	/* A new consumer key: the old keys no longer name the region. */
-	ret = sv_keytab_rekey(&sv_dev.keys, mr->key,
-			      (uint8_t)(SV_KEY_CONSUMER(mr->key) + 1), &key);
-	if (ret)
-		return ret;
-	mr->key = key;
+	/*
+	 * The MR keeps its key, as rxe's and mlx5's do: work requests posted
+	 * with it before the rereg (a receive waiting for the next message)
+	 * and the peer's copy of the rkey go on working, under the new
+	 * access, PD and translation (each checked at every access). A new
+	 * key here made the next message hit a posted receive with a dead
+	 * lkey and put the QP in error.
+	 */
 	if (a->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		/* a block-list MR becomes contiguous */
 		sv_dev.mr_blocks -= mr_block_entries(mr);

@@ -32,6 +32,11 @@
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                   \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED)
 
+/* Rights of the MR itself, meaningless in a bind (the IBTA gives a window
+ * remote rights only): rdma-core's providers (rxe, mlx5) accept them
+ * there and ignore them, and so does the device. */
+#define MW_ACCESS_IGNORED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
+
 #define NEEDS_LOCAL_WRITE (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
 #define PAGE_SHIFT_MIN 12
@@ -42,6 +47,12 @@ int sv_mr_access_check(uint32_t access, const char **why)
 	if (access & ~(uint32_t)MR_ACCESS_SUPPORTED) {
 		*why = "unknown access flags";
 		return -EINVAL;
+	}
+	/* odp_caps is zero: no on-demand paging (EOPNOTSUPP, as the kernel
+	 * answers on a device without it) */
+	if (access & IBV_ACCESS_ON_DEMAND) {
+		*why = "on-demand paging is not supported";
+		return -EOPNOTSUPP;
 	}
 	/* IBTA 10.6.3.1: remote write or atomic needs local write */
 	if ((access & NEEDS_LOCAL_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
@@ -398,6 +409,7 @@ uint32_t sv_mm_bind_mw(struct sv_qp *qp, const struct sv_wqe_reg *reg)
 	struct sv_mw *mw = sv_keytab_by_index(&sv_dev.keys, reg->key,
 					      SV_KEY_MW);
 	bool type1 = reg->flags & SV_REG_TYPE1;
+	uint32_t access = reg->access & ~(uint32_t)MW_ACCESS_IGNORED;
 	struct sv_mr *mr = NULL;
 	unsigned int kind;
 	uint32_t key;
@@ -406,7 +418,7 @@ uint32_t sv_mm_bind_mw(struct sv_qp *qp, const struct sv_wqe_reg *reg)
 	    (reg->flags & ~SV_REG_TYPE1) ||
 	    (mw->type == SV_MW_TYPE_1) != type1 ||
 	    (!type1 && mw->bound) ||
-	    (reg->access & ~(uint32_t)MW_ACCESS_SUPPORTED))
+	    (access & ~(uint32_t)MW_ACCESS_SUPPORTED))
 		return IBV_WC_MW_BIND_ERR;
 	if (!type1 || reg->length) {
 		if (reg->list > UINT32_MAX)
@@ -415,7 +427,7 @@ uint32_t sv_mm_bind_mw(struct sv_qp *qp, const struct sv_wqe_reg *reg)
 		if (!mr || kind != SV_KEY_MR || mr->invalid ||
 		    mr->pd != qp->pd || !(mr->access & IBV_ACCESS_MW_BIND) ||
 		    !in_range(mr->iova, mr->length, reg->iova, reg->length) ||
-		    ((reg->access & NEEDS_LOCAL_WRITE) &&
+		    ((access & NEEDS_LOCAL_WRITE) &&
 		     !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 			return IBV_WC_MW_BIND_ERR;
 	}
@@ -431,9 +443,9 @@ uint32_t sv_mm_bind_mw(struct sv_qp *qp, const struct sv_wqe_reg *reg)
 	mr->mw_bound++;
 	mw->mr_gen = mr->gen;
 	mw->qpn = type1 ? 0 : qp->qpn;
-	mw->access = reg->access;
+	mw->access = access;
 	mw->length = reg->length;
 	mw->off = reg->iova - mr->iova;
-	mw->iova = (reg->access & IBV_ACCESS_ZERO_BASED) ? 0 : reg->iova;
+	mw->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : reg->iova;
 	return IBV_WC_SUCCESS;
 }

@@ -18,6 +18,18 @@
 #include "device/keys.h"
 #include "device/objtab.h"
 
+/*
+ * Who the device is (docs/DESIGN.md, "Identity"). The vendor ID is the
+ * ASCII of "svb": its first octet has the IEEE's local bit (0x02) set, so
+ * it is no assigned OUI, and it is wider than a PCI vendor ID, so it is no
+ * PCI vendor either (rxe and siw use values of the same kind). Part 1,
+ * hardware version 1; the firmware version is the library-daemon protocol
+ * (SV_PROTO_VERSION), as the sysfs fw_ver file says.
+ */
+#define SV_VENDOR_ID        0x737662u
+#define SV_VENDOR_PART_ID   1u
+#define SV_HW_VER           1u
+
 /* Limits of the device: what it reports and what it enforces. */
 #define SV_MAX_CLIENTS      1024
 #define SV_MAX_OBJS_CLIENT  (1u << 20)

@@ -106,6 +106,9 @@ int sv_tool_devinfo(int argc, char **argv)
 	printf("guid:     %04x:%04x:%04x:%04x\n", (unsigned int)(guid >> 48),
 	       (unsigned int)(guid >> 32) & 0xffff,
 	       (unsigned int)(guid >> 16) & 0xffff, (unsigned int)guid & 0xffff);
+	printf("vendor:   0x%06x, part %u, hw %u (softverbs' own, no PCI/IEEE "
+	       "ID)\n", rsp.u.dev.vendor_id, rsp.u.dev.vendor_part_id,
+	       rsp.u.dev.hw_ver);
 	printf("fw:       %s\n", rsp.u.dev.fw_ver);
 	printf("limits:   qp %u, qp_wr %u, sge %u, cq %u, cqe %u, mr %u, pd %u,"
 	       " inline %u\n", rsp.u.dev.max_qp, rsp.u.dev.max_qp_wr,

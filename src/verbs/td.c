@@ -171,8 +171,25 @@ int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
 	if (p == MAP_FAILED) {
 		int err = errno;
 
+		/* the block stays as it was (a failed MAP_FIXED unmaps
+		 * nothing) and goes back to the allocator */
 		pd->free(&pd->ibpd, pd->pd_context, block, res_type);
-		return -err;
+		if (err != EINVAL)
+			return -err;
+		/*
+		 * EINVAL: memory that cannot take a 4 KiB shared mapping in
+		 * its middle, i.e. huge pages (a hugetlb mapping splits only
+		 * at its page size). The ring is the device's memory either
+		 * way: it stays where the library maps it, so a queue works
+		 * over an allocator of any kind of memory.
+		 */
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		m->map = p;
+		m->bytes = bytes;
+		return 0;
 	}
 	m->map = p;
 	m->bytes = bytes;

@@ -246,5 +246,3 @@ NOSUP_EXPORT_PTR(ibv_reg_dmabuf_mr, struct ibv_mr, struct ibv_pd *pd,
 NOSUP_EXPORT_PTR(ibv_import_dm, struct ibv_dm, struct ibv_context *c,
 		 uint32_t h)
 NOSUP_EXPORT_VOID(ibv_unimport_dm, struct ibv_dm *dm)
-NOSUP_EXPORT_INT(ibv_query_qp_data_in_order, struct ibv_qp *qp,
-		 enum ibv_wr_opcode op, uint32_t flags)

@@ -1128,9 +1128,8 @@ static void test_bind_refusals(void **state)
 				 IBV_WC_MW_BIND_ERR);
 		assert_int_equal(bind_mw(&F.qp, m2, 1, mr->key, a, 10, RR, 0),
 				 IBV_WC_MW_BIND_ERR);
-		/* access */
-		BAD(&F.qp, mw, mr->key, a, 10, LW, fl);
-		BAD(&F.qp, mw, mr->key, a, 10, RR | MWB, fl);
+		/* access: an unknown bit (LOCAL_WRITE and MW_BIND are the
+		 * MR's rights, ignored in a bind: test_mw_bind_local_bits) */
 		BAD(&F.qp, mw, mr->key, a, 10, RR | (1u << 20), fl);
 		/* the MR: not one, stale, 64-bit junk, no MW_BIND, other PD,
 		 * invalid, a window's key */
@@ -1266,6 +1265,18 @@ static void test_mw_access(void **state)
 	/* unbinding an unbound type 1 window is fine too */
 	assert_int_equal(bind_mw(&F.qp, t1, 3, 0, 0, 0, 0, SV_REG_TYPE1),
 			 IBV_WC_SUCCESS);
+	/* LOCAL_WRITE and MW_BIND are the MR's rights: a bind ignores them
+	 * (as rdma-core's providers do); the window grants the remote ones */
+	assert_int_equal(bind_mw(&F.qp, t1, 4, mr->key, a, 64,
+				 LW | MWB | RW, SV_REG_TYPE1), IBV_WC_SUCCESS);
+	assert_int_equal(t1->access, RW);
+	assert_true(rkey_ok(t1->key, &F.qp, a, 64, RW, NULL));
+	assert_false(rkey_ok(t1->key, &F.qp, a, 64, RR, NULL));
+	assert_false(lkey_ok(t1->key, F.pd, a, 1, true));
+	assert_int_equal(bind_mw(&F.qp, t1, 5, mr->key, a, 64, LW,
+				 SV_REG_TYPE1), IBV_WC_SUCCESS);
+	assert_false(rkey_ok(t1->key, &F.qp, a, 1, RR, NULL));
+	assert_false(rkey_ok(t1->key, &F.qp, a, 1, RW, NULL));
 	/* the client goes with t2a bound: windows go before the MR */
 }
 
