@@ -107,8 +107,8 @@ soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
 # (c) consumers present on this machine: every program and library of the
 # system that links libibverbs.so.1 (ibverbs-utils, perftest, rdmacm-utils,
 # the providers, librdmacm, libfabric, UCX's modules, pyverbs ...).
-links_ibverbs() {
-	objdump -p "$1" 2>/dev/null | grep -q 'NEEDED *libibverbs\.so\.1$'
+links_ibverbs() {    # (no grep -q on a pipe: pipefail and SIGPIPE)
+	[[ $(objdump -p "$1" 2>/dev/null) =~ NEEDED\ +libibverbs\.so\.1($'\n'|$) ]]
 }
 consumers=()
 while IFS= read -r -d '' f; do
@@ -118,8 +118,8 @@ done < <(find /usr/bin /usr/sbin "$libdir" /usr/lib/python3/dist-packages \
 	      -maxdepth 4 -type f \( -perm -u+x -o -name '*.so*' \) -print0 \
 	      2>/dev/null)
 for need in librdmacm.so.1 libmlx5.so.1 libefa.so.1; do
-	[[ ! -e $libdir/$need ]] || printf '%s\n' "${consumers[@]}" |
-		grep -q "/${need%%.so*}" || missing+=("consumer $libdir/$need not found")
+	[[ ! -e $libdir/$need ]] || [[ " ${consumers[*]} " == *"/${need%%.so*}."* ]] ||
+		missing+=("consumer $libdir/$need not found")
 done
 [[ ${#consumers[@]} -ge 10 ]] || missing+=("only ${#consumers[@]} consumers found")
 
