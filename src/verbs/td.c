@@ -137,6 +137,18 @@ static size_t page_bytes(void)
 	return p > 0 ? (size_t)p : 4096;
 }
 
+/* The ring where the library maps it (it is the daemon's memory, shared). */
+static int ring_map_anywhere(struct sv_ring_mem *m, int fd, size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	m->map = p;
+	m->bytes = bytes;
+	return 0;
+}
+
 int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
 		int fd, size_t bytes)
 {
@@ -151,15 +163,8 @@ int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
 	if (pd && pd->parent && pd->alloc)
 		block = pd->alloc(&pd->ibpd, pd->pd_context, len, page,
 				  res_type);
-	if (block == IBV_ALLOCATOR_USE_DEFAULT) {
-		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-			 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		m->map = p;
-		m->bytes = bytes;
-		return 0;
-	}
+	if (block == IBV_ALLOCATOR_USE_DEFAULT)
+		return ring_map_anywhere(m, fd, bytes);
 	if (!block)
 		return -ENOMEM;
 	if ((uintptr_t)block & (page - 1)) {
@@ -183,13 +188,7 @@ int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
 		 * way: it stays where the library maps it, so a queue works
 		 * over an allocator of any kind of memory.
 		 */
-		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-			 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		m->map = p;
-		m->bytes = bytes;
-		return 0;
+		return ring_map_anywhere(m, fd, bytes);
 	}
 	m->map = p;
 	m->bytes = bytes;

@@ -289,6 +289,30 @@ ns_end_job() { # pid
 	ns_wait_job "$1" 10 || { kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; wait_rc=137; }
 }
 
+# "PROG server PORT" in a against SOCK_OF_A's daemon and "PROG client IP_A
+# PORT EXTRA..." in b, each through softverbs run, the outputs in
+# $NS_DIR/NAME-server.out and NAME-client.out ($sout, $cout, both printed).
+# The server has 60 s, the client 50 s, and the server 30 s more once the
+# client has ended. Sets crc and src (the exit statuses).
+ns_server_client() { # name prog port sock_of_a [client args...]
+	local name=$1 prog=$2 port=$3 sock=$4 spid
+	shift 4
+	sout=$NS_DIR/$name-server.out cout=$NS_DIR/$name-client.out
+	ns_log "$sout" "${prog##*/} server ($name)"
+	ns_log "$cout" "${prog##*/} client ($name)"
+	ns_sv "$NS_A" "$sock" timeout -k 2 60 "$SV" run -- \
+		"$prog" server "$port" >"$sout" 2>&1 &
+	spid=$!
+	NS_PIDS+=("$spid")
+	ns_wait_listen "$NS_A" "$port" "$spid" 20 || fail "the server does not listen"
+	ns_sv "$NS_B" "$SOCK_B" timeout -k 2 50 "$SV" run -- \
+		"$prog" client "$IP_A" "$port" "$@" >"$cout" 2>&1
+	crc=$?
+	ns_wait_job "$spid" 30 || ns_end_job "$spid"
+	src=$wait_rc
+	cat "$sout" "$cout"
+}
+
 # Run "PROG ARGS" as the server in a and "PROG ARGS IP_A" as the client in b,
 # each through softverbs run on its namespace's daemon, output line-buffered
 # (what they printed survives their end). The client has NS_STEP seconds; the

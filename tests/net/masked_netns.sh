@@ -17,24 +17,8 @@ ns_pair_up "$(ns_prefix masked)"
 ns_daemons_up
 port=18602
 
-# run_pair SOCK_OF_A OUT_SUFFIX [nak]: the server in a, the client in b
-run_pair() {
-	local sock=$1 tag=$2 mode=${3:-} spid
-	sout=$NS_DIR/masked-server-$tag.out cout=$NS_DIR/masked-client-$tag.out
-	ns_log "$sout" "test_masked server ($tag)"
-	ns_log "$cout" "test_masked client ($tag)"
-	ns_sv "$NS_A" "$sock" timeout -k 2 60 "$SV" run -- \
-		"$PROG" server $port >"$sout" 2>&1 &
-	spid=$!
-	NS_PIDS+=("$spid")
-	ns_wait_listen "$NS_A" $port "$spid" 20 || fail "the server does not listen"
-	ns_sv "$NS_B" "$SOCK_B" timeout -k 2 60 "$SV" run -- \
-		"$PROG" client "$IP_A" $port $mode >"$cout" 2>&1
-	crc=$?
-	ns_wait_job "$spid" 20 || ns_end_job "$spid"
-	src=$wait_rc
-	cat "$sout" "$cout"
-}
+# run_pair SOCK_OF_A TAG [client mode]: the server in a, the client in b
+run_pair() { ns_server_client "masked-$2" "$PROG" $port "$1" ${3:-}; }
 
 run_pair "$SOCK_A" both
 [ "$crc" -eq 0 ] || fail "client exit $crc"

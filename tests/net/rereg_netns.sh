@@ -12,20 +12,7 @@ PROG=$SV_BUILD_DIR/bin/sv_rereg_wire
 ns_pair_up "$(ns_prefix rereg)"
 ns_daemons_up
 port=18612
-sout=$NS_DIR/rereg-server.out cout=$NS_DIR/rereg-client.out
-ns_log "$sout" "sv_rereg_wire server"
-ns_log "$cout" "sv_rereg_wire client"
-ns_sv "$NS_A" "$SOCK_A" timeout -k 2 60 "$SV" run -- \
-	"$PROG" server $port >"$sout" 2>&1 &
-spid=$!
-NS_PIDS+=("$spid")
-ns_wait_listen "$NS_A" $port "$spid" 20 || fail "the server does not listen"
-ns_sv "$NS_B" "$SOCK_B" timeout -k 2 50 "$SV" run -- \
-	"$PROG" client "$IP_A" $port >"$cout" 2>&1
-crc=$?
-ns_wait_job "$spid" 30 || ns_end_job "$spid"
-src=$wait_rc
-cat "$sout" "$cout"
+ns_server_client rereg "$PROG" $port "$SOCK_A"
 echo "$(ns_roce_count)"
 [ $crc -eq 0 ] || fail "client exit $crc"
 [ "$src" -eq 0 ] || fail "server exit $src"
