@@ -40,7 +40,10 @@ done
 sleep 1
 total=$(tshark -r "$cap" -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
 ib=$(tshark -r "$cap" -Y 'infiniband' 2>/dev/null | wc -l)
-bad=$(tshark -r "$cap" -Y '_ws.malformed || _ws.expert.severity >= error' 2>/dev/null | wc -l)
+# (RoCEv2 packets only: a test's TCP exchange on an ephemeral port that
+# some dissector claims, EtherCAT's 34980 say, is not ours to judge)
+roce_bad='udp.port == 4791 && (_ws.malformed || _ws.expert.severity >= error)'
+bad=$(tshark -r "$cap" -Y "$roce_bad" 2>/dev/null | wc -l)
 echo "capture: $total RoCEv2 packets, $ib decoded as InfiniBand, $bad malformed or in error"
 tshark -r "$cap" -Y infiniband -T fields -e infiniband.bth.opcode 2>/dev/null |
 	sort -n | uniq -c | sed 's/^/  opcode /'
@@ -52,7 +55,7 @@ xrc=$(tshark -r "$cap" -Y 'infiniband.bth.opcode >= 160 && infiniband.bth.opcode
 [ "$xrc" -gt 0 ] || fail "no XRC packet captured"
 [ "$ib" -eq "$total" ] || fail "$((total - ib)) packets did not decode as InfiniBand"
 if [ "$bad" -ne 0 ]; then
-	tshark -r "$cap" -Y '_ws.malformed || _ws.expert.severity >= error' -V 2>/dev/null | head -n 80
+	tshark -r "$cap" -Y "$roce_bad" -V 2>/dev/null | head -n 80
 	fail "$bad malformed packets"
 fi
 # GSO was used (the segments' ICRCs are then checked below)
