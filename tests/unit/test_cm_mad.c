@@ -1341,25 +1341,40 @@ static int write_pcap(const char *path)
 	return fclose(f) ? 1 : 0;
 }
 
+static int write_file(const char *dir, const char *name, const char *ext,
+		      const uint8_t *b, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.%s", dir, name, ext);
+	f = fopen(path, "wb");
+	if (!f || fwrite(b, 1, len, f) != len || fclose(f)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
+
+/* One MAD of each attribute, and the same as a datagram to QP1 with the
+ * ICRC for dgram_ip()'s addresses (fuzz_cm_mad.c checks with them). */
 static int write_seeds(const char *dir)
 {
 	for (unsigned int k = 0; k < NKINDS; k++) {
 		struct sv_cm_mad m;
-		uint8_t mad[SV_MAD_BYTES];
-		char path[4096];
-		FILE *f;
+		struct sv_roce_ip ip;
+		uint8_t mad[SV_MAD_BYTES], dg[SV_CM_DGRAM_BYTES];
+		size_t n;
 
 		sample_mad(&m, k);
 		if (sv_cm_encode(&m, mad) != 0)
 			return 1;
-		snprintf(path, sizeof(path), "%s/%s.mad", dir,
-			 sv_cm_attr_name(m.attr_id));
-		f = fopen(path, "wb");
-		if (!f || fwrite(mad, 1, sizeof(mad), f) != sizeof(mad) ||
-		    fclose(f)) {
-			perror(path);
+		dgram_ip(&ip);
+		n = sv_cm_dgram_build(dg, mad, 0xffff, k, &ip);
+		if (write_file(dir, sv_cm_attr_name(m.attr_id), "mad", mad,
+			       sizeof(mad)) ||
+		    write_file(dir, sv_cm_attr_name(m.attr_id), "dgram", dg, n))
 			return 1;
-		}
 	}
 	return 0;
 }
