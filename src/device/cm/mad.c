@@ -399,7 +399,7 @@ int sv_cm_decode(const uint8_t *buf, size_t len, unsigned int flags,
 		 struct sv_cm_mad *m)
 {
 	const struct sv_cm_attrinfo *a;
-	const uint8_t *d = buf + SV_MAD_HDR_BYTES;
+	const uint8_t *d;
 
 	if (len < SV_MAD_BYTES)
 		return -SV_CM_E_SHORT;
@@ -427,6 +427,7 @@ int sv_cm_decode(const uint8_t *buf, size_t len, unsigned int flags,
 	if (!(a->methods & method_bit(m->method)))
 		return -SV_CM_E_METHOD;
 
+	d = buf + SV_MAD_HDR_BYTES;
 	for (unsigned int i = 0; i < a->nfields; i++) {
 		const struct sv_cm_field *f = &a->fields[i];
 		uint64_t v;
