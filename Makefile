@@ -2,12 +2,14 @@
 # measures it.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 BENCH_DIR  ?= results
 BENCH_ARGS ?=
 
-.PHONY: all deps build demo check check-plain check-asan build-asan bench clean interop soak
+.PHONY: all deps build demo check check-plain check-asan build-asan bench clean interop soak fuzz
 
 all: build
 
@@ -38,6 +40,20 @@ build-asan: deps
 check-asan: build-asan
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2
 
+# The libFuzzer targets (tests/fuzz: fuzz_cm_mad, the CM MAD parser), built
+# with clang, ASan and UBSan in FUZZ_BUILD, each run for FUZZ_SECONDS over
+# its seed corpus; the corpus they grow stays in FUZZ_BUILD/corpus, a crash's
+# input in FUZZ_BUILD/corpus/crash-*. (make check runs each for 10 s.)
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DSV_FUZZ=ON \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) -- --no-print-directory
+	@for f in $(FUZZ_BUILD)/bin/fuzz_*; do \
+		n=$${f##*/fuzz_}; \
+		bash tests/fuzz/run.sh $$f tests/fuzz/seeds/$$n \
+			$(FUZZ_BUILD)/corpus/$$n $(FUZZ_SECONDS) || exit 1; \
+	done
+
 # softverbs next to the copy limits (memcpy, process_vm_writev), Debian's
 # perftest and UCX's ucx_perftest, on this machine, in one run: the table,
 # results.json, the plots and raw logs in $(BENCH_DIR)/DATE, which
@@ -67,4 +83,4 @@ soak: build
 	bash tests/net/stress_netns.sh $(abspath $(BUILD)) inject $(SOAK_BYTES) 7200
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

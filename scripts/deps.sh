@@ -10,6 +10,7 @@ pkgs=(
 	gcc make cmake binutils pkg-config procps     # build, objdump, pgrep
 	libibverbs-dev                                # the verbs ABI headers
 	libcmocka-dev                                 # unit tests
+	clang libclang-rt-14-dev                      # libFuzzer targets (tests/fuzz)
 	ibverbs-utils perftest python3-pyverbs python3 # unmodified consumers
 	ucx-utils valgrind gnuplot-nox                # make bench: peer, budgets, plots
 	rdmacm-utils libfabric-bin infiniband-diags   # more unmodified consumers (rdma_cm, libfabric, umad)
