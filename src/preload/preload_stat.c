@@ -19,6 +19,10 @@ static void as_chardev(const char *path, struct stat *st)
 {
 	int n = svp_uverbs(path);
 
+	if (svp_ucma_path(path) && S_ISREG(st->st_mode)) {
+		svp_ucma_stat(st);
+		return;
+	}
 	if (n < 0 || !S_ISREG(st->st_mode))
 		return;
 	st->st_mode = S_IFCHR | (st->st_mode & 07777);
@@ -68,7 +72,18 @@ SVP_EXPORT int lstat64(const char *path, struct stat64 *st)
 SVP_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	SVP_REAL(fstatat);
-	STAT_BODY(real_fstatat(dirfd, q, st, flags), st);
+	char buf[SVP_PATH_MAX];
+	const char *q = svp_map(path, buf);
+	int ret;
+
+	if (!q && !svp_null(path))
+		return -1;
+	ret = real_fstatat(dirfd, q, st, flags);
+	if (!ret && q != path)
+		as_chardev(path, st);
+	else if (!ret && (flags & AT_EMPTY_PATH) && q && !*q && svp_is_ucma(dirfd))
+		svp_ucma_stat(st);
+	return ret;
 }
 
 SVP_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
@@ -76,6 +91,28 @@ SVP_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
 {
 	SVP_REAL(fstatat64);
 	STAT_BODY(real_fstatat64(dirfd, q, st, flags), st);
+}
+
+/* A descriptor of /dev/infiniband/rdma_cm is an eventfd: fstat says
+ * what the kernel's character device would (librdmacm checks S_ISCHR). */
+SVP_EXPORT int fstat(int fd, struct stat *st)
+{
+	SVP_REAL(fstat);
+	int ret = real_fstat(fd, st);
+
+	if (!ret && svp_is_ucma(fd))
+		svp_ucma_stat(st);
+	return ret;
+}
+
+SVP_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	SVP_REAL(fstat64);
+	int ret = real_fstat64(fd, st);
+
+	if (!ret && svp_is_ucma(fd))
+		svp_ucma_stat((struct stat *)st);
+	return ret;
 }
 
 /* glibc before 2.33 compiled stat() into calls of these. */
