@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "abi/sv_ucma.h"
 #include "abi/sv_view.h"
 
 static void as_chardev(const char *path, struct stat *st)
@@ -168,8 +169,25 @@ SVP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 	if (!q && !svp_null(path))
 		return -1;
 	ret = real_statx(dirfd, q, flags, mask, stx);
-	if (ret || q == path || (n = svp_uverbs(path)) < 0 ||
-	    !S_ISREG(stx->stx_mode))
+	if (!ret && (flags & AT_EMPTY_PATH) && q && !*q && svp_is_ucma(dirfd)) {
+		stx->stx_mode = (uint16_t)(S_IFCHR | 0666);
+		stx->stx_rdev_major = SV_UCMA_MAJOR;
+		stx->stx_rdev_minor = SV_UCMA_MINOR;
+		stx->stx_size = 0;
+		stx->stx_blocks = 0;
+		return ret;
+	}
+	if (ret || q == path || !S_ISREG(stx->stx_mode))
+		return ret;
+	if (svp_ucma_path(path)) {
+		stx->stx_mode = (uint16_t)(S_IFCHR | (stx->stx_mode & 07777));
+		stx->stx_rdev_major = SV_UCMA_MAJOR;
+		stx->stx_rdev_minor = SV_UCMA_MINOR;
+		stx->stx_size = 0;
+		stx->stx_blocks = 0;
+		return ret;
+	}
+	if ((n = svp_uverbs(path)) < 0)
 		return ret;
 	stx->stx_mode = (uint16_t)(S_IFCHR | (stx->stx_mode & 07777));
 	stx->stx_rdev_major = SV_UVERBS_MAJOR;

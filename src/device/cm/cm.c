@@ -845,6 +845,7 @@ int sv_cm_resolve_route(struct sv_cm_id *id)
 
 int sv_cm_listen(struct sv_cm_id *id, uint32_t backlog)
 {
+	char a[64];
 	int ret;
 
 	if (id->state == CM_IDLE) {
@@ -865,6 +866,9 @@ int sv_cm_listen(struct sv_cm_id *id, uint32_t backlog)
 	id->backlog = (int32_t)backlog > 0 && backlog < SV_CM_MAX_BACKLOG ?
 		      backlog : SV_CM_MAX_BACKLOG;
 	id->state = CM_LISTEN;
+	sv_log(SV_LOG_INFO, "cm: id %u (pid %d) listens on %s, port space 0x%x",
+	       id->handle, (int)id->file->pid,
+	       sv_cm_addr_str((const void *)&id->src, a, sizeof(a)), id->ps);
 	return 0;
 }
 

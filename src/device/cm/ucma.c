@@ -748,6 +748,10 @@ static int dispatch(struct sv_cm_file *f, const struct sv_ucma_req *q,
 	memcpy(in, q->data + sizeof(hdr), q->nbytes - sizeof(hdr));
 	c.out_len = hdr.out;
 	ret = cmds[hdr.cmd](&c);
+	if (ret < 0)
+		sv_log(SV_LOG_DEBUG, "cm: file %llu (pid %d): command %u: %s",
+		       (unsigned long long)f->token, (int)f->pid, hdr.cmd,
+		       strerror(-ret));
 	if (ret < 0 || ret == SV_UCMA_STALE)
 		return ret;
 	return (int)q->wlen;
