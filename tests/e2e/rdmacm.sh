@@ -89,11 +89,19 @@ rping_v6)
 	pass "rping over ::1: 20 pings, data verified"
 	;;
 ucmatose)
+	# a holder keeps the daemon (and its counters) up after both are gone
+	"$HOLD" --pd 1 --mr 0 --cq 0 >"$SV_TEST_DIR/hold.out" &
+	wait_for_line "$SV_TEST_DIR/hold.out" '^ready' || fail "holder never got ready"
 	pair "ucmatose -p $port -c 10 -C 20" \
 	     "ucmatose -s 127.0.0.1 -p $port -c 10 -C 20"
 	grep -q 'test complete' "$sout" && grep -q 'test complete' "$cout" ||
 		fail "ucmatose did not complete"
-	pass "ucmatose: 10 connections, 20 messages each, both ways"
+	"$SV" stat | tee "$SV_TEST_DIR/stat.out" | grep '^rdma_cm:'
+	# both processes gone: no file, no id left; 10 REQs, 10 REPs, each
+	# connection established at both ends, 10 disconnects
+	grep -Eq '^rdma_cm: 0 files, 0 ids open; since start [0-9]+ ids, 10 connects, 10 accepts, 20 established, 0 rejects, 10 disconnects$' \
+		"$SV_TEST_DIR/stat.out" || fail "softverbs stat's rdma_cm counters"
+	pass "ucmatose: 10 connections, 20 messages each, both ways; counters"
 	;;
 ucmatose_migrate)
 	# rdma_migrate_id to a new event channel, and an ACK timeout option

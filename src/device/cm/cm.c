@@ -114,6 +114,7 @@ int sv_cm_id_new(struct sv_cm_file *f, uint64_t uid, uint16_t ps, uint8_t qp_typ
 	f->ids = id;
 	ids[h] = id;
 	sv_cm_stats.ids++;
+	sv_cm_stats.live++;
 	*out = id;
 	return 0;
 }
@@ -650,6 +651,7 @@ void sv_cm_id_destroy(struct sv_cm_id *id)
 	unbind(id);
 	file_unlink(id);
 	ids[id->handle] = NULL;
+	sv_cm_stats.live--;
 	free(id);
 }
 

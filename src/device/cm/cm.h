@@ -139,6 +139,7 @@ struct sv_cm_file {
 };
 
 struct sv_cm_stats {
+	uint32_t live;             /* ids now */
 	uint64_t ids, files, connects, accepts, rejects, disconnects, established;
 };
 extern struct sv_cm_stats sv_cm_stats;
@@ -193,6 +194,8 @@ void sv_cm_file_free(struct sv_cm_file *f);
 void sv_cm_on_timer(void);
 void sv_cm_stop(void);
 uint32_t sv_cm_nfiles(void);
+struct sv_rsp_stat_wire;
+void sv_cm_stat_fill(struct sv_rsp_stat_wire *w);  /* softverbs stat */
 
 /* ucma.c: events of a file */
 void sv_cm_event_queue(struct sv_cm_file *f, struct sv_cm_event *e);

@@ -59,6 +59,18 @@ uint32_t sv_cm_nfiles(void)
 	return u.nfiles;
 }
 
+void sv_cm_stat_fill(struct sv_rsp_stat_wire *w)
+{
+	w->cm_files = u.nfiles;
+	w->cm_ids = sv_cm_stats.live;
+	w->cm_ids_created = sv_cm_stats.ids;
+	w->cm_connects = sv_cm_stats.connects;
+	w->cm_accepts = sv_cm_stats.accepts;
+	w->cm_rejects = sv_cm_stats.rejects;
+	w->cm_disconnects = sv_cm_stats.disconnects;
+	w->cm_established = sv_cm_stats.established;
+}
+
 int sv_cm_start(const char *sock_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
