@@ -630,6 +630,12 @@ struct sv_rsp_stat_wire {
 	uint64_t tx_gso, rx_gro;   /* datagrams of several packets */
 	uint64_t tx_bytes, rx_bytes; /* RoCEv2 datagrams' bytes */
 	uint64_t lo_msgs, lo_bytes;  /* messages between QPs of this device */
+	/* rdma_cm (docs/DESIGN.md "rdma_cm"): open files and ids now, and
+	 * since start: ids created, REQs sent, accepts, REJs, DREQs,
+	 * connections established */
+	uint32_t cm_files, cm_ids;
+	uint64_t cm_ids_created, cm_connects, cm_accepts, cm_rejects;
+	uint64_t cm_disconnects, cm_established;
 };
 
 struct sv_rsp_hdr {

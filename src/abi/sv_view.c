@@ -17,6 +17,7 @@ static const char *const prefixes[] = {
 	"/sys/class/infiniband",
 	"/sys/class/infiniband_verbs",
 	"/sys/class/infiniband_mad",
+	"/sys/class/misc/rdma_cm",
 };
 
 int sv_view_root(const char *sock_path, char *buf, size_t len)

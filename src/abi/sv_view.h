@@ -31,7 +31,7 @@ int sv_view_root(const char *sock_path, char *buf, size_t len);
 /*
  * Where a consumer's path lies in the view. When path is one of the shown
  * prefixes (/dev/infiniband, /sys/class/infiniband, /sys/class/infiniband_verbs,
- * /sys/class/infiniband_mad) or below one, out = root + path and 1 is
+ * /sys/class/infiniband_mad, /sys/class/misc/rdma_cm) or below one, out = root + path and 1 is
  * returned; 0 when it is not (out untouched); -ENAMETOOLONG when out is too
  * small. Only absolute paths spelt this way match.
  */

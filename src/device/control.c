@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device/cm/cm.h"
 #include "device/sv_dev.h"
 #include "device/roce/roce.h"
 
@@ -179,6 +180,7 @@ static int cmd_stat_wire(struct sv_req *r)
 	sv_roce_stat_fill(&r->rsp->u.stat_wire);
 	r->rsp->u.stat_wire.lo_msgs = sv_dev.lo_msgs;
 	r->rsp->u.stat_wire.lo_bytes = sv_dev.lo_bytes;
+	sv_cm_stat_fill(&r->rsp->u.stat_wire);
 	return 0;
 }
 

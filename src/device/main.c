@@ -30,14 +30,17 @@
 #include "abi/sv_sock.h"
 #include "device/sv_dev.h"
 #include "device/roce/roce.h"
+#include "device/cm/cm.h"
 
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 
-enum sv_evkind { EV_LISTEN, EV_SIGNAL, EV_IDLE, EV_SOCK, EV_PID };
+enum sv_evkind { EV_LISTEN, EV_SIGNAL, EV_IDLE, EV_SOCK, EV_PID, EV_CM_LISTEN,
+		 EV_CM_TIMER, EV_CM_FILE };
 
 struct sv_evtag {
 	enum sv_evkind kind;
 	struct sv_client *client;
+	struct sv_cm_file *cm;        /* EV_CM_FILE */
 };
 
 static struct {
@@ -45,7 +48,7 @@ static struct {
 	char lock_path[300];
 	int listen_fd, lock_fd, epfd, sig_fd, idle_fd;
 	unsigned int idle_exit;   /* seconds; 0 = never */
-	struct sv_evtag t_listen, t_signal, t_idle;
+	struct sv_evtag t_listen, t_signal, t_idle, t_cm_listen, t_cm_timer;
 } d = { .listen_fd = -1, .lock_fd = -1, .epfd = -1, .sig_fd = -1,
 	.idle_fd = -1 };
 
@@ -157,6 +160,9 @@ static int claim_socket(void)
 	/* the view exists before anyone can connect: a client that reaches
 	 * the daemon finds it */
 	sv_view_publish(d.sock_path);
+	ret = sv_cm_start(d.sock_path);
+	if (ret)
+		sv_log(SV_LOG_WARN, "no rdma_cm device: %s", strerror(-ret));
 	unlink(d.sock_path);
 	d.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
 			     SOCK_NONBLOCK, 0);
@@ -170,6 +176,7 @@ static int claim_socket(void)
 }
 
 static struct sv_client *grave;
+static struct sv_cm_file *cm_grave;   /* linked by next once closed */
 
 /* Taken back when accept4 fails for want of descriptors, so that the
  * connection can be taken and refused: epoll is level-triggered, and a
@@ -183,6 +190,13 @@ static void bury(void)
 
 		grave = c->next;
 		sv_client_free(c);
+	}
+	while (cm_grave) {
+		struct sv_cm_file *f = cm_grave;
+
+		cm_grave = f->next;
+		free(f->tag);
+		sv_cm_file_free(f);
 	}
 }
 
@@ -311,6 +325,35 @@ static void on_command(struct sv_client *c)
 	}
 }
 
+/* An rdma_cm file that has gone: its ids go now, its memory after the
+ * batch (its events may still be in it). */
+static void cm_drop(struct sv_cm_file *f)
+{
+	epoll_ctl(d.epfd, EPOLL_CTL_DEL, f->sock, NULL);
+	sv_cm_file_close(f);
+	f->next = cm_grave;
+	cm_grave = f;
+}
+
+static void on_cm_accept(void)
+{
+	struct sv_cm_file *f;
+
+	while ((f = sv_cm_file_accept())) {
+		struct sv_evtag *t = calloc(1, sizeof(*t));
+
+		f->tag = t;
+		if (!t || ep_add(f->sock, EPOLLIN | EPOLLRDHUP, t)) {
+			sv_log(SV_LOG_ERR, "epoll: rdma_cm file: %s", strerror(errno));
+			cm_drop(f);
+			continue;
+		}
+		t->kind = EV_CM_FILE;
+		t->cm = f;
+		idle_arm(false);
+	}
+}
+
 static int serve(void)
 {
 	struct epoll_event evs[32];
@@ -331,6 +374,12 @@ static int serve(void)
 	d.t_listen.kind = EV_LISTEN;
 	d.t_signal.kind = EV_SIGNAL;
 	d.t_idle.kind = EV_IDLE;
+	d.t_cm_listen.kind = EV_CM_LISTEN;
+	d.t_cm_timer.kind = EV_CM_TIMER;
+	if (sv_cm_listen_fd() >= 0 &&
+	    (ep_add(sv_cm_listen_fd(), EPOLLIN, &d.t_cm_listen) ||
+	     ep_add(sv_cm_timer_fd(), EPOLLIN, &d.t_cm_timer)))
+		return -errno;
 	if (ep_add(d.listen_fd, EPOLLIN, &d.t_listen) ||
 	    ep_add(d.sig_fd, EPOLLIN, &d.t_signal) ||
 	    ep_add(d.idle_fd, EPOLLIN, &d.t_idle))
@@ -358,7 +407,7 @@ static int serve(void)
 					       si.ssi_signo);
 				return 0;
 			case EV_IDLE:
-				if (!sv_dev.nclients) {
+				if (!sv_dev.nclients && !sv_cm_nfiles()) {
 					sv_log(SV_LOG_INFO, "idle for %us: exiting",
 					       d.idle_exit);
 					return 0;
@@ -367,6 +416,19 @@ static int serve(void)
 			case EV_SOCK:
 				if (!t->client->dead)
 					on_command(t->client);
+				break;
+			case EV_CM_LISTEN:
+				on_cm_accept();
+				break;
+			case EV_CM_TIMER:
+				sv_cm_on_timer();
+				break;
+			case EV_CM_FILE:
+				if (!t->cm->dead && !sv_cm_file_input(t->cm)) {
+					cm_drop(t->cm);
+					if (!sv_dev.nclients && !sv_cm_nfiles())
+						idle_arm(true);
+				}
 				break;
 			case EV_PID:
 				if (t->client->dead)
@@ -545,6 +607,7 @@ int main(int argc, char **argv)
 	unlink(d.sock_path);
 	sv_view_unpublish();
 	close(d.listen_fd);
+	sv_cm_stop();
 	while (sv_dev.clients.next != &sv_dev.clients)
 		client_drop(sv_dev.clients.next);
 	bury();

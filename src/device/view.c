@@ -27,6 +27,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "abi/sv_ucma.h"
 #include "abi/sv_view.h"
 #include "device/sv_dev.h"
 
@@ -340,6 +341,13 @@ static int write_classes(const char *v, const char *dev, unsigned int n)
 	/* the character device, as a plain file the preload reports as one */
 	snprintf(rel, sizeof(rel), "dev/infiniband/uverbs%u", n);
 	ret = ret ? ret : put(v, rel, 0666, "%s", "");
+	/* the rdma_cm device (a misc device, as the kernel's ucma) */
+	ret = ret ? ret : mkdirs(v, "sys/class/misc/rdma_cm");
+	ret = ret ? ret : put(v, "sys/class/misc/rdma_cm/abi_version", 0444, "%d\n",
+			      SV_UCMA_ABI);
+	ret = ret ? ret : put(v, "sys/class/misc/rdma_cm/dev", 0444, "%d:%d\n",
+			      SV_UCMA_MAJOR, SV_UCMA_MINOR);
+	ret = ret ? ret : put(v, "dev/infiniband/rdma_cm", 0666, "%s", "");
 	return ret;
 }
 

@@ -44,6 +44,7 @@ static struct {
 	uint32_t uverbs;
 	char dev[SV_DEV_NAME_MAX];
 	char root[300];
+	char sock[108];
 } v = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 /* The daemon itself sees the real files (it inherits LD_PRELOAD from the
@@ -106,6 +107,7 @@ static bool view_on(void)
 		v.uverbs = h.uverbs;
 		memcpy(v.dev, h.dev_name, sizeof(v.dev));
 		v.dev[sizeof(v.dev) - 1] = 0;
+		memcpy(v.sock, sock, sizeof(v.sock));
 	}
 	__atomic_store_n(&v.state, fd >= 0 ? 1 : -1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&v.lock);
@@ -118,7 +120,8 @@ const char *svp_map(const char *p, char *buf)
 
 	/* cheap test first: most paths are not ours */
 	if (svp_null(p) || (strncmp(p, "/sys/class/infiniband", 21) &&
-		   strncmp(p, "/dev/infiniband", 15)))
+		   strncmp(p, "/dev/infiniband", 15) &&
+		   strncmp(p, "/sys/class/misc/rdma_cm", 23)))
 		return p;
 	if (!view_on())
 		return p;
@@ -128,6 +131,14 @@ const char *svp_map(const char *p, char *buf)
 		return NULL;
 	}
 	return ret ? buf : p;
+}
+
+int svp_sock_path(char *buf, size_t len)
+{
+	if (!view_on() || strlen(v.sock) >= len)
+		return -1;
+	memcpy(buf, v.sock, strlen(v.sock) + 1);
+	return 0;
 }
 
 int svp_uverbs(const char *p)
@@ -192,6 +203,8 @@ static bool wants_mode(int flags)
 	int cfd;                                                              \
 	if (!q && !svp_null(path))                                                       \
 		return -1;                                                    \
+	if (q != path && svp_ucma_path(path))                                 \
+		return svp_ucma_open(flags);                                  \
 	if (q != path && (cfd = counter_fd(path, flags)) >= 0)                \
 		return cfd;                                                   \
 	return call
@@ -502,3 +515,23 @@ XATTR_GET(lgetxattr)
 	}
 XATTR_LIST(listxattr)
 XATTR_LIST(llistxattr)
+
+/* The rdma_cm files: write() is a command, close() ends the file. Any
+ * other descriptor: libc, after one table check. */
+SVP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	SVP_REAL(write);
+
+	if (__builtin_expect(!svp_is_ucma(fd), 1))
+		return real_write(fd, buf, len);
+	return svp_ucma_write(fd, buf, len);
+}
+
+SVP_EXPORT int close(int fd)
+{
+	SVP_REAL(close);
+
+	if (__builtin_expect(svp_is_ucma(fd), 0))
+		svp_ucma_close(fd);
+	return real_close(fd);
+}

@@ -48,4 +48,18 @@ const char *svp_map(const char *p, char *buf);
 /* N when p, a program's path, is the view's /dev/infiniband/uverbsN. */
 int svp_uverbs(const char *p);
 
+/* The control socket's path, once the view is on: 0, else -1. */
+int svp_sock_path(char *buf, size_t len);
+
+/* preload_ucma.c: /dev/infiniband/rdma_cm (docs/DESIGN.md, "rdma_cm") */
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+bool svp_ucma_path(const char *p);        /* p names /dev/infiniband/rdma_cm */
+bool svp_is_ucma(int fd);
+int svp_ucma_open(int flags);              /* the new fd, or -1 and errno */
+ssize_t svp_ucma_write(int fd, const void *buf, size_t len);
+void svp_ucma_close(int fd);               /* forget fd's command socket */
+void svp_ucma_stat(struct stat *st);       /* what fstat says of it */
+
 #endif

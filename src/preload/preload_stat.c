@@ -13,12 +13,17 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "abi/sv_ucma.h"
 #include "abi/sv_view.h"
 
 static void as_chardev(const char *path, struct stat *st)
 {
 	int n = svp_uverbs(path);
 
+	if (svp_ucma_path(path) && S_ISREG(st->st_mode)) {
+		svp_ucma_stat(st);
+		return;
+	}
 	if (n < 0 || !S_ISREG(st->st_mode))
 		return;
 	st->st_mode = S_IFCHR | (st->st_mode & 07777);
@@ -68,7 +73,18 @@ SVP_EXPORT int lstat64(const char *path, struct stat64 *st)
 SVP_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	SVP_REAL(fstatat);
-	STAT_BODY(real_fstatat(dirfd, q, st, flags), st);
+	char buf[SVP_PATH_MAX];
+	const char *q = svp_map(path, buf);
+	int ret;
+
+	if (!q && !svp_null(path))
+		return -1;
+	ret = real_fstatat(dirfd, q, st, flags);
+	if (!ret && q != path)
+		as_chardev(path, st);
+	else if (!ret && (flags & AT_EMPTY_PATH) && q && !*q && svp_is_ucma(dirfd))
+		svp_ucma_stat(st);
+	return ret;
 }
 
 SVP_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
@@ -76,6 +92,28 @@ SVP_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
 {
 	SVP_REAL(fstatat64);
 	STAT_BODY(real_fstatat64(dirfd, q, st, flags), st);
+}
+
+/* A descriptor of /dev/infiniband/rdma_cm is an eventfd: fstat says
+ * what the kernel's character device would (librdmacm checks S_ISCHR). */
+SVP_EXPORT int fstat(int fd, struct stat *st)
+{
+	SVP_REAL(fstat);
+	int ret = real_fstat(fd, st);
+
+	if (!ret && svp_is_ucma(fd))
+		svp_ucma_stat(st);
+	return ret;
+}
+
+SVP_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	SVP_REAL(fstat64);
+	int ret = real_fstat64(fd, st);
+
+	if (!ret && svp_is_ucma(fd))
+		svp_ucma_stat((struct stat *)st);
+	return ret;
 }
 
 /* glibc before 2.33 compiled stat() into calls of these. */
@@ -131,8 +169,25 @@ SVP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 	if (!q && !svp_null(path))
 		return -1;
 	ret = real_statx(dirfd, q, flags, mask, stx);
-	if (ret || q == path || (n = svp_uverbs(path)) < 0 ||
-	    !S_ISREG(stx->stx_mode))
+	if (!ret && (flags & AT_EMPTY_PATH) && q && !*q && svp_is_ucma(dirfd)) {
+		stx->stx_mode = (uint16_t)(S_IFCHR | 0666);
+		stx->stx_rdev_major = SV_UCMA_MAJOR;
+		stx->stx_rdev_minor = SV_UCMA_MINOR;
+		stx->stx_size = 0;
+		stx->stx_blocks = 0;
+		return ret;
+	}
+	if (ret || q == path || !S_ISREG(stx->stx_mode))
+		return ret;
+	if (svp_ucma_path(path)) {
+		stx->stx_mode = (uint16_t)(S_IFCHR | (stx->stx_mode & 07777));
+		stx->stx_rdev_major = SV_UCMA_MAJOR;
+		stx->stx_rdev_minor = SV_UCMA_MINOR;
+		stx->stx_size = 0;
+		stx->stx_blocks = 0;
+		return ret;
+	}
+	if ((n = svp_uverbs(path)) < 0)
 		return ret;
 	stx->stx_mode = (uint16_t)(S_IFCHR | (stx->stx_mode & 07777));
 	stx->stx_rdev_major = SV_UVERBS_MAJOR;

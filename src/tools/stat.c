@@ -204,6 +204,16 @@ int sv_tool_stat(int argc, char **argv)
 	{
 		const struct sv_rsp_stat_wire *w = &rsp.u.stat_wire;
 
+		printf("rdma_cm: %u files, %u ids open; since start %llu ids, "
+		       "%llu connects, %llu accepts, %llu established, %llu rejects, "
+		       "%llu disconnects\n", w->cm_files, w->cm_ids,
+		       (unsigned long long)w->cm_ids_created,
+		       (unsigned long long)w->cm_connects,
+		       (unsigned long long)w->cm_accepts,
+		       (unsigned long long)w->cm_established,
+		       (unsigned long long)w->cm_rejects,
+		       (unsigned long long)w->cm_disconnects);
+
 		if (!w->running) {
 			printf("roce: no RoCEv2 port (peers on this host only)\n");
 		} else {

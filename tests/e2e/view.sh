@@ -49,16 +49,22 @@ fi_info)
 	pass "fi_info -p verbs lists a domain on sv0 (status $rc)"
 	;;
 rping)
-	# no rdma_cm device yet: rping must fail, cleanly and at once
+	# the rdma_cm device: a character device 10:58 with abi_version 4, and
+	# an rping client with no server is refused at once (rdmacm.sh and
+	# test_rdmacm.c run the connections themselves)
 	command -v rping >/dev/null || fail "rping is not installed (rdmacm-utils)"
-	timeout 30 "$SV" run -- rping -s -a 127.0.0.1 -C 1 >"$out" 2>&1
+	[ "$("$SV" run -- stat -c '%F %t:%T' /dev/infiniband/rdma_cm)" = \
+	  "character special file a:3a" ] || fail "/dev/infiniband/rdma_cm is not 10:58"
+	[ "$("$SV" run -- cat /sys/class/misc/rdma_cm/abi_version)" = 4 ] ||
+		fail "/sys/class/misc/rdma_cm/abi_version is not 4"
+	timeout 30 "$SV" run -- rping -c -a 127.0.0.1 -p "$(free_port)" -C 1 >"$out" 2>&1
 	rc=$?
 	cat "$out"
-	not_signalled $rc "rping -s"
-	[ $rc -ne 0 ] || fail "rping -s succeeded: is there an rdma_cm device?"
-	"$SV" run -- cat /dev/infiniband/rdma_cm >/dev/null 2>&1 &&
-		fail "/dev/infiniband/rdma_cm opens"
-	pass "rping fails cleanly (status $rc), rdma_cm does not open"
+	# rping exits with -1 (255) when refused; 124 and up else is a signal
+	[ $rc -lt 124 ] || [ $rc -eq 255 ] || fail "rping -c ended with status $rc"
+	[ $rc -ne 0 ] || fail "rping -c with no server succeeded"
+	grep -q 'RDMA_CM_EVENT_REJECTED' "$out" || fail "rping -c was not rejected"
+	pass "rdma_cm is a character device, abi 4; rping -c with no server is rejected"
 	;;
 ibstat)
 	guid=$(devinfo_guid)
@@ -196,9 +202,10 @@ container)
 	asuser fi_info -p verbs >"$box/o" 2>&1
 	not_signalled $? "fi_info as nobody"
 	grep -Eq 'domain: sv0' "$box/o" || { cat "$box/o"; fail "fi_info as nobody: no sv0"; }
-	asuser rping -s -a 127.0.0.1 -C 1 >"$box/o" 2>&1
+	asuser rping -c -a 127.0.0.1 -C 1 >"$box/o" 2>&1
 	rc=$?
-	not_signalled $rc "rping as nobody"
+	[ $rc -lt 124 ] || [ $rc -eq 255 ] || fail "rping as nobody ended with status $rc"
+	grep -q 'RDMA_CM_EVENT_REJECTED' "$box/o" || { cat "$box/o"; fail "rping as nobody"; }
 	[ "$(stat -c %U "$box/run/control.lock")" = nobody ] ||
 		fail "the daemon did not run as nobody"
 	cd / || true

@@ -22,6 +22,7 @@ static void map_prefixes(void **state)
 		"/sys/class/infiniband", "/sys/class/infiniband/sv0/ports/1/gids/0",
 		"/sys/class/infiniband_verbs/abi_version",
 		"/sys/class/infiniband_mad/abi_version",
+		"/sys/class/misc/rdma_cm/abi_version", "/dev/infiniband/rdma_cm",
 	};
 	char out[512], want[512];
 
@@ -37,7 +38,8 @@ static void map_others_untouched(void **state)
 {
 	static const char *const in[] = {
 		"/dev/infinibandx", "/sys/class/infiniband_ucma/abi_version",
-		"/sys/class/infinibandx", "/sys/class/misc/rdma_cm/abi_version",
+		"/sys/class/infinibandx", "/sys/class/misc/rdma_cmx",
+		"/sys/class/misc", "/sys/class/misc/fuse/dev",
 		"/sys/class/net/eth0", "dev/infiniband/uverbs0", "", "/",
 		"/sys/class", "/dev",
 	};

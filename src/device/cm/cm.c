@@ -1,0 +1,1197 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma_cm ids and the connection state machine (docs/DESIGN.md, "rdma_cm").
+ *
+ * An id has the kernel's rdma_cm state (IDLE, ADDR_BOUND, ADDR_QUERY ...
+ * LISTEN, CONNECT, DISCONNECT) and, once it takes part in a connection, the
+ * IBTA's communication state (REQ_SENT, REQ_RCVD, REP_SENT, REP_RCVD,
+ * ESTABLISHED, DREQ_SENT, DREQ_RCVD, TIMEWAIT; SIDR for UD). The two ends
+ * of a connection speak only through CM messages: cm_send() queues one and
+ * sv_cm_flush() hands it to cm_recv() of the other end. Both ends live on
+ * this daemon today; carrying the same messages as CM MADs between daemons
+ * replaces cm_send's delivery and nothing else.
+ *
+ * Errors are the kernel's (drivers/infiniband/core/cma.c, cm.c and
+ * ucma.c): the same errno for the same misuse, the same events with the
+ * same status.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+
+#include "device/cm/cm.h"
+#include "device/sv_dev.h"
+
+#define SV_STR(s) #s,
+const char *const sv_cm_state_names[] = { SV_CM_STATES(SV_STR) };
+const char *const sv_cm_conn_names[] = { SV_CM_CONNS(SV_STR) };
+static const char *const msg_names[] = { SV_CM_MSGS(SV_STR) };
+#undef SV_STR
+
+struct sv_cm_stats sv_cm_stats;
+
+static struct sv_cm_id *ids[SV_CM_MAX_IDS];
+static uint16_t id_gen[SV_CM_MAX_IDS];
+static uint32_t id_cursor;
+static uint32_t ntimers;           /* ids with a deadline */
+static struct sv_cm_id *bound;     /* every id holding a port */
+
+#define PSN_MASK 0xffffffu
+#define HOP_LIMIT 64
+#define PACKET_LIFE_TIME 16        /* the kernel's CMA_IBOE_PACKET_LIFETIME */
+#define ACK_TIMEOUT 18             /* 4.096 us << 18: about 1 s */
+#define PORT_LO 32768              /* the kernel's ip_local_port_range */
+#define PORT_HI 60999
+
+uint64_t sv_cm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint32_t rand32(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint32_t)random();
+	return v;
+}
+
+static void set_deadline(struct sv_cm_id *id, uint32_t ms)
+{
+	if (!id->deadline_ms && ms)
+		ntimers++;
+	if (id->deadline_ms && !ms)
+		ntimers--;
+	id->deadline_ms = ms ? sv_cm_now_ms() + ms : 0;
+}
+
+/* ---- ids ---- */
+
+int sv_cm_id_new(struct sv_cm_file *f, uint64_t uid, uint16_t ps, uint8_t qp_type,
+		 struct sv_cm_id **out)
+{
+	struct sv_cm_id *id;
+	uint32_t h = SV_CM_MAX_IDS;
+
+	/* the next free handle after the last one given: a handle is not
+	 * reused at once, so a late message finds no one rather than a
+	 * stranger (the comm id's generation catches the rest) */
+	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++) {
+		uint32_t c = (id_cursor + i) % SV_CM_MAX_IDS;
+
+		if (!ids[c]) {
+			h = c;
+			break;
+		}
+	}
+	if (h == SV_CM_MAX_IDS)
+		return -ENOMEM;
+	id = calloc(1, sizeof(*id));
+	if (!id)
+		return -ENOMEM;
+	id_cursor = h + 1;
+	id->handle = h;
+	id->comm = h | (uint32_t)(++id_gen[h]) << 16;
+	id->file = f;
+	id->uid = uid;
+	id->ps = ps;
+	id->qp_type = qp_type;
+	id->psn = rand32() & PSN_MASK;
+	id->qkey = SV_CM_UDP_QKEY;
+	id->mtu = sv_dev.port.active_mtu;
+	id->file_next = f->ids;
+	f->ids = id;
+	ids[h] = id;
+	sv_cm_stats.ids++;
+	sv_cm_stats.live++;
+	*out = id;
+	return 0;
+}
+
+int sv_cm_id_get(struct sv_cm_file *f, uint32_t handle, struct sv_cm_id **out)
+{
+	struct sv_cm_id *id = handle < SV_CM_MAX_IDS ? ids[handle] : NULL;
+
+	if (!id || id->hidden)
+		return -ENOENT;
+	if (id->file != f)
+		return -EINVAL;
+	*out = id;
+	return 0;
+}
+
+static struct sv_cm_id *by_comm(uint32_t comm)
+{
+	struct sv_cm_id *id = ids[(comm & 0xffff) % SV_CM_MAX_IDS];
+
+	return id && id->comm == comm ? id : NULL;
+}
+
+static void file_unlink(struct sv_cm_id *id)
+{
+	for (struct sv_cm_id **p = &id->file->ids; *p; p = &(*p)->file_next)
+		if (*p == id) {
+			*p = id->file_next;
+			break;
+		}
+}
+
+static void unbind(struct sv_cm_id *id)
+{
+	if (!id->bound)
+		return;
+	for (struct sv_cm_id **p = &bound; *p; p = &(*p)->port_next)
+		if (*p == id) {
+			*p = id->port_next;
+			break;
+		}
+	id->bound = false;
+}
+
+int sv_cm_migrate(struct sv_cm_id *id, struct sv_cm_file *to)
+{
+	if (id->file == to)
+		return 0;
+	sv_cm_events_move(id->file, to, id);
+	file_unlink(id);
+	id->file = to;
+	id->file_next = to->ids;
+	to->ids = id;
+	return 0;
+}
+
+/* ---- events ---- */
+
+static struct sv_cm_event *ev_new(struct sv_cm_id *id, uint32_t type, int32_t status)
+{
+	struct sv_cm_event *e = calloc(1, sizeof(*e));
+
+	if (!e) {
+		sv_log(SV_LOG_WARN, "cm: id %u: event %u lost: out of memory",
+		       id->handle, type);
+		return NULL;
+	}
+	e->id = id;
+	e->resp.uid = id->uid;
+	e->resp.id = id->handle;
+	e->resp.event = type;
+	e->resp.status = (uint32_t)status;
+	return e;
+}
+
+static void ev_post(struct sv_cm_id *id, uint32_t type, int32_t status)
+{
+	struct sv_cm_event *e = ev_new(id, type, status);
+
+	if (e)
+		sv_cm_event_queue(id->file, e);
+}
+
+/* The event's private data: what came, then zeros up to the room the
+ * message has for the user (the kernel reports the whole room). */
+static void ev_pdata(uint8_t *dst, uint8_t *dst_len, const struct sv_cm_msg *m,
+		     unsigned int room)
+{
+	memcpy(dst, m->pdata, m->pdata_len < room ? m->pdata_len : room);
+	*dst_len = (uint8_t)room;
+}
+
+static void ev_conn(struct sv_cm_event *e, const struct sv_cm_id *id,
+		    const struct sv_cm_msg *m, unsigned int room)
+{
+	struct rdma_ucm_conn_param *c = &e->resp.param.conn;
+
+	c->qp_num = m->qpn;
+	c->srq = m->srq;
+	c->responder_resources = id->resp_res;
+	c->initiator_depth = id->init_depth;
+	c->flow_control = m->flow_control;
+	c->retry_count = m->retry;
+	c->rnr_retry_count = m->rnr_retry;
+	ev_pdata(c->private_data, &c->private_data_len, m, room);
+}
+
+/* ---- the CM messages ---- */
+
+struct msgq {
+	struct msgq *next;
+	struct sv_cm_msg m;
+};
+static struct msgq *mq_head, **mq_tail = &mq_head;
+
+/* Send a CM message to the other end. The one place a later increment
+ * turns into a MAD on QP1; here the other end is on this daemon, and the
+ * message is handed to it once the current command is done. */
+static void cm_send(const struct sv_cm_msg *m)
+{
+	struct msgq *q = malloc(sizeof(*q));
+
+	if (!q) {
+		sv_log(SV_LOG_WARN, "cm: %s lost: out of memory", msg_names[m->type]);
+		return;
+	}
+	q->next = NULL;
+	q->m = *m;
+	*mq_tail = q;
+	mq_tail = &q->next;
+}
+
+static void msg_init(struct sv_cm_msg *m, enum sv_cm_msg_type type,
+		     const struct sv_cm_id *from)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->local_comm = from->comm;
+	m->remote_comm = from->remote_comm;
+}
+
+static void send_rej(const struct sv_cm_id *from, uint8_t reason,
+		     const uint8_t *pdata, uint8_t len)
+{
+	struct sv_cm_msg m;
+
+	msg_init(&m, CM_MSG_REJ, from);
+	m.reason = reason;
+	m.pdata_len = len;
+	if (len)
+		memcpy(m.pdata, pdata, len);
+	cm_send(&m);
+	sv_cm_stats.rejects++;
+}
+
+/* A REQ no id takes: the REJ goes back to its sender's comm id. */
+static void reject_req(const struct sv_cm_msg *req, uint8_t reason)
+{
+	struct sv_cm_msg m;
+	bool ud = req->type == CM_MSG_SIDR_REQ;
+
+	memset(&m, 0, sizeof(m));
+	m.type = ud ? CM_MSG_SIDR_REP : CM_MSG_REJ;
+	m.remote_comm = req->local_comm;
+	m.reason = ud ? (reason == SV_CM_REJ_INVALID_SERVICE_ID ?
+			 SV_CM_SIDR_UNSUPPORTED : SV_CM_SIDR_REJECT) : reason;
+	cm_send(&m);
+	sv_cm_stats.rejects++;
+}
+
+static void send_simple(const struct sv_cm_id *from, enum sv_cm_msg_type type)
+{
+	struct sv_cm_msg m;
+
+	msg_init(&m, type, from);
+	cm_send(&m);
+}
+
+/* Do the families of two bound addresses meet (kernel cma_check_port)? */
+static bool families_meet(const struct sv_cm_id *a, const struct sv_cm_id *b)
+{
+	return !(a->afonly && b->afonly && a->src.ss_family != b->src.ss_family);
+}
+
+/* The listener a REQ is for: the best match on its port; *reason says why
+ * none (no one on the port: an invalid service; no address matches: the
+ * consumer's refusal, as cma's handler refuses it). */
+static struct sv_cm_id *find_listener(const struct sv_cm_msg *m, uint8_t *reason)
+{
+	const struct sockaddr *dst = (const void *)&m->dst;
+	uint16_t port = sv_cm_port(dst);
+	struct sv_cm_id *wild = NULL;
+
+	*reason = SV_CM_REJ_INVALID_SERVICE_ID;
+	for (struct sv_cm_id *l = bound; l; l = l->port_next) {
+		const struct sockaddr *src = (const void *)&l->src;
+
+		if (l->ps != m->ps || sv_cm_port(src) != port || l->state != CM_LISTEN)
+			continue;
+		*reason = SV_CM_REJ_CONSUMER_DEFINED;
+		if (sv_cm_addr_eq(src, dst))
+			return l;
+		if (sv_cm_addr_any(src) && !wild &&
+		    (src->sa_family == dst->sa_family ||
+		     (src->sa_family == AF_INET6 && !l->afonly)))
+			wild = l;
+	}
+	return wild;
+}
+
+static void recv_req(const struct sv_cm_msg *m)
+{
+	bool ud = m->type == CM_MSG_SIDR_REQ;
+	struct sv_cm_id *l, *c;
+	struct sv_cm_event *e;
+	uint8_t reason;
+	char a[64];
+
+	l = find_listener(m, &reason);
+	if (!l || l->pending >= l->backlog || (l->qp_type == IBV_QPT_UD) != ud) {
+		sv_log(SV_LOG_INFO, "cm: %s for %s refused: %s", msg_names[m->type],
+		       sv_cm_addr_str((const void *)&m->dst, a, sizeof(a)),
+		       !l ? (reason == SV_CM_REJ_INVALID_SERVICE_ID ?
+			     "nobody listens on the port" : "no listener on the address") :
+		       l->pending >= l->backlog ? "backlog full" : "transport differs");
+		reject_req(m, l ? SV_CM_REJ_CONSUMER_DEFINED : reason);
+		return;
+	}
+	if (sv_cm_id_new(l->file, 0, l->ps, l->qp_type, &c)) {
+		reject_req(m, 3 /* no resources */);
+		return;
+	}
+	e = ev_new(l, SV_EV_CONNECT_REQUEST, 0);
+	if (!e) {
+		sv_cm_id_destroy(c);
+		return;
+	}
+	c->hidden = true;
+	c->has_dev = true;
+	c->state = CM_CONNECT;
+	c->conn = ud ? CONN_SIDR_REQ_RCVD : CONN_REQ_RCVD;
+	c->src = m->dst;
+	c->dst = m->src;
+	c->remote_comm = m->local_comm;
+	c->rqpn = m->qpn;
+	c->rpsn = m->psn;
+	c->mtu = m->mtu && m->mtu < c->mtu ? m->mtu : c->mtu;
+	/* the other end's initiator depth is our responder resources */
+	c->resp_res = m->init_depth;
+	c->init_depth = m->resp_res;
+	c->retry = m->retry;
+	c->rnr_retry = m->rnr_retry;
+	c->flow_control = m->flow_control;
+	c->tos = l->tos;
+	c->tos_set = l->tos_set;
+	e->child = c;
+	e->resp.id = c->handle;
+	if (ud)
+		ev_pdata(e->resp.param.ud.private_data,
+			 &e->resp.param.ud.private_data_len, m,
+			 SV_CM_SIDR_REQ_PDATA - SV_CM_HDR);
+	else
+		ev_conn(e, c, m, SV_CM_REQ_PDATA - SV_CM_HDR);
+	l->pending++;
+	sv_cm_event_queue(l->file, e);
+}
+
+static void recv_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+	struct sv_cm_event *e;
+
+	if (id->conn != CONN_REQ_SENT)
+		return;
+	id->remote_comm = m->local_comm;
+	id->rqpn = m->qpn;
+	id->rpsn = m->psn;
+	id->mtu = m->mtu && m->mtu < id->mtu ? m->mtu : id->mtu;
+	id->resp_res = m->init_depth;
+	id->init_depth = m->resp_res;
+	id->rnr_retry = m->rnr_retry;
+	id->conn = CONN_REP_RCVD;
+	e = ev_new(id, SV_EV_CONNECT_RESPONSE, 0);
+	if (!e)
+		return;
+	ev_conn(e, id, m, SV_CM_REP_PDATA);
+	sv_cm_event_queue(id->file, e);
+}
+
+static void enter_timewait(struct sv_cm_id *id)
+{
+	id->conn = CONN_TIMEWAIT;
+	set_deadline(id, SV_CM_TIMEWAIT_MS);
+}
+
+static void disconnected(struct sv_cm_id *id)
+{
+	if (id->state != CM_CONNECT)
+		return;
+	id->state = CM_DISCONNECT;
+	ev_post(id, SV_EV_DISCONNECTED, 0);
+}
+
+static void recv_dreq(struct sv_cm_id *id)
+{
+	switch (id->conn) {
+	case CONN_REP_SENT:
+	case CONN_ESTABLISHED:
+		id->conn = CONN_DREQ_RCVD;
+		disconnected(id);
+		break;
+	case CONN_DREQ_SENT:   /* both ends at once: answer, and we are done */
+		send_simple(id, CM_MSG_DREP);
+		set_deadline(id, 0);
+		enter_timewait(id);
+		disconnected(id);
+		break;
+	case CONN_TIMEWAIT:    /* our DREP was lost: again */
+		send_simple(id, CM_MSG_DREP);
+		break;
+	default:
+		break;
+	}
+}
+
+static void recv_sidr_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+	struct sv_cm_event *e;
+	struct rdma_ucm_ud_param *u;
+
+	if (id->conn != CONN_SIDR_REQ_SENT)
+		return;
+	id->conn = CONN_NONE;
+	if (m->reason) {
+		ev_post(id, SV_EV_UNREACHABLE, m->reason);
+		return;
+	}
+	e = ev_new(id, SV_EV_ESTABLISHED, 0);
+	if (!e)
+		return;
+	u = &e->resp.param.ud;
+	u->qp_num = m->qpn;
+	u->qkey = m->qkey;
+	sv_cm_gid((const void *)&id->dst, u->ah_attr.grh.dgid);
+	u->ah_attr.grh.hop_limit = HOP_LIMIT;
+	u->ah_attr.grh.traffic_class = id->tos;
+	u->ah_attr.is_global = 1;
+	u->ah_attr.port_num = 1;
+	ev_pdata(u->private_data, &u->private_data_len, m, SV_CM_SIDR_REP_PDATA);
+	sv_cm_event_queue(id->file, e);
+}
+
+/* The id a message (other than a REQ) is for; NULL: drop it, as a MAD for
+ * no one is dropped. */
+static struct sv_cm_id *target(const struct sv_cm_msg *m)
+{
+	struct sv_cm_id *id;
+
+	if (m->remote_comm) {
+		id = by_comm(m->remote_comm);
+		/* a REP or SIDR_REP answers a REQ: the sender is new to us */
+		if (id && id->remote_comm && id->remote_comm != m->local_comm)
+			return NULL;
+		return id;
+	}
+	/* a REJ from an end that never answered: the id that knows it */
+	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++)
+		if (ids[i] && ids[i]->remote_comm == m->local_comm)
+			return ids[i];
+	return NULL;
+}
+
+static void cm_recv(const struct sv_cm_msg *m)
+{
+	struct sv_cm_id *id;
+
+	if (m->type == CM_MSG_REQ || m->type == CM_MSG_SIDR_REQ) {
+		recv_req(m);
+		return;
+	}
+	id = target(m);
+	if (!id) {
+		sv_log(SV_LOG_DEBUG, "cm: %s for comm id 0x%x: no such id, dropped",
+		       msg_names[m->type], m->remote_comm);
+		return;
+	}
+	switch (m->type) {
+	case CM_MSG_REP:
+		recv_rep(id, m);
+		break;
+	case CM_MSG_RTU:
+		if (id->conn == CONN_REP_SENT) {
+			id->conn = CONN_ESTABLISHED;
+			sv_cm_stats.established++;
+			ev_post(id, SV_EV_ESTABLISHED, 0);
+		}
+		break;
+	case CM_MSG_REJ:
+		if (id->conn == CONN_REQ_SENT || id->conn == CONN_REP_RCVD ||
+		    id->conn == CONN_REQ_RCVD || id->conn == CONN_REP_SENT) {
+			struct sv_cm_event *e;
+
+			id->conn = CONN_NONE;
+			e = ev_new(id, SV_EV_REJECTED, m->reason);
+			if (e) {
+				ev_pdata(e->resp.param.conn.private_data,
+					 &e->resp.param.conn.private_data_len, m,
+					 SV_CM_REJ_PDATA);
+				sv_cm_event_queue(id->file, e);
+			}
+		}
+		break;
+	case CM_MSG_DREQ:
+		recv_dreq(id);
+		break;
+	case CM_MSG_DREP:
+		if (id->conn == CONN_DREQ_SENT) {
+			set_deadline(id, 0);
+			enter_timewait(id);
+			disconnected(id);
+		}
+		break;
+	case CM_MSG_SIDR_REP:
+		recv_sidr_rep(id, m);
+		break;
+	default:
+		break;
+	}
+}
+
+void sv_cm_flush(void)
+{
+	while (mq_head) {
+		struct msgq *q = mq_head;
+
+		mq_head = q->next;
+		if (!mq_head)
+			mq_tail = &mq_head;
+		cm_recv(&q->m);
+		free(q);
+	}
+}
+
+/* ---- timers ---- */
+
+uint64_t sv_cm_next_deadline(void)
+{
+	uint64_t next = 0;
+
+	if (!ntimers)
+		return 0;
+	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++)
+		if (ids[i] && ids[i]->deadline_ms &&
+		    (!next || ids[i]->deadline_ms < next))
+			next = ids[i]->deadline_ms;
+	return next;
+}
+
+void sv_cm_run_timers(uint64_t now)
+{
+	if (!ntimers)
+		return;
+	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++) {
+		struct sv_cm_id *id = ids[i];
+
+		if (!id || !id->deadline_ms || id->deadline_ms > now)
+			continue;
+		set_deadline(id, 0);
+		if (id->conn == CONN_DREQ_SENT) {
+			/* no DREP: the connection is gone all the same */
+			enter_timewait(id);
+			disconnected(id);
+		} else if (id->conn == CONN_TIMEWAIT) {
+			id->conn = CONN_NONE;
+			ev_post(id, SV_EV_TIMEWAIT_EXIT, 0);
+		}
+	}
+}
+
+/* ---- destroying ---- */
+
+void sv_cm_id_destroy(struct sv_cm_id *id)
+{
+	struct sv_cm_file *f = id->file;
+	struct sv_cm_event **p;
+
+	switch (id->conn) {
+	case CONN_REQ_SENT:
+		send_rej(id, SV_CM_REJ_TIMEOUT, NULL, 0);
+		break;
+	case CONN_REQ_RCVD:
+	case CONN_REP_SENT:
+	case CONN_REP_RCVD:
+		send_rej(id, SV_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		break;
+	case CONN_ESTABLISHED:
+		send_simple(id, CM_MSG_DREQ);
+		sv_cm_stats.disconnects++;
+		break;
+	case CONN_DREQ_RCVD:
+		send_simple(id, CM_MSG_DREP);
+		break;
+	case CONN_SIDR_REQ_RCVD: {
+		struct sv_cm_msg m;
+
+		msg_init(&m, CM_MSG_SIDR_REP, id);
+		m.reason = SV_CM_SIDR_REJECT;
+		cm_send(&m);
+		break;
+	}
+	default:
+		break;
+	}
+	/* a listener's requests nobody fetched: their ids go too (and
+	 * refuse their REQs) */
+	for (p = &f->evq; *p;) {
+		struct sv_cm_event *e = *p;
+
+		if (e->id == id && e->child) {
+			struct sv_cm_id *c = e->child;
+
+			*p = e->next;
+			f->nev--;
+			free(e);
+			if (f->last == e)
+				f->last = NULL;
+			sv_cm_id_destroy(c);
+			p = &f->evq;   /* the queue may have changed */
+			continue;
+		}
+		p = &(*p)->next;
+	}
+	sv_cm_events_drop(f, id);
+	set_deadline(id, 0);
+	unbind(id);
+	file_unlink(id);
+	ids[id->handle] = NULL;
+	sv_cm_stats.live--;
+	free(id);
+}
+
+void sv_cm_file_destroy_ids(struct sv_cm_file *f)
+{
+	while (f->ids)
+		sv_cm_id_destroy(f->ids);
+}
+
+/* ---- binding ---- */
+
+static int bindv6only(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		FILE *fp = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+
+		v = 0;
+		if (fp) {
+			if (fscanf(fp, "%d", &v) != 1)
+				v = 0;
+			fclose(fp);
+		}
+	}
+	return v;
+}
+
+/* Can id take its port next to those bound (kernel cma_check_port)? */
+static int check_port(const struct sv_cm_id *id, uint16_t port, bool reuse)
+{
+	const struct sockaddr *a = (const void *)&id->src;
+
+	for (struct sv_cm_id *b = bound; b; b = b->port_next) {
+		const struct sockaddr *s = (const void *)&b->src;
+
+		if (b == id || b->ps != id->ps || sv_cm_port(s) != port)
+			continue;
+		if (reuse && b->reuseaddr)
+			continue;
+		if (!families_meet(id, b))
+			continue;
+		if (sv_cm_addr_any(a) || sv_cm_addr_any(s))
+			return -EADDRNOTAVAIL;
+		if (sv_cm_addr_eq(a, s))
+			return -EADDRINUSE;
+	}
+	return 0;
+}
+
+static bool port_free(uint16_t ps, uint16_t port)
+{
+	for (struct sv_cm_id *b = bound; b; b = b->port_next)
+		if (b->ps == ps && sv_cm_port((const void *)&b->src) == port)
+			return false;
+	return true;
+}
+
+static int get_port(struct sv_cm_id *id, uid_t uid)
+{
+	struct sockaddr *a = (void *)&id->src;
+	uint16_t port = sv_cm_port(a);
+	int ret;
+
+	if (!port) {
+		uint32_t n = PORT_HI - PORT_LO + 1, start = rand32() % n;
+
+		for (uint32_t i = 0; i < n && !port; i++) {
+			uint16_t p = (uint16_t)(PORT_LO + (start + i) % n);
+
+			if (port_free(id->ps, p))
+				port = p;
+		}
+		if (!port)
+			return -EADDRNOTAVAIL;
+		sv_cm_set_port(a, port);
+	} else {
+		if (port < 1024 && uid != 0)
+			return -EACCES;
+		ret = check_port(id, port, id->reuseaddr);
+		if (ret)
+			return ret;
+	}
+	id->port_next = bound;
+	bound = id;
+	id->bound = true;
+	return 0;
+}
+
+static bool linklocal_without_scope(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+
+	return sa->sa_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) &&
+	       !s6->sin6_scope_id;
+}
+
+int sv_cm_bind(struct sv_cm_id *id, const struct sockaddr *sa)
+{
+	socklen_t n = sv_cm_addr_size(sa);
+	int ret;
+
+	if (!n)
+		return -EAFNOSUPPORT;
+	if (id->state != CM_IDLE)
+		return -EINVAL;
+	if (linklocal_without_scope(sa))
+		return -EINVAL;
+	if (!sv_cm_addr_any(sa) && !sv_cm_addr_local(sa))
+		return -EADDRNOTAVAIL;
+	memset(&id->src, 0, sizeof(id->src));
+	memcpy(&id->src, sa, n);
+	if (!id->afonly_set)
+		id->afonly = sa->sa_family == AF_INET ? true : bindv6only() != 0;
+	ret = get_port(id, id->file->uid);
+	if (ret) {
+		memset(&id->src, 0, sizeof(id->src));
+		return ret;
+	}
+	id->has_dev = !sv_cm_addr_any(sa);
+	id->state = CM_ADDR_BOUND;
+	return 0;
+}
+
+/* ---- the verbs of rdma_cm ---- */
+
+int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
+		       const struct sockaddr *dst)
+{
+	struct sockaddr *s = (void *)&id->src, *d = (void *)&id->dst;
+	socklen_t n = sv_cm_addr_size(dst);
+	char a[64];
+	int ret;
+
+	if (!n)
+		return -EAFNOSUPPORT;
+	if (id->state == CM_IDLE) {
+		struct sockaddr_storage any;
+
+		memset(&any, 0, sizeof(any));
+		if (src && src->sa_family)
+			memcpy(&any, src, sv_cm_addr_size(src));
+		else {
+			any.ss_family = dst->sa_family;
+			if (dst->sa_family == AF_INET6)
+				((struct sockaddr_in6 *)&any)->sin6_scope_id =
+					((const struct sockaddr_in6 *)dst)->sin6_scope_id;
+		}
+		ret = sv_cm_bind(id, (struct sockaddr *)&any);
+		if (ret)
+			return ret;
+	}
+	if (id->src.ss_family != dst->sa_family)
+		return -EINVAL;
+	if (id->state != CM_ADDR_BOUND)
+		return -EINVAL;
+	memset(&id->dst, 0, sizeof(id->dst));
+	memcpy(&id->dst, dst, n);
+	if (sv_cm_addr_any(d)) {
+		/* no destination: this host (cma_resolve_loopback) */
+		if (d->sa_family == AF_INET)
+			((struct sockaddr_in *)d)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		else
+			((struct sockaddr_in6 *)d)->sin6_addr = in6addr_loopback;
+	}
+	if (!sv_cm_addr_local(d)) {
+		/* across hosts is a later increment: not reachable from sv0 */
+		sv_log(SV_LOG_INFO, "cm: id %u: resolve %s: not an address of this "
+		       "host", id->handle, sv_cm_addr_str(d, a, sizeof(a)));
+		ev_post(id, SV_EV_ADDR_ERROR, -EADDRNOTAVAIL);
+		return 0;
+	}
+	if (sv_cm_addr_any(s)) {
+		uint16_t port = sv_cm_port(s);
+
+		memcpy(s, d, n);
+		sv_cm_set_port(s, port);
+	}
+	id->has_dev = true;
+	id->state = CM_ADDR_RESOLVED;
+	ev_post(id, SV_EV_ADDR_RESOLVED, 0);
+	return 0;
+}
+
+int sv_cm_resolve_route(struct sv_cm_id *id)
+{
+	if (id->state != CM_ADDR_RESOLVED)
+		return -EINVAL;
+	id->state = CM_ROUTE_RESOLVED;
+	ev_post(id, SV_EV_ROUTE_RESOLVED, 0);
+	return 0;
+}
+
+int sv_cm_listen(struct sv_cm_id *id, uint32_t backlog)
+{
+	char a[64];
+	int ret;
+
+	if (id->state == CM_IDLE) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+
+		ret = sv_cm_bind(id, (struct sockaddr *)&any);
+		if (ret)
+			return ret;
+	}
+	if (id->state != CM_ADDR_BOUND)
+		return -EINVAL;
+	if (id->reuseaddr) {
+		/* a listener holds its port alone (cma_bind_listen) */
+		ret = check_port(id, sv_cm_port((const void *)&id->src), false);
+		if (ret)
+			return ret;
+	}
+	id->backlog = (int32_t)backlog > 0 && backlog < SV_CM_MAX_BACKLOG ?
+		      backlog : SV_CM_MAX_BACKLOG;
+	id->state = CM_LISTEN;
+	sv_log(SV_LOG_INFO, "cm: id %u (pid %d) listens on %s, port space 0x%x",
+	       id->handle, (int)id->file->pid,
+	       sv_cm_addr_str((const void *)&id->src, a, sizeof(a)), id->ps);
+	return 0;
+}
+
+int sv_cm_connect(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p)
+{
+	bool ud = id->qp_type == IBV_QPT_UD;
+	unsigned int room = (ud ? SV_CM_SIDR_REQ_PDATA : SV_CM_REQ_PDATA) - SV_CM_HDR;
+	struct sv_cm_msg m;
+
+	if (!p->valid || id->state != CM_ROUTE_RESOLVED || p->private_data_len > room)
+		return -EINVAL;
+	id->state = CM_CONNECT;
+	id->qpn = p->qp_num & PSN_MASK;
+	id->srq = p->srq;
+	id->resp_res = p->responder_resources;
+	id->init_depth = p->initiator_depth;
+	id->retry = p->retry_count & 7;
+	id->rnr_retry = p->rnr_retry_count & 7;
+	id->flow_control = p->flow_control;
+	msg_init(&m, ud ? CM_MSG_SIDR_REQ : CM_MSG_REQ, id);
+	m.ps = id->ps;
+	m.src = id->src;
+	m.dst = id->dst;
+	m.qpn = id->qpn;
+	m.psn = id->psn;
+	m.mtu = id->mtu;
+	m.resp_res = id->resp_res;
+	m.init_depth = id->init_depth;
+	m.retry = id->retry;
+	m.rnr_retry = id->rnr_retry;
+	m.flow_control = id->flow_control;
+	m.srq = id->srq;
+	m.pdata_len = p->private_data_len;
+	memcpy(m.pdata, p->private_data, p->private_data_len);
+	id->conn = ud ? CONN_SIDR_REQ_SENT : CONN_REQ_SENT;
+	sv_cm_stats.connects++;
+	cm_send(&m);
+	return 0;
+}
+
+int sv_cm_accept(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p,
+		 uint64_t uid)
+{
+	struct sv_cm_msg m;
+
+	if (id->state != CM_CONNECT)
+		return -EINVAL;
+	if (!p) {
+		/* the active end's RTU (librdmacm's ACCEPT after its RTS) */
+		if (id->conn != CONN_REP_RCVD)
+			return -EINVAL;
+		send_simple(id, CM_MSG_RTU);
+		id->conn = CONN_ESTABLISHED;
+		sv_cm_stats.established++;
+		return 0;
+	}
+	if (id->qp_type == IBV_QPT_UD) {
+		if (id->conn != CONN_SIDR_REQ_RCVD ||
+		    p->private_data_len > SV_CM_SIDR_REP_PDATA ||
+		    (p->qkey && p->qkey != id->qkey))
+			return -EINVAL;
+		msg_init(&m, CM_MSG_SIDR_REP, id);
+		m.qpn = p->qp_num & PSN_MASK;
+		m.qkey = id->qkey;
+		id->conn = CONN_NONE;
+	} else {
+		if (id->conn != CONN_REQ_RCVD || p->private_data_len > SV_CM_REP_PDATA)
+			return -EINVAL;
+		id->qpn = p->qp_num & PSN_MASK;
+		id->srq = p->srq;
+		id->resp_res = p->responder_resources;
+		id->init_depth = p->initiator_depth;
+		id->flow_control = p->flow_control;
+		id->rnr_retry = p->rnr_retry_count & 7;
+		msg_init(&m, CM_MSG_REP, id);
+		m.qpn = id->qpn;
+		m.psn = id->psn;
+		m.mtu = id->mtu;
+		m.resp_res = id->resp_res;
+		m.init_depth = id->init_depth;
+		m.rnr_retry = id->rnr_retry;
+		m.flow_control = id->flow_control;
+		m.srq = id->srq;
+		id->conn = CONN_REP_SENT;
+	}
+	m.pdata_len = p->private_data_len;
+	memcpy(m.pdata, p->private_data, p->private_data_len);
+	id->uid = uid;
+	sv_cm_stats.accepts++;
+	cm_send(&m);
+	return 0;
+}
+
+int sv_cm_reject(struct sv_cm_id *id, uint8_t reason, const uint8_t *pdata,
+		 uint8_t len)
+{
+	if (!reason)
+		reason = SV_CM_REJ_CONSUMER_DEFINED;
+	if (reason != SV_CM_REJ_CONSUMER_DEFINED && reason != SV_CM_REJ_VENDOR_OPTION)
+		return -EINVAL;
+	if (id->conn == CONN_SIDR_REQ_RCVD) {
+		struct sv_cm_msg m;
+
+		if (len > SV_CM_SIDR_REP_PDATA)
+			return -EINVAL;
+		msg_init(&m, CM_MSG_SIDR_REP, id);
+		m.reason = SV_CM_SIDR_REJECT;
+		m.pdata_len = len;
+		memcpy(m.pdata, pdata, len);
+		cm_send(&m);
+		id->conn = CONN_NONE;
+		sv_cm_stats.rejects++;
+		return 0;
+	}
+	if ((id->conn != CONN_REQ_RCVD && id->conn != CONN_REP_RCVD) ||
+	    len > SV_CM_REJ_PDATA)
+		return -EINVAL;
+	send_rej(id, reason, pdata, len);
+	id->conn = CONN_NONE;
+	return 0;
+}
+
+int sv_cm_disconnect(struct sv_cm_id *id)
+{
+	if (id->state != CM_CONNECT && id->state != CM_DISCONNECT)
+		return -EINVAL;
+	if (id->conn == CONN_ESTABLISHED) {
+		send_simple(id, CM_MSG_DREQ);
+		id->conn = CONN_DREQ_SENT;
+		set_deadline(id, SV_CM_DREQ_TIMEOUT_MS);
+		sv_cm_stats.disconnects++;
+	} else if (id->conn == CONN_DREQ_RCVD) {
+		send_simple(id, CM_MSG_DREP);
+		enter_timewait(id);
+	}
+	/* elsewhere the kernel's DREQ and DREP both fail, and it says 0 */
+	return 0;
+}
+
+int sv_cm_notify(struct sv_cm_id *id, uint32_t event)
+{
+	if (id->state != CM_CONNECT && id->state != CM_DISCONNECT)
+		return -EINVAL;
+	switch (event) {
+	case IBV_EVENT_COMM_EST:
+		/* the first message arrived before the RTU: established */
+		if (id->conn == CONN_ESTABLISHED)
+			return -EISCONN;
+		if (id->conn != CONN_REP_SENT)
+			return -EINVAL;
+		id->conn = CONN_ESTABLISHED;
+		sv_cm_stats.established++;
+		ev_post(id, SV_EV_ESTABLISHED, 0);
+		return 0;
+	case IBV_EVENT_PATH_MIG:
+		return id->conn == CONN_ESTABLISHED ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+int sv_cm_set_option(struct sv_cm_id *id, uint32_t level, uint32_t name,
+		     const void *val, uint32_t len)
+{
+	int v;
+
+	if (level == RDMA_OPTION_IB)
+		return name == RDMA_OPTION_IB_PATH ? -EINVAL : -ENOSYS;
+	if (level != RDMA_OPTION_ID)
+		return -ENOSYS;
+	switch (name) {
+	case RDMA_OPTION_ID_TOS:
+		if (len != 1)
+			return -EINVAL;
+		id->tos = *(const uint8_t *)val;
+		id->tos_set = true;
+		return 0;
+	case RDMA_OPTION_ID_REUSEADDR:
+		if (len != sizeof(int))
+			return -EINVAL;
+		memcpy(&v, val, sizeof(v));
+		if ((v && id->state != CM_LISTEN) || id->state == CM_IDLE) {
+			id->reuseaddr = v != 0;
+			return 0;
+		}
+		return -EINVAL;
+	case RDMA_OPTION_ID_AFONLY:
+		if (len != sizeof(int))
+			return -EINVAL;
+		if (id->state != CM_IDLE && id->state != CM_ADDR_BOUND)
+			return -EINVAL;
+		memcpy(&v, val, sizeof(v));
+		id->afonly = v != 0;
+		id->afonly_set = true;
+		return 0;
+	case RDMA_OPTION_ID_ACK_TIMEOUT:
+		if (len != 1)
+			return -EINVAL;
+		if (id->qp_type != IBV_QPT_RC)
+			return -EINVAL;
+		id->ack_timeout = *(const uint8_t *)val;
+		id->timeout_set = true;
+		return 0;
+	default:
+		return -ENOSYS;
+	}
+}
+
+static void ah_attr(const struct sv_cm_id *id, struct ib_uverbs_ah_attr *ah)
+{
+	sv_cm_gid((const void *)&id->dst, ah->grh.dgid);
+	ah->grh.sgid_index = 0;
+	ah->grh.hop_limit = HOP_LIMIT;
+	ah->grh.traffic_class = id->tos;
+	ah->is_global = 1;
+	ah->port_num = 1;
+}
+
+int sv_cm_init_qp_attr(struct sv_cm_id *id, uint32_t qp_state,
+		       struct ib_uverbs_qp_attr *a)
+{
+	bool cm = id->conn != CONN_NONE && id->conn != CONN_SIDR_REQ_SENT &&
+		  id->conn != CONN_SIDR_REQ_RCVD;
+	bool known;
+
+	if (qp_state > IBV_QPS_ERR || !id->has_dev)
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	a->qp_state = qp_state;
+	if (!cm || id->qp_type == IBV_QPT_UD) {
+		/* no connection yet (cma_ib_init_qp_attr) */
+		a->qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		a->port_num = 1;
+		if (id->qp_type == IBV_QPT_UD) {
+			a->qkey = id->qkey;
+			a->qp_attr_mask |= IBV_QP_QKEY;
+		} else {
+			a->qp_attr_mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		return 0;
+	}
+	/* from the connection (ib_cm_init_qp_attr) */
+	known = id->conn == CONN_REQ_RCVD || id->conn == CONN_REP_SENT ||
+		id->conn == CONN_REP_RCVD || id->conn == CONN_ESTABLISHED;
+	switch (qp_state) {
+	case IBV_QPS_INIT:
+		if (!known && id->conn != CONN_REQ_SENT)
+			return -EINVAL;
+		a->qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
+				  IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		if (id->resp_res)
+			a->qp_access_flags |= IBV_ACCESS_REMOTE_READ |
+					      IBV_ACCESS_REMOTE_ATOMIC;
+		a->port_num = 1;
+		return 0;
+	case IBV_QPS_RTR:
+		if (!known)
+			return -EINVAL;
+		a->qp_attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		ah_attr(id, &a->ah_attr);
+		a->path_mtu = id->mtu;
+		a->dest_qp_num = id->rqpn;
+		a->rq_psn = id->rpsn;
+		a->max_dest_rd_atomic = id->resp_res;
+		return 0;
+	case IBV_QPS_RTS:
+		if (!known)
+			return -EINVAL;
+		a->qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				  IBV_QP_MAX_QP_RD_ATOMIC;
+		a->sq_psn = id->psn;
+		a->timeout = id->timeout_set ? id->ack_timeout : ACK_TIMEOUT;
+		a->retry_cnt = id->retry;
+		a->rnr_retry = id->rnr_retry;
+		a->max_rd_atomic = id->init_depth;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static void copy_in6(struct sockaddr_in6 *dst, const struct sockaddr_storage *src)
+{
+	size_t n = sv_cm_addr_size((const void *)src);
+
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst, src, n < sizeof(*dst) ? n : sizeof(*dst));
+}
+
+void sv_cm_route(const struct sv_cm_id *id, struct rdma_ucm_query_route_resp *r)
+{
+	struct ib_user_path_rec *p = &r->ib_route[0];
+
+	memset(r, 0, sizeof(*r));
+	copy_in6(&r->src_addr, &id->src);
+	copy_in6(&r->dst_addr, &id->dst);
+	if (!id->has_dev)
+		return;
+	r->node_guid = sv_dev.attr.node_guid;
+	r->port_num = 1;
+	r->ibdev_index = 0;
+	sv_cm_gid((const void *)&id->src, p->sgid);
+	if (id->dst.ss_family)
+		sv_cm_gid((const void *)&id->dst, p->dgid);
+	p->pkey = htons(0xffff);
+	if (id->state == CM_ROUTE_RESOLVED || id->state == CM_CONNECT ||
+	    id->state == CM_DISCONNECT) {
+		r->num_paths = 1;
+		p->hop_limit = HOP_LIMIT;
+		p->traffic_class = id->tos;
+		p->reversible = 1;
+		p->numb_path = 1;
+		p->mtu_selector = 2;
+		p->mtu = id->mtu;
+		p->rate_selector = 2;
+		p->rate = 7;                 /* 40 Gb/s: 4X QDR, the port's */
+		p->packet_life_time_selector = 2;
+		p->packet_life_time = PACKET_LIFE_TIME;
+	}
+}

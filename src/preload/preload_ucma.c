@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * /dev/infiniband/rdma_cm in user space (docs/DESIGN.md, "rdma_cm"): the
+ * preload's half. open() of it connects to the daemon's rdma_cm socket and
+ * returns the eventfd the daemon passes back (poll, epoll and select work
+ * on it natively: it is readable while events are queued). Per such
+ * descriptor a small table (indexed by fd, mapped at the first open) holds
+ * its command socket. write() of one sends the bytes written to the daemon
+ * and copies the response into the program with process_vm_writev on our
+ * own pid, so a bad address is EFAULT, as the kernel's copy_to_user says,
+ * never a crash. GET_EVENT first takes a token from the eventfd (blocking,
+ * or EAGAIN under O_NONBLOCK, as the file is set), then fetches the event.
+ * close() closes the command socket too: the daemon destroys the file's
+ * ids. Every other descriptor costs write() and close() one table check.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rdma/rdma_user_cm.h>
+
+#include "abi/sv_sock.h"
+#include "abi/sv_ucma.h"
+
+#define SVP_UCMA_MAX_FD 65536
+
+struct svp_ucma {
+	int sock;
+	uint64_t token;
+	pthread_mutex_t lock;
+};
+
+/* NULL until the first rdma_cm open: then SVP_UCMA_MAX_FD pointers (only
+ * the pages touched cost memory). */
+static struct svp_ucma **tab;
+static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct svp_ucma *ucma_of(int fd)
+{
+	struct svp_ucma **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(!t, 1) || fd < 0 || fd >= SVP_UCMA_MAX_FD)
+		return NULL;
+	return __atomic_load_n(&t[fd], __ATOMIC_ACQUIRE);
+}
+
+bool svp_is_ucma(int fd)
+{
+	return ucma_of(fd) != NULL;
+}
+
+bool svp_ucma_path(const char *p)
+{
+	return !svp_null(p) && !strcmp(p, "/dev/infiniband/rdma_cm");
+}
+
+void svp_ucma_stat(struct stat *st)
+{
+	st->st_mode = S_IFCHR | 0666;
+	st->st_rdev = makedev(SV_UCMA_MAJOR, SV_UCMA_MINOR);
+	st->st_size = 0;
+	st->st_blocks = 0;
+}
+
+static bool table(void)
+{
+	void *m;
+
+	if (__atomic_load_n(&tab, __ATOMIC_ACQUIRE))
+		return true;
+	pthread_mutex_lock(&tab_lock);
+	if (!tab) {
+		m = mmap(NULL, SVP_UCMA_MAX_FD * sizeof(*tab), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m != MAP_FAILED)
+			__atomic_store_n(&tab, (struct svp_ucma **)m, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&tab_lock);
+	return tab != NULL;
+}
+
+int svp_ucma_open(int flags)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sv_ucma_hello h;
+	struct svp_ucma *e;
+	char sock[108], path[300];
+	int s, efd = -1;
+	ssize_t n;
+
+	if (svp_sock_path(sock, sizeof(sock)) ||
+	    sv_sock_sibling(sock, SV_UCMA_SOCK_NAME, path, sizeof(path)) ||
+	    strlen(path) >= sizeof(sa.sun_path) || !table()) {
+		errno = ENODEV;
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)))
+		goto nodev;
+	n = sv_recv_msg(s, &h, sizeof(h), &efd, 0);
+	if (n != sizeof(h) || h.magic != SV_UCMA_MAGIC ||
+	    h.version != SV_UCMA_VERSION || efd < 0)
+		goto nodev;
+	if (efd >= SVP_UCMA_MAX_FD) {
+		close(efd);
+		close(s);
+		errno = EMFILE;
+		return -1;
+	}
+	/* the descriptor as open() would make it (it arrives close-on-exec) */
+	if ((!(flags & O_CLOEXEC) && fcntl(efd, F_SETFD, 0)) ||
+	    ((flags & O_NONBLOCK) && fcntl(efd, F_SETFL, O_NONBLOCK)))
+		goto nodev;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		close(efd);
+		close(s);
+		errno = ENOMEM;
+		return -1;
+	}
+	e->sock = s;
+	e->token = h.token;
+	pthread_mutex_init(&e->lock, NULL);
+	__atomic_store_n(&tab[efd], e, __ATOMIC_RELEASE);
+	return efd;
+nodev:
+	if (efd >= 0)
+		close(efd);
+	close(s);
+	errno = ENODEV;
+	return -1;
+}
+
+/* One request and its response, in turn with the fd's other threads.
+ * 0, or -errno when the daemon is gone. */
+static int exchange(struct svp_ucma *e, const struct sv_ucma_req *q, size_t len,
+		    struct sv_ucma_rsp *r)
+{
+	int fd = -1, ret = 0;
+	ssize_t n;
+
+	pthread_mutex_lock(&e->lock);
+	if (sv_send_msg(e->sock, q, len, -1, MSG_NOSIGNAL))
+		ret = -ENODEV;
+	else {
+		n = sv_recv_msg(e->sock, r, sizeof(*r), &fd, 0);
+		if (fd >= 0)
+			close(fd);
+		if (n < SV_UCMA_RSP_HDR || r->magic != SV_UCMA_MAGIC ||
+		    r->out_len > SV_UCMA_MAX_RSP || (size_t)n != SV_UCMA_RSP_HDR + r->out_len)
+			ret = -ENODEV;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
+/* Copy between the program's memory and ours as the kernel does: a bad
+ * address is EFAULT, never a fault. */
+static bool copy_in(void *dst, const void *src, size_t n)
+{
+	struct iovec l = { dst, n }, r = { (void *)(uintptr_t)src, n };
+
+	return !n || process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)n;
+}
+
+static bool copy_out(uint64_t dst, const void *src, size_t n)
+{
+	struct iovec l = { (void *)(uintptr_t)src, n }, r = { (void *)(uintptr_t)dst, n };
+
+	return !n || process_vm_writev(getpid(), &l, 1, &r, 1, 0) == (ssize_t)n;
+}
+
+/* The response could not be delivered: undo what the command did where
+ * the kernel would (a new id is destroyed, an event stays queued). */
+static void undo(struct svp_ucma *e, uint32_t cmd, const struct sv_ucma_rsp *r)
+{
+	static __thread struct sv_ucma_req q;
+	struct sv_ucma_rsp rr;
+	struct {
+		struct rdma_ucm_cmd_hdr hdr;
+		struct rdma_ucm_destroy_id c;
+	} d;
+	struct rdma_ucm_destroy_id_resp dresp;
+
+	memset(&q, 0, SV_UCMA_REQ_HDR);
+	q.magic = SV_UCMA_MAGIC;
+	if (cmd == RDMA_USER_CM_CMD_GET_EVENT) {
+		q.aux_kind = SV_UCMA_UNGET;
+		exchange(e, &q, SV_UCMA_REQ_HDR, &rr);
+	} else if (cmd == RDMA_USER_CM_CMD_CREATE_ID && r->out_len >= sizeof(uint32_t)) {
+		memset(&d, 0, sizeof(d));
+		d.hdr.cmd = RDMA_USER_CM_CMD_DESTROY_ID;
+		d.hdr.in = sizeof(d.c);
+		d.hdr.out = sizeof(dresp);
+		d.c.response = (uintptr_t)&dresp;
+		memcpy(&d.c.id, r->out, sizeof(d.c.id));
+		q.wlen = q.nbytes = sizeof(d);
+		memcpy(q.data, &d, sizeof(d));
+		exchange(e, &q, SV_UCMA_REQ_HDR + sizeof(d), &rr);
+	}
+}
+
+/* What a GET_EVENT will be refused for, checked before a token is taken. */
+static bool event_cmd_ok(const struct rdma_ucm_cmd_hdr *h, size_t len)
+{
+	return h->cmd == RDMA_USER_CM_CMD_GET_EVENT &&
+	       (size_t)h->in + sizeof(*h) <= len &&
+	       h->out >= sizeof(struct rdma_ucm_event_resp) - sizeof(uint32_t) -
+			 sizeof(struct rdma_ucm_ece);
+}
+
+ssize_t svp_ucma_write(int fd, const void *buf, size_t len)
+{
+	static __thread struct sv_ucma_req q;
+	static __thread struct sv_ucma_rsp r;
+	struct svp_ucma *e = ucma_of(fd);
+	struct rdma_ucm_cmd_hdr hdr;
+	bool event;
+	int ret;
+
+	if (len < sizeof(hdr)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&q, 0, SV_UCMA_REQ_HDR);
+	q.magic = SV_UCMA_MAGIC;
+	q.wlen = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	q.nbytes = len < SV_UCMA_MAX_CMD ? (uint32_t)len : SV_UCMA_MAX_CMD;
+	if (!copy_in(q.data, buf, q.nbytes)) {
+		errno = EFAULT;
+		return -1;
+	}
+	memcpy(&hdr, q.data, sizeof(hdr));
+	if (hdr.cmd == RDMA_USER_CM_CMD_SET_OPTION &&
+	    q.nbytes >= sizeof(hdr) + sizeof(struct rdma_ucm_set_option)) {
+		struct rdma_ucm_set_option o;
+
+		memcpy(&o, q.data + sizeof(hdr), sizeof(o));
+		if (o.optlen <= SV_UCMA_MAX_OPT) {
+			if (!copy_in(q.data + q.nbytes, (void *)(uintptr_t)o.optval,
+				     o.optlen)) {
+				errno = EFAULT;
+				return -1;
+			}
+			q.optlen = o.optlen;
+		}
+	}
+	if (hdr.cmd == RDMA_USER_CM_CMD_MIGRATE_ID &&
+	    q.nbytes >= sizeof(hdr) + sizeof(struct rdma_ucm_migrate_id)) {
+		struct rdma_ucm_migrate_id m;
+		struct svp_ucma *cur;
+
+		memcpy(&m, q.data + sizeof(hdr), sizeof(m));
+		cur = ucma_of((int)m.fd);
+		q.aux_kind = cur ? SV_UCMA_AUX_FILE :
+			     fcntl((int)m.fd, F_GETFD) >= 0 ? SV_UCMA_AUX_NOT_UCMA :
+			     SV_UCMA_AUX_BAD_FD;
+		q.aux = cur ? cur->token : 0;
+	}
+	event = event_cmd_ok(&hdr, len);
+	for (;;) {
+		if (event) {
+			uint64_t token;
+
+			/* the file's own read: blocks, or EAGAIN, as it is set */
+			if (read(fd, &token, sizeof(token)) != sizeof(token))
+				return -1;
+		}
+		ret = exchange(e, &q, SV_UCMA_REQ_HDR + q.nbytes + q.optlen, &r);
+		if (ret) {
+			errno = -ret;
+			return -1;
+		}
+		if (!(event && r.ret == SV_UCMA_STALE))
+			break;
+	}
+	if (r.ret < 0) {
+		errno = -r.ret;
+		return -1;
+	}
+	if (!copy_out(r.out_addr, r.out, r.out_len)) {
+		undo(e, hdr.cmd, &r);
+		errno = EFAULT;
+		return -1;
+	}
+	return r.ret;
+}
+
+void svp_ucma_close(int fd)
+{
+	struct svp_ucma **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
+	struct svp_ucma *e;
+
+	if (!t || fd < 0 || fd >= SVP_UCMA_MAX_FD)
+		return;
+	e = __atomic_exchange_n(&t[fd], NULL, __ATOMIC_ACQ_REL);
+	if (!e)
+		return;
+	close(e->sock);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
