@@ -276,22 +276,23 @@ SVP_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 	OPEN_BODY(real___openat64_2(dirfd, q, flags));
 }
 
+/* The rest of the path calls: the path mapped (a mapping too long for the
+ * buffer is -1 with errno set), else libc's answer for the path as given. */
+#define PATH_CALL(call)                                                       \
+	char buf[SVP_PATH_MAX];                                               \
+	const char *q = svp_map(path, buf);                                   \
+	return !q && !svp_null(path) ? -1 : call
+
 SVP_EXPORT int creat(const char *path, mode_t mode)
 {
 	SVP_REAL(creat);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_creat(q, mode);
+	PATH_CALL(real_creat(q, mode));
 }
 
 SVP_EXPORT int creat64(const char *path, mode_t mode)
 {
 	SVP_REAL(creat64);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_creat64(q, mode);
+	PATH_CALL(real_creat64(q, mode));
 }
 
 /* fopen's read-only modes ("r", "rb", "re" ...) of a counter: the memfd. */
@@ -345,37 +346,25 @@ SVP_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
 SVP_EXPORT int access(const char *path, int how)
 {
 	SVP_REAL(access);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_access(q, how);
+	PATH_CALL(real_access(q, how));
 }
 
 SVP_EXPORT int faccessat(int dirfd, const char *path, int how, int flags)
 {
 	SVP_REAL(faccessat);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_faccessat(dirfd, q, how, flags);
+	PATH_CALL(real_faccessat(dirfd, q, how, flags));
 }
 
 SVP_EXPORT int euidaccess(const char *path, int how)
 {
 	SVP_REAL(euidaccess);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_euidaccess(q, how);
+	PATH_CALL(real_euidaccess(q, how));
 }
 
 SVP_EXPORT int eaccess(const char *path, int how)
 {
 	SVP_REAL(eaccess);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_eaccess(q, how);
+	PATH_CALL(real_eaccess(q, how));
 }
 
 SVP_EXPORT DIR *opendir(const char *path)
@@ -390,10 +379,7 @@ SVP_EXPORT DIR *opendir(const char *path)
 SVP_EXPORT int chdir(const char *path)
 {
 	SVP_REAL(chdir);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_chdir(q);
+	PATH_CALL(real_chdir(q));
 }
 
 SVP_EXPORT int scandir(const char *path, struct dirent ***list,
@@ -401,10 +387,7 @@ SVP_EXPORT int scandir(const char *path, struct dirent ***list,
 		       int (*cmp)(const struct dirent **, const struct dirent **))
 {
 	SVP_REAL(scandir);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_scandir(q, list, sel, cmp);
+	PATH_CALL(real_scandir(q, list, sel, cmp));
 }
 
 SVP_EXPORT int scandir64(const char *path, struct dirent64 ***list,
@@ -413,28 +396,19 @@ SVP_EXPORT int scandir64(const char *path, struct dirent64 ***list,
 				    const struct dirent64 **))
 {
 	SVP_REAL(scandir64);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_scandir64(q, list, sel, cmp);
+	PATH_CALL(real_scandir64(q, list, sel, cmp));
 }
 
 SVP_EXPORT ssize_t readlink(const char *path, char *out, size_t len)
 {
 	SVP_REAL(readlink);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_readlink(q, out, len);
+	PATH_CALL(real_readlink(q, out, len));
 }
 
 SVP_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *out, size_t len)
 {
 	SVP_REAL(readlinkat);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real_readlinkat(dirfd, q, out, len);
+	PATH_CALL(real_readlinkat(dirfd, q, out, len));
 }
 
 ssize_t __readlink_chk(const char *path, char *out, size_t len, size_t outlen);
@@ -445,20 +419,14 @@ SVP_EXPORT ssize_t __readlink_chk(const char *path, char *out, size_t len,
 				  size_t outlen)
 {
 	SVP_REAL(__readlink_chk);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real___readlink_chk(q, out, len, outlen);
+	PATH_CALL(real___readlink_chk(q, out, len, outlen));
 }
 
 SVP_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *out,
 				    size_t len, size_t outlen)
 {
 	SVP_REAL(__readlinkat_chk);
-	char buf[SVP_PATH_MAX];
-	const char *q = svp_map(path, buf);
-
-	return !q && !svp_null(path) ? -1 : real___readlinkat_chk(dirfd, q, out, len, outlen);
+	PATH_CALL(real___readlinkat_chk(dirfd, q, out, len, outlen));
 }
 
 /* realpath and its kin answer with the view's real place: every later

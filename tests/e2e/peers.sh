@@ -49,6 +49,27 @@ wait_job() { # pid seconds
 	return 1
 }
 
+# Wait (bounded) for a client, then for its server, both our background
+# jobs; print both outputs. Fails unless each ends in time with status 0.
+wait_pair() { # cli_pid srv_pid sout cout what cli_secs srv_secs
+	local cli=$1 srv=$2 sout=$3 cout=$4 what=$5 crc src
+	if ! wait_job "$cli" "$6"; then
+		kill -KILL "$cli" "$srv" 2>/dev/null
+		echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
+		fail "$what client still running after $6 s"
+	fi
+	crc=$wait_rc
+	if ! wait_job "$srv" "$7"; then
+		kill -KILL "$srv" 2>/dev/null
+		echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
+		fail "$what server still running $7 s after the client ended"
+	fi
+	src=$wait_rc
+	echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
+	[ "$src" = 0 ] || fail "$what server exited with $src"
+	[ "$crc" = 0 ] || fail "$what client exited with $crc"
+}
+
 # Run "PROG ARGS" as a server and "PROG ARGS localhost" as a client, both
 # through softverbs run, with -g 0 and a fresh port. Both must exit 0 within
 # 50 s and print the pingpong result lines.
@@ -66,21 +87,7 @@ run_pair() { # prog args...
 	fi
 	"$SV" run -- "$prog" -g 0 -p "$port" "$@" localhost >"$cout" 2>&1 &
 	cli=$!
-	if ! wait_job $cli 50; then
-		kill -KILL $cli $srv 2>/dev/null
-		echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
-		fail "$prog client still running after 50 s"
-	fi
-	local crc=$wait_rc
-	if ! wait_job $srv 20; then
-		kill -KILL $srv 2>/dev/null
-		echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
-		fail "$prog server still running 20 s after the client ended"
-	fi
-	local src=$wait_rc
-	echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
-	[ "$src" = 0 ] || fail "$prog server exited with $src"
-	[ "$crc" = 0 ] || fail "$prog client exited with $crc"
+	wait_pair $cli $srv "$sout" "$cout" "$prog" 50 20
 	local f
 	for f in "$sout" "$cout"; do
 		grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$f" ||

@@ -37,21 +37,7 @@ pair() { # "server cmd" "client cmd" [listening port]
 	done
 	eval "$SV run -- $2" >"$cout" 2>&1 &
 	cli=$!
-	if ! wait_job $cli 60; then
-		kill -KILL $cli $srv 2>/dev/null
-		echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
-		fail "client still running after 60 s"
-	fi
-	local crc=$wait_rc
-	if ! wait_job $srv 30; then
-		kill -KILL $srv 2>/dev/null
-		echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
-		fail "server still running 30 s after the client ended"
-	fi
-	local src=$wait_rc
-	echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
-	[ "$src" = 0 ] || fail "server exited with $src"
-	[ "$crc" = 0 ] || fail "client exited with $crc"
+	wait_pair $cli $srv "$sout" "$cout" rdma_cm 60 30
 }
 
 # rping -v prints every ping; -V verifies each (exit 1 on a mismatch).
