@@ -363,38 +363,6 @@ grant_fence_wait(struct sv_exec *x, const uint32_t seen[SV_DB_PAGES])
 	*x->fencing = false;
 }
 
-static inline uint32_t wq_prod(const struct sv_wq *wq)
-{
-	/* acquire: pairs with the library's release store after the WQE */
-	return __atomic_load_n(&wq->hdr->prod, __ATOMIC_ACQUIRE);
-}
-
-/* WQEs waiting in wq; *corrupt when prod is more than a ring ahead. */
-static inline uint32_t wq_pending(const struct sv_wq *wq, bool *corrupt)
-{
-	uint32_t n;
-
-	if (!wq->hdr || !wq->entries) {
-		*corrupt = false;
-		return 0;
-	}
-	n = wq_prod(wq) - wq->cons;
-	*corrupt = n > wq->entries;
-	return *corrupt ? 0 : n;
-}
-
-static inline void wq_consume(struct sv_wq *wq)
-{
-	wq->cons++;
-	/* release: the slot may be reused once the library sees this */
-	__atomic_store_n(&wq->hdr->cons, wq->cons, __ATOMIC_RELEASE);
-}
-
-static inline void *wq_head(const struct sv_wq *wq)
-{
-	return sv_wq_slot(wq->hdr, wq->entries, wq->stride, wq->cons);
-}
-
 /* A reliable connection: RC, or XRC (here an XRC_SEND QP is only ever a
  * requester, an XRC_RECV one only a responder). */
 static inline bool reliable(const struct sv_qp *qp)
@@ -1402,21 +1370,6 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 }
 
 /* ================= what the wire borrows (exec_int.h) ================= */
-
-const struct sv_send_wqe *sv_x_sq_head(const struct sv_qp *qp)
-{
-	return wq_head(&qp->sq);
-}
-
-const void *sv_x_sq_slot(const struct sv_qp *qp, uint32_t n)
-{
-	return sv_wq_slot(qp->sq.hdr, qp->sq.entries, qp->sq.stride, n);
-}
-
-uint32_t sv_x_wq_pending(const struct sv_wq *wq, bool *corrupt)
-{
-	return wq_pending(wq, corrupt);
-}
 
 bool sv_x_swqe_body(const struct sv_qp *qp, const void *slot, struct swqe *w)
 {

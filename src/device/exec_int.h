@@ -18,6 +18,7 @@
 #include "device/engine.h"
 #include "device/mm.h"
 #include "device/sv_dev.h"
+#include "device/wq.h"
 
 /* A send WQE copied out of its slot. */
 struct swqe {
@@ -175,12 +176,6 @@ static inline int sv_span_copy(const struct sv_exec *x,
 /* ---- the steps exec.c lends the wire (exec.c, at its end) ---- */
 
 
-/* The send queue's head WQE header (not yet validated). */
-const struct sv_send_wqe *sv_x_sq_head(const struct sv_qp *qp);
-/* The send WQE n (free-running number, n - cons < pending), its slot. */
-const void *sv_x_sq_slot(const struct sv_qp *qp, uint32_t n);
-/* WQEs posted and not consumed in wq; *corrupt: a ring more than full. */
-uint32_t sv_x_wq_pending(const struct sv_wq *wq, bool *corrupt);
 /* Copy the body of send WQE slot (header in w) into w: false when the
  * header is malformed for qp. */
 bool sv_x_swqe_body(const struct sv_qp *qp, const void *slot, struct swqe *w);

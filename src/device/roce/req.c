@@ -456,7 +456,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_rwin *e;
 	bool corrupt;
-	uint32_t pending = sv_x_wq_pending(&qp->sq, &corrupt), op;
+	uint32_t pending = wq_pending(&qp->sq, &corrupt), op;
 	const void *slot;
 	uint64_t total = 0;
 
@@ -469,7 +469,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	if (qp->state == IBV_QPS_SQD && !(qp->sqd_armed &&
 	    (int32_t)(qp->sqd_prod - rq->tail) > 0))
 		return TAKE_NONE;
-	slot = sv_x_sq_slot(qp, rq->tail);
+	slot = wq_slot(&qp->sq, rq->tail);
 	e = rwin(rq, rq->tail);
 	memcpy(&e->w.h, slot, sizeof(e->w.h));
 	op = e->w.h.opcode;
@@ -823,7 +823,7 @@ static bool ring_has_more(const struct sv_qp *qp)
 {
 	const struct sv_roce_qp *rq = qp->roce;
 	bool corrupt;
-	uint32_t pending = sv_x_wq_pending(&qp->sq, &corrupt);
+	uint32_t pending = wq_pending(&qp->sq, &corrupt);
 
 	if (corrupt)
 		return true;
@@ -923,7 +923,7 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 		} else {
 			struct swqe w;
 
-			memcpy(&w.h, sv_x_sq_head(qp), sizeof(w.h));
+			memcpy(&w.h, wq_head(&qp->sq), sizeof(w.h));
 			sv_x_sq_complete(qp, &w, st, 0);
 			did = true;
 		}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's side of a work queue ring (struct sv_wq): what is posted,
+ * which slot holds WQE n, consuming the head. Shared by the same-host
+ * execution (exec.c) and the RoCEv2 requester (roce/req.c). The library
+ * writes the slots and prod; nothing read here is trusted until copied out.
+ */
+#ifndef SV_DEVICE_WQ_H
+#define SV_DEVICE_WQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "abi/sv_ring.h"
+#include "device/sv_dev.h"
+
+static inline uint32_t wq_prod(const struct sv_wq *wq)
+{
+	/* acquire: pairs with the library's release store after the WQE */
+	return __atomic_load_n(&wq->hdr->prod, __ATOMIC_ACQUIRE);
+}
+
+/* WQEs waiting in wq; *corrupt when prod is more than a ring ahead. */
+static inline uint32_t wq_pending(const struct sv_wq *wq, bool *corrupt)
+{
+	uint32_t n;
+
+	if (!wq->hdr || !wq->entries) {
+		*corrupt = false;
+		return 0;
+	}
+	n = wq_prod(wq) - wq->cons;
+	*corrupt = n > wq->entries;
+	return *corrupt ? 0 : n;
+}
+
+static inline void wq_consume(struct sv_wq *wq)
+{
+	wq->cons++;
+	/* release: the slot may be reused once the library sees this */
+	__atomic_store_n(&wq->hdr->cons, wq->cons, __ATOMIC_RELEASE);
+}
+
+/* The slot of WQE n (free-running number, n - cons < pending). */
+static inline void *wq_slot(const struct sv_wq *wq, uint32_t n)
+{
+	return sv_wq_slot(wq->hdr, wq->entries, wq->stride, n);
+}
+
+/* The head WQE's slot (its header not yet validated). */
+static inline void *wq_head(const struct sv_wq *wq)
+{
+	return wq_slot(wq, wq->cons);
+}
+
+#endif /* SV_DEVICE_WQ_H */
