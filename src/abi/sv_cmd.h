@@ -636,6 +636,11 @@ struct sv_rsp_stat_wire {
 	uint32_t cm_files, cm_ids;
 	uint64_t cm_ids_created, cm_connects, cm_accepts, cm_rejects;
 	uint64_t cm_disconnects, cm_established;
+	/* CM MADs on QP1 (across hosts): sent, received, sent again,
+	 * requests given up after every retry, dropped (malformed, forged,
+	 * for no id, or no room) */
+	uint64_t cm_mad_sent, cm_mad_rcvd, cm_mad_retries, cm_mad_timeouts;
+	uint64_t cm_mad_dropped;
 };
 
 struct sv_rsp_hdr {

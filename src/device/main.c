@@ -35,7 +35,7 @@
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 
 enum sv_evkind { EV_LISTEN, EV_SIGNAL, EV_IDLE, EV_SOCK, EV_PID, EV_CM_LISTEN,
-		 EV_CM_TIMER, EV_CM_FILE };
+		 EV_CM_TIMER, EV_CM_FILE, EV_CM_WIRE };
 
 struct sv_evtag {
 	enum sv_evkind kind;
@@ -49,6 +49,7 @@ static struct {
 	int listen_fd, lock_fd, epfd, sig_fd, idle_fd;
 	unsigned int idle_exit;   /* seconds; 0 = never */
 	struct sv_evtag t_listen, t_signal, t_idle, t_cm_listen, t_cm_timer;
+	struct sv_evtag t_cm_wire;
 } d = { .listen_fd = -1, .lock_fd = -1, .epfd = -1, .sig_fd = -1,
 	.idle_fd = -1 };
 
@@ -66,6 +67,10 @@ static void usage(FILE *f)
 "                       (GID 0), then IPv6, link-local last\n"
 "  --roce-port PORT     the RoCEv2 UDP port (default 4791)\n"
 "  --no-roce            no RoCEv2 port: peers on this host only\n"
+"  --cm-timeout T       the CM response timeout asked of peers, as the IBTA's\n"
+"                       exponent (4.096 us << T; default 20, about 4.3 s)\n"
+"  --cm-retries N       sends of an unanswered REQ, REP, DREQ or SIDR_REQ\n"
+"                       after the first (default 15, at most 15)\n"
 "  --no-offload         no UDP GSO/GRO on the RoCEv2 port: one datagram per\n"
 "                       packet (also $SOFTVERBSD_NO_OFFLOAD=1)\n"
 "  --no-masked-atomics  no masked atomics: the device is one without them\n"
@@ -376,6 +381,10 @@ static int serve(void)
 	d.t_idle.kind = EV_IDLE;
 	d.t_cm_listen.kind = EV_CM_LISTEN;
 	d.t_cm_timer.kind = EV_CM_TIMER;
+	d.t_cm_wire.kind = EV_CM_WIRE;
+	if (sv_roce_gsi_fd() >= 0 && sv_cm_listen_fd() >= 0 &&
+	    ep_add(sv_roce_gsi_fd(), EPOLLIN, &d.t_cm_wire))
+		return -errno;
 	if (sv_cm_listen_fd() >= 0 &&
 	    (ep_add(sv_cm_listen_fd(), EPOLLIN, &d.t_cm_listen) ||
 	     ep_add(sv_cm_timer_fd(), EPOLLIN, &d.t_cm_timer)))
@@ -423,6 +432,9 @@ static int serve(void)
 			case EV_CM_TIMER:
 				sv_cm_on_timer();
 				break;
+			case EV_CM_WIRE:
+				sv_cm_on_wire();
+				break;
 			case EV_CM_FILE:
 				if (!t->cm->dead && !sv_cm_file_input(t->cm)) {
 					cm_drop(t->cm);
@@ -459,6 +471,8 @@ int main(int argc, char **argv)
 		{ "no-offload", no_argument, NULL, 'o' },
 		{ "no-masked-atomics", no_argument, NULL, 'M' },
 		{ "inject", required_argument, NULL, 'j' },
+		{ "cm-timeout", required_argument, NULL, 'T' },
+		{ "cm-retries", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -489,6 +503,22 @@ int main(int argc, char **argv)
 		case 'n':
 			roce = false;
 			break;
+		case 'T':
+		case 'R': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || v > (c == 'T' ? 31ul : 15ul)) {
+				fprintf(stderr, "softverbsd: bad --cm-%s '%s'\n",
+					c == 'T' ? "timeout" : "retries", optarg);
+				return 2;
+			}
+			if (c == 'T')
+				sv_cm_cfg.response_timeout = (uint8_t)v;
+			else
+				sv_cm_cfg.max_retries = (uint8_t)v;
+			break;
+		}
 		case 'o':
 			no_offload = true;
 			break;
@@ -602,12 +632,13 @@ int main(int argc, char **argv)
 	sv_log(SV_LOG_INFO, "serving %s (pid %d, idle exit %us)", d.sock_path,
 	       (int)getpid(), d.idle_exit);
 	ret = serve();
+	/* the CM's last words (DREQs, REJs) still go out on the wire */
+	sv_cm_stop();
 	sv_roce_stop();
 	/* stop new clients first, then free everything the old ones held */
 	unlink(d.sock_path);
 	sv_view_unpublish();
 	close(d.listen_fd);
-	sv_cm_stop();
 	while (sv_dev.clients.next != &sv_dev.clients)
 		client_drop(sv_dev.clients.next);
 	bury();

@@ -213,6 +213,13 @@ int sv_tool_stat(int argc, char **argv)
 		       (unsigned long long)w->cm_established,
 		       (unsigned long long)w->cm_rejects,
 		       (unsigned long long)w->cm_disconnects);
+		printf("rdma_cm MADs: %llu sent, %llu received, %llu retried, "
+		       "%llu timed out, %llu dropped\n",
+		       (unsigned long long)w->cm_mad_sent,
+		       (unsigned long long)w->cm_mad_rcvd,
+		       (unsigned long long)w->cm_mad_retries,
+		       (unsigned long long)w->cm_mad_timeouts,
+		       (unsigned long long)w->cm_mad_dropped);
 
 		if (!w->running) {
 			printf("roce: no RoCEv2 port (peers on this host only)\n");

@@ -159,11 +159,20 @@ static void test_resolve_not_here(void **state)
 	struct sockaddr_in dst = addr4("203.0.113.9", 7471);
 	struct rdma_cm_id *id;
 
+	struct sockaddr_in lo = addr4("127.0.0.1", 0);
+	int st = 0;
+
 	(void)state;
 	assert_non_null(ch);
 	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
-	expect_event(ch, RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL);
+	/* from loopback to another host: no RDMA device serves that way,
+	 * ENODEV as the kernel's (a host with no route at all: ENETUNREACH) */
+	assert_int_equal(rdma_resolve_addr(id, (struct sockaddr *)&lo,
+					   (struct sockaddr *)&dst, 2000), 0);
+	assert_int_equal(next_event(ch, &st, NULL, NULL, NULL),
+			 RDMA_CM_EVENT_ADDR_ERROR);
+	if (st != -ENODEV && st != -ENETUNREACH)
+		fail_msg("ADDR_ERROR status %d, not -ENODEV or -ENETUNREACH", st);
 	/* (librdmacm's rdma_resolve_route would now dereference the id's
 	 * absent device, as on a kernel: not called) */
 	rdma_destroy_id(id);

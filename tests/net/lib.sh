@@ -375,15 +375,18 @@ ns_drop_pct() { # ns pct
 	command -v nft >/dev/null || fail "ns_drop_pct: no nft (nftables)"
 	ip netns exec "$ns" nft delete table inet svdrop 2>/dev/null
 	[ "$pct" = 0 ] && return 0
+	# (nft takes no "< 100" of "mod 100": all is all)
+	local sel="numgen random mod 100 < $pct"
+	[ "$pct" = 100 ] && sel=""
 	ip netns exec "$ns" nft -f - <<EOF || fail "ns_drop_pct: nft in $ns"
 table inet svdrop {
 	chain in {
 		type filter hook input priority 0; policy accept;
-		udp dport 4791 numgen random mod 100 < $pct counter drop
+		udp dport 4791 $sel counter drop
 	}
 	chain out {
 		type filter hook output priority 0; policy accept;
-		udp dport 4791 numgen random mod 100 < $pct counter drop
+		udp dport 4791 $sel counter drop
 	}
 }
 EOF

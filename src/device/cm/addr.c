@@ -9,6 +9,8 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "device/cm/cm.h"
@@ -130,4 +132,57 @@ const char *sv_cm_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 	snprintf(buf, len, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a,
 		 sv_cm_port(sa));
 	return buf;
+}
+
+void sv_cm_addr_to_gid(const struct sockaddr *sa, uint8_t gid[16])
+{
+	struct in_addr a;
+
+	memset(gid, 0, 16);
+	if (v4_of(sa, &a)) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, &a, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		memcpy(gid, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
+}
+
+void sv_cm_gid_to_addr(const uint8_t gid[16], struct sockaddr_storage *ss)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	memset(ss, 0, sizeof(*ss));
+	if (!memcmp(gid, mapped, 12)) {
+		struct sockaddr_in *s4 = (void *)ss;
+
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, gid + 12, 4);
+	} else {
+		struct sockaddr_in6 *s6 = (void *)ss;
+
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, gid, 16);
+	}
+}
+
+int sv_cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+	struct sockaddr_storage d;
+	socklen_t n = sizeof(*src);
+	int s, ret = 0;
+
+	memset(&d, 0, sizeof(d));
+	memcpy(&d, dst, sv_cm_addr_size(dst));
+	/* any port will do: connect() on UDP only picks the route */
+	sv_cm_set_port((struct sockaddr *)&d, 4791);
+	s = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (connect(s, (struct sockaddr *)&d, sv_cm_addr_size(dst)) ||
+	    getsockname(s, (struct sockaddr *)src, &n))
+		ret = -errno;
+	close(s);
+	if (!ret)
+		sv_cm_set_port((struct sockaddr *)src, 0);
+	return ret;
 }

@@ -6,10 +6,13 @@
  * LISTEN, CONNECT, DISCONNECT) and, once it takes part in a connection, the
  * IBTA's communication state (REQ_SENT, REQ_RCVD, REP_SENT, REP_RCVD,
  * ESTABLISHED, DREQ_SENT, DREQ_RCVD, TIMEWAIT; SIDR for UD). The two ends
- * of a connection speak only through CM messages: cm_send() queues one and
- * sv_cm_flush() hands it to cm_recv() of the other end. Both ends live on
- * this daemon today; carrying the same messages as CM MADs between daemons
- * replaces cm_send's delivery and nothing else.
+ * of a connection speak only through CM messages: cm_send() either queues
+ * one for sv_cm_flush() to hand to sv_cm_recv() (the other end is on this
+ * daemon), or puts it on the wire as a CM MAD on QP1 (wire.c: another
+ * host, or another daemon), whose answers come back to sv_cm_recv() the
+ * same way. On the wire, REQ, REP, DREQ and SIDR_REQ are sent again until
+ * answered (the kernel's timeouts and retries), a duplicate REQ is
+ * answered with an MRA or the REP again, a duplicate REP with the RTU.
  *
  * Errors are the kernel's (drivers/infiniband/core/cma.c, cm.c and
  * ucma.c): the same errno for the same misuse, the same events with the
@@ -27,6 +30,7 @@
 #include <infiniband/verbs.h>
 
 #include "device/cm/cm.h"
+#include "device/roce/roce.h"
 #include "device/sv_dev.h"
 
 #define SV_STR(s) #s,
@@ -36,9 +40,12 @@ static const char *const msg_names[] = { SV_CM_MSGS(SV_STR) };
 #undef SV_STR
 
 struct sv_cm_stats sv_cm_stats;
+struct sv_cm_cfg sv_cm_cfg = { .response_timeout = 20, .max_retries = 15 };
 
 static struct sv_cm_id *ids[SV_CM_MAX_IDS];
 static uint16_t id_gen[SV_CM_MAX_IDS];
+static uint16_t gen_base;          /* random: comm ids differ per start */
+static uint32_t tid_hi;            /* random: our MADs' transaction IDs */
 static uint32_t id_cursor;
 static uint32_t ntimers;           /* ids with a deadline */
 static struct sv_cm_id *bound;     /* every id holding a port */
@@ -100,9 +107,16 @@ int sv_cm_id_new(struct sv_cm_file *f, uint64_t uid, uint16_t ps, uint8_t qp_typ
 	id = calloc(1, sizeof(*id));
 	if (!id)
 		return -ENOMEM;
+	if (!gen_base) {
+		gen_base = (uint16_t)(rand32() | 1);
+		tid_hi = rand32();
+	}
 	id_cursor = h + 1;
 	id->handle = h;
-	id->comm = h | (uint32_t)(++id_gen[h]) << 16;
+	id->comm = h | (uint32_t)(uint16_t)(++id_gen[h] + gen_base) << 16;
+	if (!id->comm)  /* 0 means "no id" in a message */
+		id->comm = h | (uint32_t)(uint16_t)(++id_gen[h] + gen_base) << 16;
+	id->tid = (uint64_t)tid_hi << 32 | id->comm;
 	id->file = f;
 	id->uid = uid;
 	id->ps = ps;
@@ -123,7 +137,7 @@ int sv_cm_id_get(struct sv_cm_file *f, uint32_t handle, struct sv_cm_id **out)
 {
 	struct sv_cm_id *id = handle < SV_CM_MAX_IDS ? ids[handle] : NULL;
 
-	if (!id || id->hidden)
+	if (!id || id->hidden || !id->file)
 		return -ENOENT;
 	if (id->file != f)
 		return -EINVAL;
@@ -175,8 +189,11 @@ int sv_cm_migrate(struct sv_cm_id *id, struct sv_cm_file *to)
 
 static struct sv_cm_event *ev_new(struct sv_cm_id *id, uint32_t type, int32_t status)
 {
-	struct sv_cm_event *e = calloc(1, sizeof(*e));
+	struct sv_cm_event *e;
 
+	if (!id->file)
+		return NULL;   /* a ghost (below): nobody to tell */
+	e = calloc(1, sizeof(*e));
 	if (!e) {
 		sv_log(SV_LOG_WARN, "cm: id %u: event %u lost: out of memory",
 		       id->handle, type);
@@ -230,12 +247,18 @@ struct msgq {
 };
 static struct msgq *mq_head, **mq_tail = &mq_head;
 
-/* Send a CM message to the other end. The one place a later increment
- * turns into a MAD on QP1; here the other end is on this daemon, and the
- * message is handed to it once the current command is done. */
+/* Send a CM message to the other end: a MAD on QP1 (another host or
+ * daemon), or, when the other end is on this daemon, handed to it once
+ * the current command is done. */
 static void cm_send(const struct sv_cm_msg *m)
 {
-	struct msgq *q = malloc(sizeof(*q));
+	struct msgq *q;
+
+	if (m->wire) {
+		(void)sv_cm_wire_send(m);   /* a loss is a loss: retries cover it */
+		return;
+	}
+	q = malloc(sizeof(*q));
 
 	if (!q) {
 		sv_log(SV_LOG_WARN, "cm: %s lost: out of memory", msg_names[m->type]);
@@ -254,6 +277,52 @@ static void msg_init(struct sv_cm_msg *m, enum sv_cm_msg_type type,
 	m->type = type;
 	m->local_comm = from->comm;
 	m->remote_comm = from->remote_comm;
+	m->wire = from->wire;
+	memcpy(m->sgid, from->lgid, 16);
+	memcpy(m->dgid, from->rgid, 16);
+	m->tid = from->tid;
+	if (type == CM_MSG_DREQ)
+		m->qpn = from->rqpn;
+}
+
+/* ---- retries on the wire ---- */
+
+static uint32_t t_ms(uint8_t t)     /* 4.096 us << t, in ms (at least 1) */
+{
+	uint64_t ms = (4096ull << (t & 31)) / 1000000;
+
+	return ms ? (uint32_t)ms : 1;
+}
+
+/* How long an answer may take (the kernel's cm timeout_ms): twice the
+ * packet life time and the response timeout we asked for. */
+static uint32_t rtx_ms(void)
+{
+	return 2 * t_ms(PACKET_LIFE_TIME) + t_ms(sv_cm_cfg.response_timeout);
+}
+
+/* m (just sent by id) goes out again until answered. */
+static void rtx_arm(struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+	if (!m->wire)
+		return;
+	if (!id->rtx)
+		id->rtx = malloc(sizeof(*id->rtx));
+	if (!id->rtx)
+		return;      /* no retries: one try, as a lost MAD */
+	*id->rtx = *m;
+	id->rtx_left = sv_cm_cfg.max_retries;
+	set_deadline(id, rtx_ms());
+}
+
+/* The answer came: no more retries. */
+static void rtx_stop(struct sv_cm_id *id)
+{
+	if (!id->rtx)
+		return;
+	free(id->rtx);
+	id->rtx = NULL;
+	set_deadline(id, 0);
 }
 
 static void send_rej(const struct sv_cm_id *from, uint8_t reason,
@@ -263,6 +332,10 @@ static void send_rej(const struct sv_cm_id *from, uint8_t reason,
 
 	msg_init(&m, CM_MSG_REJ, from);
 	m.reason = reason;
+	/* what is rejected: the REQ (passive end), the REP (active end
+	 * after it), or neither (a REQ given up on) */
+	m.about = from->conn == CONN_REQ_RCVD || from->conn == CONN_REP_SENT ? 0 :
+		  from->conn == CONN_REP_RCVD ? 1 : 2;
 	m.pdata_len = len;
 	if (len)
 		memcpy(m.pdata, pdata, len);
@@ -279,6 +352,12 @@ static void reject_req(const struct sv_cm_msg *req, uint8_t reason)
 	memset(&m, 0, sizeof(m));
 	m.type = ud ? CM_MSG_SIDR_REP : CM_MSG_REJ;
 	m.remote_comm = req->local_comm;
+	m.wire = req->wire;
+	memcpy(m.sgid, req->dgid, 16);
+	memcpy(m.dgid, req->sgid, 16);
+	m.tid = req->tid;
+	m.ps = req->ps;
+	m.src = req->dst;
 	m.reason = ud ? (reason == SV_CM_REJ_INVALID_SERVICE_ID ?
 			 SV_CM_SIDR_UNSUPPORTED : SV_CM_SIDR_REJECT) : reason;
 	cm_send(&m);
@@ -325,6 +404,39 @@ static struct sv_cm_id *find_listener(const struct sv_cm_msg *m, uint8_t *reason
 	return wild;
 }
 
+/* The id that took the wire REQ m before (its sender's comm id and GID). */
+static struct sv_cm_id *req_taken(const struct sv_cm_msg *m)
+{
+	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++) {
+		struct sv_cm_id *id = ids[i];
+
+		if (id && id->wire && id->remote_comm == m->local_comm &&
+		    !memcmp(id->rgid, m->sgid, 16))
+			return id;
+	}
+	return NULL;
+}
+
+/* A REQ again (our answer was lost, or the user is slow to accept): the
+ * REP again, or an MRA that asks the sender to wait (kernel
+ * cm_dup_req_handler). */
+static void dup_req(struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+	struct sv_cm_msg a;
+
+	if (m->type == CM_MSG_SIDR_REQ)
+		return;      /* the SIDR_REP follows the accept */
+	if (id->conn == CONN_REP_SENT && id->rtx) {
+		cm_send(id->rtx);
+		sv_cm_stats.mad_retries++;
+	} else if (id->conn == CONN_REQ_RCVD) {
+		msg_init(&a, CM_MSG_MRA, id);
+		a.about = 0;
+		a.service_timeout = sv_cm_cfg.response_timeout;
+		cm_send(&a);
+	}
+}
+
 static void recv_req(const struct sv_cm_msg *m)
 {
 	bool ud = m->type == CM_MSG_SIDR_REQ;
@@ -333,6 +445,15 @@ static void recv_req(const struct sv_cm_msg *m)
 	uint8_t reason;
 	char a[64];
 
+	if (m->wire && (c = req_taken(m))) {
+		dup_req(c, m);
+		return;
+	}
+	if (m->reason) {
+		/* the codec's refusal: a transport we do not have */
+		reject_req(m, m->reason);
+		return;
+	}
 	l = find_listener(m, &reason);
 	if (!l || l->pending >= l->backlog || (l->qp_type == IBV_QPT_UD) != ud) {
 		sv_log(SV_LOG_INFO, "cm: %s for %s refused: %s", msg_names[m->type],
@@ -354,6 +475,15 @@ static void recv_req(const struct sv_cm_msg *m)
 	}
 	c->hidden = true;
 	c->has_dev = true;
+	if (m->wire) {
+		int k = sv_cm_gid_index(m->dgid);
+
+		c->wire = true;
+		memcpy(c->lgid, m->dgid, 16);
+		memcpy(c->rgid, m->sgid, 16);
+		c->sgid_index = (uint8_t)(k < 0 ? 0 : k);
+		c->tid = m->tid;   /* answers carry the request's ID */
+	}
 	c->state = CM_CONNECT;
 	c->conn = ud ? CONN_SIDR_REQ_RCVD : CONN_REQ_RCVD;
 	c->src = m->dst;
@@ -386,8 +516,16 @@ static void recv_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
 {
 	struct sv_cm_event *e;
 
+	if (id->wire && m->local_comm == id->remote_comm &&
+	    (id->conn == CONN_ESTABLISHED || id->conn == CONN_DREQ_SENT)) {
+		/* our RTU was lost: again (kernel cm_dup_rep_handler) */
+		if (id->conn == CONN_ESTABLISHED)
+			send_simple(id, CM_MSG_RTU);
+		return;
+	}
 	if (id->conn != CONN_REQ_SENT)
 		return;
+	rtx_stop(id);
 	id->remote_comm = m->local_comm;
 	id->rqpn = m->qpn;
 	id->rpsn = m->psn;
@@ -409,12 +547,12 @@ static void enter_timewait(struct sv_cm_id *id)
 	set_deadline(id, SV_CM_TIMEWAIT_MS);
 }
 
-static void disconnected(struct sv_cm_id *id)
+static void disconnected(struct sv_cm_id *id, int status)
 {
 	if (id->state != CM_CONNECT)
 		return;
 	id->state = CM_DISCONNECT;
-	ev_post(id, SV_EV_DISCONNECTED, 0);
+	ev_post(id, SV_EV_DISCONNECTED, status);
 }
 
 static void recv_dreq(struct sv_cm_id *id)
@@ -422,14 +560,16 @@ static void recv_dreq(struct sv_cm_id *id)
 	switch (id->conn) {
 	case CONN_REP_SENT:
 	case CONN_ESTABLISHED:
+		rtx_stop(id);
 		id->conn = CONN_DREQ_RCVD;
-		disconnected(id);
+		disconnected(id, 0);
 		break;
 	case CONN_DREQ_SENT:   /* both ends at once: answer, and we are done */
 		send_simple(id, CM_MSG_DREP);
+		rtx_stop(id);
 		set_deadline(id, 0);
 		enter_timewait(id);
-		disconnected(id);
+		disconnected(id, 0);
 		break;
 	case CONN_TIMEWAIT:    /* our DREP was lost: again */
 		send_simple(id, CM_MSG_DREP);
@@ -446,6 +586,7 @@ static void recv_sidr_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
 
 	if (id->conn != CONN_SIDR_REQ_SENT)
 		return;
+	rtx_stop(id);
 	id->conn = CONN_NONE;
 	if (m->reason) {
 		ev_post(id, SV_EV_UNREACHABLE, m->reason);
@@ -457,7 +598,11 @@ static void recv_sidr_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
 	u = &e->resp.param.ud;
 	u->qp_num = m->qpn;
 	u->qkey = m->qkey;
-	sv_cm_gid((const void *)&id->dst, u->ah_attr.grh.dgid);
+	if (id->wire)
+		memcpy(u->ah_attr.grh.dgid, id->rgid, 16);
+	else
+		sv_cm_gid((const void *)&id->dst, u->ah_attr.grh.dgid);
+	u->ah_attr.grh.sgid_index = id->sgid_index;
 	u->ah_attr.grh.hop_limit = HOP_LIMIT;
 	u->ah_attr.grh.traffic_class = id->tos;
 	u->ah_attr.is_global = 1;
@@ -468,25 +613,34 @@ static void recv_sidr_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
 
 /* The id a message (other than a REQ) is for; NULL: drop it, as a MAD for
  * no one is dropped. */
+static bool from_peer(const struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+	/* a wire message only for a wire id, and only from its peer's GID */
+	return id->wire == m->wire && (!m->wire || !memcmp(id->rgid, m->sgid, 16));
+}
+
 static struct sv_cm_id *target(const struct sv_cm_msg *m)
 {
 	struct sv_cm_id *id;
 
 	if (m->remote_comm) {
 		id = by_comm(m->remote_comm);
+		if (!id || !from_peer(id, m))
+			return NULL;
 		/* a REP or SIDR_REP answers a REQ: the sender is new to us */
-		if (id && id->remote_comm && id->remote_comm != m->local_comm)
+		if (id->remote_comm && id->remote_comm != m->local_comm)
 			return NULL;
 		return id;
 	}
 	/* a REJ from an end that never answered: the id that knows it */
 	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++)
-		if (ids[i] && ids[i]->remote_comm == m->local_comm)
+		if (ids[i] && ids[i]->remote_comm == m->local_comm &&
+		    from_peer(ids[i], m))
 			return ids[i];
 	return NULL;
 }
 
-static void cm_recv(const struct sv_cm_msg *m)
+void sv_cm_recv(const struct sv_cm_msg *m)
 {
 	struct sv_cm_id *id;
 
@@ -496,6 +650,8 @@ static void cm_recv(const struct sv_cm_msg *m)
 	}
 	id = target(m);
 	if (!id) {
+		if (m->wire)
+			sv_cm_stats.mad_dropped++;
 		sv_log(SV_LOG_DEBUG, "cm: %s for comm id 0x%x: no such id, dropped",
 		       msg_names[m->type], m->remote_comm);
 		return;
@@ -506,6 +662,7 @@ static void cm_recv(const struct sv_cm_msg *m)
 		break;
 	case CM_MSG_RTU:
 		if (id->conn == CONN_REP_SENT) {
+			rtx_stop(id);
 			id->conn = CONN_ESTABLISHED;
 			sv_cm_stats.established++;
 			ev_post(id, SV_EV_ESTABLISHED, 0);
@@ -516,6 +673,7 @@ static void cm_recv(const struct sv_cm_msg *m)
 		    id->conn == CONN_REQ_RCVD || id->conn == CONN_REP_SENT) {
 			struct sv_cm_event *e;
 
+			rtx_stop(id);
 			id->conn = CONN_NONE;
 			e = ev_new(id, SV_EV_REJECTED, m->reason);
 			if (e) {
@@ -531,13 +689,22 @@ static void cm_recv(const struct sv_cm_msg *m)
 		break;
 	case CM_MSG_DREP:
 		if (id->conn == CONN_DREQ_SENT) {
+			rtx_stop(id);
 			set_deadline(id, 0);
 			enter_timewait(id);
-			disconnected(id);
+			disconnected(id, 0);
 		}
 		break;
 	case CM_MSG_SIDR_REP:
 		recv_sidr_rep(id, m);
+		break;
+	case CM_MSG_MRA:
+		/* the other end needs time: wait its service timeout, then
+		 * go on retrying (kernel cm_mra_handler) */
+		if (id->rtx && ((id->conn == CONN_REQ_SENT && m->about == 0) ||
+				(id->conn == CONN_REP_SENT && m->about == 1)))
+			set_deadline(id, 2 * t_ms(PACKET_LIFE_TIME) +
+				     t_ms(m->service_timeout));
 		break;
 	default:
 		break;
@@ -552,7 +719,7 @@ void sv_cm_flush(void)
 		mq_head = q->next;
 		if (!mq_head)
 			mq_tail = &mq_head;
-		cm_recv(&q->m);
+		sv_cm_recv(&q->m);
 		free(q);
 	}
 }
@@ -572,6 +739,54 @@ uint64_t sv_cm_next_deadline(void)
 	return next;
 }
 
+/* An id's last breath: its slot and memory. */
+static void ghost_end(struct sv_cm_id *id)
+{
+	set_deadline(id, 0);
+	free(id->rtx);
+	ids[id->handle] = NULL;
+	free(id);
+}
+
+/* A message on the wire was not answered in time: again, or give up as
+ * the kernel does (cm_process_send_error, cma_ib_handler). */
+static void rtx_fire(struct sv_cm_id *id)
+{
+	char a[64];
+
+	if (id->rtx_left) {
+		id->rtx_left--;
+		sv_cm_stats.mad_retries++;
+		cm_send(id->rtx);
+		set_deadline(id, rtx_ms());
+		return;
+	}
+	free(id->rtx);
+	id->rtx = NULL;
+	sv_cm_stats.mad_timeouts++;
+	sv_log(SV_LOG_INFO, "cm: id %u: %s: %s unanswered after %u retries",
+	       id->handle, sv_cm_addr_str((const void *)&id->dst, a, sizeof(a)),
+	       sv_cm_conn_names[id->conn], sv_cm_cfg.max_retries);
+	switch (id->conn) {
+	case CONN_REQ_SENT:
+	case CONN_REP_SENT:
+		send_rej(id, SV_CM_REJ_TIMEOUT, NULL, 0);
+		id->conn = CONN_NONE;
+		ev_post(id, SV_EV_UNREACHABLE, -ETIMEDOUT);
+		break;
+	case CONN_SIDR_REQ_SENT:
+		id->conn = CONN_NONE;
+		ev_post(id, SV_EV_UNREACHABLE, -ETIMEDOUT);
+		break;
+	case CONN_DREQ_SENT:
+		enter_timewait(id);
+		disconnected(id, -ETIMEDOUT);
+		break;
+	default:
+		break;
+	}
+}
+
 void sv_cm_run_timers(uint64_t now)
 {
 	if (!ntimers)
@@ -582,12 +797,20 @@ void sv_cm_run_timers(uint64_t now)
 		if (!id || !id->deadline_ms || id->deadline_ms > now)
 			continue;
 		set_deadline(id, 0);
+		if (id->rtx) {
+			rtx_fire(id);
+			continue;
+		}
 		if (id->conn == CONN_DREQ_SENT) {
 			/* no DREP: the connection is gone all the same */
 			enter_timewait(id);
-			disconnected(id);
+			disconnected(id, 0);
 		} else if (id->conn == CONN_TIMEWAIT) {
 			id->conn = CONN_NONE;
+			if (!id->file) {
+				ghost_end(id);
+				continue;
+			}
 			ev_post(id, SV_EV_TIMEWAIT_EXIT, 0);
 		}
 	}
@@ -610,11 +833,22 @@ void sv_cm_id_destroy(struct sv_cm_id *id)
 		send_rej(id, SV_CM_REJ_CONSUMER_DEFINED, NULL, 0);
 		break;
 	case CONN_ESTABLISHED:
-		send_simple(id, CM_MSG_DREQ);
+		if (id->wire) {
+			struct sv_cm_msg m;
+
+			msg_init(&m, CM_MSG_DREQ, id);
+			cm_send(&m);
+			id->conn = CONN_DREQ_SENT;
+			rtx_arm(id, &m);
+		} else {
+			send_simple(id, CM_MSG_DREQ);
+		}
 		sv_cm_stats.disconnects++;
 		break;
 	case CONN_DREQ_RCVD:
 		send_simple(id, CM_MSG_DREP);
+		if (id->wire)
+			enter_timewait(id);
 		break;
 	case CONN_SIDR_REQ_RCVD: {
 		struct sv_cm_msg m;
@@ -647,12 +881,21 @@ void sv_cm_id_destroy(struct sv_cm_id *id)
 		p = &(*p)->next;
 	}
 	sv_cm_events_drop(f, id);
-	set_deadline(id, 0);
 	unbind(id);
 	file_unlink(id);
-	ids[id->handle] = NULL;
 	sv_cm_stats.live--;
-	free(id);
+	if (id->wire && (id->conn == CONN_DREQ_SENT || id->conn == CONN_TIMEWAIT)) {
+		/* A ghost, as the kernel's cm_id outlives its rdma_cm id: it
+		 * sends the DREQ again until the DREP comes, and answers a
+		 * DREQ sent again with the DREP, until its time-wait ends;
+		 * then it goes (ghost_end). Its port is free already. */
+		id->file = NULL;
+		id->state = CM_DISCONNECT;
+		if (!id->deadline_ms)
+			enter_timewait(id);
+		return;
+	}
+	ghost_end(id);
 }
 
 void sv_cm_file_destroy_ids(struct sv_cm_file *f)
@@ -778,6 +1021,44 @@ int sv_cm_bind(struct sv_cm_id *id, const struct sockaddr *sa)
 
 /* ---- the verbs of rdma_cm ---- */
 
+/* A destination on another host: the source address the host's routing
+ * picks (or the one bound), which must be one sv0 serves with a RoCEv2
+ * port (the kernel's "no RDMA device on that interface" is ENODEV). */
+static int resolve_remote(struct sv_cm_id *id)
+{
+	struct sockaddr *s = (void *)&id->src, *d = (void *)&id->dst;
+	struct sockaddr_storage via;
+	uint8_t gid[16];
+	int ret, k;
+
+	ret = sv_cm_route_src(d, &via);
+	if (ret)
+		return ret;
+	if (!sv_cm_addr_any(s))
+		sv_cm_addr_to_gid(s, gid);
+	else
+		sv_cm_addr_to_gid((const void *)&via, gid);
+	k = sv_cm_gid_index(gid);
+	if (k < 0 || !sv_roce_running())
+		return -ENODEV;
+	if (sv_cm_addr_any(s)) {
+		uint16_t port = sv_cm_port(s);
+		uint32_t scope = s->sa_family == AF_INET6 ?
+				 ((struct sockaddr_in6 *)s)->sin6_scope_id : 0;
+
+		memcpy(s, &via, sv_cm_addr_size((const void *)&via));
+		sv_cm_set_port(s, port);
+		if (s->sa_family == AF_INET6 && scope)
+			((struct sockaddr_in6 *)s)->sin6_scope_id = scope;
+	}
+	id->wire = true;
+	id->has_dev = true;
+	id->sgid_index = (uint8_t)k;
+	memcpy(id->lgid, gid, 16);
+	sv_cm_addr_to_gid(d, id->rgid);
+	return 0;
+}
+
 int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 		       const struct sockaddr *dst)
 {
@@ -818,12 +1099,18 @@ int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 			((struct sockaddr_in6 *)d)->sin6_addr = in6addr_loopback;
 	}
 	if (!sv_cm_addr_local(d)) {
-		/* across hosts is a later increment: not reachable from sv0 */
-		sv_log(SV_LOG_INFO, "cm: id %u: resolve %s: not an address of this "
-		       "host", id->handle, sv_cm_addr_str(d, a, sizeof(a)));
-		ev_post(id, SV_EV_ADDR_ERROR, -EADDRNOTAVAIL);
+		ret = resolve_remote(id);
+		if (ret) {
+			sv_log(SV_LOG_INFO, "cm: id %u: resolve %s: %s", id->handle,
+			       sv_cm_addr_str(d, a, sizeof(a)), strerror(-ret));
+			ev_post(id, SV_EV_ADDR_ERROR, ret);
+			return 0;
+		}
+		id->state = CM_ADDR_RESOLVED;
+		ev_post(id, SV_EV_ADDR_RESOLVED, 0);
 		return 0;
 	}
+	id->wire = false;
 	if (sv_cm_addr_any(s)) {
 		uint16_t port = sv_cm_port(s);
 
@@ -908,6 +1195,7 @@ int sv_cm_connect(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p)
 	id->conn = ud ? CONN_SIDR_REQ_SENT : CONN_REQ_SENT;
 	sv_cm_stats.connects++;
 	cm_send(&m);
+	rtx_arm(id, &m);
 	return 0;
 }
 
@@ -935,6 +1223,8 @@ int sv_cm_accept(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p,
 		msg_init(&m, CM_MSG_SIDR_REP, id);
 		m.qpn = p->qp_num & PSN_MASK;
 		m.qkey = id->qkey;
+		m.ps = id->ps;
+		m.src = id->src;
 		id->conn = CONN_NONE;
 	} else {
 		if (id->conn != CONN_REQ_RCVD || p->private_data_len > SV_CM_REP_PDATA)
@@ -961,6 +1251,8 @@ int sv_cm_accept(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p,
 	id->uid = uid;
 	sv_cm_stats.accepts++;
 	cm_send(&m);
+	if (m.type == CM_MSG_REP)
+		rtx_arm(id, &m);
 	return 0;
 }
 
@@ -969,7 +1261,7 @@ int sv_cm_reject(struct sv_cm_id *id, uint8_t reason, const uint8_t *pdata,
 {
 	if (!reason)
 		reason = SV_CM_REJ_CONSUMER_DEFINED;
-	if (reason != SV_CM_REJ_CONSUMER_DEFINED && reason != SV_CM_REJ_VENDOR_OPTION)
+	if (reason != SV_CM_REJ_CONSUMER_DEFINED && reason != SV_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED)
 		return -EINVAL;
 	if (id->conn == CONN_SIDR_REQ_RCVD) {
 		struct sv_cm_msg m;
@@ -978,6 +1270,8 @@ int sv_cm_reject(struct sv_cm_id *id, uint8_t reason, const uint8_t *pdata,
 			return -EINVAL;
 		msg_init(&m, CM_MSG_SIDR_REP, id);
 		m.reason = SV_CM_SIDR_REJECT;
+		m.ps = id->ps;
+		m.src = id->src;
 		m.pdata_len = len;
 		memcpy(m.pdata, pdata, len);
 		cm_send(&m);
@@ -998,9 +1292,15 @@ int sv_cm_disconnect(struct sv_cm_id *id)
 	if (id->state != CM_CONNECT && id->state != CM_DISCONNECT)
 		return -EINVAL;
 	if (id->conn == CONN_ESTABLISHED) {
-		send_simple(id, CM_MSG_DREQ);
+		struct sv_cm_msg m;
+
+		msg_init(&m, CM_MSG_DREQ, id);
+		cm_send(&m);
 		id->conn = CONN_DREQ_SENT;
-		set_deadline(id, SV_CM_DREQ_TIMEOUT_MS);
+		if (id->wire)
+			rtx_arm(id, &m);
+		else
+			set_deadline(id, SV_CM_DREQ_TIMEOUT_MS);
 		sv_cm_stats.disconnects++;
 	} else if (id->conn == CONN_DREQ_RCVD) {
 		send_simple(id, CM_MSG_DREP);
@@ -1081,8 +1381,11 @@ int sv_cm_set_option(struct sv_cm_id *id, uint32_t level, uint32_t name,
 
 static void ah_attr(const struct sv_cm_id *id, struct ib_uverbs_ah_attr *ah)
 {
-	sv_cm_gid((const void *)&id->dst, ah->grh.dgid);
-	ah->grh.sgid_index = 0;
+	if (id->wire)
+		memcpy(ah->grh.dgid, id->rgid, 16);
+	else
+		sv_cm_gid((const void *)&id->dst, ah->grh.dgid);
+	ah->grh.sgid_index = id->sgid_index;
 	ah->grh.hop_limit = HOP_LIMIT;
 	ah->grh.traffic_class = id->tos;
 	ah->is_global = 1;
@@ -1176,9 +1479,14 @@ void sv_cm_route(const struct sv_cm_id *id, struct rdma_ucm_query_route_resp *r)
 	r->node_guid = sv_dev.attr.node_guid;
 	r->port_num = 1;
 	r->ibdev_index = 0;
-	sv_cm_gid((const void *)&id->src, p->sgid);
-	if (id->dst.ss_family)
-		sv_cm_gid((const void *)&id->dst, p->dgid);
+	if (id->wire) {
+		memcpy(p->sgid, id->lgid, 16);
+		memcpy(p->dgid, id->rgid, 16);
+	} else {
+		sv_cm_gid((const void *)&id->src, p->sgid);
+		if (id->dst.ss_family)
+			sv_cm_gid((const void *)&id->dst, p->dgid);
+	}
 	p->pkey = htons(0xffff);
 	if (id->state == CM_ROUTE_RESOLVED || id->state == CM_CONNECT ||
 	    id->state == CM_DISCONNECT) {

@@ -21,6 +21,8 @@
 
 #include <rdma/rdma_user_cm.h>
 
+#include "device/cm/mad.h"
+
 #define SV_CM_MAX_IDS        4096  /* device-wide; librdmacm wants < 65536 */
 #define SV_CM_MAX_EVENTS     8192  /* queued on one file */
 #define SV_CM_MAX_BACKLOG    1024  /* the kernel's default max_backlog */
@@ -36,13 +38,8 @@
 #define SV_CM_SIDR_REP_PDATA 136
 #define SV_CM_HDR            36
 
-/* REJ reasons and SIDR_REP statuses used here (IBTA 12.6.7.2, 12.11.2). */
-#define SV_CM_REJ_TIMEOUT            4
-#define SV_CM_REJ_INVALID_SERVICE_ID 8
-#define SV_CM_REJ_CONSUMER_DEFINED   28
-#define SV_CM_REJ_VENDOR_OPTION      35
-#define SV_CM_SIDR_UNSUPPORTED       1
-#define SV_CM_SIDR_REJECT            2
+/* REJ reasons (SV_CM_REJ_*) and SIDR_REP statuses (SV_CM_SIDR_*) are
+ * mad.h's. */
 
 /* The event numbers of the ucma ABI (rdma-core's enum rdma_cm_event_type,
  * whose header clashes with the kernel's rdma_user_cm.h). */
@@ -71,7 +68,7 @@ enum sv_cm_state { SV_CM_STATES(SV_CM_ENUM) };
 enum sv_cm_conn { SV_CM_CONNS(SV_CONN_ENUM) };
 
 #define SV_CM_MSGS(X) X(REQ) X(REP) X(RTU) X(REJ) X(DREQ) X(DREP) \
-	X(SIDR_REQ) X(SIDR_REP)
+	X(SIDR_REQ) X(SIDR_REP) X(MRA)
 #define SV_MSG_ENUM(s) CM_MSG_##s,
 enum sv_cm_msg_type { SV_CM_MSGS(SV_MSG_ENUM) };
 
@@ -86,8 +83,17 @@ struct sv_cm_msg {
 	uint32_t qpn, psn, qkey;
 	uint8_t resp_res, init_depth, retry, rnr_retry, flow_control, srq;
 	uint8_t mtu, reason;               /* REJ reason, SIDR_REP status */
+	uint8_t about;                     /* REJ, MRA: the message it answers
+					    * (0 REQ, 1 REP, 2 other) */
+	uint8_t service_timeout;           /* MRA */
 	uint8_t pdata_len;
 	uint8_t pdata[SV_CM_REP_PDATA + 24];
+	/* Across hosts (wire.c): a CM MAD on QP1 between the GIDs sgid (the
+	 * sender's) and dgid; tid is the MAD's transaction ID. Not wire: the
+	 * other end is on this daemon. */
+	bool wire;
+	uint8_t sgid[16], dgid[16];
+	uint64_t tid;
 };
 
 struct sv_cm_file;
@@ -116,6 +122,16 @@ struct sv_cm_id {
 	uint32_t qpn, psn, rqpn, rpsn, qkey;
 	uint8_t resp_res, init_depth, retry, rnr_retry, flow_control, srq, mtu;
 	uint64_t deadline_ms;      /* TIMEWAIT_EXIT or the DREQ's timeout; 0 */
+	/* a peer on another host: the GIDs of the two ends (lgid is
+	 * sv0's gid[sgid_index]), the transaction ID of our MADs, and the
+	 * message sent again until it is answered (REQ, REP, DREQ,
+	 * SIDR_REQ; NULL: none) */
+	bool wire;
+	uint8_t lgid[16], rgid[16];
+	uint8_t sgid_index;
+	uint64_t tid;
+	struct sv_cm_msg *rtx;
+	uint8_t rtx_left;
 };
 
 struct sv_cm_event {
@@ -141,7 +157,21 @@ struct sv_cm_file {
 struct sv_cm_stats {
 	uint32_t live;             /* ids now */
 	uint64_t ids, files, connects, accepts, rejects, disconnects, established;
+	/* CM MADs on the wire: sent, received and taken, sent again
+	 * (retries), dropped (malformed, forged, for no id, inbox full),
+	 * requests that ran out of retries */
+	uint64_t mad_sent, mad_rcvd, mad_retries, mad_dropped, mad_timeouts;
 };
+
+/* The CM's timing on the wire (softverbsd --cm-timeout, --cm-retries):
+ * the response timeout we ask of peers (a 5-bit exponent, 4.096 us << t;
+ * the kernel's 20, about 4.3 s) and the retries of an unanswered REQ,
+ * REP, DREQ or SIDR_REQ (the kernel's 15). */
+struct sv_cm_cfg {
+	uint8_t response_timeout;
+	uint8_t max_retries;
+};
+extern struct sv_cm_cfg sv_cm_cfg;
 extern struct sv_cm_stats sv_cm_stats;
 
 extern const char *const sv_cm_state_names[];
@@ -177,6 +207,17 @@ int sv_cm_init_qp_attr(struct sv_cm_id *id, uint32_t qp_state,
 void sv_cm_route(const struct sv_cm_id *id, struct rdma_ucm_query_route_resp *r);
 /* Deliver the messages cm_send queued (after every command and timer). */
 void sv_cm_flush(void);
+/* A message from the other end (this daemon's queue, or the wire). */
+void sv_cm_recv(const struct sv_cm_msg *m);
+
+/* wire.c: CM MADs on QP1 between daemons and with kernel CMs */
+/* Send m (m->wire) as a MAD: 0 or -errno (the message is lost then, as
+ * on a wire; retries cover it). */
+int sv_cm_wire_send(const struct sv_cm_msg *m);
+/* QP1's inbox is readable: decode and serve what came. */
+void sv_cm_wire_input(void);
+/* The index of gid in sv0's GID table, or -1. */
+int sv_cm_gid_index(const uint8_t gid[16]);
 /* Timers: the next deadline (ms, CLOCK_MONOTONIC; 0 none), and run those due. */
 uint64_t sv_cm_next_deadline(void);
 void sv_cm_run_timers(uint64_t now_ms);
@@ -192,6 +233,7 @@ bool sv_cm_file_input(struct sv_cm_file *f);
 void sv_cm_file_close(struct sv_cm_file *f); /* its ids destroyed, fds closed */
 void sv_cm_file_free(struct sv_cm_file *f);
 void sv_cm_on_timer(void);
+void sv_cm_on_wire(void);   /* sv_roce_gsi_fd() is readable */
 void sv_cm_stop(void);
 uint32_t sv_cm_nfiles(void);
 struct sv_rsp_stat_wire;
@@ -215,6 +257,13 @@ bool sv_cm_addr_eq(const struct sockaddr *a, const struct sockaddr *b);
 bool sv_cm_addr_local(const struct sockaddr *sa);
 /* The GID of sv0 that stands for a local address. */
 void sv_cm_gid(const struct sockaddr *sa, uint8_t gid[16]);
+/* The GID form of an address (IPv4 as ::ffff:a.b.c.d), and back (port 0;
+ * IPv4-mapped GIDs as AF_INET). */
+void sv_cm_addr_to_gid(const struct sockaddr *sa, uint8_t gid[16]);
+void sv_cm_gid_to_addr(const uint8_t gid[16], struct sockaddr_storage *ss);
+/* The source address this host routes dst from (a connected UDP
+ * socket's name; port 0): 0 or -errno (-ENETUNREACH, ...). */
+int sv_cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src);
 const char *sv_cm_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 
 #endif

@@ -40,9 +40,8 @@ enum {
 	SV_MAD_METHOD_GET_RESP = 0x81,
 };
 
-/* The General Services Interface: QP1 and its well-known Q_Key. */
-#define SV_GSI_QPN   1u
-#define SV_GSI_QKEY  0x80010000u
+/* The General Services Interface, QP1 and its Q_Key: SV_GSI_QPN and
+ * SV_GSI_QKEY of roce/wire.h. */
 
 /*
  * The CM's attributes (IBTA 12.6, Table 104): enum name, attribute ID,

@@ -33,6 +33,7 @@
 #include "abi/sv_sock.h"
 #include "abi/sv_ucma.h"
 #include "device/cm/cm.h"
+#include "device/roce/roce.h"
 #include "device/sv_dev.h"
 
 static struct {
@@ -69,6 +70,11 @@ void sv_cm_stat_fill(struct sv_rsp_stat_wire *w)
 	w->cm_rejects = sv_cm_stats.rejects;
 	w->cm_disconnects = sv_cm_stats.disconnects;
 	w->cm_established = sv_cm_stats.established;
+	w->cm_mad_sent = sv_cm_stats.mad_sent;
+	w->cm_mad_rcvd = sv_cm_stats.mad_rcvd;
+	w->cm_mad_retries = sv_cm_stats.mad_retries;
+	w->cm_mad_timeouts = sv_cm_stats.mad_timeouts;
+	w->cm_mad_dropped = sv_cm_stats.mad_dropped + sv_roce_gsi_drops();
 }
 
 int sv_cm_start(const char *sock_path)
@@ -304,6 +310,12 @@ void sv_cm_on_timer(void)
 		return;
 	sv_cm_run_timers(sv_cm_now_ms());
 	sv_cm_flush();
+	rearm_timer();
+}
+
+void sv_cm_on_wire(void)
+{
+	sv_cm_wire_input();
 	rearm_timer();
 }
 
@@ -581,7 +593,7 @@ static int cmd_reject(struct ctx *c)
 	CMD(struct rdma_ucm_reject);
 
 	if (cmd.reason && cmd.reason != SV_CM_REJ_CONSUMER_DEFINED &&
-	    cmd.reason != SV_CM_REJ_VENDOR_OPTION)
+	    cmd.reason != SV_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED)
 		return -EINVAL;
 	GET_ID(cmd.id);
 	return sv_cm_reject(id, cmd.reason, cmd.private_data, cmd.private_data_len);

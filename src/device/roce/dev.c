@@ -224,6 +224,138 @@ void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 			  SV_OP_XRC_ACK : SV_OP_RC_ACK, syndrome, psn, 0);
 }
 
+/* ---- QP1: the connection manager's datagrams ---- */
+
+/*
+ * The wire thread receives them and the control thread, where the CM
+ * lives, serves them: a bounded inbox under a mutex, and an eventfd the
+ * control thread polls. A full inbox drops (the CM retries, as over a
+ * lossy wire). The control thread sends under the device lock, from a
+ * batch of its own.
+ */
+#define GSI_INBOX 64
+
+static struct {
+	pthread_mutex_t lock;
+	int fd;                    /* eventfd: something in the inbox */
+	unsigned int head, n;
+	struct {
+		struct sv_roce_ip ip;
+		uint32_t len;
+		uint8_t buf[SV_GSI_MAX_PKT];
+	} in[GSI_INBOX];
+	uint64_t drops;            /* inbox full or too long */
+	uint32_t psn;
+} gsi = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+static void gsi_rx(const struct sv_net_rx *rx)
+{
+	unsigned int k;
+	bool wake;
+
+	pthread_mutex_lock(&gsi.lock);
+	if (gsi.n == GSI_INBOX || rx->len > SV_GSI_MAX_PKT) {
+		gsi.drops++;
+		pthread_mutex_unlock(&gsi.lock);
+		return;
+	}
+	k = (gsi.head + gsi.n) % GSI_INBOX;
+
+	gsi.in[k].ip = rx->ip;
+	gsi.in[k].len = rx->len;
+	memcpy(gsi.in[k].buf, rx->buf, rx->len);
+	wake = gsi.n++ == 0;
+	pthread_mutex_unlock(&gsi.lock);
+	if (wake && eventfd_write(gsi.fd, 1))
+		sv_log(SV_LOG_WARN, "roce: cannot wake the CM");
+}
+
+int sv_roce_gsi_fd(void)
+{
+	return wire.running ? gsi.fd : -1;
+}
+
+unsigned int sv_roce_gsi_recv(struct sv_gsi_pkt *out, unsigned int max)
+{
+	eventfd_t v;
+	unsigned int n = 0;
+
+	(void)eventfd_read(gsi.fd, &v);
+	pthread_mutex_lock(&gsi.lock);
+	while (gsi.n && n < max) {
+		const unsigned int k = gsi.head;
+
+		out[n].ip = gsi.in[k].ip;
+		out[n].len = gsi.in[k].len;
+		memcpy(out[n].buf, gsi.in[k].buf, gsi.in[k].len);
+		n++;
+		gsi.head = (gsi.head + 1) % GSI_INBOX;
+		gsi.n--;
+	}
+	/* more than max: come back */
+	if (gsi.n && eventfd_write(gsi.fd, 1))
+		sv_log(SV_LOG_WARN, "roce: cannot wake the CM");
+	pthread_mutex_unlock(&gsi.lock);
+	return n;
+}
+
+uint64_t sv_roce_gsi_drops(void)
+{
+	uint64_t d;
+
+	pthread_mutex_lock(&gsi.lock);
+	d = gsi.drops;
+	pthread_mutex_unlock(&gsi.lock);
+	return d;
+}
+
+int sv_roce_gsi_send(const uint8_t sgid[16], const uint8_t dgid[16],
+		     const uint8_t *mad, size_t len)
+{
+	struct sv_roce_tx *tx;
+	struct sv_roce_pkt p;
+	struct sv_net *net;
+	uint8_t *buf;
+	size_t hdr;
+	int sport, ret = 0;
+
+	if (!wire.running || len > SV_PKT_BYTES - 64)
+		return -ENODEV;
+	sv_dev_lock(true);
+	tx = sv_roce_tx_get();
+	net = net_of(sgid);
+	if (!tx || !net) {
+		ret = !tx ? -ENOMEM : -EADDRNOTAVAIL;
+		goto out;
+	}
+	if (sv_gid_is_v4(sgid) != sv_gid_is_v4(dgid)) {
+		ret = -EAFNOSUPPORT;
+		goto out;
+	}
+	/* QP1's port, as any QP's: the hash of its numbers */
+	sport = sv_net_sport(net, sv_roce_sport(SV_GSI_QPN, SV_GSI_QPN));
+	if (sport < 0) {
+		ret = sport;
+		goto out;
+	}
+	memset(&p, 0, sizeof(p));
+	p.opcode = SV_OP_UD_SEND_ONLY;
+	p.pkey = 0xffff;
+	p.dqpn = SV_GSI_QPN;
+	p.psn = gsi.psn;
+	gsi.psn = sv_psn_add(gsi.psn, 1);
+	p.qkey = SV_GSI_QKEY;
+	p.sqpn = SV_GSI_QPN;
+	buf = sv_roce_tx_next(tx);
+	hdr = sv_roce_build_hdr(buf, &p);
+	memcpy(buf + hdr, mad, len);
+	sv_roce_tx_push(tx, hdr + len, sgid, dgid, (uint16_t)sport);
+	sv_roce_tx_flush(tx);
+out:
+	sv_dev_unlock();
+	return ret;
+}
+
 /* ---- receiving ---- */
 
 static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
@@ -246,6 +378,11 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 		err = -EOPNOTSUPP;
 	if ((err && err != -EOPNOTSUPP) || p.pkey != 0xffff) {
 		sv_roce_stats.rx_drop++;
+		return;
+	}
+	if (p.dqpn == SV_GSI_QPN) {
+		/* the CM's: for the control thread */
+		gsi_rx(rx);
 		return;
 	}
 	qp = sv_qp_lookup(p.dqpn);
@@ -388,8 +525,17 @@ int sv_roce_start(uint16_t port, const char *inject, bool no_offload)
 		nets_close();
 		return ret;
 	}
+	gsi.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (gsi.fd < 0) {
+		ret = -errno;
+		close(wire.stop_fd);
+		nets_close();
+		return ret;
+	}
 	ret = sv_roce_mcast_start(wire.port);
 	if (ret) {
+		close(gsi.fd);
+		gsi.fd = -1;
 		close(wire.stop_fd);
 		nets_close();
 		return ret;
@@ -402,6 +548,8 @@ int sv_roce_start(uint16_t port, const char *inject, bool no_offload)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		sv_roce_mcast_stop();
+		close(gsi.fd);
+		gsi.fd = -1;
 		close(wire.stop_fd);
 		nets_close();
 		return -ret;
@@ -420,6 +568,8 @@ void sv_roce_stop(void)
 	pthread_join(wire.thread, NULL);
 	sv_roce_mcast_stop();
 	close(wire.stop_fd);
+	close(gsi.fd);
+	gsi.fd = -1;
 	wire.running = false;
 	nets_close();
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "device/engine.h"
+#include "device/roce/wire.h"
 #include "device/sv_dev.h"
 
 struct sv_roce_stats {
@@ -83,5 +84,24 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
  * wire, or stop. Join: 0 or -errno (no wire: 0, nothing to do). */
 int sv_roce_mcast_join(unsigned int idx, const uint8_t gid[16]);
 void sv_roce_mcast_leave(unsigned int idx);
+
+/* dev.c: QP1, the connection manager's datagrams (src/device/cm/wire.c).
+ * The wire thread puts every packet for QP1 (its ICRC checked) in a
+ * bounded inbox; the control thread drains it when sv_roce_gsi_fd() is
+ * readable (-1: no wire). */
+#define SV_GSI_MAX_PKT 512
+struct sv_gsi_pkt {
+	struct sv_roce_ip ip;
+	uint32_t len;
+	uint8_t buf[SV_GSI_MAX_PKT];
+};
+int sv_roce_gsi_fd(void);
+unsigned int sv_roce_gsi_recv(struct sv_gsi_pkt *out, unsigned int max);
+uint64_t sv_roce_gsi_drops(void);  /* the inbox was full */
+/* Send a MAD (len bytes) as a UD datagram from QP1 at sgid (one of the
+ * device's GIDs) to QP1 at dgid. The control thread; takes sv_dev.lock.
+ * 0 or -errno (-ENODEV: no wire; -EADDRNOTAVAIL: sgid has no port). */
+int sv_roce_gsi_send(const uint8_t sgid[16], const uint8_t dgid[16],
+		     const uint8_t *mad, size_t len);
 
 #endif

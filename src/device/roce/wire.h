@@ -231,6 +231,11 @@ int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p);
 size_t sv_roce_build_hdr(uint8_t *buf, const struct sv_roce_pkt *p);
 
 /* What the ICRC covers of the IP and UDP headers. */
+/* The General Services Interface: QP1 and its well-known Q_Key (IBTA
+ * 13.5; the CM's MADs travel there). */
+#define SV_GSI_QPN   1u
+#define SV_GSI_QKEY  0x80010000u
+
 struct sv_roce_ip {
 	uint8_t src[16], dst[16];  /* as GIDs: IPv4 as ::ffff:a.b.c.d
 				    * (src decides between IPv4 and IPv6) */
