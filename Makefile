@@ -55,7 +55,8 @@ fuzz: deps
 	done
 
 # softverbs next to the copy limits (memcpy, process_vm_writev), Debian's
-# perftest and UCX's ucx_perftest, on this machine, in one run: the table,
+# perftest and UCX's ucx_perftest, rdma_cm connection setup (Debian's cmtime)
+# next to TCP's connect/accept, on this machine, in one run: the table,
 # results.json, the plots and raw logs in $(BENCH_DIR)/DATE, which
 # $(BENCH_DIR)/latest points to. BENCH_ARGS=--short for a quick one.
 bench: build

@@ -226,6 +226,10 @@ def check_outputs(R, raw):
             ok = bool(((R.get("mm_cycle") or {}).get("results")))
         elif n == "netns":
             ok = (R.get("netns") or {}).get("iperf3_tcp_gbps") is not None
+        elif n == "cmtime":
+            lo = ((R.get("cmtime") or {}).get("paths") or {}).get("loopback")
+            ok = all(((lo or {}).get(k) or {}).get("setup_cps")
+                     for k in ("sv0", "tcp"))
         elif n == "budgets":
             ok = "error" not in b and bool(b.get("post_send_ir"))
         else:
@@ -393,6 +397,83 @@ def table_netns(R):
         "ib_write_bw 1 MiB / iperf3", "-" if r is None else "%.3f" % r))
     if N.get("error"):
         L.extend(wrap("  error: %s" % N["error"]))
+    return L
+
+
+def table_cmtime(R):
+    """rdma_cm connection setup: cmtime on sv0 against TCP (bench/cmtime.sh)."""
+    L, C = table_head(R, "cmtime", "rdma_cm connection setup (issue 19):"
+                      " Debian's cmtime on sv0 against TCP connect/accept")
+    if not C:
+        return L
+    P = C.get("paths") or {}
+    paths = [(k, P[k]) for k in ("loopback", "host")
+             if (P.get(k) or {}).get("addr")]
+    n, rounds = C.get("connections"), C.get("rounds")
+    L.append("  %d connections at a time, median of %d run%s; one connection"
+             " alone, median of %d" % (n or 0, rounds or 0,
+                                       "" if rounds == 1 else "s",
+                                       C.get("single_runs") or 0))
+    L.append(("  %-32s" % "" + "".join("%29s" % ("%s " % p["addr"])
+                                       for _, p in paths)).rstrip())
+    L.append(("  %-32s" % "" + "".join("%9s %9s %8s " % ("sv0", "TCP",
+                                                          "sv0/TCP")
+                                       for _ in paths)).rstrip())
+
+    def row(title, get, rat):
+        cells = ""
+        for _, p in paths:
+            sv, tcp = get(p.get("sv0") or {}), get(p.get("tcp") or {})
+            cells += "%s %s %s " % (num(sv, 9), num(tcp, 9),
+                                    times(rat(p, sv, tcp)))
+        L.append("    %-30s%s" % (title, cells.rstrip()))
+
+    def r_of(key):
+        return lambda p, a, b: (p.get("ratio_sv0_tcp") or {}).get(key)
+
+    L.append("  connections per second")
+    row("setup (create id .. both ends)", lambda x: x.get("setup_cps"),
+        r_of("setup_cps"))
+    row("connect (sv0) / accept (TCP)", lambda x: x.get("connect_cps"),
+        r_of("connect_cps"))
+    row("teardown (disconnect+destroy)", lambda x: x.get("teardown_cps"),
+        r_of("teardown_cps"))
+    L.append("  us per connection (step total / %s)" % n)
+    steps = []
+    for _, p in paths:
+        for side in ("sv0", "tcp"):
+            for s in ((p.get(side) or {}).get("steps") or {}):
+                if s not in steps:
+                    steps.append(s)
+    order = ["create id", "bind addr", "resolve addr", "resolve route",
+             "create qp", "connect", "accept", "disconnect", "destroy"]
+    steps.sort(key=lambda s: order.index(s) if s in order else len(order))
+    for s in steps:
+        row(s + (" (TCP: handshake)" if s == "connect" else
+                 " (TCP: server)" if s == "accept" else ""),
+            lambda x, s=s: ((x.get("steps") or {}).get(s) or {})
+            .get("us_per_conn"),
+            lambda p, a, b: ratio(a, b))
+    L.append("  one connection alone, us")
+    row("setup", lambda x: x.get("single_setup_us"),
+        r_of("single_setup_us"))
+    row("connect (sv0) / accept (TCP)", lambda x: x.get("single_connect_us"),
+        r_of("single_connect_us"))
+    row("teardown", lambda x: x.get("single_teardown_us"),
+        r_of("single_teardown_us"))
+    for name, p in sorted(P.items()):
+        if not p.get("addr"):
+            L.append("  %s: %s" % (name, p.get("skipped")))
+    L.extend(wrap("  (sv0: Debian's cmtime, server and client through"
+                  " 'softverbs run'; TCP: sv_tcp_connect, cmtime's steps"
+                  " over TCP between two processes. sv0's connect ends at"
+                  " ESTABLISHED, after the server's rdma_accept; TCP's"
+                  " handshake needs no server code, its accept is the"
+                  " server's accept() returning: established at both ends."
+                  " Rates: sv0/TCP < 1x is fewer per second; times: > 1x"
+                  " is longer)"))
+    if C.get("error"):
+        L.extend(wrap("  error: %s" % C["error"]))
     return L
 
 
@@ -855,6 +936,8 @@ def table(R):
     L.append("")
     L.extend(table_netns(R))
     L.append("")
+    L.extend(table_cmtime(R))
+    L.append("")
     bad = [s for s in R["steps"] if s["status"] not in ("ok",)]
     L.append("Steps: %d ok%s" % (
         sum(1 for s in R["steps"] if s["status"] == "ok"),
@@ -981,6 +1064,7 @@ def main():
     R["budgets"] = read_json(os.path.join(raw, "budgets.out"))
     R["mm_cycle"] = mm_cycle(raw)
     R["netns"] = read_json(os.path.join(raw, "netns.out"))
+    R["cmtime"] = read_json(os.path.join(raw, "cmtime.out"))
     hollow = check_outputs(R, raw)
     R["comparisons"] = comparisons(R)
     R["targets"] = targets(R)

@@ -22,7 +22,12 @@
 #   - the memory-management extensions (issue 6, build/bin/sv_mm_cycle):
 #     the fast-register + local-invalidate cycle rate (one cycle at a time,
 #     and pipelined) against the ibv_reg_mr + ibv_dereg_mr cycle rate, same
-#     buffer sizes, side by side.
+#     buffer sizes, side by side;
+#   - rdma_cm connection setup (issue 19, bench/cmtime.sh): Debian's cmtime
+#     on sv0 (1000 connections at a time, and one alone) against TCP's
+#     connect/accept of the same steps (build/bin/sv_tcp_connect) over
+#     127.0.0.1 and the host's address, interleaved: connections per
+#     second, microseconds per connection of each step, sv0 / TCP.
 # Then bench/report.py writes results.json, table.txt, bw_vs_size.png and
 # lat_vs_size.png, and the table is printed. Raw logs are in OUTDIR/raw.
 #   bench/run.sh [--short] OUTDIR
@@ -67,7 +72,7 @@ mkdir "$raw" || exit 1
 SV=$build/bin/softverbs
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-for b in softverbs softverbsd sv_limits sv_regcost sv_mm_cycle; do
+for b in softverbs softverbsd sv_limits sv_regcost sv_mm_cycle sv_tcp_connect; do
 	[ -x "$build/bin/$b" ] || {
 		echo "bench/run.sh: $build/bin/$b is missing (make build)" >&2
 		exit 1
@@ -391,6 +396,16 @@ step regcost $limit "$SV" run -- "$build/bin/sv_regcost" --iters $reg_iters
 # -- memory-management extensions: fast register + local invalidate
 # against ibv_reg_mr + ibv_dereg_mr, cycles per second
 step mm_cycle $limit "$SV" run -- "$build/bin/sv_mm_cycle" "${mm_args[@]}"
+
+# -- rdma_cm connection setup (issue 19): Debian's cmtime on sv0 against
+# TCP's connect/accept over the same addresses (one JSON object)
+if ! command -v cmtime >/dev/null; then
+	record cmtime missing 0 "cmtime is not installed (rdmacm-utils)"
+else
+	ca=("$build" --keep "$raw/cmtime")
+	[ $short = 1 ] && ca+=(--short)
+	step cmtime $limit bash "$here/cmtime.sh" "${ca[@]}"
+fi
 
 # -- RoCEv2 across two network namespaces (issue 7): iperf3 TCP over the
 # same veth, ib_write_bw 1 MiB and 64 B, ib_send_lat, in one run

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make bench, short, so that it cannot rot: bench/run.sh --short into a
 # folder of its own must exit 0 and leave results.json (every part there and
-# well-formed, the resource-domain comparisons of issue 5 included),
-# table.txt (the ratios and the issues' targets), the two PNG plots, and no
-# process behind it. Timings are printed, never checked.
+# well-formed, the resource-domain comparisons of issue 5 and the rdma_cm
+# connection setup against TCP of issue 19 included), table.txt (the ratios
+# and the issues' targets), the two PNG plots, and no process behind it.
+# Timings are printed, never checked.
 . "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$SV_TEST_DIR/bench
@@ -157,6 +158,20 @@ for r in M or []:
               "ratio_fr_sync_vs_reg", "ratio_fr_pipe_vs_reg")),
          "mm_cycle %s: both rates and their ratios" % r.get("size"))
 
+# rdma_cm connection setup (issue 19): cmtime on sv0 beside TCP
+C = R.get("cmtime") or {}
+need(st.get("cmtime") == "ok", "cmtime step")
+lo = (C.get("paths") or {}).get("loopback") or {}
+for side in ("sv0", "tcp"):
+    x = lo.get(side) or {}
+    need(all((x.get(k) or 0) > 0 for k in
+             ("setup_cps", "connect_cps", "teardown_cps",
+              "single_connect_us")),
+         "cmtime loopback %s: the rates and one connection alone" % side)
+need(all(((lo.get("ratio_sv0_tcp") or {}).get(k) or 0) > 0
+         for k in ("setup_cps", "connect_cps", "single_connect_us")),
+     "cmtime loopback: sv0 / TCP")
+
 T = R.get("targets") or []
 need(len(T) == 5, "five targets")
 if has_bench:
@@ -166,7 +181,8 @@ if has_bench:
 table = open(os.path.join(out, "table.txt")).read()
 for s in ("Bandwidth (MB/s)", "Latency (us p50)", "Targets of issue 4",
           "Registration", "Instructions", "Resource domains (issue 5)",
-          "Targets of issue 5", "Memory-management extensions (issue 6)"):
+          "Targets of issue 5", "Memory-management extensions (issue 6)",
+          "rdma_cm connection setup (issue 19)"):
     need(s in table, "table.txt: " + s)
 if has_bench:
     for s in ("ll/hb", "hb/def", "pq/one"):
