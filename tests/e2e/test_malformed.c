@@ -48,7 +48,7 @@
 #include "abi/sv_cmd.h"
 #include "abi/sv_sock.h"
 
-#define SV_TEST_MAX_CQE	     65535u
+#define SV_TEST_MAX_CQE	     ((1u << 22) - 1)
 #define SV_TEST_MAX_MR_SIZE  (1ull << 47)
 #define RSP_TIMEOUT_MS	     5000
 
