@@ -36,7 +36,7 @@
 #define SV_MAX_PD           (1u << 16)
 #define SV_MAX_MR           (1u << 20)
 #define SV_MAX_CQ           (1u << 14)
-#define SV_MAX_CQE          ((1u << 16) - 1)
+#define SV_MAX_CQE          ((1u << 22) - 1)
 #define SV_MAX_CHANNEL      (1u << 12)
 #define SV_MAX_MR_SIZE      (1ull << 47)   /* the user address space */
 #define SV_MAX_QP_BITS      14

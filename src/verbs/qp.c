@@ -215,10 +215,15 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	sv_cmd_init(&cmd, SV_CMD_CREATE_QP);
 	cmd.u.create_qp.cookie = (uintptr_t)ibqp;
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
-		/* nothing but the domain (the rest of a is ignored) */
+		/* nothing but the domain (the rest of a is ignored); the
+		 * QP still shows the PD it was given, as rdma-core's
+		 * libibverbs keeps it in ibv_qp (librdmacm's XRC_RECV ids
+		 * take their PD from their QP: rdma_create_srq) */
 		cmd.u.create_qp.xrcd = to_sv_xrcd(a->xrcd)->handle;
 		memset(&a->cap, 0, sizeof(a->cap));
-		a->pd = NULL;
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
+		    a->pd->context != context)
+			a->pd = NULL;
 		a->send_cq = a->recv_cq = NULL;
 		a->srq = NULL;
 		a->sq_sig_all = 0;

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Debian's unmodified rdmacm-utils and perftest's -R on sv0's rdma_cm device
-# (docs/DESIGN.md, "rdma_cm"): a server and a client process, each through
-# 'softverbs run', connected by IP address on this host. Both must exit 0
-# (and the data checks of each program pass); every wait is bounded.
+# Debian's unmodified rdmacm-utils, perftest's -R and libfabric's
+# fi_pingpong on sv0's rdma_cm device (docs/DESIGN.md, "rdma_cm"): a server
+# and a client process, each through 'softverbs run', connected by IP
+# address on this host. Both must exit 0 (and the data checks of each
+# program pass), but servers that never end by themselves (cmtime, udpong,
+# rcopy) are stopped once their client is done; every wait is bounded.
 #   rdmacm.sh CASE   CASE: rping_lo rping_host rping_v6 ucmatose
 #                          ucmatose_migrate udaddy rdma_server rstream
-#                          riostream cmtime ib_write_bw
+#                          riostream cmtime udpong udpong_v6 rcopy
+#                          rdma_xserver_rc rdma_xserver_xrc ib_write_bw
+#                          ib_send_lat ib_read_bw fi_pingpong_msg
+#                          fi_pingpong_rdm
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/peers.sh"
 
@@ -41,6 +46,44 @@ pair() { # "server cmd" "client cmd" [listening port]
 	eval "exec $SV run -- $2" >"$cout" 2>&1 &
 	cli=$!
 	wait_pair $cli $srv "$sout" "$cout" rdma_cm 60 30
+}
+
+# A server that never ends by itself (udpong, rcopy): start it, wait
+# (bounded) until 'ready' succeeds, run the client to its end (bounded),
+# then (once the server printed 'line', if given) stop the server. The
+# client must exit 0.
+serve_client() { # "server cmd" "ready cmd" "client cmd" [line]
+	local srv i crc
+	eval "exec $SV run -- $1" >"$sout" 2>&1 &
+	srv=$!
+	for i in $(seq 1 400); do
+		kill -0 $srv 2>/dev/null || break
+		eval "$2" && break
+		sleep 0.05
+	done
+	kill -0 $srv 2>/dev/null || { cat "$sout"; fail "the server is gone"; }
+	eval "timeout -k 2 60 $SV run -- $3" >"$cout" 2>&1
+	crc=$?
+	# the server may still write (rcopy closes its file after answering)
+	[ -z "${4:-}" ] || wait_for_line "$sout" "$4" 400 ||
+		echo "the server never printed '$4'"
+	kill -TERM $srv 2>/dev/null
+	wait_job $srv 10 || kill -KILL $srv 2>/dev/null
+	echo "---- server"; cat "$sout"; echo "---- client"; cat "$cout"
+	[ $crc = 0 ] || fail "the client exited with $crc"
+}
+
+# A UDP port nobody uses now, and whether one is bound (IPv4 or IPv6).
+free_udp_port() {
+	/usr/bin/python3 -c 'import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::", 0))
+print(s.getsockname()[1])'
+}
+udp_bound() { # port
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v p=":$hex" 'substr($2, length($2) - 4) == p { f = 1 }
+		END { exit !f }' /proc/net/udp /proc/net/udp6 2>/dev/null
 }
 
 # rping -v prints every ping; -V verifies each (exit 1 on a mismatch).
@@ -142,12 +185,87 @@ cmtime)
 	grep -Eq '^connect +:' "$cout" || fail "cmtime printed no connect step"
 	pass "cmtime: 1000 connections set up and torn down"
 	;;
-ib_write_bw)
-	command -v ib_write_bw >/dev/null || fail "perftest is not installed"
-	pair "ib_write_bw -R -p $port -n 1000" \
-	     "ib_write_bw -R -p $port -n 1000 127.0.0.1"
-	grep -Eq '^ 65536 +1000 ' "$cout" || fail "ib_write_bw printed no result"
-	pass "perftest ib_write_bw -R: connected through rdma_cm"
+udpong|udpong_v6)
+	# rsockets datagrams: the first message goes by UDP to the server's
+	# port, then UD QPs with address handles from rdma_cm's routes (and
+	# each end's AH for its own QP: a GRH-less one for the port's own
+	# LID). 1000 echoed messages of 1000 bytes; the server never ends.
+	port=$(free_udp_port)
+	if [ "$case" = udpong ]; then
+		# blocking calls; the server on 127.0.0.1 (its default is ::1)
+		serve_client "udpong -b 127.0.0.1 -p $port -T e -T b" \
+			"udp_bound $port" \
+			"udpong -s 127.0.0.1 -p $port -C 1000 -S 1000 -T e -T b"
+	else
+		# rpoll between calls
+		serve_client "udpong -p $port -T e -T a" "udp_bound $port" \
+			"udpong -s ::1 -p $port -C 1000 -S 1000 -T e -T a"
+	fi
+	# echo: every message came back (xfers counts both ways)
+	grep -Eq '^custom +1000 +2k ' "$cout" || fail "udpong printed no result"
+	pass "$case: rsockets datagrams, 1000 messages echoed"
+	;;
+rcopy)
+	# rsockets streams: a 100 MiB file copied to a path the server writes,
+	# byte for byte; the server never ends
+	src=$SV_TEST_DIR/rcopy.src
+	dst=$SV_TEST_DIR/rcopy.dst
+	head -c $((100 << 20)) /dev/urandom >"$src" || fail "no source file"
+	serve_client "rcopy -p $port" \
+		"grep -q 'listens on .*:$port, ' '$SV_TEST_DIR/softverbsd.log' 2>/dev/null" \
+		"rcopy '$src' '127.0.0.1:$dst' -p $port" 'closing\.\.\.done'
+	grep -q '^104857600 bytes in ' "$cout" || fail "rcopy printed no result"
+	cmp "$src" "$dst" || fail "the copy differs"
+	rm -f "$src" "$dst"
+	pass "rcopy: 100 MiB copied, identical"
+	;;
+rdma_xserver_rc|rdma_xserver_xrc)
+	# rdma_create_ep and rdma_get_request; -c x: XRC, RDMA_PS_IB ids of
+	# QP types XRC_SEND (the client's initiator) and XRC_RECV (the
+	# server's target, its XRC SRQ numbered in the REP's private data)
+	t=r
+	[ "$case" = rdma_xserver_xrc ] && t=x
+	pair "rdma_xserver -p $port -c $t" \
+	     "rdma_xclient -s 127.0.0.1 -p $port -c $t"
+	grep -q 'rdma_xclient: end 0' "$cout" || fail "rdma_xclient did not end 0"
+	grep -q 'rdma_xserver: end 0' "$sout" || fail "rdma_xserver did not end 0"
+	pass "rdma_xserver / rdma_xclient -c $t"
+	;;
+ib_write_bw|ib_send_lat|ib_read_bw)
+	# perftest -R: not make check tests (its client races its server's
+	# listener, docs/DESIGN.md)
+	command -v "$case" >/dev/null || fail "perftest is not installed"
+	pair "$case -R -p $port -n 1000" "$case -R -p $port -n 1000 127.0.0.1"
+	case $case in
+	ib_send_lat) res='^ 2 +1000 ' ;;
+	*) res='^ 65536 +1000 ' ;;
+	esac
+	grep -Eq "$res" "$cout" || fail "$case printed no result"
+	grep -Eq "$res" "$sout" || fail "$case's server printed no result"
+	pass "perftest $case -R: connected through rdma_cm"
+	;;
+fi_pingpong_msg|fi_pingpong_rdm)
+	# libfabric's verbs provider: msg endpoints on rdma_cm ids, rdm ones
+	# through ofi_rxm on top of them; a TCP control port for the names;
+	# -c checks every buffer
+	command -v fi_pingpong >/dev/null || fail "libfabric-bin is not installed"
+	if [ "$case" = fi_pingpong_msg ]; then
+		args="-p verbs -e msg"
+	else
+		args="-p 'verbs;ofi_rxm' -e rdm"
+	fi
+	eval "exec $SV run -- fi_pingpong $args -c -I 50 -B $port" \
+		>"$sout" 2>&1 &
+	srv=$!
+	wait_listen "$port" $srv || { cat "$sout"; fail "no control port"; }
+	eval "exec $SV run -- fi_pingpong $args -c -I 50 -P $port 127.0.0.1" \
+		>"$cout" 2>&1 &
+	wait_pair $! $srv "$sout" "$cout" fi_pingpong 60 30
+	for f in "$sout" "$cout"; do
+		grep -Eq '^1m +50 +=50 ' "$f" ||
+			fail "no 1m result in $(basename "$f")"
+	done
+	pass "fi_pingpong $args: every size, data checked"
 	;;
 *)
 	fail "unknown case $case"

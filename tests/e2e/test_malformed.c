@@ -48,7 +48,7 @@
 #include "abi/sv_cmd.h"
 #include "abi/sv_sock.h"
 
-#define SV_TEST_MAX_CQE	     65535u
+#define SV_TEST_MAX_CQE	     ((1u << 22) - 1)
 #define SV_TEST_MAX_MR_SIZE  (1ull << 47)
 #define RSP_TIMEOUT_MS	     5000
 
@@ -2500,8 +2500,12 @@ static void test_ah_cmds(void **state)
 	av.port_num = 2;
 	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);
 	av = good_av();
-	av.is_global = 0;	/* RoCE: a GRH is a must */
+	av.is_global = 0;	/* RoCE: a GRH is a must ... */
+	av.dlid = 1;
 	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);
+	av.dlid = 0;		/* ... but for this port's own LID */
+	assert_status(create_ah(s, pd, &av, &ah), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_AH, ah), 0);
 	av = good_av();
 	av.sgid_index = SV_GID_TBL_LEN;
 	assert_status(create_ah(s, pd, &av, NULL), -EINVAL);

@@ -105,7 +105,7 @@ struct sv_cm_id {
 	struct sv_cm_id *file_next;
 	uint64_t uid;
 	uint16_t ps;
-	uint8_t qp_type;           /* IBV_QPT_RC or IBV_QPT_UD */
+	uint8_t qp_type;           /* IBV_QPT_RC, _UD, _XRC_SEND or _XRC_RECV */
 	enum sv_cm_state state;
 	enum sv_cm_conn conn;
 	bool hidden;               /* a new id whose CONNECT_REQUEST is queued */

@@ -382,7 +382,12 @@ static int cmd_create_id(struct ctx *c)
 		qpt = IBV_QPT_UD;
 		break;
 	case RDMA_PS_IB:
-		if (cmd.qp_type != IBV_QPT_RC && cmd.qp_type != IBV_QPT_UD)
+		/* the kernel takes the QP type as given; here those sv0 has
+		 * (XRC: rdma_cm's XRC_SEND and XRC_RECV, the IB CM's XRC
+		 * INI and TGT) */
+		if (cmd.qp_type != IBV_QPT_RC && cmd.qp_type != IBV_QPT_UD &&
+		    cmd.qp_type != IBV_QPT_XRC_SEND &&
+		    cmd.qp_type != IBV_QPT_XRC_RECV)
 			return -EINVAL;
 		qpt = cmd.qp_type;
 		break;
@@ -606,6 +611,20 @@ static int cmd_disconnect(struct ctx *c)
 	return sv_cm_disconnect(id);
 }
 
+/* The attributes of a connection that an XRC QP takes (the kernel's
+ * ib_cm_init_qp_attr by QP type): an initiator has no receive side (no
+ * responder resources, no RNR timer in RTR), a target sends nothing but
+ * ACKs (no retry counts, no RDMA reads in RTS; its ACK timeout stays). */
+static void xrc_qp_attr(const struct sv_cm_id *id, struct ib_uverbs_qp_attr *a)
+{
+	if (id->qp_type == IBV_QPT_XRC_SEND && a->qp_state == IBV_QPS_RTR)
+		a->qp_attr_mask &= ~(uint32_t)(IBV_QP_MAX_DEST_RD_ATOMIC |
+					       IBV_QP_MIN_RNR_TIMER);
+	if (id->qp_type == IBV_QPT_XRC_RECV && a->qp_state == IBV_QPS_RTS)
+		a->qp_attr_mask &= ~(uint32_t)(IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					       IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
 static int cmd_init_qp_attr(struct ctx *c)
 {
 	struct ib_uverbs_qp_attr resp;
@@ -620,6 +639,7 @@ static int cmd_init_qp_attr(struct ctx *c)
 	ret = sv_cm_init_qp_attr(id, cmd.qp_state, &resp);
 	if (ret)
 		return ret;
+	xrc_qp_attr(id, &resp);
 	return respond(c, cmd.response, &resp, sizeof(resp));
 }
 
