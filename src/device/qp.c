@@ -848,37 +848,16 @@ int sv_cmd_destroy_srq(struct sv_req *r)
 
 /* ---- address handles ---- */
 
-/* An address handle without a GRH names a port by its LID. sv0's port has
- * no LID but its own (0, as a RoCE port's), so such a handle for that LID
- * can only mean this port: it is given GID 0 as its destination, and its
- * sends loop back to sv0. rsockets' datagram sockets (udpong) address
- * their own QP so (the kernel refuses a GRH-less AH on RoCE, so they need
- * an IB port there). Any other LID stays EINVAL; a QP's path (modify_qp)
- * needs a GRH (docs/DESIGN.md, "The data path"). */
-static void ah_own_lid(struct sv_wire_ah *at)
-{
-	if (at->is_global || at->port_num != 1 || at->dlid != sv_dev.port.lid)
-		return;
-	at->is_global = 1;
-	at->sgid_index = 0;
-	memcpy(at->dgid, sv_dev.gid[0].gid, sizeof(at->dgid));
-	at->flow_label = 0;
-	at->hop_limit = 64;
-	at->traffic_class = 0;
-}
-
 int sv_cmd_create_ah(struct sv_req *r)
 {
 	const struct sv_cmd_create_ah *a = &r->cmd->u.create_ah;
 	struct sv_pd *pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
-	struct sv_wire_ah at = a->attr;
 	struct sv_ah *ah;
 	int ret;
 
 	if (!pd)
 		return -EINVAL;
-	ah_own_lid(&at);
-	ret = check_ah(&at, &r->why);
+	ret = check_ah(&a->attr, &r->why);
 	if (ret)
 		return ret;
 	if (sv_dev.total[SV_OBJ_AH] >= SV_MAX_AH) {
@@ -895,7 +874,7 @@ int sv_cmd_create_ah(struct sv_req *r)
 	}
 	ah->owner = r->client;
 	ah->pd = pd;
-	ah->attr = at;
+	ah->attr = a->attr;
 	pd->refs++;
 	r->rsp->u.obj.handle = ah->handle;
 	return 0;

@@ -1229,11 +1229,9 @@ static void test_unsupported(void **state)
 		assert_int_equal(ibv_destroy_srq(srq), 0);
 	}
 
-	/* RoCE: an address vector without a GRH names no one but the
-	 * port's own LID (0) */
+	/* RoCE: an address vector without a GRH names no one */
 	memset(&aha, 0, sizeof(aha));
 	aha.port_num = 1;
-	aha.dlid = 1;
 	assert_null(ibv_create_ah(pd, &aha));
 
 	/* a thread domain with an unknown comp_mask bit */
