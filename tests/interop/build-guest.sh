@@ -33,11 +33,14 @@ die() { echo "build-guest: error: $*" >&2; exit 1; }
 # The user space: these packages and, recursively, the library packages
 # (lib*, zlib1g) they depend on. Only what the shipped programs need (their ELF
 # NEEDED closure) goes into the initramfs.
-roots=(busybox-static libibverbs1 ibverbs-providers ibverbs-utils iproute2 perftest)
+roots=(busybox-static libibverbs1 ibverbs-providers ibverbs-utils iproute2 perftest
+       rdmacm-utils)
 # Modules loaded at boot (dependencies come from modules.dep).
 # crc32_generic: rdma_rxe asks the crypto API for "crc32" at 'rdma link add'
 # and nothing autoloads it in an initramfs without udev/modprobe helpers.
-modules=(virtio_pci virtio_net crc32_generic rdma_rxe)
+# rdma_ucm: the kernel's rdma_cm for user space (/dev/infiniband/rdma_cm),
+# with rdma_cm and ib_cm beneath it.
+modules=(virtio_pci virtio_net crc32_generic rdma_rxe rdma_ucm)
 
 for t in apt-get apt-cache dpkg-deb tar readelf sha256sum; do
 	command -v "$t" >/dev/null || die "$t is missing (run tests/interop/deps.sh)"
@@ -200,7 +203,7 @@ ship() { # path relative to the stage (symlinks followed)
 	elfs+=("$1")
 }
 for f in "$stage"/usr/bin/ibv_* "$stage"/usr/bin/ib_* "$stage"/usr/bin/rdma "$stage"/sbin/rdma \
-	"$stage"/usr/bin/rping "$stage"/usr/bin/ibv_devinfo; do
+	"$stage"/usr/bin/rping "$stage"/usr/bin/ucmatose "$stage"/usr/bin/ibv_devinfo; do
 	[ -e "$f" ] && [ ! -e "$root/${f#"$stage"/}" ] && ship "${f#"$stage"/}"
 done
 [ -e "$root/usr/bin/ibv_devinfo" ] || die "ibv_devinfo missing from ibverbs-utils"

@@ -7,7 +7,12 @@
 #   rc_gc  RC, client in the guest, server on sv0
 #   ud_gs  UD, server in the guest
 #   ud_gc  UD, client in the guest
-# Both sides must exit 0 and print their "N iters in S seconds" line.
+#   rping_gs, rping_gc     rdmacm-utils' rping (-C 100 -v -V: data verified)
+#                          through rdma_cm: the kernel's CM in the guest and
+#                          sv0's, CM MADs on QP1; server in the guest / on sv0
+#   ucma_gs, ucma_gc       ucmatose, 10 connections, 20 messages each way
+# Both sides must exit 0 and print their result lines ("N iters in S
+# seconds"; every ping; "test complete").
 #
 #   tests/interop/rxe_interop.sh [BUILD]     (BUILD: default $SV_BUILD_DIR, else build)
 # INTEROP_CASES="rc_gs ud_gc" picks cases; INTEROP_ITERS (100), INTEROP_RC_SIZE
@@ -25,7 +30,9 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || fail "no build folder ${1:-${SV_BUILD
 SV=$BUILD/bin/softverbs
 SVD=$BUILD/bin/softverbsd
 [ -x "$SV" ] && [ -x "$SVD" ] || fail "no softverbs/softverbsd in $BUILD/bin (build first)"
-cases=${INTEROP_CASES:-rc_gs rc_gc ud_gs ud_gc}
+cases=${INTEROP_CASES:-rc_gs rc_gc ud_gs ud_gc rping_gs rping_gc ucma_gs ucma_gc}
+pings=${INTEROP_PINGS:-100}
+CM_PORT=7471
 iters=${INTEROP_ITERS:-100}
 rc_size=${INTEROP_RC_SIZE:-4096}
 ud_size=${INTEROP_UD_SIZE:-1024}
@@ -70,8 +77,50 @@ fi
 # line buffered, nothing lost when it is killed), and a watcher on the
 # control port: the host's last word for the case is "end", or "abort" (kill
 # the program now: the other side failed, no use waiting for the timeout).
-prog_of() { case "$1" in rc_*) echo ibv_rc_pingpong ;; ud_*) echo ibv_ud_pingpong ;; esac; }
+prog_of() {
+	case "$1" in
+	rc_*) echo ibv_rc_pingpong ;; ud_*) echo ibv_ud_pingpong ;;
+	rping_*) echo rping ;; ucma_*) echo ucmatose ;;
+	esac
+}
 args_of() { case "$1" in rc_*) echo "-s $rc_size -n $iters -c" ;; ud_*) echo "-s $ud_size -n $iters -c" ;; esac; }
+is_cm() { case "$1" in rping_*|ucma_*) return 0 ;; esac; return 1; }
+# The rdma_cm programs' command lines: server and client, by address.
+cm_server() { # case address
+	case "$1" in
+	rping_*) echo "rping -s -a $2 -p $CM_PORT -C $pings -v -V" ;;
+	ucma_*) echo "ucmatose -b $2 -p $CM_PORT -c 10 -C 20" ;;
+	esac
+}
+cm_client() { # case server-address
+	case "$1" in
+	rping_*) echo "rping -c -a $2 -p $CM_PORT -C $pings -v -V" ;;
+	ucma_*) echo "ucmatose -s $2 -p $CM_PORT -c 10 -C 20" ;;
+	esac
+}
+# The guest's and sv0's command of a case.
+guest_cmd() { # case
+	if ! is_cm "$1"; then
+		local peer=
+		case "$1" in *_gc) peer=$IG_HOST_IP ;; esac
+		echo "$(prog_of "$1") -d rxe0 -g 1 -p $PORT $(args_of "$1") $peer"
+	elif [ "${1%_gs}" != "$1" ]; then
+		cm_server "$1" "$IG_GUEST_IP"
+	else
+		cm_client "$1" "$IG_HOST_IP"
+	fi
+}
+host_cmd() { # case
+	if ! is_cm "$1"; then
+		local peer=
+		case "$1" in *_gs) peer=$IG_GUEST_IP ;; esac
+		echo "$(prog_of "$1") -d sv0 -g 0 -p $PORT $(args_of "$1") $peer"
+	elif [ "${1%_gs}" != "$1" ]; then
+		cm_client "$1" "$IG_GUEST_IP"
+	else
+		cm_server "$1" "$IG_HOST_IP"
+	fi
+}
 cmd=$IG_RUN/cmd.in
 : >"$cmd"
 for c in $cases; do
@@ -83,10 +132,16 @@ for c in $cases; do
 	*_gc) peer=$IG_HOST_IP; echo "sv_wait_go $(( T * 4 + 60 )) >/dev/null" >>"$cmd" ;;
 	*) fail "unknown case $c" ;;
 	esac
-	echo "timeout $T $prog -d rxe0 -g 1 -p $PORT $args $peer &" >>"$cmd"
+	echo "timeout $T $(guest_cmd "$c") &" >>"$cmd"
 	echo 'p=$!' >>"$cmd"
 	case "$c" in
-	*_gs) echo "sv_wait_listen $PORT \$p 30 && say 'listening $c'" >>"$cmd" ;;
+	*_gs)
+		if is_cm "$c"; then
+			echo "sv_cm_wait_listen $CM_PORT \$p 30 && say 'listening $c'" >>"$cmd"
+		else
+			echo "sv_wait_listen $PORT \$p 30 && say 'listening $c'" >>"$cmd"
+		fi
+		;;
 	esac
 	cat >>"$cmd" <<EOF
 ( w=\$(sv_wait_go $(( T * 2 + 30 ))); [ "\$w" = abort ] && kill \$p 2>/dev/null ) &
@@ -110,8 +165,20 @@ guest_rc() { # case -> the guest program's status ("" if none yet)
 	tr -d '\r' <"$IG_RUN/console.log" | sed -n "s/.*SV-GUEST: done $1 rc=\([0-9]*\).*/\1/p" | head -n 1
 }
 host_listening() { ig_ns ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; }
-check_out() { # file -> the pingpong's result lines are there
-	grep -aq 'iters in .* seconds' "$1" && grep -aq 'bytes in .* seconds' "$1"
+check_out() { # case file -> the program's result lines are there
+	case "$1" in
+	rping_*) [ "$(tr -d '\r' <"$2" | grep -ac 'ping data: rdma-ping-')" = "$pings" ] ;;
+	ucma_*) grep -aq 'test complete' "$2" ;;
+	*) grep -aq 'iters in .* seconds' "$2" && grep -aq 'bytes in .* seconds' "$2" ;;
+	esac
+}
+# sv0's server of case $1 listens (rdma_cm: the daemon logs each listen)
+host_ready() {
+	if is_cm "$1"; then
+		grep -q "listens on .*:$CM_PORT, " "$IG_RUN/softverbsd.log"
+	else
+		host_listening
+	fi
 }
 sv_bg() { # log prog args... : on sv0 in the namespace, in the background
 	local log=$1
@@ -131,8 +198,8 @@ for c in $cases; do
 	*_gs)
 		ig_wait "\(listening\|done\) $c" $(( T + 30 ))
 		if [ "${IG_LINE#SV-GUEST: listening}" != "$IG_LINE" ]; then
-			ig_say "$c: the guest's $prog listens; on sv0: $prog -d sv0 -g 0 $args $IG_GUEST_IP"
-			sv_bg "$hlog" "$prog" -d sv0 -g 0 -p "$PORT" $args "$IG_GUEST_IP"
+			ig_say "$c: the guest's $prog listens; on sv0: $(host_cmd "$c")"
+			sv_bg "$hlog" $(host_cmd "$c")
 			hpid=$IG_PID
 		else
 			echo "the guest's server did not start" >"$hlog"
@@ -140,11 +207,11 @@ for c in $cases; do
 		fi
 		;;
 	*_gc)
-		ig_say "$c: on sv0: $prog -d sv0 -g 0 $args; the client in the guest"
-		sv_bg "$hlog" "$prog" -d sv0 -g 0 -p "$PORT" $args
+		ig_say "$c: on sv0: $(host_cmd "$c"); the client in the guest"
+		sv_bg "$hlog" $(host_cmd "$c")
 		hpid=$IG_PID
 		for _ in $(seq 1 600); do
-			host_listening && break
+			host_ready "$c" && break
 			_ig_alive "$hpid" || break
 			sleep 0.05
 		done
@@ -175,15 +242,16 @@ for c in $cases; do
 	tr -d '\r' <"$IG_RUN/console.log" |
 		sed -n "/SV-GUEST: case $c\$/,/SV-GUEST: result $c /p" | grep -av 'SV-GUEST: ' >"$IG_RUN/$c.guest.log"
 	secs[$c]=$(_ig_since "$t0")
-	if [ "$host_rc" = 0 ] && [ "$g" = 0 ] && check_out "$hlog" && check_out "$IG_RUN/$c.guest.log"; then
+	if [ "$host_rc" = 0 ] && [ "$g" = 0 ] && check_out "$c" "$hlog" &&
+	   check_out "$c" "$IG_RUN/$c.guest.log"; then
 		res[$c]=PASS
-		ig_say "$c: PASS in ${secs[$c]} s: sv0 '$(grep -a 'iters in' "$hlog")', rxe0 '$(grep -a 'iters in' "$IG_RUN/$c.guest.log")'"
+		ig_say "$c: PASS in ${secs[$c]} s: sv0 '$(grep -a 'iters in\|test complete\|rdma-ping-' "$hlog" | tail -n 1)', rxe0 '$(grep -a 'iters in\|test complete\|rdma-ping-' "$IG_RUN/$c.guest.log" | tail -n 1)'"
 	else
 		res[$c]="FAIL (sv0 side status ${host_rc:-none}, rxe0 side ${g:-none}; 124, 143: timed out, killed)"
 		ig_say "$c: ${res[$c]} after ${secs[$c]} s"
-		echo "---- $c: sv0 side ($prog -d sv0 -g 0), $hlog ----"
+		echo "---- $c: sv0 side ($(host_cmd "$c")), $hlog ----"
 		tail -n 20 "$hlog"
-		echo "---- $c: rxe0 side ($prog -d rxe0 -g 1), $IG_RUN/$c.guest.log ----"
+		echo "---- $c: rxe0 side ($(guest_cmd "$c")), $IG_RUN/$c.guest.log ----"
 		tail -n 20 "$IG_RUN/$c.guest.log"
 	fi
 done
