@@ -231,6 +231,16 @@ while [ $i -lt ${#elfs[@]} ]; do
 		ship "$found"
 	done
 done
+# glibc loads libgcc_s at pthread_exit/cancellation (rping's threads end
+# so): not a NEEDED entry, shipped by name
+for d in "${libdirs[@]}"; do
+	if [ -e "$stage/$d/libgcc_s.so.1" ]; then
+		[ -e "$root/$d/libgcc_s.so.1" ] || ship "$d/libgcc_s.so.1"
+		break
+	fi
+done
+find "$root" -name libgcc_s.so.1 | grep -q . ||
+	die "libgcc_s.so.1 is in no downloaded package (add libgcc-s1 to roots)"
 printf '%s\n' /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu > "$root/etc/ld.so.conf"
 echo "127.0.0.1 localhost" > "$root/etc/hosts"
 echo "hosts: files" > "$root/etc/nsswitch.conf"

@@ -172,10 +172,12 @@ check_out() { # case file -> the program's result lines are there
 	*) grep -aq 'iters in .* seconds' "$2" && grep -aq 'bytes in .* seconds' "$2" ;;
 	esac
 }
-# sv0's server of case $1 listens (rdma_cm: the daemon logs each listen)
+# sv0's server of case $1 listens (rdma_cm: the daemon logs each listen;
+# one more than before the case started)
+cm_listens() { grep -c "listens on .*:$CM_PORT, " "$IG_RUN/softverbsd.log"; }
 host_ready() {
 	if is_cm "$1"; then
-		grep -q "listens on .*:$CM_PORT, " "$IG_RUN/softverbsd.log"
+		[ "$(cm_listens)" -gt "$listens0" ]
 	else
 		host_listening
 	fi
@@ -207,6 +209,7 @@ for c in $cases; do
 		fi
 		;;
 	*_gc)
+		listens0=$(cm_listens)
 		ig_say "$c: on sv0: $(host_cmd "$c"); the client in the guest"
 		sv_bg "$hlog" $(host_cmd "$c")
 		hpid=$IG_PID

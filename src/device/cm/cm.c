@@ -1439,7 +1439,10 @@ int sv_cm_init_qp_attr(struct sv_cm_id *id, uint32_t qp_state,
 		ah_attr(id, &a->ah_attr);
 		a->path_mtu = id->mtu;
 		a->dest_qp_num = id->rqpn;
-		a->rq_psn = id->rpsn;
+		/* a message's starting PSN is what its sender will receive
+		 * (the kernel's CM: rq_psn from our own REQ or REP, sq_psn
+		 * from the other end's; seen on the wire with rxe) */
+		a->rq_psn = id->psn;
 		a->max_dest_rd_atomic = id->resp_res;
 		return 0;
 	case IBV_QPS_RTS:
@@ -1448,7 +1451,7 @@ int sv_cm_init_qp_attr(struct sv_cm_id *id, uint32_t qp_state,
 		a->qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 				  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				  IBV_QP_MAX_QP_RD_ATOMIC;
-		a->sq_psn = id->psn;
+		a->sq_psn = id->rpsn;
 		a->timeout = id->timeout_set ? id->ack_timeout : ACK_TIMEOUT;
 		a->retry_cnt = id->retry;
 		a->rnr_retry = id->rnr_retry;
