@@ -62,12 +62,17 @@ mc_pair() { # group bind "receiver flags" njoins "sender flags"
 		[ "$(grep -c '^mckey: joined dgid' "$sout")" -ge "$4" ] && break
 		sleep 0.05
 	done
-	for mc_runs in 1 2 3 4 5; do
-		kill -0 $rcv 2>/dev/null || break
+	mc_runs=0
+	while [ $mc_runs -lt 5 ] && kill -0 $rcv 2>/dev/null; do
+		mc_runs=$((mc_runs + 1))
 		timeout -k 2 30 "$SV" run -- mckey -m "$1" -b "$2" -s $5 >"$cout" 2>&1
 		i=$?
 		[ $i = 0 ] || { cat "$sout" "$cout"; fail "sender run $mc_runs exited with $i"; }
-		wait_job $rcv 5 && break
+		# up to 5 s for the receiver to end with what it got
+		for i in $(seq 1 100); do
+			kill -0 $rcv 2>/dev/null || break
+			sleep 0.05
+		done
 	done
 	if ! wait_job $rcv 30; then
 		kill -KILL $rcv 2>/dev/null
