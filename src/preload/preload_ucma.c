@@ -188,7 +188,8 @@ static bool copy_out(uint64_t dst, const void *src, size_t n)
 }
 
 /* The response could not be delivered: undo what the command did where
- * the kernel would (a new id is destroyed, an event stays queued). */
+ * the kernel would (a new id is destroyed, a new multicast left, an event
+ * stays queued). */
 static void undo(struct svp_ucma *e, uint32_t cmd, const struct sv_ucma_rsp *r)
 {
 	static __thread struct sv_ucma_req q;
@@ -204,9 +205,14 @@ static void undo(struct svp_ucma *e, uint32_t cmd, const struct sv_ucma_rsp *r)
 	if (cmd == RDMA_USER_CM_CMD_GET_EVENT) {
 		q.aux_kind = SV_UCMA_UNGET;
 		exchange(e, &q, SV_UCMA_REQ_HDR, &rr);
-	} else if (cmd == RDMA_USER_CM_CMD_CREATE_ID && r->out_len >= sizeof(uint32_t)) {
+	} else if ((cmd == RDMA_USER_CM_CMD_CREATE_ID ||
+		    cmd == RDMA_USER_CM_CMD_JOIN_IP_MCAST ||
+		    cmd == RDMA_USER_CM_CMD_JOIN_MCAST) &&
+		   r->out_len >= sizeof(uint32_t)) {
 		memset(&d, 0, sizeof(d));
-		d.hdr.cmd = RDMA_USER_CM_CMD_DESTROY_ID;
+		/* LEAVE_MCAST takes DESTROY_ID's struct */
+		d.hdr.cmd = cmd == RDMA_USER_CM_CMD_CREATE_ID ?
+			    RDMA_USER_CM_CMD_DESTROY_ID : RDMA_USER_CM_CMD_LEAVE_MCAST;
 		d.hdr.in = sizeof(d.c);
 		d.hdr.out = sizeof(dresp);
 		d.c.response = (uintptr_t)&dresp;

@@ -823,6 +823,7 @@ void sv_cm_id_destroy(struct sv_cm_id *id)
 	struct sv_cm_file *f = id->file;
 	struct sv_cm_event **p;
 
+	sv_cm_mc_id_destroy(id);
 	switch (id->conn) {
 	case CONN_REQ_SENT:
 		send_rej(id, SV_CM_REJ_TIMEOUT, NULL, 0);
@@ -1098,6 +1099,8 @@ int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 		else
 			((struct sockaddr_in6 *)d)->sin6_addr = in6addr_loopback;
 	}
+	if (sv_cm_mc_addr(d))
+		return sv_cm_mc_resolve(id);
 	if (!sv_cm_addr_local(d)) {
 		ret = resolve_remote(id);
 		if (ret) {

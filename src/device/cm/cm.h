@@ -266,4 +266,28 @@ void sv_cm_gid_to_addr(const uint8_t gid[16], struct sockaddr_storage *ss);
 int sv_cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src);
 const char *sv_cm_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 
+/* ==== multicast (mcast.c): JOIN_IP_MCAST, JOIN_MCAST, LEAVE_MCAST ====
+ * The groups ids joined, by a handle of their own (device-wide, the lowest
+ * free, as the kernel's); their events carry that handle and the join's
+ * uid, and count in the id's events_reported and the multicast's. */
+#define SV_CM_MAX_MCAST      4096  /* joins device-wide */
+#define SV_CM_ENOTSUPP       524   /* the kernel's ENOTSUPP, seen as is */
+
+bool sv_cm_mc_addr(const struct sockaddr *sa);         /* a multicast address */
+/* Resolve to a multicast destination (bound id, dst set): the source the
+ * route gives, ADDR_RESOLVED or ADDR_ERROR queued; 0. */
+int sv_cm_mc_resolve(struct sv_cm_id *id);
+/* Join addr on the file's id handle (the command's own checks done): the
+ * multicast's handle in *out and MULTICAST_JOIN queued, or -errno. */
+int sv_cm_mc_join(struct sv_cm_file *f, uint32_t handle, uint64_t uid,
+		  const struct sockaddr *addr, uint16_t join_flags, uint32_t *out);
+/* Leave: -ENOENT (no such handle), -EINVAL (another file's); its unread
+ * events dropped. */
+int sv_cm_mc_leave(struct sv_cm_file *f, uint32_t handle, uint32_t *events_reported);
+void sv_cm_mc_id_destroy(struct sv_cm_id *id);        /* leaves its groups */
+/* An event was fetched (+1) or put back (-1): a multicast's counts it. */
+void sv_cm_mc_reported(const struct sv_cm_event *e, int delta);
+/* ucma.c: drop the unread events of a multicast */
+void sv_cm_events_drop_mc(struct sv_cm_file *f, uint32_t handle);
+
 #endif

@@ -162,6 +162,30 @@ void sv_cm_events_drop(struct sv_cm_file *f, struct sv_cm_id *id)
 	}
 }
 
+/* A multicast leaves: its unread events go (ucma_cleanup_mc_events). */
+void sv_cm_events_drop_mc(struct sv_cm_file *f, uint32_t handle)
+{
+	for (struct sv_cm_event **p = &f->evq; *p;) {
+		struct sv_cm_event *e = *p;
+
+		if ((e->resp.event == SV_EV_MULTICAST_JOIN ||
+		     e->resp.event == SV_EV_MULTICAST_ERROR) && e->resp.id == handle) {
+			*p = e->next;
+			f->nev--;
+			free(e);
+		} else {
+			p = &e->next;
+		}
+	}
+	evq_fix_tail(f);
+	if (f->last && (f->last->resp.event == SV_EV_MULTICAST_JOIN ||
+			f->last->resp.event == SV_EV_MULTICAST_ERROR) &&
+	    f->last->resp.id == handle) {
+		free(f->last);
+		f->last = NULL;
+	}
+}
+
 void sv_cm_events_move(struct sv_cm_file *from, struct sv_cm_file *to,
 		       struct sv_cm_id *id)
 {
@@ -659,6 +683,7 @@ static int cmd_get_event(struct ctx *c)
 		f->evq_tail = &f->evq;
 	f->nev--;
 	e->id->events_reported++;
+	sv_cm_mc_reported(e, 1);
 	if (e->child) {
 		e->child->hidden = false;
 		e->id->pending--;
@@ -677,6 +702,7 @@ static int unget(struct sv_cm_file *f)
 		return -EINVAL;
 	f->last = NULL;
 	e->id->events_reported--;
+	sv_cm_mc_reported(e, -1);
 	if (e->child) {
 		e->child->hidden = true;
 		e->id->pending++;
@@ -737,11 +763,69 @@ static int cmd_migrate_id(struct ctx *c)
 	return respond(c, cmd.response, &resp, sizeof(resp));
 }
 
+/* ucma_process_join's checks, then the join (mcast.c). */
+static int join(struct ctx *c, uint64_t response, uint64_t uid, uint32_t id,
+		const struct sockaddr *sa, uint16_t join_flags)
+{
+	struct rdma_ucm_create_id_resp resp = { 0 };
+	int ret;
+
+	if (c->out_len < sizeof(resp))
+		return -ENOSPC;
+	if (join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER &&
+	    join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		return -EINVAL;
+	ret = sv_cm_mc_join(c->f, id, uid, sa, join_flags, &resp.id);
+	if (ret)
+		return ret;
+	return respond(c, response, &resp, sizeof(resp));
+}
+
+static int cmd_join_ip_mcast(struct ctx *c)
+{
+	const struct sockaddr *sa;
+	CMD(struct rdma_ucm_join_ip_mcast);
+
+	sa = addr_in6(&cmd.addr);
+	if (!sa)
+		return -EINVAL;
+	return join(c, cmd.response, cmd.uid, cmd.id, sa,
+		    RDMA_MC_JOIN_FLAG_FULLMEMBER);
+}
+
+static int cmd_join_mcast(struct ctx *c)
+{
+	const struct sockaddr *sa;
+	CMD(struct rdma_ucm_join_mcast);
+
+	sa = (const struct sockaddr *)&cmd.addr;
+	if (!addr_size_kss(&cmd.addr))
+		return -EINVAL;
+	if (c->out_len < sizeof(struct rdma_ucm_create_id_resp))
+		return -ENOSPC;
+	if (cmd.addr_size != addr_size_kss(&cmd.addr))
+		return -EINVAL;
+	return join(c, cmd.response, cmd.uid, cmd.id, sa, cmd.join_flags);
+}
+
+static int cmd_leave_mcast(struct ctx *c)
+{
+	struct rdma_ucm_destroy_id_resp resp = { 0 };
+	int ret;
+	CMD(struct rdma_ucm_destroy_id);
+
+	if (c->out_len < sizeof(resp))
+		return -ENOSPC;
+	ret = sv_cm_mc_leave(c->f, cmd.id, &resp.events_reported);
+	if (ret)
+		return ret;
+	return respond(c, cmd.response, &resp, sizeof(resp));
+}
+
 typedef int (*ucma_cmd_fn)(struct ctx *c);
 
-/* The kernel's table (ucma_cmd_table): a NULL entry is ENOSYS. No
- * multicast yet: JOIN_IP_MCAST, LEAVE_MCAST and JOIN_MCAST are a kernel's
- * without them. GET_OPTION has never been implemented by the kernel. */
+/* The kernel's table (ucma_cmd_table): a NULL entry is ENOSYS.
+ * GET_OPTION has never been implemented by the kernel. */
 static const ucma_cmd_fn cmds[RDMA_USER_CM_CMD_JOIN_MCAST + 1] = {
 	[RDMA_USER_CM_CMD_CREATE_ID] = cmd_create_id,
 	[RDMA_USER_CM_CMD_DESTROY_ID] = cmd_destroy_id,
@@ -762,6 +846,9 @@ static const ucma_cmd_fn cmds[RDMA_USER_CM_CMD_JOIN_MCAST + 1] = {
 	[RDMA_USER_CM_CMD_QUERY] = cmd_query,
 	[RDMA_USER_CM_CMD_BIND] = cmd_bind,
 	[RDMA_USER_CM_CMD_RESOLVE_ADDR] = cmd_resolve_addr,
+	[RDMA_USER_CM_CMD_JOIN_IP_MCAST] = cmd_join_ip_mcast,
+	[RDMA_USER_CM_CMD_LEAVE_MCAST] = cmd_leave_mcast,
+	[RDMA_USER_CM_CMD_JOIN_MCAST] = cmd_join_mcast,
 };
 
 /* write()'s result for one request (ucma_write's checks, in its order). */
