@@ -249,8 +249,8 @@ int sv_identity_init(const char *ip, const char *netdev)
 	p->max_mtu = IBV_MTU_4096;
 	p->active_mtu = mtu_for_link(ifname_mtu(addrs[0].ifname));
 	p->gid_tbl_len = SV_GID_TBL_LEN;
-	/* a connection manager: rdma_cm between ids of this device (CM MADs
-	 * on QP1 across hosts are the next step, docs/DESIGN.md "rdma_cm") */
+	/* a connection manager: rdma_cm between ids of this device, and CM
+	 * MADs on QP1 across hosts (docs/DESIGN.md "rdma_cm") */
 	p->port_cap_flags = IBV_PORT_CM_SUP;
 	p->max_msg_sz = 1u << 31;
 	p->pkey_tbl_len = 1;

@@ -6,10 +6,9 @@
  * host (addr.c). Everything here runs on the control thread.
  *
  * Two ids connect by CM messages (REQ, REP, RTU, REJ, DREQ, DREP, SIDR_REQ,
- * SIDR_REP) with the IBTA's meaning. Today both ends live on this daemon,
- * and cm_send() hands a message to the other end directly; a later
- * increment carries the same messages as CM MADs on QP1 between daemons,
- * under the same states.
+ * SIDR_REP, MRA) with the IBTA's meaning. When both ends live on this
+ * daemon, cm_send() hands a message to the other end directly; otherwise
+ * wire.c carries it as a CM MAD on QP1, under the same states.
  */
 #ifndef SV_DEVICE_CM_H
 #define SV_DEVICE_CM_H
