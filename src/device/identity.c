@@ -191,6 +191,7 @@ int sv_identity_init(const char *ip, const char *netdev)
 		return n;
 
 	snprintf(sv_dev.name, sizeof(sv_dev.name), "sv0");
+	sv_dev.addrs_given = ip || netdev;
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%u", SV_PROTO_VERSION);
 	a->node_guid = stable_guid(sv_dev.name);

@@ -319,6 +319,7 @@ struct sv_client {
 
 struct sv_device {
 	char name[SV_DEV_NAME_MAX];
+	bool addrs_given;          /* --ip or --netdev: serves only those */
 	struct sv_dev_attr attr;
 	struct sv_port_attr port;
 	struct sv_rsp_gid gid[SV_GID_TBL_LEN];

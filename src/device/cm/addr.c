@@ -111,6 +111,34 @@ bool sv_cm_addr_local(const struct sockaddr *sa)
 	return found;
 }
 
+bool sv_cm_addr_mine(const struct sockaddr *sa)
+{
+	uint8_t gid[16];
+
+	sv_cm_addr_to_gid(sa, gid);
+	if (sv_cm_gid_index(gid) >= 0)
+		return true;
+	if (!sv_cm_addr_local(sa))
+		return false;
+	if (!sv_dev.addrs_given)
+		return true;
+	/* a daemon told what to serve: another address of this host may be
+	 * another daemon's; loopback is ours unless we serve a loopback
+	 * address ourselves (then the others are other daemons') */
+	if (!sv_cm_addr_loopback(sa))
+		return false;
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++) {
+		struct sockaddr_storage g;
+
+		if (!sv_dev.gid[i].valid)
+			continue;
+		sv_cm_gid_to_addr(sv_dev.gid[i].gid, &g);
+		if (sv_cm_addr_loopback((const struct sockaddr *)&g))
+			return false;
+	}
+	return true;
+}
+
 /* Every address of this host is sv0's: a QP whose peer GID is one the
  * device serves takes the same-host path, so the GID is always gid[0]. */
 void sv_cm_gid(const struct sockaddr *sa, uint8_t gid[16])

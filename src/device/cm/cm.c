@@ -1029,9 +1029,10 @@ static int resolve_remote(struct sv_cm_id *id)
 {
 	struct sockaddr *s = (void *)&id->src, *d = (void *)&id->dst;
 	struct sockaddr_storage via;
-	uint8_t gid[16];
+	uint8_t gid[16], dg[16];
 	int ret, k;
 
+	sv_cm_addr_to_gid(d, dg);
 	ret = sv_cm_route_src(d, &via);
 	if (ret)
 		return ret;
@@ -1040,6 +1041,18 @@ static int resolve_remote(struct sv_cm_id *id)
 	else
 		sv_cm_addr_to_gid((const void *)&via, gid);
 	k = sv_cm_gid_index(gid);
+	if (k < 0 && sv_cm_addr_any(s) && sv_cm_addr_local(d)) {
+		/* another daemon of this host: from our own address (the
+		 * host routes its addresses from 127.0.0.1 or themselves) */
+		for (unsigned int i = 0; i < SV_GID_TBL_LEN && k < 0; i++)
+			if (sv_dev.gid[i].valid &&
+			    sv_gid_is_v4(sv_dev.gid[i].gid) == sv_gid_is_v4(dg))
+				k = (int)i;
+		if (k >= 0) {
+			memcpy(gid, sv_dev.gid[k].gid, 16);
+			sv_cm_gid_to_addr(gid, &via);
+		}
+	}
 	if (k < 0 || !sv_roce_running())
 		return -ENODEV;
 	if (sv_cm_addr_any(s)) {
@@ -1056,7 +1069,7 @@ static int resolve_remote(struct sv_cm_id *id)
 	id->has_dev = true;
 	id->sgid_index = (uint8_t)k;
 	memcpy(id->lgid, gid, 16);
-	sv_cm_addr_to_gid(d, id->rgid);
+	memcpy(id->rgid, dg, 16);
 	return 0;
 }
 
@@ -1101,7 +1114,7 @@ int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 	}
 	if (sv_cm_mc_addr(d))
 		return sv_cm_mc_resolve(id);
-	if (!sv_cm_addr_local(d)) {
+	if (!sv_cm_addr_mine(d)) {
 		ret = resolve_remote(id);
 		if (ret) {
 			sv_log(SV_LOG_INFO, "cm: id %u: resolve %s: %s", id->handle,

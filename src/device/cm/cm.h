@@ -254,6 +254,11 @@ void sv_cm_set_port(struct sockaddr *sa, uint16_t port);
 bool sv_cm_addr_eq(const struct sockaddr *a, const struct sockaddr *b);
 /* Is sa an address of this host? (127/8, ::1, an interface's) */
 bool sv_cm_addr_local(const struct sockaddr *sa);
+/* Is sa this daemon's (the same-host path)? One of sv0's GIDs, or any
+ * address of this host when the daemon was not told what to serve; with
+ * --ip/--netdev another local address is another daemon's (loopback
+ * stays ours unless we serve a loopback address). */
+bool sv_cm_addr_mine(const struct sockaddr *sa);
 /* The GID of sv0 that stands for a local address. */
 void sv_cm_gid(const struct sockaddr *sa, uint8_t gid[16]);
 /* The GID form of an address (IPv4 as ::ffff:a.b.c.d), and back (port 0;
