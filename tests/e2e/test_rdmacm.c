@@ -235,6 +235,30 @@ static void test_connect_refused(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* librdmacm's synchronous calls (an id with no channel, rdma_create_ep):
+ * a connect nobody takes is ECONNREFUSED, as on a kernel */
+static void test_connect_refused_sync(void **state)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res = NULL;
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	char port[8];
+	struct rdma_cm_id *id;
+
+	(void)state;
+	snprintf(port, sizeof(port), "%u", next_port++);
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", port, &hints, &res), 0);
+	assert_int_equal(rdma_create_ep(&id, res, NULL, &qa), 0);
+	errno = 0;
+	assert_int_equal(rdma_connect(id, NULL), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+}
+
 static void test_reject_with_data(void **state)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -891,6 +915,7 @@ int main(void)
 		cmocka_unit_test(test_bind_twice),
 		cmocka_unit_test(test_resolve_not_here),
 		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_connect_refused_sync),
 		cmocka_unit_test(test_reject_with_data),
 		cmocka_unit_test(test_disconnect_timewait),
 		cmocka_unit_test(test_peer_killed),
