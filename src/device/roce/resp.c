@@ -318,6 +318,11 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 		rq->in = SV_IN_SEND;
 	}
 	st = rx_put(t, &rq->rx, rq->rx_off, p->payload, p->paylen);
+	if (st == IBV_WC_LOC_PROT_ERR && sv_x_target_gone(t)) {
+		/* no answer, as a vanished host (write_fail): not taken */
+		rq->ack_due = false;
+		return;
+	}
 	if (st != IBV_WC_SUCCESS) {
 		rq->in = SV_IN_NONE;
 		msg_rx_done(t, st, IBV_WC_RECV, 0, NULL);
