@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "abi/sv_ring.h"
+#include "device/engine.h"
 #include "device/sv_dev.h"
 
 int sv_check_event_socket(int fd, const char **why)
@@ -237,6 +238,32 @@ err_free:
 	return ret;
 }
 
+/* A QP that completes into cq with sends its engine has not run yet
+ * (posted, in a state that runs or flushes them, not waiting for an RNR or
+ * ACK timer): its engine is kicked. */
+static bool cq_sends_due(const struct sv_cq *cq)
+{
+	bool due = false;
+
+	for (size_t i = 0; i < sizeof(sv_dev.qpn_tab) / sizeof(sv_dev.qpn_tab[0]);
+	     i++) {
+		struct sv_qp *qp = sv_dev.qpn_tab[i];
+
+		if (!qp || qp->dead || qp->send_cq != cq || !qp->sq.entries ||
+		    qp->wait_until_ns)
+			continue;
+		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
+		    qp->state != IBV_QPS_SQE && qp->state != IBV_QPS_ERR)
+			continue;
+		if (qp->sq.cons != __atomic_load_n(&qp->sq.hdr->prod,
+						   __ATOMIC_ACQUIRE)) {
+			sv_engine_kick(qp->engine);
+			due = true;
+		}
+	}
+	return due;
+}
+
 int sv_cmd_resize_cq(struct sv_req *r)
 {
 	const struct sv_cmd_resize_cq *a = &r->cmd->u.resize_cq;
@@ -247,6 +274,18 @@ int sv_cmd_resize_cq(struct sv_req *r)
 	if (a->cqe < 1 || a->cqe > SV_MAX_CQE) {
 		r->why = "cqe out of range";
 		return -EINVAL;
+	}
+	/* The completions outstanding decide whether a smaller ring takes
+	 * them (EINVAL otherwise). A NIC has run the sends posted before the
+	 * resize by the time its command arrives; the engines may lag behind
+	 * the doorbells on a busy host: they catch up first (bounded, 100 ms;
+	 * only the control thread frees objects, so cq stays). rdma-core's
+	 * tests/test_cq.py test_resize_cq posts sends, then shrinks below
+	 * their completions at once. */
+	for (int i = 0; i < 1000 && cq_sends_due(cq); i++) {
+		sv_dev_unlock();
+		usleep(100);
+		sv_dev_lock(true);
 	}
 	return cq_set_ring(cq, a->cqe, r);
 }

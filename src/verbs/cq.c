@@ -124,6 +124,37 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return (int)avail;
 }
 
+/*
+ * Drops the completions of one QP that are not polled yet: a QP moved to
+ * RESET or destroyed leaves nothing behind in its CQs, as mlx4's and mlx5's
+ * providers do (mlx5_cq_clean). Only the slots between our consumer counter
+ * and the producer counter we read are touched, which the engine never
+ * writes again: the survivors move up towards prod, then cons passes the
+ * freed slots (release: the engine reuses them only after the moves). The
+ * caller made sure the daemon produces nothing more for the QP.
+ */
+void sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
+{
+	struct sv_cq *cq = to_sv_cq(ibcq);
+	uint32_t n, cons, freed = 0;
+	struct sv_cqe *e;
+
+	cq_lock(cq);
+	cons = cq->cons;
+	n = cq_avail(cq);
+	while (n--) {
+		e = sv_cq_slot(cq->ring, cq->entries, cons + n);
+		if (e->qp_num == qp_num)
+			freed++;
+		else if (freed)
+			*sv_cq_slot(cq->ring, cq->entries, cons + n + freed) =
+				*e;
+	}
+	if (freed)
+		cq_consume(cq, freed);
+	cq_unlock(cq);
+}
+
 int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);

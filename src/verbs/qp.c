@@ -646,6 +646,15 @@ static void qp_attr_from_wire(const struct sv_wire_qp_attr *w,
 	a->rate_limit = w->rate_limit;
 }
 
+/* Drops the QP's completions not polled yet from its CQs (sv_cq_clean). */
+static void qp_clean_cqs(struct ibv_qp *ibqp)
+{
+	if (ibqp->recv_cq)
+		sv_cq_clean(ibqp->recv_cq, ibqp->qp_num);
+	if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
+		sv_cq_clean(ibqp->send_cq, ibqp->qp_num);
+}
+
 SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			    int attr_mask)
 {
@@ -666,6 +675,10 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (attr_mask & IBV_QP_STATE)
 		__atomic_store_n(&ibqp->state, attr->qp_state,
 				 __ATOMIC_RELAXED);
+	/* RESET: the daemon produces nothing more for the QP (it quiesced
+	 * its engines), and what it left in the CQs goes too */
+	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		qp_clean_cqs(ibqp);
 	return 0;
 }
 
@@ -711,6 +724,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	if (ret)
 		return ret;
+	qp_clean_cqs(ibqp);
 	sv_ctx_del_evtarget(ctx, &qp->ev); /* waits for its events' acks */
 	sv_ring_unmap(&qp->mem);
 	if (qp->rd)

@@ -445,6 +445,7 @@ struct sv_qp_dom {
 int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+void sv_cq_clean(struct ibv_cq *cq, uint32_t qp_num);
 
 /* Errors: internal functions return -errno; verbs set errno themselves. */
 static inline void *sv_err_ptr(int neg)

@@ -1092,6 +1092,55 @@ static void test_modify_to_err_and_back(void **state)
 	pair_free(&p);
 }
 
+/* A QP moved to RESET, or destroyed, leaves none of its completions in its
+ * CQs (mlx4 and mlx5 clean them; rdma-core's tests/test_mr.py restates its
+ * QPs through RESET and polls again); another QP's completions on the same
+ * CQ stay, in order. */
+static void test_reset_drops_cqes(void **state)
+{
+	struct pair_opts o = opts_default(IBV_QPT_RC);
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct ibv_qp *q2;
+	struct pair p;
+
+	(void)state;
+	pair_create(&p, &o);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = p.a.scq;
+	ia.recv_cq = p.a.rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	q2 = ibv_create_qp(p.a.pd, &ia);
+	assert_non_null(q2);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	/* A's receives flushed: the first polled, the second left */
+	post_recv(p.a.qp, 900, p.abuf, 64, p.amr->lkey);
+	post_recv(p.a.qp, 901, p.abuf, 64, p.amr->lkey);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	assert_int_equal(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE), 0);
+	expect_wc(p.a.rcq, 900, IBV_WC_WR_FLUSH_ERR, "A moved to ERR");
+	/* then the other QP's, behind it */
+	post_recv(q2, 700, p.abuf, 64, p.amr->lkey);
+	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RESET;
+	assert_int_equal(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE), 0);
+	expect_wc(p.a.rcq, 700, IBV_WC_WR_FLUSH_ERR, "A reset, the other QP's");
+	expect_no_wc(p.a.rcq, "A reset");
+	/* a destroyed QP's completions go with it */
+	post_recv(q2, 701, p.abuf, 64, p.amr->lkey);
+	assert_int_equal(ibv_destroy_qp(q2), 0);
+	expect_no_wc(p.a.rcq, "the other QP destroyed");
+	expect_no_wc(p.a.scq, "the other QP destroyed");
+	pair_free(&p);
+}
+
 /* ---- posting what cannot be posted ---- */
 
 static void test_post_refused(void **state)
@@ -1561,6 +1610,7 @@ int main(void)
 		T_(test_retry_exc_destroyed),
 		T_(test_retry_exc_peer_gone),
 		T_(test_modify_to_err_and_back),
+		T_(test_reset_drops_cqes),
 		T_(test_post_refused),
 		T_(test_comm_est),
 		T_(test_srq_limit),
