@@ -203,7 +203,7 @@ ship() { # path relative to the stage (symlinks followed)
 	elfs+=("$1")
 }
 for f in "$stage"/usr/bin/ibv_* "$stage"/usr/bin/ib_* "$stage"/usr/bin/rdma "$stage"/sbin/rdma \
-	"$stage"/usr/bin/rping "$stage"/usr/bin/ucmatose "$stage"/usr/bin/ibv_devinfo; do
+	"$stage"/usr/bin/rping "$stage"/usr/bin/ucmatose "$stage"/usr/bin/udaddy "$stage"/usr/bin/ibv_devinfo; do
 	[ -e "$f" ] && [ ! -e "$root/${f#"$stage"/}" ] && ship "${f#"$stage"/}"
 done
 [ -e "$root/usr/bin/ibv_devinfo" ] || die "ibv_devinfo missing from ibverbs-utils"

@@ -11,6 +11,7 @@
 #                          through rdma_cm: the kernel's CM in the guest and
 #                          sv0's, CM MADs on QP1; server in the guest / on sv0
 #   ucma_gs, ucma_gc       ucmatose, 10 connections, 20 messages each way
+#   udaddy_gs, udaddy_gc   udaddy: UD ids, SIDR_REQ/SIDR_REP, datagrams
 # Both sides must exit 0 and print their result lines ("N iters in S
 # seconds"; every ping; "test complete").
 #
@@ -30,7 +31,7 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || fail "no build folder ${1:-${SV_BUILD
 SV=$BUILD/bin/softverbs
 SVD=$BUILD/bin/softverbsd
 [ -x "$SV" ] && [ -x "$SVD" ] || fail "no softverbs/softverbsd in $BUILD/bin (build first)"
-cases=${INTEROP_CASES:-rc_gs rc_gc ud_gs ud_gc rping_gs rping_gc ucma_gs ucma_gc}
+cases=${INTEROP_CASES:-rc_gs rc_gc ud_gs ud_gc rping_gs rping_gc ucma_gs ucma_gc udaddy_gs udaddy_gc}
 pings=${INTEROP_PINGS:-100}
 CM_PORT=7471
 iters=${INTEROP_ITERS:-100}
@@ -80,22 +81,26 @@ fi
 prog_of() {
 	case "$1" in
 	rc_*) echo ibv_rc_pingpong ;; ud_*) echo ibv_ud_pingpong ;;
-	rping_*) echo rping ;; ucma_*) echo ucmatose ;;
+	rping_*) echo rping ;; ucma_*) echo ucmatose ;; udaddy_*) echo udaddy ;;
 	esac
 }
 args_of() { case "$1" in rc_*) echo "-s $rc_size -n $iters -c" ;; ud_*) echo "-s $ud_size -n $iters -c" ;; esac; }
-is_cm() { case "$1" in rping_*|ucma_*) return 0 ;; esac; return 1; }
+is_cm() { case "$1" in rping_*|ucma_*|udaddy_*) return 0 ;; esac; return 1; }
+# the rdma_cm port a case's server listens on (udaddy's is fixed)
+cm_port() { case "$1" in udaddy_*) echo 7174 ;; *) echo "$CM_PORT" ;; esac; }
 # The rdma_cm programs' command lines: server and client, by address.
 cm_server() { # case address
 	case "$1" in
 	rping_*) echo "rping -s -a $2 -p $CM_PORT -C $pings -v -V" ;;
 	ucma_*) echo "ucmatose -b $2 -p $CM_PORT -c 10 -C 20" ;;
+	udaddy_*) echo "udaddy -b $2" ;;
 	esac
 }
 cm_client() { # case server-address
 	case "$1" in
 	rping_*) echo "rping -c -a $2 -p $CM_PORT -C $pings -v -V" ;;
 	ucma_*) echo "ucmatose -s $2 -p $CM_PORT -c 10 -C 20" ;;
+	udaddy_*) echo "udaddy -s $2" ;;
 	esac
 }
 # The guest's and sv0's command of a case.
@@ -137,7 +142,7 @@ for c in $cases; do
 	case "$c" in
 	*_gs)
 		if is_cm "$c"; then
-			echo "sv_cm_wait_listen $CM_PORT \$p 30 && say 'listening $c'" >>"$cmd"
+			echo "sv_cm_wait_listen $(cm_port "$c") \$p 30 && say 'listening $c'" >>"$cmd"
 		else
 			echo "sv_wait_listen $PORT \$p 30 && say 'listening $c'" >>"$cmd"
 		fi
@@ -168,13 +173,13 @@ host_listening() { ig_ns ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; }
 check_out() { # case file -> the program's result lines are there
 	case "$1" in
 	rping_*) [ "$(tr -d '\r' <"$2" | grep -ac 'ping data: rdma-ping-')" = "$pings" ] ;;
-	ucma_*) grep -aq 'test complete' "$2" ;;
+	ucma_*|udaddy_*) grep -aq 'test complete' "$2" ;;
 	*) grep -aq 'iters in .* seconds' "$2" && grep -aq 'bytes in .* seconds' "$2" ;;
 	esac
 }
 # sv0's server of case $1 listens (rdma_cm: the daemon logs each listen;
 # one more than before the case started)
-cm_listens() { grep -c "listens on .*:$CM_PORT, " "$IG_RUN/softverbsd.log"; }
+cm_listens() { grep -c "listens on .*:$(cm_port "$c"), " "$IG_RUN/softverbsd.log"; }
 host_ready() {
 	if is_cm "$1"; then
 		[ "$(cm_listens)" -gt "$listens0" ]
