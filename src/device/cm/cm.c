@@ -187,7 +187,7 @@ int sv_cm_migrate(struct sv_cm_id *id, struct sv_cm_file *to)
 
 /* ---- events ---- */
 
-static struct sv_cm_event *ev_new(struct sv_cm_id *id, uint32_t type, int32_t status)
+struct sv_cm_event *sv_cm_ev_new(struct sv_cm_id *id, uint32_t type, int32_t status)
 {
 	struct sv_cm_event *e;
 
@@ -207,9 +207,9 @@ static struct sv_cm_event *ev_new(struct sv_cm_id *id, uint32_t type, int32_t st
 	return e;
 }
 
-static void ev_post(struct sv_cm_id *id, uint32_t type, int32_t status)
+void sv_cm_ev_post(struct sv_cm_id *id, uint32_t type, int32_t status)
 {
-	struct sv_cm_event *e = ev_new(id, type, status);
+	struct sv_cm_event *e = sv_cm_ev_new(id, type, status);
 
 	if (e)
 		sv_cm_event_queue(id->file, e);
@@ -468,7 +468,7 @@ static void recv_req(const struct sv_cm_msg *m)
 		reject_req(m, 3 /* no resources */);
 		return;
 	}
-	e = ev_new(l, SV_EV_CONNECT_REQUEST, 0);
+	e = sv_cm_ev_new(l, SV_EV_CONNECT_REQUEST, 0);
 	if (!e) {
 		sv_cm_id_destroy(c);
 		return;
@@ -534,7 +534,7 @@ static void recv_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
 	id->init_depth = m->resp_res;
 	id->rnr_retry = m->rnr_retry;
 	id->conn = CONN_REP_RCVD;
-	e = ev_new(id, SV_EV_CONNECT_RESPONSE, 0);
+	e = sv_cm_ev_new(id, SV_EV_CONNECT_RESPONSE, 0);
 	if (!e)
 		return;
 	ev_conn(e, id, m, SV_CM_REP_PDATA);
@@ -552,7 +552,7 @@ static void disconnected(struct sv_cm_id *id, int status)
 	if (id->state != CM_CONNECT)
 		return;
 	id->state = CM_DISCONNECT;
-	ev_post(id, SV_EV_DISCONNECTED, status);
+	sv_cm_ev_post(id, SV_EV_DISCONNECTED, status);
 }
 
 static void recv_dreq(struct sv_cm_id *id)
@@ -589,10 +589,10 @@ static void recv_sidr_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
 	rtx_stop(id);
 	id->conn = CONN_NONE;
 	if (m->reason) {
-		ev_post(id, SV_EV_UNREACHABLE, m->reason);
+		sv_cm_ev_post(id, SV_EV_UNREACHABLE, m->reason);
 		return;
 	}
-	e = ev_new(id, SV_EV_ESTABLISHED, 0);
+	e = sv_cm_ev_new(id, SV_EV_ESTABLISHED, 0);
 	if (!e)
 		return;
 	u = &e->resp.param.ud;
@@ -665,7 +665,7 @@ void sv_cm_recv(const struct sv_cm_msg *m)
 			rtx_stop(id);
 			id->conn = CONN_ESTABLISHED;
 			sv_cm_stats.established++;
-			ev_post(id, SV_EV_ESTABLISHED, 0);
+			sv_cm_ev_post(id, SV_EV_ESTABLISHED, 0);
 		}
 		break;
 	case CM_MSG_REJ:
@@ -675,7 +675,7 @@ void sv_cm_recv(const struct sv_cm_msg *m)
 
 			rtx_stop(id);
 			id->conn = CONN_NONE;
-			e = ev_new(id, SV_EV_REJECTED, m->reason);
+			e = sv_cm_ev_new(id, SV_EV_REJECTED, m->reason);
 			if (e) {
 				ev_pdata(e->resp.param.conn.private_data,
 					 &e->resp.param.conn.private_data_len, m,
@@ -772,11 +772,11 @@ static void rtx_fire(struct sv_cm_id *id)
 	case CONN_REP_SENT:
 		send_rej(id, SV_CM_REJ_TIMEOUT, NULL, 0);
 		id->conn = CONN_NONE;
-		ev_post(id, SV_EV_UNREACHABLE, -ETIMEDOUT);
+		sv_cm_ev_post(id, SV_EV_UNREACHABLE, -ETIMEDOUT);
 		break;
 	case CONN_SIDR_REQ_SENT:
 		id->conn = CONN_NONE;
-		ev_post(id, SV_EV_UNREACHABLE, -ETIMEDOUT);
+		sv_cm_ev_post(id, SV_EV_UNREACHABLE, -ETIMEDOUT);
 		break;
 	case CONN_DREQ_SENT:
 		enter_timewait(id);
@@ -811,7 +811,7 @@ void sv_cm_run_timers(uint64_t now)
 				ghost_end(id);
 				continue;
 			}
-			ev_post(id, SV_EV_TIMEWAIT_EXIT, 0);
+			sv_cm_ev_post(id, SV_EV_TIMEWAIT_EXIT, 0);
 		}
 	}
 }
@@ -1119,11 +1119,11 @@ int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 		if (ret) {
 			sv_log(SV_LOG_INFO, "cm: id %u: resolve %s: %s", id->handle,
 			       sv_cm_addr_str(d, a, sizeof(a)), strerror(-ret));
-			ev_post(id, SV_EV_ADDR_ERROR, ret);
+			sv_cm_ev_post(id, SV_EV_ADDR_ERROR, ret);
 			return 0;
 		}
 		id->state = CM_ADDR_RESOLVED;
-		ev_post(id, SV_EV_ADDR_RESOLVED, 0);
+		sv_cm_ev_post(id, SV_EV_ADDR_RESOLVED, 0);
 		return 0;
 	}
 	id->wire = false;
@@ -1135,7 +1135,7 @@ int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 	}
 	id->has_dev = true;
 	id->state = CM_ADDR_RESOLVED;
-	ev_post(id, SV_EV_ADDR_RESOLVED, 0);
+	sv_cm_ev_post(id, SV_EV_ADDR_RESOLVED, 0);
 	return 0;
 }
 
@@ -1144,7 +1144,7 @@ int sv_cm_resolve_route(struct sv_cm_id *id)
 	if (id->state != CM_ADDR_RESOLVED)
 		return -EINVAL;
 	id->state = CM_ROUTE_RESOLVED;
-	ev_post(id, SV_EV_ROUTE_RESOLVED, 0);
+	sv_cm_ev_post(id, SV_EV_ROUTE_RESOLVED, 0);
 	return 0;
 }
 
@@ -1339,7 +1339,7 @@ int sv_cm_notify(struct sv_cm_id *id, uint32_t event)
 			return -EINVAL;
 		id->conn = CONN_ESTABLISHED;
 		sv_cm_stats.established++;
-		ev_post(id, SV_EV_ESTABLISHED, 0);
+		sv_cm_ev_post(id, SV_EV_ESTABLISHED, 0);
 		return 0;
 	case IBV_EVENT_PATH_MIG:
 		return id->conn == CONN_ESTABLISHED ? 0 : -EINVAL;

@@ -238,6 +238,11 @@ uint32_t sv_cm_nfiles(void);
 struct sv_rsp_stat_wire;
 void sv_cm_stat_fill(struct sv_rsp_stat_wire *w);  /* softverbs stat */
 
+/* cm.c: a new event of id (NULL: out of memory, logged; or the id is a
+ * ghost, with no file to tell), and one queued on its file */
+struct sv_cm_event *sv_cm_ev_new(struct sv_cm_id *id, uint32_t type, int32_t status);
+void sv_cm_ev_post(struct sv_cm_id *id, uint32_t type, int32_t status);
+
 /* ucma.c: events of a file */
 void sv_cm_event_queue(struct sv_cm_file *f, struct sv_cm_event *e);
 void sv_cm_events_drop(struct sv_cm_file *f, struct sv_cm_id *id);

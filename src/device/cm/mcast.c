@@ -80,31 +80,6 @@ bool sv_cm_mc_addr(const struct sockaddr *sa)
 
 /* ---- events ---- */
 
-static struct sv_cm_event *mc_event(struct sv_cm_id *id, uint32_t type, int32_t status)
-{
-	struct sv_cm_event *e = calloc(1, sizeof(*e));
-
-	if (!e) {
-		sv_log(SV_LOG_WARN, "cm: id %u: event %u lost: out of memory",
-		       id->handle, type);
-		return NULL;
-	}
-	e->id = id;
-	e->resp.uid = id->uid;
-	e->resp.id = id->handle;
-	e->resp.event = type;
-	e->resp.status = (uint32_t)status;
-	return e;
-}
-
-static void id_event(struct sv_cm_id *id, uint32_t type, int32_t status)
-{
-	struct sv_cm_event *e = mc_event(id, type, status);
-
-	if (e)
-		sv_cm_event_queue(id->file, e);
-}
-
 /* The multicast an event is for (NULL: an event of the id itself). */
 static struct sv_cm_mc *mc_of(const struct sv_cm_event *e)
 {
@@ -169,7 +144,7 @@ int sv_cm_mc_resolve(struct sv_cm_id *id)
 	if (err) {
 		sv_log(SV_LOG_INFO, "cm: id %u: resolve multicast %s: %s",
 		       id->handle, mc_str(d, a, sizeof(a)), strerror(-err));
-		id_event(id, SV_EV_ADDR_ERROR, err);
+		sv_cm_ev_post(id, SV_EV_ADDR_ERROR, err);
 		return 0;
 	}
 	if (sv_cm_addr_any(s)) {
@@ -180,7 +155,7 @@ int sv_cm_mc_resolve(struct sv_cm_id *id)
 	}
 	id->has_dev = true;
 	id->state = CM_ADDR_RESOLVED;
-	id_event(id, SV_EV_ADDR_RESOLVED, 0);
+	sv_cm_ev_post(id, SV_EV_ADDR_RESOLVED, 0);
 	return 0;
 }
 
@@ -268,7 +243,7 @@ int sv_cm_mc_join(struct sv_cm_file *f, uint32_t handle, uint64_t uid,
 	if (addr->sa_family != AF_INET)
 		return -SV_CM_ENOTSUPP;
 	mc = calloc(1, sizeof(*mc));
-	e = mc_event(id, SV_EV_MULTICAST_JOIN, 0);
+	e = sv_cm_ev_new(id, SV_EV_MULTICAST_JOIN, 0);
 	if (!mc || !e) {
 		free(mc);
 		free(e);
