@@ -121,6 +121,27 @@ void sv_engine_quiesce(void)
 	sv_dev_lock(true);
 }
 
+/*
+ * DESTROY_QP and DESTROY_AH wait for posted work (qp.c): round 0 only
+ * yields the CPU (an engine woken on this one runs), later rounds sleep
+ * 20 us << round, at most 1 ms, so a long wait costs the control thread
+ * no CPU. Never without the lock dropped: the engine needs it to run.
+ */
+void sv_engine_ctl_pause(unsigned int round)
+{
+	struct timespec ts = { 0, 0 };
+	long ns = 20000L << (round < 6 ? round : 6);
+
+	sv_dev_unlock();
+	if (!round) {
+		sched_yield();
+	} else {
+		ts.tv_nsec = ns < 1000000L ? ns : 1000000L;
+		nanosleep(&ts, NULL);
+	}
+	sv_dev_lock(true);
+}
+
 /* ---- events ---- */
 void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
 		    uint64_t handle)

@@ -156,6 +156,13 @@ uint64_t sv_now_ns(void);
  * *timer is lowered to that deadline. */
 bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
 
+/* DESTROY_QP and DESTROY_AH (qp.c): are WQEs of qp's send queue numbered
+ * below upto still to run, and would the engine run the head now? false
+ * in a state that runs nothing (ERR flushes, RESET drops), once upto is
+ * reached, and while the head waits on the network (an RNR NAK, a
+ * transport timeout; on the wire also packets all sent). */
+bool sv_exec_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
+
 /* qp enters SQD (qp.c, on the modify): the WQEs posted so far still run,
  * later ones wait for the return to RTS. Without this call SQD starts no
  * WQE at all. */

@@ -1316,6 +1316,30 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 	}
 }
 
+bool sv_exec_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now)
+{
+	bool corrupt;
+	uint32_t n, owed;
+
+	if (qp->type == IBV_QPT_XRC_RECV ||
+	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+		return false;
+	if (unlikely(qp->roce))
+		return sv_roce_sq_owes(qp, upto, now);
+	n = wq_pending(&qp->sq, &corrupt);
+	owed = upto - qp->sq.cons;
+	/* upto reached, or not ahead of cons within what is posted */
+	if (corrupt || !owed || owed > n)
+		return false;
+	/* the head waits out an RNR NAK or a transport timeout: the
+	 * network's business, not the device's */
+	if (qp->head_started && qp->wait_until_ns)
+		return false;
+	if (qp->state == IBV_QPS_SQD)
+		return qp->head_started || sqd_may_start(qp, n);
+	return true;
+}
+
 bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 {
 	bool corrupt;

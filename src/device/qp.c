@@ -24,6 +24,7 @@
 #include "device/engine.h"
 #include "device/qp_state.h"
 #include "device/sv_dev.h"
+#include "device/wq.h"
 #include "device/roce/roce.h"
 
 #define QPN_MASK ((1u << SV_MAX_QP_BITS) - 1)
@@ -617,6 +618,46 @@ int sv_cmd_query_qp(struct sv_req *r)
 	return 0;
 }
 
+/*
+ * Work posted before a destroy runs first. A NIC has fetched and sent the
+ * WQEs whose doorbell rang long before a destroy command reaches it (its
+ * UD WQEs carry their address vector with them); sv0's engine may not have
+ * run them yet when DESTROY_QP or DESTROY_AH comes (it sleeps once idle,
+ * or runs other QPs' work first). So these commands let the engine run the
+ * WQEs posted before them, as far as it can without the network (RNR NAKs
+ * and transport timeouts are not waited out), at most SV_DRAIN_NS in all
+ * (docs/DESIGN.md, "The data path"). A dying client's objects are not
+ * drained: its memory is gone.
+ */
+#define SV_DRAIN_NS 1000000000ull
+
+/*
+ * Let qp's engine run its send queue up to WQE number upto, or until it
+ * cannot (sv_exec_sq_owes) or deadline passes: false then. The lock is
+ * dropped while waiting; only the control thread (this one) creates and
+ * frees objects or changes the engines' QP lists, so qp, and the list it
+ * is in, stay.
+ */
+static bool sq_drain(struct sv_qp *qp, uint32_t upto, uint64_t deadline)
+{
+	if (!qp->engine)
+		return true;           /* nothing would run it */
+	for (unsigned int round = 0;; round++) {
+		uint64_t now = sv_now_ns();
+
+		if (!sv_exec_sq_owes(qp, upto, now))
+			return true;
+		if (now >= deadline) {
+			sv_log(SV_LOG_WARN, "qp %#x: WQEs still to run after "
+			       "%llu ms: destroyed without them", qp->qpn,
+			       (unsigned long long)(SV_DRAIN_NS / 1000000u));
+			return false;
+		}
+		sv_engine_kick(qp->engine);
+		sv_engine_ctl_pause(round);
+	}
+}
+
 void sv_qp_destroy(struct sv_qp *qp)
 {
 	if (qp->opened) {
@@ -660,6 +701,9 @@ int sv_cmd_destroy_qp(struct sv_req *r)
 
 	if (!qp)
 		return -EINVAL;
+	/* an OPEN_QP handle (an XRC target's) has no send queue */
+	if (!qp->opened && qp->sq.hdr)
+		sq_drain(qp, wq_prod(&qp->sq), sv_now_ns() + SV_DRAIN_NS);
 	sv_client_del_obj(r->client, SV_OBJ_QP, h);
 	sv_qp_destroy(qp);
 	return 0;
@@ -886,6 +930,49 @@ void sv_ah_destroy(struct sv_ah *ah)
 	free(ah);
 }
 
+/* One past the last WQE posted on qp (a UD QP) that names the AH handle
+ * ah; cons when none does. The slots are the client's to write: what is
+ * read here only decides how long to wait. */
+static uint32_t ah_upto(const struct sv_qp *qp, uint64_t ah)
+{
+	bool corrupt;
+	uint32_t n = wq_pending(&qp->sq, &corrupt), upto = qp->sq.cons;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sv_send_wqe *w = wq_slot(&qp->sq, qp->sq.cons + i);
+		uint64_t h;
+
+		memcpy(&h, &w->ud.ah, sizeof(h));
+		if (h == ah)
+			upto = qp->sq.cons + i + 1;
+	}
+	return upto;
+}
+
+/* The engine looks a UD WQE's AH up when it runs it: the WQEs posted
+ * before DESTROY_AH that name it (on the owner's UD QPs of its PD) run
+ * first. */
+static void ah_drain(const struct sv_ah *ah)
+{
+	uint64_t deadline = sv_now_ns() + SV_DRAIN_NS;
+
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
+		struct sv_engine *e = sv_dev.engine[i];
+		struct sv_qp *qp = e ? e->qps : NULL;
+
+		if (!qp)
+			continue;
+		do {
+			if (qp->owner == ah->owner && qp->type == IBV_QPT_UD &&
+			    qp->pd == ah->pd &&
+			    (qp->state == IBV_QPS_RTS ||
+			     qp->state == IBV_QPS_SQD))
+				sq_drain(qp, ah_upto(qp, ah->handle), deadline);
+			qp = qp->eng_next;
+		} while (qp != e->qps);
+	}
+}
+
 int sv_cmd_destroy_ah(struct sv_req *r)
 {
 	uint64_t h = r->cmd->u.handle.handle;
@@ -893,6 +980,7 @@ int sv_cmd_destroy_ah(struct sv_req *r)
 
 	if (!ah)
 		return -EINVAL;
+	ah_drain(ah);
 	sv_client_del_obj(r->client, SV_OBJ_AH, h);
 	sv_ah_destroy(ah);
 	return 0;

@@ -482,6 +482,10 @@ void sv_engine_remove_qp(struct sv_qp *qp); /* before qp is freed */
 /* Something changed that the engine must look at (a QP moved to ERR or
  * back to RTS, a QP was destroyed): wake its engine. */
 void sv_engine_kick(struct sv_engine *e);
+/* The control thread, holding sv_dev.lock, lets the engines run for a
+ * moment (the lock dropped meanwhile): round counts the pauses of one wait
+ * (0: a yield, then sleeps growing to 1 ms). */
+void sv_engine_ctl_pause(unsigned int round);
 /* The device lock, for the control thread (ctl) or an engine. */
 void sv_dev_lock(bool ctl);
 void sv_dev_unlock(void);

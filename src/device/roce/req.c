@@ -863,6 +863,23 @@ bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 	return ring_has_more(qp) || may_send(qp, now);
 }
 
+bool sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now)
+{
+	const struct sv_roce_qp *rq = qp->roce;
+	bool corrupt;
+	uint32_t n = wq_pending(&qp->sq, &corrupt);
+
+	if (corrupt || (rq->hold_until && now < rq->hold_until) ||
+	    rq->retry_left != qp->attr.retry_cnt)
+		return false;
+	/* not taken into the window yet (upto within what is posted) */
+	if ((int32_t)(upto - rq->tail) > 0 && upto - qp->sq.cons <= n)
+		return true;
+	/* taken, packets still to send (whatever the congestion window:
+	 * its ACKs come in an RTT) */
+	return rq->cur != rq->tail && (int32_t)(upto - rq->cur) > 0;
+}
+
 /* The retransmission timer expired. */
 static void timed_out(struct sv_qp *qp)
 {

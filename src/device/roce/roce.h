@@ -60,6 +60,10 @@ void sv_roce_qp_destroy(struct sv_qp *qp);
  * sv_exec_ready) and one step (as sv_exec_step). */
 bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
 bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp);
+/* exec.c's sv_exec_sq_owes for a wire QP: WQEs below upto not yet taken,
+ * or taken with packets not yet sent, and no RNR hold or retransmission
+ * timeout since the last acknowledged progress. */
+bool sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
 /* In ERR: finish what the wire holds of qp (a receive taken by a message
  * in progress). true if something was done. */
 bool sv_roce_flush(struct sv_qp *qp);
