@@ -259,6 +259,32 @@ static void test_connect_refused_sync(void **state)
 	rdma_freeaddrinfo(res);
 }
 
+/* A REQ that comes just before its listener (perftest -R's data
+ * connection): held a moment, then taken by the listener that came */
+static void test_listen_after_connect(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+				      .retry_count = 7, .qp_num = 0x123 };
+	uint16_t port = next_port++;
+	struct rdma_cm_id *id, *l, *child;
+	int st;
+
+	(void)state;
+	assert_non_null(ch);
+	id = resolved(ch, "127.0.0.1", port);
+	assert_int_equal(rdma_connect(id, &cp), 0);
+	l = listener(ch, "127.0.0.1", port);
+	assert_int_equal(next_event(ch, &st, &child, NULL, NULL),
+			 RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_int_equal(rdma_reject(child, NULL, 0), 0);
+	expect_event(ch, RDMA_CM_EVENT_REJECTED, 28);
+	rdma_destroy_id(child);
+	rdma_destroy_id(id);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_reject_with_data(void **state)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -916,6 +942,7 @@ int main(void)
 		cmocka_unit_test(test_resolve_not_here),
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_connect_refused_sync),
+		cmocka_unit_test(test_listen_after_connect),
 		cmocka_unit_test(test_reject_with_data),
 		cmocka_unit_test(test_disconnect_timewait),
 		cmocka_unit_test(test_peer_killed),

@@ -9,8 +9,7 @@
 #   CASE: rping ucmatose udaddy cmtime rdma_server rstream riostream
 #         rping_v6 rping_loss refused timeout rcopy rdma_xserver_rc
 #         rdma_xserver_xrc fi_pingpong_msg fi_pingpong_rdm peer_dies
-#         server_dies, and (not in make check: perftest races its own
-#         listener) ib_send_lat ib_write_bw ib_read_bw
+#         server_dies ib_send_lat ib_write_bw ib_read_bw
 export SV_BUILD_DIR=$1
 case=${2:-}
 . "$(dirname "$0")/lib.sh"
@@ -349,13 +348,11 @@ fi_pingpong_msg|fi_pingpong_rdm)
 	pass "fi_pingpong -p '$prov' -e $ep across namespaces: every size, data checked"
 	;;
 ib_write_bw|ib_send_lat|ib_read_bw)
-	# perftest -R: the hand-shake and the test's QPs through rdma_cm. NOT
-	# in make check: the server listens a second time, for the test's QPs,
-	# only once the hand-shake's connection is up, and the client connects
-	# for them at once; a REQ that comes first is rejected (8, as the
-	# kernel's CM does) and perftest's retry path may crash (docs/DESIGN.md
-	# "perftest's -R races its own listener"). Nothing here can wait for
-	# that second listener: the client is already running.
+	# perftest -R: the hand-shake and the test's QPs through rdma_cm. The
+	# server listens a second time, for the test's QPs, only once the
+	# hand-shake's connection is up, and the client connects for them at
+	# once; a REQ that comes first is held for its listener (docs/DESIGN.md
+	# "perftest's -R races its own listener").
 	command -v "$case" >/dev/null || fail "perftest is not installed"
 	cm_pair "$case -R -p $port -n 1000" "$case -R -p $port -n 1000 $IP_A"
 	rej=$(grep -c "REQ for $IP_A:$port refused" "$NS_DIR/a/softverbsd.log")

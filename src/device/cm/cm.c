@@ -437,7 +437,82 @@ static void dup_req(struct sv_cm_id *id, const struct sv_cm_msg *m)
 	}
 }
 
+/*
+ * A REQ for a port nobody listens on waits a moment for its listener
+ * before the REJ (reason 8) goes: programs that set up a second
+ * connection at once (perftest's -R: its client's data REQ races its
+ * server's second listen) see the REJ only if no listener comes within
+ * SV_CM_REQ_GRACE_MS. The kernel's CM answers at once; its address and
+ * route resolution (ARP, a work queue) give the listener that head start
+ * instead, where ours answer from the daemon in microseconds.
+ */
+struct parked {
+	struct parked *next;
+	uint64_t deadline_ms;
+	struct sv_cm_msg m;
+};
+static struct parked *parked;
+static uint32_t nparked;
+
+static bool same_req(const struct sv_cm_msg *a, const struct sv_cm_msg *b)
+{
+	return a->type == b->type && a->local_comm == b->local_comm &&
+	       a->wire == b->wire && (!a->wire || !memcmp(a->sgid, b->sgid, 16));
+}
+
+/* Hold m; false: no room (or no memory), refuse it now. */
+static bool park_req(const struct sv_cm_msg *m)
+{
+	struct parked *p;
+
+	for (p = parked; p; p = p->next)
+		if (same_req(&p->m, m))
+			return true;    /* its retry: still waiting */
+	if (nparked >= SV_CM_MAX_PARKED || !(p = malloc(sizeof(*p))))
+		return false;
+	p->m = *m;
+	p->deadline_ms = sv_cm_now_ms() + SV_CM_REQ_GRACE_MS;
+	sv_log(SV_LOG_INFO, "cm: %s for port %u held: nobody listens there yet",
+	       msg_names[m->type], sv_cm_port((const void *)&m->dst));
+	p->next = parked;
+	parked = p;
+	nparked++;
+	return true;
+}
+
+static void recv_req_now(const struct sv_cm_msg *m, bool may_park);
+
+/* A listener came (or the grace ended: now_ms, 0 for a listen): serve
+ * the REQs held for its port space and port, or refuse the expired. */
+static void unpark(const struct sv_cm_id *l, uint64_t now_ms)
+{
+	struct parked **pp = &parked;
+
+	while (*pp) {
+		struct parked *p = *pp;
+		bool take = l ? p->m.ps == l->ps &&
+				sv_cm_port((const void *)&p->m.dst) ==
+				sv_cm_port((const void *)&l->src) :
+			    p->deadline_ms <= now_ms;
+
+		if (!take) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		nparked--;
+		recv_req_now(&p->m, false);
+		free(p);
+		pp = &parked;   /* the list may have changed */
+	}
+}
+
 static void recv_req(const struct sv_cm_msg *m)
+{
+	recv_req_now(m, true);
+}
+
+static void recv_req_now(const struct sv_cm_msg *m, bool may_park)
 {
 	bool ud = m->type == CM_MSG_SIDR_REQ;
 	struct sv_cm_id *l, *c;
@@ -455,6 +530,9 @@ static void recv_req(const struct sv_cm_msg *m)
 		return;
 	}
 	l = find_listener(m, &reason);
+	if (!l && reason == SV_CM_REJ_INVALID_SERVICE_ID && may_park && m->ps &&
+	    park_req(m))
+		return;
 	if (!l || l->pending >= l->backlog || (l->qp_type == IBV_QPT_UD) != ud) {
 		sv_log(SV_LOG_INFO, "cm: %s for %s refused: %s", msg_names[m->type],
 		       sv_cm_addr_str((const void *)&m->dst, a, sizeof(a)),
@@ -730,8 +808,11 @@ uint64_t sv_cm_next_deadline(void)
 {
 	uint64_t next = 0;
 
+	for (struct parked *p = parked; p; p = p->next)
+		if (!next || p->deadline_ms < next)
+			next = p->deadline_ms;
 	if (!ntimers)
-		return 0;
+		return next;
 	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++)
 		if (ids[i] && ids[i]->deadline_ms &&
 		    (!next || ids[i]->deadline_ms < next))
@@ -789,6 +870,8 @@ static void rtx_fire(struct sv_cm_id *id)
 
 void sv_cm_run_timers(uint64_t now)
 {
+	if (parked)
+		unpark(NULL, now);
 	if (!ntimers)
 		return;
 	for (uint32_t i = 0; i < SV_CM_MAX_IDS; i++) {
@@ -1174,6 +1257,8 @@ int sv_cm_listen(struct sv_cm_id *id, uint32_t backlog)
 	sv_log(SV_LOG_INFO, "cm: id %u (pid %d) listens on %s, port space 0x%x",
 	       id->handle, (int)id->file->pid,
 	       sv_cm_addr_str((const void *)&id->src, a, sizeof(a)), id->ps);
+	if (parked)
+		unpark(id, 0);
 	return 0;
 }
 

@@ -27,6 +27,8 @@
 #define SV_CM_MAX_BACKLOG    1024  /* the kernel's default max_backlog */
 #define SV_CM_TIMEWAIT_MS    500   /* DREP to TIMEWAIT_EXIT */
 #define SV_CM_DREQ_TIMEOUT_MS 2000 /* DREQ unanswered: DISCONNECTED anyway */
+#define SV_CM_REQ_GRACE_MS   250   /* a REQ for no listener waits that long */
+#define SV_CM_MAX_PARKED     64    /* REQs waiting so; more are refused */
 
 /* Private data room of each message (IBTA), and what the CMA header of an
  * IP port space (36 bytes) leaves the user. */
