@@ -129,10 +129,10 @@ check_rping() { # count
 command -v rping >/dev/null || fail "rdmacm-utils is not installed"
 case "$case" in
 rping_lo)
-	pair "rping -s -a 127.0.0.1 -p $port -C 100 -v -V" \
-	     "rping -c -a 127.0.0.1 -p $port -C 100 -v -V"
-	check_rping 100
-	pass "rping over 127.0.0.1: 100 pings, data verified"
+	pair "stdbuf -oL rping -s -a 127.0.0.1 -p $port -C 1000 -v -V" \
+	     "stdbuf -oL rping -c -a 127.0.0.1 -p $port -C 1000 -v -V"
+	check_rping 1000
+	pass "rping over 127.0.0.1: 1000 pings, data verified"
 	;;
 rping_host)
 	addr=$(host_ipv4)
@@ -140,14 +140,14 @@ rping_host)
 		echo "SKIP: this host has no IPv4 address but loopback"
 		exit 0
 	fi
-	pair "rping -s -a $addr -p $port -C 100 -v -V" \
-	     "rping -c -a $addr -p $port -C 100 -v -V"
+	pair "stdbuf -oL rping -s -a $addr -p $port -C 100 -v -V" \
+	     "stdbuf -oL rping -c -a $addr -p $port -C 100 -v -V"
 	check_rping 100
 	pass "rping over the host's $addr: 100 pings, data verified"
 	;;
 rping_v6)
-	pair "rping -s -a ::1 -p $port -C 20 -v -V" \
-	     "rping -c -a ::1 -p $port -C 20 -v -V"
+	pair "stdbuf -oL rping -s -a ::1 -p $port -C 20 -v -V" \
+	     "stdbuf -oL rping -c -a ::1 -p $port -C 20 -v -V"
 	check_rping 20
 	pass "rping over ::1: 20 pings, data verified"
 	;;
