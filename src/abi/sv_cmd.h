@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 7u
+#define SV_PROTO_VERSION 8u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -89,7 +89,8 @@ enum sv_obj_type {
 	X(DETACH_MCAST, 37)                                                  \
 	X(OPEN_XRCD, 38)                                                     \
 	X(CLOSE_XRCD, 39)                                                    \
-	X(OPEN_QP, 40)
+	X(OPEN_QP, 40)                                                       \
+	X(NOTIFY_CQ, 41)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -233,6 +234,18 @@ struct sv_cmd_create_cq {
 struct sv_cmd_resize_cq {
 	uint64_t cq;
 	uint32_t cqe;
+	uint32_t rsvd;
+};
+
+/*
+ * NOTIFY_CQ: the library armed cq (arm_sn) and found completions in it
+ * that it has not polled: the device sends the event now if they fire the
+ * arm, as a NIC that compares the arm's consumer index with its producer
+ * index does (mlx4, mlx5).
+ */
+struct sv_cmd_notify_cq {
+	uint64_t cq;
+	uint32_t arm_sn;
 	uint32_t rsvd;
 };
 
@@ -388,6 +401,7 @@ struct sv_cmd {
 		struct sv_cmd_rereg_mr rereg_mr;
 		struct sv_cmd_create_cq create_cq;
 		struct sv_cmd_resize_cq resize_cq;
+		struct sv_cmd_notify_cq notify_cq;
 		struct sv_cmd_stat stat;
 		struct sv_cmd_create_qp create_qp;
 		struct sv_cmd_modify_qp modify_qp;

@@ -46,6 +46,12 @@ enum {
 	SV_CQ_ARM_SOLICITED = 1u << 1, /* next solicited completion */
 };
 
+enum {
+	/* the completion of a solicited message: it fires a solicited arm,
+	 * also one made after it arrived (NOTIFY_CQ) */
+	SV_CQE_F_SOLICITED = 1u << 0,
+};
+
 /* One completion, 64 bytes. Opcode and status use the ibv_wc enums. */
 struct sv_cqe {
 	uint64_t wr_id;
@@ -61,7 +67,8 @@ struct sv_cqe {
 	uint16_t slid;
 	uint8_t sl;
 	uint8_t dlid_path_bits;
-	uint16_t rsvd0;
+	uint16_t dev_flags;        /* SV_CQE_F_*: the device's own, not a
+				    * wc field (ibv_wc's padding) */
 	uint64_t timestamp;        /* ns, CLOCK_MONOTONIC */
 	uint8_t rsvd1[8];
 };

@@ -207,6 +207,7 @@ static const struct {
 	[SV_CMD_DESTROY_CHANNEL] = { sv_cmd_destroy_channel, 0 },
 	[SV_CMD_CREATE_CQ] = { sv_cmd_create_cq, 0 },
 	[SV_CMD_RESIZE_CQ] = { sv_cmd_resize_cq, 0 },
+	[SV_CMD_NOTIFY_CQ] = { sv_cmd_notify_cq, 0 },
 	[SV_CMD_DESTROY_CQ] = { sv_cmd_destroy_cq, 0 },
 	[SV_CMD_STAT] = { cmd_stat, F_PROBE },
 	[SV_CMD_STAT_WIRE] = { cmd_stat_wire, F_PROBE },

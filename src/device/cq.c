@@ -340,6 +340,7 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 	/* our private counter: what the client writes into the ring's prod
 	 * is never read back */
 	uint32_t prod = cq->prod;
+	struct sv_cqe *slot;
 	/* acquire: the library has read the slots it says it consumed */
 	uint32_t used = prod - __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
 
@@ -353,7 +354,9 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 		}
 		return -ENOSPC;
 	}
-	*sv_cq_slot(ring, cq->entries, prod) = *e;
+	slot = sv_cq_slot(ring, cq->entries, prod);
+	*slot = *e;
+	slot->dev_flags = solicited ? SV_CQE_F_SOLICITED : 0;
 	/* release: the CQE is in place before the library sees prod */
 	cq->prod = prod + 1;
 	__atomic_store_n(&ring->prod, cq->prod, __ATOMIC_RELEASE);
@@ -373,6 +376,52 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 				cq->last_arm_sn = sn;
 				cq_channel_event(cq);
 			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * NOTIFY_CQ: the library armed the CQ and saw completions it has not polled.
+ * If that arm (arm_sn) is still the latest and has not fired, and one of
+ * them fires it (any for a NEXT arm; a solicited one or an error for a
+ * SOLICITED arm), the event goes now. The slots are the client's memory and
+ * only decide its own event. No channel, a later arm, an arm that fired
+ * already: nothing to do, and no error.
+ */
+int sv_cmd_notify_cq(struct sv_req *r)
+{
+	const struct sv_cmd_notify_cq *a = &r->cmd->u.notify_cq;
+	struct sv_cq *cq = sv_req_obj(r, a->cq, SV_OBJ_CQ);
+	struct sv_cq_ring *ring;
+	uint32_t sn, flags, n, cons;
+
+	if (!cq)
+		return -EINVAL;
+	if (!cq->channel)
+		return 0;
+	ring = cq->ring;
+	sn = __atomic_load_n(&ring->arm_sn, __ATOMIC_ACQUIRE);
+	if (sn != a->arm_sn || sn == cq->last_arm_sn)
+		return 0;
+	flags = __atomic_load_n(&ring->arm_flags, __ATOMIC_RELAXED);
+	cons = __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
+	n = cq->prod - cons;
+	if (n > cq->entries)            /* never trust cons */
+		n = cq->entries;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sv_cqe *e = sv_cq_slot(ring, cq->entries,
+						    cq->prod - n + i);
+
+		if ((flags & SV_CQ_ARM_NEXT) ||
+		    ((flags & SV_CQ_ARM_SOLICITED) &&
+		     ((__atomic_load_n(&e->dev_flags, __ATOMIC_RELAXED) &
+		       SV_CQE_F_SOLICITED) ||
+		      __atomic_load_n(&e->status, __ATOMIC_RELAXED) !=
+			      IBV_WC_SUCCESS))) {
+			cq->last_arm_sn = sn;
+			cq_channel_event(cq);
+			break;
 		}
 	}
 	return 0;

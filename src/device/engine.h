@@ -84,6 +84,19 @@ void sv_grh_build(uint8_t out[SV_GRH_BYTES], const uint8_t sgid[16],
 		  const uint8_t dgid[16], uint8_t traffic_class,
 		  uint32_t flow_label, uint8_t hop_limit, uint32_t payload,
 		  bool imm);
+/*
+ * The sl of a UD receive completion on the RoCEv2 port: the network header
+ * type of the datagram, as RoCE NICs report it there (IBTA Annex A17.4.5.1:
+ * a RoCEv2 UD CQE tells IPv4 from IPv6; verbs have no field but sl, and
+ * mlx5 puts it there: bit 3 "UDP (RoCEv2)", bits 2:0 the L3 type, 1 IPv6,
+ * 2 IPv4). Consumers read it to find the destination address in the first
+ * 40 bytes (UCX's ud_verbs: sl & 7 == 2 means the last 4 bytes are the
+ * IPv4 destination, else the last 16 the IPv6 one). sgid: the sender's GID,
+ * which picks the form as in sv_grh_build. RoCE carries no SL on the wire.
+ */
+#define SV_WC_SL_ROCEV2_IPV6 0x9u
+#define SV_WC_SL_ROCEV2_IPV4 0xau
+uint8_t sv_grh_wc_sl(const uint8_t sgid[16]);
 
 /* A position in an iovec list. */
 struct sv_iov_cur {

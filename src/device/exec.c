@@ -664,7 +664,9 @@ static void rq_complete(struct sv_qp *t, struct rwqe *r, uint32_t status,
 		solicited = (m->w->h.flags & IBV_SEND_SOLICITED) != 0;
 	}
 	if (m->ah) {
-		e.sl = m->ah->attr.sl;
+		/* a datagram: its network header type, as on the wire */
+		e.sl = sv_grh_wc_sl(sv_dev.gid[m->ah->attr.sgid_index %
+					      SV_GID_TBL_LEN].gid);
 		if (status == IBV_WC_SUCCESS)
 			e.wc_flags |= IBV_WC_GRH;
 	} else {

@@ -123,6 +123,11 @@ void sv_grh_build(uint8_t out[SV_GRH_BYTES], const uint8_t sgid[16],
 	memcpy(out + 24, dgid, 16);
 }
 
+uint8_t sv_grh_wc_sl(const uint8_t sgid[16])
+{
+	return sv_gid_is_v4(sgid) ? SV_WC_SL_ROCEV2_IPV4 : SV_WC_SL_ROCEV2_IPV6;
+}
+
 bool sv_iov_seek(const struct iovec *iov, unsigned int n,
 		 struct sv_iov_cur *cur, uint64_t off)
 {

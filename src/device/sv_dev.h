@@ -425,6 +425,7 @@ int sv_cmd_create_channel(struct sv_req *r);
 int sv_cmd_destroy_channel(struct sv_req *r);
 int sv_cmd_create_cq(struct sv_req *r);
 int sv_cmd_resize_cq(struct sv_req *r);
+int sv_cmd_notify_cq(struct sv_req *r);
 int sv_cmd_destroy_cq(struct sv_req *r);
 void sv_channel_destroy(struct sv_channel *ch);
 void sv_cq_destroy(struct sv_cq *cq);

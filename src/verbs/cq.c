@@ -84,7 +84,7 @@ SAME_FIELD(slid);
 SAME_FIELD(sl);
 SAME_FIELD(dlid_path_bits);
 _Static_assert(offsetof(struct ibv_wc, dlid_path_bits) + 1 == 46 &&
-	       offsetof(struct sv_cqe, rsvd0) == 46, "cqe tail");
+	       offsetof(struct sv_cqe, dev_flags) == 46, "cqe tail");
 
 static inline void cqe_to_wc(const struct sv_cqe *e, struct ibv_wc *wc)
 {
@@ -155,20 +155,65 @@ void sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 	cq_unlock(cq);
 }
 
+/* Would a completion not polled yet fire this arm? */
+static bool cq_arm_due(struct sv_cq *cq, int solicited_only)
+{
+	uint32_t prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
+	uint32_t n = prod - cq->cons;
+
+	if (!n)
+		return false;
+	if (!solicited_only)
+		return true;
+	if (n > cq->entries)
+		n = cq->entries;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sv_cqe *e = sv_cq_slot(cq->ring, cq->entries,
+						    cq->cons + i);
+
+		if ((e->dev_flags & SV_CQE_F_SOLICITED) ||
+		    e->status != IBV_WC_SUCCESS)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Arm: the next completion (or the next solicited one) sends an event on
+ * the CQ's channel. A completion already in the CQ and not polled fires
+ * the arm at once, as on NICs whose arm doorbell carries the consumer
+ * index (mlx4, mlx5: an event comes when the CQ holds an entry at or past
+ * it): UCX arms after its last poll found nothing and then sleeps, so a
+ * completion that arrived between the two must wake it. The common case,
+ * an empty CQ, stays two stores and a fence; otherwise the device is asked
+ * (NOTIFY_CQ) to send the event unless the engine sent it meanwhile.
+ */
 int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint32_t sn;
+	bool due;
 
 	cq_lock(cq);
 	cq->ring->arm_flags = solicited_only ? SV_CQ_ARM_SOLICITED :
 					       SV_CQ_ARM_NEXT;
 	/* release: the engine reads the flags after it sees the new arm_sn */
-	__atomic_store_n(&cq->ring->arm_sn, ++cq->arm_sn, __ATOMIC_RELEASE);
+	sn = ++cq->arm_sn;
+	__atomic_store_n(&cq->ring->arm_sn, sn, __ATOMIC_RELEASE);
 	/* Dekker with the engine (store prod, fence, load arm_sn): either it
-	 * sees this arm, or the poll that follows an arm sees its CQE */
+	 * sees this arm, or we see its CQE here */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	due = ibcq->channel && cq_arm_due(cq, solicited_only);
 	cq_unlock(cq);
-	return 0;
+	if (!due)
+		return 0;
+	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
+	cmd.u.notify_cq.cq = cq->handle;
+	cmd.u.notify_cq.arm_sn = sn;
+	return -sv_conn_call(&to_sv_ctx(ibcq->context)->conn, &cmd, -1, &rsp,
+			     NULL);
 }
 
 int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr)

@@ -336,6 +336,17 @@ static int resize_cq(int s, uint64_t cq, uint32_t cqe)
 	return xfer(s, &cmd, &rsp);
 }
 
+static int notify_cq(int s, uint64_t cq, uint32_t arm_sn)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
+	cmd.u.notify_cq.cq = cq;
+	cmd.u.notify_cq.arm_sn = arm_sn;
+	return xfer(s, &cmd, &rsp);
+}
+
 /* CREATE_CHANNEL / OPEN_CONTEXT with fd attached (fd < 0: none). */
 static int cmd_with_fd(int s, unsigned int op, int fd, uint64_t *h)
 {
@@ -1200,8 +1211,26 @@ static void test_cq(void **state)
 	assert_status(resize_cq(s, cq, ~0u), -EINVAL);
 	assert_status(resize_cq(s, cq, 100), 0);
 	assert_status(resize_cq(s, cq, 1), 0);
+
+	/* NOTIFY_CQ: a CQ of this client, any arm number (an arm that is not
+	 * the latest, or a CQ with nothing in it or no channel, is no error) */
+	for (i = 0; i < N_GARBAGE; i++)
+		assert_status(notify_cq(s, garbage_handles[i], 1), -EINVAL);
+	assert_status(notify_cq(s, pd, 1), -EINVAL);
+	assert_status(notify_cq(s, ch, 1), -EINVAL);
+	assert_status(notify_cq(s, cq, 0), 0);
+	assert_status(notify_cq(s, cq, ~0u), 0);
+	{
+		uint64_t nch;
+
+		assert_status(create_cq(s, 1, 0, 0, 0, -1, &nch), 0);
+		assert_status(notify_cq(s, nch, 1), 0);
+		assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, nch), 0);
+		assert_status(notify_cq(s, nch, 1), -EINVAL);
+	}
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, cq), 0);
 	assert_status(resize_cq(s, cq, 16), -EINVAL);
+	assert_status(notify_cq(s, cq, 1), -EINVAL);
 
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_CHANNEL, ch), 0);
 	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, pd), 0);

@@ -944,7 +944,8 @@ static void test_ud(void **state)
 	assert_int_equal(e.byte_len, 50);
 	assert_int_equal(e.wc_flags, IBV_WC_GRH);
 	assert_int_equal(e.src_qp, 0x100);
-	assert_int_equal(e.sl, 3);
+	/* RoCE carries no SL: sl is the network header type (IPv4) */
+	assert_int_equal(e.sl, SV_WC_SL_ROCEV2_IPV4);
 	assert_memory_equal(F->bbuf + 40, "datagram!!", 10);
 	assert_int_equal((uint8_t)F->bbuf[20], 0x45);
 	assert_int_equal(sv_ip_csum(F->bbuf + 20, 20), 0);

@@ -90,7 +90,7 @@ static void fatal_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint8_t syn,
 /* Complete receive WQE r (taken off t's ring by rx_take). */
 static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 		    uint32_t opcode, uint32_t byte_len,
-		    const struct sv_roce_pkt *p, bool grh, uint32_t src_qp)
+		    const struct sv_roce_pkt *p, uint8_t grh_sl, uint32_t src_qp)
 {
 	struct sv_cqe e;
 	bool solicited = false;
@@ -106,8 +106,11 @@ static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 			e.imm_data = p->ieth_rkey;
 			e.wc_flags |= IBV_WC_WITH_INV;
 		}
-		if (grh)
+		/* a datagram: the GRH, and its network header type */
+		if (grh_sl) {
 			e.wc_flags |= IBV_WC_GRH;
+			e.sl = grh_sl;
+		}
 		solicited = p->se;
 	}
 	sv_x_qp_push(t, sv_x_recv_cq(t, r), &e, solicited);
@@ -122,7 +125,7 @@ static void msg_rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
 	struct sv_roce_qp *rq = t->roce;
 
 	rq->rx_taken = false;
-	rx_done(t, &rq->rx, status, opcode, byte_len, p, false, rq->dqpn);
+	rx_done(t, &rq->rx, status, opcode, byte_len, p, 0, rq->dqpn);
 }
 
 /* Take the next receive WQE of t into r: 0, or RNR (-ENOENT), or the ring
@@ -624,7 +627,7 @@ static void ud_recv(struct sv_qp *t, const struct sv_roce_pkt *p,
 		st = rx_put(t, &r, sizeof(grh), p->payload, p->paylen);
 	rx_done(t, &r, st, IBV_WC_RECV,
 		st == IBV_WC_SUCCESS ? (uint32_t)sizeof(grh) + p->paylen : 0,
-		p, true, p->sqpn);
+		p, sv_grh_wc_sl(ip->src), p->sqpn);
 }
 
 /* XRC: may t take request p, and into which SRQ (t->srq, t->pd)? */
