@@ -8,10 +8,10 @@
 # 'softverbs run'. docs/MIDDLEWARE.md has the recipe and the findings.
 #
 #   mpi_netns.sh BUILD_DIR MODE [kill]
-#   MODE  ompi-ucx-rc   Open MPI, pml ucx, UCX_TLS=rc_verbs,sm,self
+#   MODE  ompi-ucx-rc   Open MPI, pml ucx, UCX_TLS=rc_verbs,ud_verbs:aux,sm,self
 #         ompi-ucx-ud   Open MPI, pml ucx, UCX_TLS=ud_verbs,sm,self
 #         ompi-ofi      Open MPI, pml cm + mtl ofi, FI_PROVIDER=verbs;ofi_rxm
-#         mpich-ucx-rc  MPICH (ch4:ucx), UCX_TLS=rc_verbs,sm,self
+#         mpich-ucx-rc  MPICH (ch4:ucx), UCX_TLS=rc_verbs,ud_verbs:aux,sm,self
 #         mpich-ucx-ud  MPICH (ch4:ucx), UCX_TLS=ud_verbs,sm,self
 #         ompi-tcp      the baseline: Open MPI, pml ob1, btl tcp,self
 #   kill  instead of the checks' end: the job loops, rank 5 (in b) is
@@ -38,6 +38,7 @@ export SV_BUILD_DIR=$1
 mode=${2:-}
 kill_test=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../net/lib.sh
 . "$here/../net/lib.sh"
 
 JOB_S=${MPI_JOB_SECONDS:-300}
@@ -138,8 +139,8 @@ esac
 ucx_env=(UCX_LOG_LEVEL=info UCX_NET_DEVICES=sv0:1)
 args=()
 case $mode in
-*-ucx-rc) ucx_env+=(UCX_TLS=rc_verbs,ud_verbs:aux,sm,self) ;;
-*-ucx-ud) ucx_env+=(UCX_TLS=ud_verbs,sm,self) ;;
+*-ucx-rc) ucx_env+=("UCX_TLS=rc_verbs,ud_verbs:aux,sm,self") ;;
+*-ucx-ud) ucx_env+=("UCX_TLS=ud_verbs,sm,self") ;;
 esac
 case $mode in
 ompi-ucx-*)
@@ -150,7 +151,7 @@ ompi-ofi)
 	      --mca btl self --mca osc pt2pt --mca mtl_base_verbose 10
 	      -x "FI_PROVIDER=verbs;ofi_rxm" -x FI_LOG_LEVEL="$FI_LOG") ;;
 ompi-tcp)
-	args=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include veth0
+	args=(--mca pml ob1 --mca btl 'tcp,self' --mca btl_tcp_if_include veth0
 	      --mca osc pt2pt) ;;
 mpich-*)
 	args=(-genvnone)
@@ -182,6 +183,7 @@ OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 job=$!
 NS_PIDS+=("$job")
 # MPI_KEEP=DIR: the job's whole output kept as DIR/MODE.out
+# shellcheck disable=SC2154
 [ -n "${MPI_KEEP:-}" ] && trap 'rc_=$?; mkdir -p "$MPI_KEEP" && cp "$out" "$MPI_KEEP/$mode${kill_test:+-kill}.out"; ns_cleanup $rc_; exit $?' EXIT
 
 if [ "$kill_test" = kill ]; then
