@@ -19,11 +19,13 @@
  * (exit status 1 from the launcher). Rank 0 prints one line per test and
  * "mpi_check: all checks passed" at the end.
  *
- *   mpi_check [--max-size BYTES] [--iters N] [--loop SECONDS]
+ *   mpi_check [--max-size BYTES] [--iters N] [--loop SECONDS] [--corrupt]
  * --loop: after the checks, allreduce and exchange in a loop for SECONDS
  * (the killed-rank test kills a rank there); errors return to the caller
  * (MPI_ERRORS_RETURN), which prints them and exits 3. Each rank writes
- * "looping" on stdout when it enters the loop.
+ * "looping" on stdout when it enters the loop. --corrupt: rank 1 changes
+ * a byte of a message it received, and the check must fail (the checker's
+ * own test, tests/mpi/detects.sh).
  */
 #include <mpi.h>
 #include <stdarg.h>
@@ -144,6 +146,7 @@ static const size_t size_classes[] = {
 #define NSIZES (sizeof(size_classes) / sizeof(size_classes[0]))
 static size_t max_size = 16 << 20;
 static int iters = 2;
+static int corrupt;   /* --corrupt: the checker's own test */
 
 /* Blocking: rank r and its partner r +- n/2 (the other host when the ranks
  * are placed by host); the lower sends first. An odd rank out pairs with
@@ -194,6 +197,10 @@ static void p2p_blocking(void)
 				die("status of a %zu-byte receive: count %d, source %d, "
 				    "tag %d (expected %zu, %d, %d)", len, count,
 				    st.MPI_SOURCE, st.MPI_TAG, len, peer, 10 + k);
+			/* --corrupt: one byte of what rank 1 received is
+			 * changed, as a transport that lost it would */
+			if (corrupt && rank == 1 && len == 65536)
+				rb[len / 3] ^= 0x10;
 			verify(rb, len, peer, rank, k, "Send/Recv");
 		}
 		free(sb);
@@ -693,9 +700,11 @@ int main(int argc, char **argv)
 			iters = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--loop") && i + 1 < argc)
 			loop_s = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--corrupt"))
+			corrupt = 1;
 		else
 			die("usage: mpi_check [--max-size BYTES] [--iters N] "
-			    "[--loop SECONDS]");
+			    "[--loop SECONDS] [--corrupt]");
 	}
 	if (iters < 1)
 		iters = 1;
