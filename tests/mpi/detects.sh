@@ -14,7 +14,7 @@ for m in ompi mpich; do
 	[ -x "$b/mpi_check_$m" ] || continue
 	case $m in
 	ompi) run=(mpirun.openmpi --oversubscribe -np 2 --mca pml ob1
-		   --mca btl self,vader --mca osc pt2pt) ;;
+		   --mca btl 'self,vader' --mca osc pt2pt) ;;
 	mpich) run=(mpiexec.hydra -n 2) ;;
 	esac
 	args=(--max-size 65536 --iters 1)

@@ -277,6 +277,9 @@ else
 		grep -qE 'ep_cfg\[[0-9]+\]:.*(rc_verbs|ud_verbs)' "$out" ||
 			fail "$mode: UCX's log names no verbs transport"
 		! grep -qE 'ep_cfg\[[0-9]+\]:.*tcp/' "$out" || fail "$mode: UCX chose tcp"
+		# the endpoints to the other host: sv0 alone for tagged messages
+		grep -qE 'ep_cfg\[[0-9]+\]: tag\((rc|ud)_verbs/sv0:1\)' "$out" ||
+			fail "$mode: no endpoint with tag(verbs on sv0:1) alone (the other host's ranks)"
 	fi
 fi
 pass "$mode: 8 ranks over two hosts, every check passed in $t s; RoCEv2 $(mib "$roce") MiB, TCP $(mib "$tcp") MiB across"
