@@ -49,6 +49,9 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "mpi_check: rank %d: %s: %s\n", rank, test, msg);
 	fflush(stderr);
+	/* the launcher forwards our output asynchronously and drops what it
+	 * had not read when the abort kills the job (hydra) */
+	usleep(500000);
 	MPI_Abort(MPI_COMM_WORLD, 1);
 	exit(1);
 }
