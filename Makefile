@@ -83,7 +83,7 @@ interop: build
 # keeps both cores busy). docs/MIDDLEWARE.md has the recipe and the findings.
 middleware: build
 	@tests/mpi/deps.sh
-	@cmake -S . -B $(BUILD) >/dev/null
+	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory
 	ctest --test-dir $(BUILD) --output-on-failure -j1 -L middleware
 
