@@ -27,6 +27,9 @@
 #define SV_CM_MAX_BACKLOG    1024  /* the kernel's default max_backlog */
 #define SV_CM_TIMEWAIT_MS    500   /* DREP to TIMEWAIT_EXIT */
 #define SV_CM_DREQ_TIMEOUT_MS 2000 /* DREQ unanswered: DISCONNECTED anyway */
+#define SV_CM_HOP_LIMIT      64    /* routes and AHs: IPv4's TTL, IPv6's hops */
+#define SV_CM_PACKET_LIFE_TIME 16  /* the kernel's CMA_IBOE_PACKET_LIFETIME */
+#define SV_CM_ACK_TIMEOUT    18    /* 4.096 us << 18: about 1 s */
 #define SV_CM_REQ_GRACE_MS   250   /* a REQ for no listener waits that long */
 #define SV_CM_MAX_PARKED     64    /* REQs waiting so; more are refused */
 
@@ -188,7 +191,8 @@ void sv_cm_id_destroy(struct sv_cm_id *id);
 void sv_cm_file_destroy_ids(struct sv_cm_file *f);
 int sv_cm_migrate(struct sv_cm_id *id, struct sv_cm_file *to);
 
-/* cm.c: the verbs of rdma_cm, each with the kernel's errno */
+/* cm.c (attr.c: set_option, init_qp_attr, route): the verbs of rdma_cm,
+ * each with the kernel's errno */
 int sv_cm_bind(struct sv_cm_id *id, const struct sockaddr *sa);
 int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 		       const struct sockaddr *dst);

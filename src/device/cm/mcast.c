@@ -37,7 +37,6 @@
 #include "device/cm/cm.h"
 #include "device/sv_dev.h"
 
-#define MC_HOP_LIMIT 64            /* IPV6_DEFAULT_HOPLIMIT: RoCEv2, IPv4 */
 #define MC_QPN       0xffffffu
 #define MC_PROBE_PORT 4791         /* any port: a route lookup sends nothing */
 
@@ -262,7 +261,7 @@ int sv_cm_mc_join(struct sv_cm_file *f, uint32_t handle, uint64_t uid,
 	u = &e->resp.param.ud;
 	ip2gid(addr, u->ah_attr.grh.dgid);
 	u->ah_attr.grh.sgid_index = sgid_index(id);
-	u->ah_attr.grh.hop_limit = MC_HOP_LIMIT;
+	u->ah_attr.grh.hop_limit = SV_CM_HOP_LIMIT;
 	u->ah_attr.is_global = 1;
 	u->ah_attr.port_num = 1;
 	u->qp_num = MC_QPN;

@@ -22,7 +22,6 @@
 #include "device/roce/roce.h"
 #include "device/sv_dev.h"
 
-#define HOP_LIMIT 64
 #define RATE_40G 7               /* the port's 4X QDR (enum ibv_rate) */
 #define LOCAL_ACK_TIMEOUT 17     /* packet life 16 and our ACK delay 15 */
 #define TARGET_ACK_DELAY 15      /* the device's local_ca_ack_delay */
@@ -48,7 +47,7 @@ static void path_fill(struct sv_cm_path *p, const struct sv_cm_msg *m)
 	memcpy(p->local_gid, m->sgid, 16);
 	memcpy(p->remote_gid, m->dgid, 16);
 	p->packet_rate = RATE_40G;
-	p->hop_limit = HOP_LIMIT;
+	p->hop_limit = SV_CM_HOP_LIMIT;
 	p->local_ack_timeout = LOCAL_ACK_TIMEOUT;
 }
 
