@@ -140,6 +140,11 @@ int sv_mem_copy(const struct sv_mem *dst, uint64_t dst_off,
 		const struct sv_mem *src, uint64_t src_off, uint64_t len,
 		void *bounce, size_t bounce_bytes);
 
+/* Has process pid exited, or is it exiting (its memory gone, its teardown
+ * not run yet)? A poll of its pidfd (or kill 0 without one), then one
+ * probe of its memory: after a copy failed, never on the way of one. */
+bool sv_proc_gone(pid_t pid, int pidfd);
+
 /* Wait until *seq is no longer seen (another thread's copy_seq moves on by
  * itself: the end of a copy between two processes). */
 void sv_seq_wait(const uint32_t *seq, uint32_t seen);

@@ -37,8 +37,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -62,37 +60,14 @@
  * process has exited or is exiting (and its teardown has not run yet)?
  * Then the target gives no answer, as a vanished host would, and the
  * requester sees the transport timeout and retry-exceeded (or the CM's
- * DREQ), not an access error. Only on the error path: one poll of the
- * pidfd, then one probe of the memory.
+ * DREQ), not an access error. Only on the error path.
  */
 static bool target_gone(const struct sv_qp *t)
 {
 	/* the memory is its SRQ's owner's (another process's for XRC) */
 	const struct sv_client *c = t->srq ? t->srq->owner : t->owner;
-	struct iovec l, r = { .iov_base = NULL, .iov_len = 1 };
-	struct pollfd p;
-	char b;
 
-	if (c->dead)
-		return true;
-	if (c->pidfd >= 0) {
-		p.fd = c->pidfd;
-		p.events = POLLIN;
-		p.revents = 0;
-		if (poll(&p, 1, 0) == 1)
-			return true;
-	} else if (kill(c->pid, 0) < 0 && errno == ESRCH) {
-		return true;
-	}
-	/*
-	 * A killed process gives up its memory (exit_mm) before the pidfd
-	 * says it exited (exit_notify): in between, its copies fail and a
-	 * process_vm_readv of it fails ESRCH (no mm), where a live process's
-	 * fails EFAULT (address 0).
-	 */
-	l.iov_base = &b;
-	l.iov_len = 1;
-	return process_vm_readv(c->pid, &l, 1, &r, 1, 0) < 0 && errno == ESRCH;
+	return c->dead || sv_proc_gone(c->pid, c->pidfd);
 }
 
 /* Responder outcomes that are not a completion status. */

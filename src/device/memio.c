@@ -9,7 +9,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -311,4 +313,30 @@ uint64_t sv_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool sv_proc_gone(pid_t pid, int pidfd)
+{
+	struct iovec l, r = { .iov_base = NULL, .iov_len = 1 };
+	struct pollfd p;
+	char b;
+
+	if (pidfd >= 0) {
+		p.fd = pidfd;
+		p.events = POLLIN;
+		p.revents = 0;
+		if (poll(&p, 1, 0) == 1)
+			return true;
+	} else if (kill(pid, 0) < 0 && errno == ESRCH) {
+		return true;
+	}
+	/*
+	 * A killed process gives up its memory (exit_mm) before the pidfd
+	 * says it exited (exit_notify): in between, its copies fail and a
+	 * process_vm_readv of it fails ESRCH (no mm), where a live process's
+	 * fails EFAULT (address 0).
+	 */
+	l.iov_base = &b;
+	l.iov_len = 1;
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) < 0 && errno == ESRCH;
 }

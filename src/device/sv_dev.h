@@ -529,6 +529,7 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited);
 
 /* client.c */
 struct sv_client *sv_client_new(int fd);
+
 /* Free every object of c, close its descriptors, unlink it; the struct
  * itself stays (marked dead) until sv_client_free. */
 void sv_client_teardown(struct sv_client *c);
