@@ -32,6 +32,82 @@ static int peer_pidfd(int fd, pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* ---- what one process holds ---- */
+
+uint32_t sv_proc_max(unsigned int type)
+{
+	static const uint32_t dev_max[SV_OBJ_TYPE_MAX] = {
+		[SV_OBJ_DOMAIN] = SV_MAX_DOMAINS, [SV_OBJ_CHANNEL] = SV_MAX_CHANNEL,
+		[SV_OBJ_PAGE_LIST] = SV_MAX_PAGE_LISTS, [SV_OBJ_PD] = SV_MAX_PD,
+		[SV_OBJ_XRCD] = SV_MAX_PD, [SV_OBJ_CQ] = SV_MAX_CQ,
+		[SV_OBJ_MR] = SV_MAX_MR, [SV_OBJ_SRQ] = SV_MAX_SRQ,
+		[SV_OBJ_QP] = SV_MAX_QP, [SV_OBJ_MW] = SV_MAX_MW,
+		[SV_OBJ_AH] = SV_MAX_AH,
+	};
+
+	return type < SV_OBJ_TYPE_MAX ? dev_max[type] / SV_PROC_SHARE : 0;
+}
+
+/* The account of pid, made on its first connection; NULL when the process
+ * has SV_PROC_MAX_CONTEXTS connections already (or no memory). */
+static struct sv_account *acct_get(pid_t pid)
+{
+	struct sv_account *a;
+
+	for (a = sv_dev.accounts; a; a = a->next)
+		if (a->pid == pid)
+			break;
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a)
+			return NULL;
+		a->pid = pid;
+		a->next = sv_dev.accounts;
+		sv_dev.accounts = a;
+	}
+	if (a->nclients >= SV_PROC_MAX_CONTEXTS)
+		return NULL;
+	a->nclients++;
+	return a;
+}
+
+static void acct_put(struct sv_account *a)
+{
+	struct sv_account **pp;
+
+	if (!a || --a->nclients)
+		return;
+	for (pp = &sv_dev.accounts; *pp; pp = &(*pp)->next)
+		if (*pp == a) {
+			*pp = a->next;
+			break;
+		}
+	free(a);
+}
+
+int sv_req_charge(struct sv_req *r, uint64_t bytes)
+{
+	struct sv_account *a = r->client->acct;
+	uint64_t max = sv_dev.proc_ring_max ? sv_dev.proc_ring_max :
+		       SV_PROC_MAX_RING_BYTES;
+
+	if (a->ring_bytes + bytes > max) {
+		r->why = "the process holds its share of the device's ring memory";
+		return -ENOMEM;
+	}
+	a->ring_bytes += bytes;
+	return 0;
+}
+
+void sv_client_uncharge(struct sv_client *c, uint64_t bytes)
+{
+	if (c && c->acct)
+		c->acct->ring_bytes -= bytes < c->acct->ring_bytes ?
+				       bytes : c->acct->ring_bytes;
+}
+
+/* ---- clients ---- */
+
 struct sv_client *sv_client_new(int fd)
 {
 	struct ucred cred;
@@ -50,7 +126,15 @@ struct sv_client *sv_client_new(int fd)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	c->acct = acct_get(cred.pid);
+	if (!c->acct) {
+		sv_log(SV_LOG_WARN, "refused pid %d: it has %u connections already",
+		       (int)cred.pid, SV_PROC_MAX_CONTEXTS);
+		free(c);
+		return NULL;
+	}
 	if (sv_objtab_init(&c->objs, SV_MAX_OBJS_CLIENT)) {
+		acct_put(c->acct);
 		free(c);
 		return NULL;
 	}
@@ -71,14 +155,23 @@ struct sv_client *sv_client_new(int fd)
 	return c;
 }
 
-int sv_client_add_obj(struct sv_client *c, unsigned int type, void *obj,
+int sv_client_add_obj(struct sv_req *r, unsigned int type, void *obj,
 		      uint64_t *handle)
 {
-	int ret = sv_objtab_insert(&c->objs, type, obj, handle);
+	struct sv_client *c = r->client;
+	int ret;
 
+	if (type >= SV_OBJ_TYPE_MAX)
+		return -EINVAL;
+	if (c->acct->count[type] >= sv_proc_max(type)) {
+		r->why = "the process holds its share of the device's objects of this kind";
+		return -ENOMEM;
+	}
+	ret = sv_objtab_insert(&c->objs, type, obj, handle);
 	if (ret)
 		return ret == -ENOSPC ? -ENOMEM : ret;
 	sv_dev.total[type]++;
+	c->acct->count[type]++;
 	return 0;
 }
 
@@ -102,15 +195,19 @@ void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
 
 void sv_client_del_obj(struct sv_client *c, unsigned int type, uint64_t handle)
 {
-	if (sv_objtab_remove(&c->objs, handle, type))
+	if (sv_objtab_remove(&c->objs, handle, type)) {
 		sv_dev.total[type]--;
+		c->acct->count[type]--;
+	}
 }
 
 static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 {
-	(void)arg;
+	struct sv_client *c = arg;
+
 	(void)h;
 	sv_dev.total[type]--;
+	c->acct->count[type]--;
 	switch (type) {
 	case SV_OBJ_MR:
 		sv_mr_destroy(obj);
@@ -153,8 +250,10 @@ void sv_client_teardown(struct sv_client *c)
 	uint32_t live = c->objs.live;
 
 	/* higher types first: nothing is freed before what depends on it */
-	sv_objtab_foreach(&c->objs, destroy_obj, NULL);
+	sv_objtab_foreach(&c->objs, destroy_obj, c);
 	sv_objtab_fini(&c->objs);
+	acct_put(c->acct);
+	c->acct = NULL;
 	if (live || !c->probe)
 		sv_log(SV_LOG_INFO, "client %llu (pid %d) gone: %u objects freed",
 		       (unsigned long long)c->id, (int)c->pid, live);

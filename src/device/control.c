@@ -113,7 +113,7 @@ static int cmd_alloc_pd(struct sv_req *r)
 	if (!pd)
 		return -ENOMEM;
 	pd->owner = r->client;
-	ret = sv_client_add_obj(r->client, SV_OBJ_PD, pd, &pd->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_PD, pd, &pd->handle);
 	if (ret) {
 		free(pd);
 		return ret;

@@ -51,7 +51,7 @@ int sv_cmd_create_channel(struct sv_req *r)
 	if (!ch)
 		return -ENOMEM;
 	ch->owner = r->client;
-	ret = sv_client_add_obj(r->client, SV_OBJ_CHANNEL, ch, &ch->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_CHANNEL, ch, &ch->handle);
 	if (ret) {
 		free(ch);
 		return ret;
@@ -127,8 +127,12 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 	void *map = NULL;
 	int fd = -1, out, ret;
 
+	ret = sv_req_charge(r, bytes);
+	if (ret)
+		return ret;
 	ret = sv_ring_alloc("softverbs-cq", bytes, &fd, &map);
 	if (ret) {
+		sv_client_uncharge(r->client, bytes);
 		r->why = "cannot allocate the ring";
 		return ret;
 	}
@@ -136,6 +140,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 	out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (out < 0) {
 		ret = -errno;
+		sv_client_uncharge(r->client, bytes);
 		munmap(map, bytes);
 		close(fd);
 		r->why = "cannot allocate the ring";
@@ -154,6 +159,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 		if (pending > cq->entries)      /* never trust cons */
 			pending = cq->entries;
 		if (pending > cqe) {
+			sv_client_uncharge(r->client, bytes);
 			munmap(map, bytes);
 			close(fd);
 			close(out);
@@ -168,6 +174,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 		cq->prod = pending;
 		ring->arm_sn = old->arm_sn;
 		ring->arm_flags = old->arm_flags;
+		sv_client_uncharge(cq->owner, cq->ring_bytes);
 		munmap(cq->ring, cq->ring_bytes);
 		close(cq->memfd);
 	}
@@ -221,7 +228,7 @@ int sv_cmd_create_cq(struct sv_req *r)
 	cq->channel = ch;
 	cq->flags = a->flags;
 	cq->memfd = -1;
-	ret = sv_client_add_obj(c, SV_OBJ_CQ, cq, &cq->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_CQ, cq, &cq->handle);
 	if (ret)
 		goto err_free;
 	ret = cq_set_ring(cq, a->cqe, r);
@@ -294,6 +301,8 @@ void sv_cq_destroy(struct sv_cq *cq)
 {
 	if (cq->channel)
 		cq->channel->refs--;
+	if (cq->ring)
+		sv_client_uncharge(cq->owner, cq->ring_bytes);
 	munmap(cq->ring, cq->ring_bytes);
 	close(cq->memfd);
 	free(cq);

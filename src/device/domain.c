@@ -50,7 +50,7 @@ int sv_cmd_create_domain(struct sv_req *r)
 		r->why = "no doorbell page can be dedicated";
 		return -ENOMEM;
 	}
-	ret = sv_client_add_obj(r->client, SV_OBJ_DOMAIN, d, &d->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_DOMAIN, d, &d->handle);
 	if (ret) {
 		sv_engine_release(d->engine);
 		free(d);

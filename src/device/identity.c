@@ -201,7 +201,9 @@ int sv_identity_init(const char *ip, const char *netdev)
 	a->vendor_id = SV_VENDOR_ID;        /* no one's OUI or PCI ID */
 	a->vendor_part_id = SV_VENDOR_PART_ID;
 	a->hw_ver = SV_HW_VER;
-	a->max_qp = SV_MAX_QP;
+	/* what one process may hold (sv_proc_max): the device's limits are
+	 * SV_PROC_SHARE times as large, shared by every process */
+	a->max_qp = sv_proc_max(SV_OBJ_QP);
 	a->max_qp_wr = SV_MAX_QP_WR;
 	/* only what it has, each used by a test: no PORT_ACTIVE_EVENT (the
 	 * port is up from the start and never changes, so no such event
@@ -215,20 +217,20 @@ int sv_identity_init(const char *ip, const char *netdev)
 			      IBV_DEVICE_XRC;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
-	a->max_cq = SV_MAX_CQ;
+	a->max_cq = sv_proc_max(SV_OBJ_CQ);
 	a->max_cqe = SV_MAX_CQE;
-	a->max_mr = SV_MAX_MR;
-	a->max_pd = SV_MAX_PD;
+	a->max_mr = sv_proc_max(SV_OBJ_MR);
+	a->max_pd = sv_proc_max(SV_OBJ_PD);
 	a->max_qp_rd_atom = SV_MAX_RD_ATOM;
-	a->max_res_rd_atom = SV_MAX_RD_ATOM * SV_MAX_QP;
+	a->max_res_rd_atom = SV_MAX_RD_ATOM * a->max_qp;
 	a->max_qp_init_rd_atom = SV_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_HCA;
-	a->max_mw = SV_MAX_MW;
+	a->max_mw = sv_proc_max(SV_OBJ_MW);
 	a->max_mcast_grp = SV_MAX_MCAST_GRP;
 	a->max_mcast_qp_attach = SV_MAX_MCAST_QP_ATTACH;
 	a->max_total_mcast_qp_attach = SV_MAX_MCAST_TOTAL;
-	a->max_ah = SV_MAX_AH;
-	a->max_srq = SV_MAX_SRQ;
+	a->max_ah = sv_proc_max(SV_OBJ_AH);
+	a->max_srq = sv_proc_max(SV_OBJ_SRQ);
 	a->max_srq_wr = SV_MAX_SRQ_WR;
 	a->max_srq_sge = SV_MAX_SGE;
 	a->max_inline_data = SV_MAX_INLINE;

@@ -71,6 +71,8 @@ static void usage(FILE *f)
 "                       exponent (4.096 us << T; default 20, about 4.3 s)\n"
 "  --cm-retries N       sends of an unanswered REQ, REP, DREQ or SIDR_REQ\n"
 "                       after the first (default 15, at most 15)\n"
+"  --max-process-mem B  ring memory (QPs, SRQs, CQs, page lists) one process\n"
+"                       may hold, in bytes, K/M/G suffixes (default 1G)\n"
 "  --no-offload         no UDP GSO/GRO on the RoCEv2 port: one datagram per\n"
 "                       packet (also $SOFTVERBSD_NO_OFFLOAD=1)\n"
 "  --no-masked-atomics  no masked atomics: the device is one without them\n"
@@ -473,6 +475,7 @@ int main(int argc, char **argv)
 		{ "inject", required_argument, NULL, 'j' },
 		{ "cm-timeout", required_argument, NULL, 'T' },
 		{ "cm-retries", required_argument, NULL, 'R' },
+		{ "max-process-mem", required_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -517,6 +520,22 @@ int main(int argc, char **argv)
 				sv_cm_cfg.response_timeout = (uint8_t)v;
 			else
 				sv_cm_cfg.max_retries = (uint8_t)v;
+			break;
+		}
+		case 'P': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			unsigned int sh = *end == 'K' ? 10 : *end == 'M' ? 20 :
+					  *end == 'G' ? 30 : 0;
+
+			if (sh)
+				end++;
+			if (*end || !*optarg || !v || v > (1ull << (63 - sh))) {
+				fprintf(stderr, "softverbsd: bad --max-process-mem '%s'\n",
+					optarg);
+				return 2;
+			}
+			sv_dev.proc_ring_max = v << sh;
 			break;
 		}
 		case 'o':

@@ -264,7 +264,7 @@ static int mr_publish(struct sv_req *r, struct sv_mr *mr)
 		r->why = "no free key";
 		goto err_free;
 	}
-	ret = sv_client_add_obj(r->client, SV_OBJ_MR, mr, &mr->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_MR, mr, &mr->handle);
 	if (ret)
 		goto err_key;
 	mr->pd->refs++;
@@ -519,9 +519,15 @@ int sv_cmd_alloc_page_list(struct sv_req *r)
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;
+	ret = sv_req_charge(r, bytes);
+	if (ret) {
+		free(pl);
+		return ret;
+	}
 	/* sealed against shrinking: the daemon's reads never fault */
 	ret = sv_ring_alloc("softverbs-page-list", bytes, &fd, &map);
 	if (ret) {
+		sv_client_uncharge(r->client, bytes);
 		r->why = "cannot allocate the list's memory";
 		free(pl);
 		return ret;
@@ -532,8 +538,9 @@ int sv_cmd_alloc_page_list(struct sv_req *r)
 	pl->map = map;
 	pl->bytes = bytes;
 	pl->max_entries = a->max_entries;
-	ret = sv_client_add_obj(r->client, SV_OBJ_PAGE_LIST, pl, &pl->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_PAGE_LIST, pl, &pl->handle);
 	if (ret) {
+		sv_client_uncharge(r->client, bytes);
 		munmap(map, bytes);
 		close(fd);
 		free(pl);
@@ -550,6 +557,7 @@ int sv_cmd_alloc_page_list(struct sv_req *r)
 void sv_page_list_destroy(struct sv_page_list *pl)
 {
 	/* work requests read the list under sv_dev.lock, which we hold */
+	sv_client_uncharge(pl->owner, pl->bytes);
 	munmap((void *)pl->map, pl->bytes);
 	free(pl);
 }

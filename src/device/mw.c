@@ -43,7 +43,7 @@ int sv_cmd_alloc_mw(struct sv_req *r)
 		r->why = "no free key";
 		goto err_free;
 	}
-	ret = sv_client_add_obj(r->client, SV_OBJ_MW, mw, &mw->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_MW, mw, &mw->handle);
 	if (ret)
 		goto err_key;
 	pd->refs++;

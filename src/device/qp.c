@@ -311,8 +311,14 @@ checked:
 	rq_off = sq_bytes;
 	bytes = sq_bytes + (!rq_entries ? 0 :
 		page_up(sv_wq_ring_bytes(rq_entries, rq_stride)));
+	ret = sv_req_charge(r, bytes);
+	if (ret) {
+		free(qp);
+		return ret;
+	}
 	ret = sv_ring_alloc("softverbs-qp", bytes, &qp->memfd, &qp->ring);
 	if (ret) {
+		sv_client_uncharge(c, bytes);
 		free(qp);
 		r->why = "cannot allocate the rings";
 		return ret;
@@ -328,7 +334,7 @@ checked:
 		r->why = "no QPN left";
 		goto err_out;
 	}
-	ret = sv_client_add_obj(c, SV_OBJ_QP, qp, &qp->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_QP, qp, &qp->handle);
 	if (ret) {
 		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;
 		goto err_out;
@@ -386,6 +392,7 @@ checked:
 err_out:
 	close(out);
 err_ring:
+	sv_client_uncharge(c, qp->ring_bytes);
 	munmap(qp->ring, qp->ring_bytes);
 	close(qp->memfd);
 	free(qp);
@@ -689,6 +696,7 @@ void sv_qp_destroy(struct sv_qp *qp)
 		if (qp->srq)
 			qp->srq->refs--;
 	}
+	sv_client_uncharge(qp->owner, qp->ring_bytes);
 	munmap(qp->ring, qp->ring_bytes);
 	close(qp->memfd);
 	free(qp);
@@ -758,8 +766,14 @@ int sv_cmd_create_srq(struct sv_req *r)
 	if (!srq)
 		return -ENOMEM;
 	bytes = page_up(sv_wq_ring_bytes(entries, stride));
+	ret = sv_req_charge(r, bytes);
+	if (ret) {
+		free(srq);
+		return ret;
+	}
 	ret = sv_ring_alloc("softverbs-srq", bytes, &srq->memfd, &srq->ring);
 	if (ret) {
+		sv_client_uncharge(c, bytes);
 		free(srq);
 		r->why = "cannot allocate the ring";
 		return ret;
@@ -776,7 +790,7 @@ int sv_cmd_create_srq(struct sv_req *r)
 		r->why = "no SRQ number left";
 		goto err_ring;
 	}
-	ret = sv_client_add_obj(c, SV_OBJ_SRQ, srq, &srq->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_SRQ, srq, &srq->handle);
 	if (ret) {
 		sv_srqn_free(srq);
 		close(out);
@@ -811,6 +825,7 @@ int sv_cmd_create_srq(struct sv_req *r)
 	return 0;
 
 err_ring:
+	sv_client_uncharge(c, srq->ring_bytes);
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);
 	free(srq);
@@ -869,6 +884,7 @@ void sv_srq_destroy(struct sv_srq *srq)
 		srq->xrcd->refs--;
 	if (srq->cq)
 		srq->cq->refs--;
+	sv_client_uncharge(srq->owner, srq->ring_bytes);
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);
 	free(srq);
@@ -911,7 +927,7 @@ int sv_cmd_create_ah(struct sv_req *r)
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return -ENOMEM;
-	ret = sv_client_add_obj(r->client, SV_OBJ_AH, ah, &ah->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_AH, ah, &ah->handle);
 	if (ret) {
 		free(ah);
 		return ret;

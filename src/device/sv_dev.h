@@ -68,6 +68,16 @@
 #define SV_MAX_MCAST_QP_ATTACH 64
 #define SV_MAX_MCAST_TOTAL     4096
 #define SV_MCAST_QPN           0xffffffu  /* the multicast destination QPN */
+/* What one process may hold (client.c, docs/DESIGN.md "Exhaustion"): the
+ * device's limits above are shared by every process; a process gets at most
+ * 1/SV_PROC_SHARE of each kind of object (and that is what ibv_query_device
+ * tells it), SV_PROC_MAX_CONTEXTS connections, and SV_PROC_MAX_RING_BYTES of
+ * rings (QPs, SRQs, CQs, page lists: the memory the daemon allocates for
+ * it; --max-process-mem), so one process that creates until it fails gets
+ * ENOMEM itself and leaves room for every other. */
+#define SV_PROC_SHARE          4
+#define SV_PROC_MAX_CONTEXTS   256
+#define SV_PROC_MAX_RING_BYTES (1ull << 30)
 
 struct sv_client;
 
@@ -303,8 +313,18 @@ struct sv_qp {
 	struct sv_qp *opens, *open_next;
 };
 
+/* What one process holds, over all its connections (client.c). */
+struct sv_account {
+	struct sv_account *next;
+	pid_t pid;
+	uint32_t nclients;
+	uint32_t count[SV_OBJ_TYPE_MAX];
+	uint64_t ring_bytes;
+};
+
 struct sv_client {
 	struct sv_client *next, *prev;
+	struct sv_account *acct;   /* its process's */
 	uint64_t id;
 	int fd;
 	int pidfd;                 /* -1 where pidfds are unavailable */
@@ -328,6 +348,8 @@ struct sv_device {
 	uint32_t nclients;
 	uint64_t next_client_id;
 	uint32_t total[SV_OBJ_TYPE_MAX];
+	struct sv_account *accounts;
+	uint64_t proc_ring_max;    /* SV_PROC_MAX_RING_BYTES or the option */
 	uint64_t refused;
 	uint32_t uverbs;           /* N of the view's /dev/infiniband/uverbsN */
 	uint64_t lo_msgs, lo_bytes; /* delivered between QPs of this device
@@ -534,8 +556,17 @@ struct sv_client *sv_client_new(int fd);
  * itself stays (marked dead) until sv_client_free. */
 void sv_client_teardown(struct sv_client *c);
 void sv_client_free(struct sv_client *c);
-int sv_client_add_obj(struct sv_client *c, unsigned int type, void *obj,
+/* Give obj a handle in the requesting client's table; -ENOMEM, with r->why,
+ * when the process holds its share of that kind of object. */
+int sv_client_add_obj(struct sv_req *r, unsigned int type, void *obj,
 		      uint64_t *handle);
+/* Most objects of type one process may hold (what the device reports). */
+uint32_t sv_proc_max(unsigned int type);
+/* Charge bytes of rings to the requesting client's process: -ENOMEM, with
+ * r->why, beyond its share; every charge is given back with
+ * sv_client_uncharge when the ring goes. */
+int sv_req_charge(struct sv_req *r, uint64_t bytes);
+void sv_client_uncharge(struct sv_client *c, uint64_t bytes);
 /* The requesting client's object of type named by handle; NULL, with
  * r->why "no such <type>", when it names none. */
 void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type);

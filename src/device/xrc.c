@@ -211,7 +211,7 @@ int sv_cmd_open_xrcd(struct sv_req *r)
 		doms = d;
 		created = true;
 	}
-	ret = sv_client_add_obj(r->client, SV_OBJ_XRCD, x, &x->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_XRCD, x, &x->handle);
 	if (ret) {
 		if (created) {
 			doms = d->next;
@@ -286,7 +286,7 @@ int sv_cmd_open_qp(struct sv_req *r)
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	ret = sv_client_add_obj(r->client, SV_OBJ_QP, qp, &qp->handle);
+	ret = sv_client_add_obj(r, SV_OBJ_QP, qp, &qp->handle);
 	if (ret) {
 		free(qp);
 		return ret;

@@ -91,11 +91,22 @@ void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
 	nev++;
 }
 
-int sv_client_add_obj(struct sv_client *c, unsigned int type, void *obj,
+int sv_client_add_obj(struct sv_req *r, unsigned int type, void *obj,
 		      uint64_t *handle)
 {
-	(void)c; (void)type; (void)obj; (void)handle;
+	(void)r; (void)type; (void)obj; (void)handle;
 	return -ENOSYS;
+}
+
+int sv_req_charge(struct sv_req *r, uint64_t bytes)
+{
+	(void)r; (void)bytes;
+	return 0;
+}
+
+void sv_client_uncharge(struct sv_client *c, uint64_t bytes)
+{
+	(void)c; (void)bytes;
 }
 
 void sv_client_del_obj(struct sv_client *c, unsigned int type,

@@ -103,10 +103,11 @@ static struct sv_client *mk_client(int *peer)
 static struct sv_pd *mk_pd(struct sv_client *c)
 {
 	struct sv_pd *pd = calloc(1, sizeof(*pd));
+	struct sv_req r = { .client = c };
 
 	assert_non_null(pd);
 	pd->owner = c;
-	assert_int_equal(sv_client_add_obj(c, SV_OBJ_PD, pd, &pd->handle), 0);
+	assert_int_equal(sv_client_add_obj(&r, SV_OBJ_PD, pd, &pd->handle), 0);
 	return pd;
 }
 
