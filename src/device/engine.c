@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The engine threads of softverbsd: each owns a doorbell page and a list of
- * QPs, and executes their WQEs (exec.c) round-robin. Page 0's engine serves
+ * The engines of softverbsd: each owns a doorbell page and a list of QPs,
+ * and executes their WQEs (exec.c) round-robin; an engine thread runs the
+ * engines of one or more pages (at most CPUs - 1 threads; see ethreads
+ * below). Page 0's engine serves
  * every QP without a resource domain; pages 1 .. SV_MAX_RES_DOMAINS are
  * claimed by domains (domain.c), one each while they last, then shared by
  * the least used. A page's first domain sets its engine's policy: how long
@@ -72,6 +74,30 @@ static uint64_t spin_ns = SV_SPIN_NS;
 static uint64_t ll_spin_ns = SV_SPIN_NS_LL;
 
 static struct sv_engine engines[SV_DB_PAGES];
+
+/*
+ * The threads that run the pages' work. A machine runs at most (CPUs - 1)
+ * of them (at least one; sv_engine_start): more engine threads than the
+ * cores left to the applications only take turns on them, and a domain of
+ * its own would be slower than none (issue 22). Page i is served by thread
+ * i % nthreads, which sleeps on the futex words of all its pages at once
+ * (futex_waitv, Linux 5.16). Where futex_waitv is missing, every page has a
+ * thread of its own, as before.
+ */
+struct sv_ethread {
+	unsigned int index;
+	pthread_t thread;
+	bool running;
+	uint32_t stop;             /* atomic: leave the loop */
+};
+
+static struct sv_ethread ethreads[SV_DB_PAGES];
+static unsigned int nthreads = SV_DB_PAGES;
+
+static struct sv_ethread *thread_of(const struct sv_engine *e)
+{
+	return &ethreads[e->index % nthreads];
+}
 
 static long futex(uint32_t *uaddr, int op, uint32_t val,
 		  const struct timespec *ts)
@@ -256,9 +282,22 @@ static bool step_aside(bool engines_too)
 	return true;
 }
 
-static bool stopping(struct sv_engine *e)
+static bool stopping(struct sv_ethread *t)
 {
-	return __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) != 0;
+	return __atomic_load_n(&t->stop, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* The pages thread t serves now (under sv_dev.lock): their count. */
+static unsigned int thread_pages(const struct sv_ethread *t,
+				 struct sv_engine *out[SV_DB_PAGES])
+{
+	unsigned int n = 0;
+
+	/* its first page always: waking that one wakes the thread */
+	for (unsigned int i = t->index; i < SV_DB_PAGES; i += nthreads)
+		if (engines[i].started || i == t->index)
+			out[n++] = &engines[i];
+	return n;
 }
 
 /* One pass: up to e->batch steps for each QP, from the cursor on. true if
@@ -307,78 +346,140 @@ static bool engine_ready(struct sv_engine *e, uint64_t now, uint64_t *timer)
 	return false;
 }
 
-/* Spin a little before sleeping: true if work showed up. */
-static bool engine_spin(struct sv_engine *e)
+/* Spin a little before sleeping, the longest spin of its pages: true if
+ * work showed up. */
+static bool engine_spin(struct sv_ethread *t, struct sv_engine **pg,
+			unsigned int n)
 {
-	uint64_t end = sv_now_ns() + e->spin_ns, now;
+	uint64_t spin = 0, end, now;
 
+	for (unsigned int i = 0; i < n; i++)
+		if (pg[i]->spin_ns > spin)
+			spin = pg[i]->spin_ns;
+	end = sv_now_ns() + spin;
 	do {
 		for (int i = 0; i < 32; i++)
 			sv_cpu_relax();
-		step_aside(true);
+		if (step_aside(true))
+			return true;    /* the pages may have changed */
 		now = sv_now_ns();
-		if (stopping(e) || engine_ready(e, now, NULL))
+		if (stopping(t))
 			return true;
+		for (unsigned int i = 0; i < n; i++)
+			if (engine_ready(pg[i], now, NULL))
+				return true;
 	} while (now < end);
 	return false;
 }
 
-static void engine_sleep(struct sv_engine *e)
-{
-	struct sv_doorbell *db = e->db;
-	uint64_t timer = UINT64_MAX, now;
-	uint32_t s = __atomic_load_n(&db->seq, __ATOMIC_ACQUIRE);
-	struct timespec ts;
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+#ifndef FUTEX_32
+#define FUTEX_32 2
+#endif
+struct sv_futex_waitv {            /* the kernel's struct futex_waitv */
+	uint64_t val;
+	uint64_t uaddr;
+	uint32_t flags;
+	uint32_t reserved;
+};
 
-	__atomic_store_n(&db->sleeping, 1, __ATOMIC_RELAXED);
-	/* pairs with the poster's fence between its prod store and its look
-	 * at `sleeping` */
+/* Sleep until a page's doorbell rings (or its earliest timer). Every page
+ * says it sleeps, then every ring is looked at once more (the poster's
+ * fence pairs with ours: either we see its WQE or it sees `sleeping`). */
+static void engine_sleep(struct sv_ethread *t, struct sv_engine **pg,
+			 unsigned int n)
+{
+	struct sv_futex_waitv w[SV_DB_PAGES];
+	uint64_t timer = UINT64_MAX, now;
+	struct timespec ts;
+	bool ready = false;
+
+	for (unsigned int i = 0; i < n; i++) {
+		w[i] = (struct sv_futex_waitv){
+			.val = __atomic_load_n(&pg[i]->db->seq, __ATOMIC_ACQUIRE),
+			.uaddr = (uintptr_t)&pg[i]->db->seq,
+			.flags = FUTEX_32,         /* shared: clients post */
+		};
+		__atomic_store_n(&pg[i]->db->sleeping, 1, __ATOMIC_RELAXED);
+	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	now = sv_now_ns();
-	if (stopping(e) || engine_ready(e, now, &timer)) {
-		__atomic_store_n(&db->sleeping, 0, __ATOMIC_RELAXED);
-		return;
-	}
-	if (timer != UINT64_MAX) {
-		uint64_t d = timer > now ? timer - now : 0;
+	ready = stopping(t);
+	for (unsigned int i = 0; i < n && !ready; i++)
+		ready = engine_ready(pg[i], now, &timer);
+	if (!ready) {
+		sv_dev_unlock();
+		if (n == 1) {
+			if (timer != UINT64_MAX) {
+				uint64_t d = timer > now ? timer - now : 0;
 
-		ts.tv_sec = (time_t)(d / 1000000000u);
-		ts.tv_nsec = (long)(d % 1000000000u);
+				ts.tv_sec = (time_t)(d / 1000000000u);
+				ts.tv_nsec = (long)(d % 1000000000u);
+			}
+			futex(&pg[0]->db->seq, FUTEX_WAIT, (uint32_t)w[0].val,
+			      timer != UINT64_MAX ? &ts : NULL);
+		} else {
+			/* futex_waitv's timeout is absolute */
+			if (timer != UINT64_MAX) {
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				uint64_t d = (timer > now ? timer - now : 0) +
+					     (uint64_t)ts.tv_nsec;
+
+				ts.tv_sec += (time_t)(d / 1000000000u);
+				ts.tv_nsec = (long)(d % 1000000000u);
+			}
+			syscall(SYS_futex_waitv, w, n, 0,
+				timer != UINT64_MAX ? &ts : NULL,
+				CLOCK_MONOTONIC);
+		}
+		sv_dev_lock(false);
 	}
-	sv_dev_unlock();
-	futex(&db->seq, FUTEX_WAIT, s, timer != UINT64_MAX ? &ts : NULL);
-	__atomic_store_n(&db->sleeping, 0, __ATOMIC_RELAXED);
-	sv_dev_lock(false);
+	for (unsigned int i = 0; i < n; i++)
+		__atomic_store_n(&pg[i]->db->sleeping, 0, __ATOMIC_RELAXED);
 }
 
 static void *engine_main(void *arg)
 {
-	struct sv_engine *e = arg;
-	struct sv_exec x = {
-		.bounce = e->bounce,
-		.bounce_bytes = e->bounce_bytes,
-		.copy_seq = &e->copy_seq,
-		.fencing = &e->fencing,
-	};
+	struct sv_ethread *t = arg;
+	struct sv_exec x[SV_DB_PAGES];
+	struct sv_engine *pg[SV_DB_PAGES];
 	char name[16];
 
-	snprintf(name, sizeof(name), "sv-engine%u", e->index);
+	/* a context per page: its bounce buffer and its copy sequence */
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++)
+		x[i] = (struct sv_exec){
+			.copy_seq = &engines[i].copy_seq,
+			.fencing = &engines[i].fencing,
+		};
+	snprintf(name, sizeof(name), "sv-engine%u", t->index);
 	pthread_setname_np(pthread_self(), name);
 	sv_dev_lock(false);
-	while (!stopping(e)) {
-		if (engine_pass(e, &x))
+	while (!stopping(t)) {
+		unsigned int n = thread_pages(t, pg);
+		bool progress = false;
+
+		for (unsigned int i = 0; i < n; i++) {
+			struct sv_exec *xi = &x[pg[i]->index];
+
+			xi->bounce = pg[i]->bounce;
+			xi->bounce_bytes = pg[i]->bounce_bytes;
+			progress |= engine_pass(pg[i], xi);
+		}
+		if (progress || engine_spin(t, pg, n))
 			continue;
-		if (engine_spin(e))
-			continue;
-		engine_sleep(e);
+		engine_sleep(t, pg, n);
 	}
 	sv_dev_unlock();
 	return NULL;
 }
 
-/* Start e's thread (under sv_dev.lock, or before any thread runs). */
+/* Put e's page to work: start its thread, or have its running thread take
+ * the page on (under sv_dev.lock, or before any thread runs). */
 static int engine_launch(struct sv_engine *e)
 {
+	struct sv_ethread *t = thread_of(e);
 	sigset_t all, old;
 	int ret;
 
@@ -393,15 +494,25 @@ static int engine_launch(struct sv_engine *e)
 			return -ENOMEM;
 		}
 	}
+	if (t->running) {
+		e->started = true;
+		/* it may sleep on its other pages' words: the first of them
+		 * (t->index, its own page, always among them) wakes it */
+		wake(&engines[t->index]);
+		return 0;
+	}
 	/* the threads take no signal: the main thread reads them from a
 	 * signalfd */
+	e->started = true;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(&e->thread, NULL, engine_main, e);
+	ret = -pthread_create(&t->thread, NULL, engine_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
+	if (ret) {
+		e->started = false;
 		return ret;
-	e->started = true;
+	}
+	t->running = true;
 	return 0;
 }
 
@@ -470,11 +581,44 @@ static void env_spin(const char *name, uint64_t *ns)
 		sv_log(SV_LOG_WARN, "ignoring %s=%s", name, v);
 }
 
+/* How many engine threads: CPUs - 1 (at least 1), $SOFTVERBSD_ENGINE_THREADS
+ * (1 .. SV_DB_PAGES) if set; one per page where the kernel has no
+ * futex_waitv. */
+static unsigned int engine_threads(long ncpu)
+{
+	const char *v = getenv("SOFTVERBSD_ENGINE_THREADS");
+	long n = ncpu - 1;
+
+	/* no futexes is invalid where the call exists */
+	if (syscall(SYS_futex_waitv, NULL, 0, 0, NULL, CLOCK_MONOTONIC) < 0 &&
+	    errno == ENOSYS) {
+		sv_log(SV_LOG_INFO, "no futex_waitv: one engine thread per page");
+		return SV_DB_PAGES;
+	}
+	if (v && *v) {
+		char *end;
+		unsigned long u = strtoul(v, &end, 10);
+
+		if (!*end && u >= 1 && u <= SV_DB_PAGES)
+			n = (long)u;
+		else
+			sv_log(SV_LOG_WARN, "ignoring SOFTVERBSD_ENGINE_THREADS=%s", v);
+	}
+	if (n < 1)
+		n = 1;
+	if (n > SV_DB_PAGES)
+		n = SV_DB_PAGES;
+	return (unsigned int)n;
+}
+
 int sv_engine_start(void)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret;
 
+	nthreads = engine_threads(ncpu);
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++)
+		ethreads[i].index = i;
 	if (ncpu <= 2)
 		spin_ns = SV_SPIN_NS_FEW;
 	if (ncpu <= SV_FEW_CPUS_LL)
@@ -510,14 +654,20 @@ err:
 void sv_engine_stop(void)
 {
 	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
+		struct sv_ethread *t = &ethreads[i];
+
+		if (t->running) {
+			__atomic_store_n(&t->stop, 1, __ATOMIC_RELEASE);
+			wake(&engines[t->index]);
+			pthread_join(t->thread, NULL);
+			t->running = false;
+			t->stop = 0;
+		}
+	}
+	for (unsigned int i = 0; i < SV_DB_PAGES; i++) {
 		struct sv_engine *e = &engines[i];
 
-		if (e->started) {
-			__atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
-			wake(e);
-			pthread_join(e->thread, NULL);
-			e->started = false;
-		}
+		e->started = false;
 		if (e->bounce) {
 			munmap(e->bounce, e->bounce_bytes);
 			e->bounce = NULL;

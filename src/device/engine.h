@@ -28,12 +28,11 @@
 
 #include "device/sv_dev.h"
 
-/* One engine thread and its doorbell page. */
+/* A doorbell page and the work of its QPs; an engine thread (engine.c)
+ * runs the work of one or more pages. */
 struct sv_engine {
 	unsigned int index;        /* its doorbell page in sv_dev.db_map */
-	pthread_t thread;
-	bool started;
-	uint32_t stop;             /* atomic: leave the loop */
+	bool started;              /* a thread serves it */
 	struct sv_doorbell *db;
 	/* odd while the engine copies bytes without sv_dev.lock (exec.c), or
 	 * waits without it in a fence (then `fencing` is set too, under the

@@ -14,7 +14,8 @@
  *    pages;
  *  - bad arguments: EINVAL;
  *  - two domains moving large messages at once (their engines copy in
- *    parallel) while commands come and go;
+ *    parallel where the machine has the cores) while commands come and go;
+ *  - every page in use: no more engine threads than CPUs - 1 (at least 1);
  *  - LOW_LATENCY's mailbox: many WQEs in flight behind a head that waits
  *    for a receive (so the mailbox is rewritten while earlier WQEs are
  *    pending and they must come from the ring), single WRs (which fill the
@@ -23,6 +24,7 @@
  * The test runs on a device of its own (isolated.sh), so every page is free
  * when it starts.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -282,6 +284,76 @@ static void test_models(void **state)
 
 /* Two QPs in two different domains talk to each other; a QP without a
  * domain, on page 0, talks to one in a domain. */
+/* The daemon's engine threads ("sv-engineN"), from /proc. */
+static int engine_threads(pid_t pid)
+{
+	char path[384], name[64];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	assert_non_null(dir);
+	while ((d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid,
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) &&
+		    !strncmp(name, "sv-engine", 9))
+			n++;
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
+}
+
+/* Every domain page in use, each with a QP moving data: still no more
+ * engine threads than the machine has CPUs less one (at least one), so a
+ * domain never competes with its own application for a core. */
+static void test_threads(void **state)
+{
+	enum { N = 8 };
+	struct ibv_exp_res_domain *rd[N];
+	struct ibv_cq *cq[N];
+	struct ibv_qp *qp[N];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long most = ncpu > 2 ? ncpu - 1 : 1;
+	pid_t pid = vu_daemon_pid();
+	int n;
+
+	(void)state;
+	assert_true(pid > 0);
+	for (int i = 0; i < N; i++) {
+		rd[i] = rd_new(IBV_EXP_THREAD_SAFE, i & 1 ? IBV_EXP_MSG_HIGH_BW :
+			       IBV_EXP_MSG_LOW_LATENCY);
+		assert_non_null(rd[i]);
+		assert_int_equal(rd_info(rd[i]).dedicated, 1);
+		cq[i] = cq_in(rd[i]);
+		assert_non_null(cq[i]);
+		qp[i] = qp_in(rd[i], cq[i]);
+		assert_non_null(qp[i]);
+	}
+	for (int i = 0; i + 1 < N; i += 2)
+		pair_transfer(qp[i], cq[i], qp[i + 1], cq[i + 1]);
+	n = engine_threads(pid);
+	printf("%d engine threads for %d dedicated domains on %ld CPUs\n", n,
+	       N, ncpu);
+	assert_true(n >= 1);
+	assert_true(n <= most);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ibv_destroy_qp(qp[i]), 0);
+		assert_int_equal(ibv_destroy_cq(cq[i]), 0);
+		assert_int_equal(ibv_exp_destroy_res_domain(ctx, rd[i], NULL), 0);
+	}
+}
+
 static void test_pages(void **state)
 {
 	struct ibv_exp_res_domain *r1, *r2;
@@ -1121,6 +1193,7 @@ int main(void)
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_parallel),
 		cmocka_unit_test(test_mailbox),
+		cmocka_unit_test(test_threads),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
