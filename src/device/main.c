@@ -904,6 +904,7 @@ int main(int argc, char **argv)
 	if (ret)
 		sv_log(SV_LOG_ERR, "event loop: %s", strerror(-ret));
 	sv_log_flush();
-	sv_log(SV_LOG_INFO, "stopped");
+	sv_log(SV_LOG_INFO, "stopped (%llu log lines suppressed)",
+	       (unsigned long long)sv_log_suppressed());
 	return ret ? 1 : 0;
 }
