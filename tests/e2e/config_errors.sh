@@ -19,9 +19,9 @@ none_left() { ! pgrep -f -- "--socket $1( |$)" >/dev/null; }
 
 # ---- 1 ----
 mkdir "$T/two"
-"$SVD" --socket "$T/two/a" --idle-exit 1 --no-roce --log "$T/two/a.log" &
+"$SVD" --socket "$T/two/a" --idle-exit 60 --no-roce --log "$T/two/a.log" &
 pa=$!
-"$SVD" --socket "$T/two/b" --idle-exit 1 --no-roce --log "$T/two/b.log" &
+"$SVD" --socket "$T/two/b" --idle-exit 60 --no-roce --log "$T/two/b.log" &
 pb=$!
 wait_for_line "$T/two/a.log" 'info: serving' 200 || fail "daemon a does not serve"
 wait_for_line "$T/two/b.log" 'info: serving' 200 ||
@@ -31,6 +31,7 @@ for s in a b; do
 		"$HOLD" --once >/dev/null || fail "no device on $T/two/$s"
 done
 [ -e "$T/two/a.lock" ] && [ -e "$T/two/b.lock" ] || fail "not one lock per socket"
+kill -TERM $pa $pb
 wait $pa $pb
 pass "two sockets in one folder both serve"
 
@@ -71,10 +72,15 @@ none_left "$sock" || fail "a daemon was left behind for $sock"
 pass "autostart with the lock held by pid $holder fails in $dt ms, nothing left"
 
 # ---- 4 ----
-"$HOLD" --once >/dev/null || fail "no autostart"
-p1=$(daemon_pid)
-kill -KILL "$p1"
+# a client holds the daemon (no idle exit) while it is killed
+"$HOLD" >"$T/4.out" &
+h=$!
+wait_for_line "$T/4.out" '^daemon_pid=' || fail "no autostart"
+p1=$(sed -n 's/^daemon_pid=//p' "$T/4.out")
+kill -KILL "$p1" || fail "cannot kill daemon $p1"
 wait_gone "$p1" || fail "daemon $p1 survived SIGKILL"
+kill $h
+wait $h
 [ -S "$SOFTVERBS_SOCKET" ] || fail "no stale socket left to take over"
 p2=$("$HOLD" --once | sed -n 's/^daemon_pid=//p')
 [ -n "$p2" ] && [ "$p2" != "$p1" ] || fail "stale socket not taken over"
@@ -88,7 +94,7 @@ fi
 chmod 755 "$T"
 mkdir -m 755 "$T/shared"
 sock=$T/shared/control
-"$SVD" --socket "$sock" --idle-exit 30 --no-roce --log "$T/shared/d.log" &
+"$SVD" --socket "$sock" --idle-exit 60 --no-roce --log "$T/shared/d.log" &
 pd=$!
 wait_for_line "$T/shared/d.log" 'info: serving' 200 || fail "no daemon"
 for mode in 666 600; do

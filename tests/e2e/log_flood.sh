@@ -8,8 +8,9 @@ log=$SV_TEST_DIR/softverbsd.log
 cap=65536
 count=${SV_FLOOD_COUNT:-100000}
 
-"$SV_BUILD_DIR/bin/softverbsd" --socket "$SOFTVERBS_SOCKET" --idle-exit 1 \
+"$SV_BUILD_DIR/bin/softverbsd" --socket "$SOFTVERBS_SOCKET" --idle-exit 60 \
 	--no-roce --log "$log" --log-max-bytes $cap &
+daemon=$!
 wait_for_line "$log" 'info: serving' || fail "the daemon did not start"
 
 # 64 connections, one refused command after another on each in turn (each
@@ -59,3 +60,5 @@ echo "refusal lines written: $lines, suppressed (counted in the log): $total"
 cat "$log.1" "$log" 2>/dev/null | grep -q 'refused: .*(.*)' ||
 	fail "the reason of the first refusal is not in the log"
 pass "a flood of $count refused commands: the log stayed under $cap bytes"
+kill -TERM $daemon
+wait $daemon || fail "the daemon did not stop cleanly"
