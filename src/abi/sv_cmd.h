@@ -431,6 +431,9 @@ struct sv_rsp_hello {
 	uint64_t node_guid;    /* big-endian, as ibv_get_device_guid returns */
 	uint32_t dev_index;
 	uint32_t uverbs;       /* N of /dev/infiniband/uverbsN (the device view) */
+	uint32_t owner_uid;    /* the daemon's uid; with status -EACCES: the
+				* device is that uid's, the caller is refused */
+	uint32_t rsvd;
 };
 
 /* The device's attributes, in host byte order except the GUIDs. */

@@ -53,16 +53,28 @@ int sv_sock_dir(const char *path, char *dir, size_t len)
 
 int sv_sock_sibling(const char *path, const char *name, char *buf, size_t len)
 {
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
 	char dir[256];
 	int n, ret;
 
 	ret = sv_sock_dir(path, dir, sizeof(dir));
 	if (ret)
 		return ret;
-	n = snprintf(buf, len, "%s/%s", dir, name);
+	if (!strcmp(base, SV_SOCK_NAME) || !*base)
+		n = snprintf(buf, len, "%s/%s", dir, name);
+	else
+		n = snprintf(buf, len, "%s/%s.%s", dir, base, name);
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int sv_sock_lock_path(const char *path, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s%s", path, SV_LOCK_SUFFIX);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 int sv_send_msg(int sock, const void *buf, size_t len, int fd, int flags)

@@ -13,7 +13,7 @@
 #include "abi/sv_cmd.h"
 
 #define SV_SOCK_NAME "control"
-#define SV_LOCK_NAME "control.lock"
+#define SV_LOCK_SUFFIX ".lock"     /* the lock is the socket's path + this */
 #define SV_LOG_NAME  "softverbsd.log"
 
 /* The control socket's path: $SOFTVERBS_SOCKET, else
@@ -24,8 +24,17 @@ int sv_sock_path(char *buf, size_t len);
 /* The folder that holds path (the lock and log live beside the socket). */
 int sv_sock_dir(const char *path, char *dir, size_t len);
 
-/* Path of a file beside the socket: DIR/name. */
+/*
+ * Path of a file that belongs to the socket at path and lies beside it:
+ * DIR/name for the default socket name (DIR/control), DIR/BASE.name for any
+ * other (DIR/BASE), so that two sockets in one folder share nothing (their
+ * logs, device views and rdma_cm sockets).
+ */
 int sv_sock_sibling(const char *path, const char *name, char *buf, size_t len);
+
+/* The lock a daemon holds for its whole life: PATH.lock (DIR/control.lock
+ * for the default name). It holds the daemon's pid. One per socket. */
+int sv_sock_lock_path(const char *path, char *buf, size_t len);
 
 /* Send len bytes as one message, with fd attached when fd >= 0.
  * Returns 0 or -errno (-EAGAIN with MSG_DONTWAIT in flags). */

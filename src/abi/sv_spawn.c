@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,14 @@ int sv_sock_connect(const char *path)
 		return e;
 	}
 	return fd;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 bool sv_autostart_allowed(void)
@@ -80,20 +89,67 @@ static void find_daemon(char *buf, size_t len)
 	snprintf(buf, len, "softverbsd");
 }
 
+/* Wait for the daemon's one-line report on fd: "0", or "-ERRNO reason". */
+static int read_report(int fd, long deadline_ms, char *msg, size_t msglen)
+{
+	char buf[512];
+	size_t got = 0;
+	char *end;
+	long e;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long left = deadline_ms - now_ms();
+		ssize_t n;
+
+		if (left <= 0) {
+			snprintf(msg, msglen, "softverbsd did not report in time");
+			return -ETIMEDOUT;
+		}
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		if (!p.revents)
+			continue;
+		n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (got += (size_t)n) == sizeof(buf) - 1)
+			break;
+		if (memchr(buf, '\n', got))
+			break;
+	}
+	buf[got] = 0;
+	if (!got) {
+		snprintf(msg, msglen, "softverbsd exited without a word");
+		return -EIO;
+	}
+	e = strtol(buf, &end, 10);
+	if (end == buf || e > 0 || e < -4095)
+		e = -EIO;
+	if (*end == ' ')
+		end++;
+	end[strcspn(end, "\n")] = 0;
+	snprintf(msg, msglen, "%s", end);
+	return (int)e;
+}
+
 /*
  * Start a daemon, detached: fork twice so it is nobody's child here (no
  * zombie, no SIGCHLD for the application), in its own session, with none of
- * the application's descriptors. Between fork and exec only async-signal-safe
- * calls: this may run in any thread of any program.
+ * the application's descriptors but the write end of its report pipe (as
+ * descriptor 3). Between fork and exec only async-signal-safe calls: this
+ * may run in any thread of any program.
  */
-void sv_spawn_daemon(const char *sock_path)
+int sv_spawn_daemon(const char *sock_path, long deadline_ms, char *msg,
+		    size_t msglen)
 {
 	char exe[PATH_MAX], log[PATH_MAX], dir[PATH_MAX], idle[16];
 	const char *env_idle = getenv("SOFTVERBS_IDLE_EXIT");
-	char *argv[10];
-	int argc = 0;
+	char *argv[12];
+	int argc = 0, pfd[2], ret;
 	pid_t pid;
 
+	msg[0] = 0;
 	find_daemon(exe, sizeof(exe));
 	snprintf(idle, sizeof(idle), "%s",
 		 env_idle && *env_idle ? env_idle : SV_DEFAULT_IDLE_EXIT);
@@ -102,6 +158,8 @@ void sv_spawn_daemon(const char *sock_path)
 	argv[argc++] = idle;
 	argv[argc++] = "--socket";
 	argv[argc++] = (char *)sock_path;
+	argv[argc++] = "--ready-fd";
+	argv[argc++] = "3";
 	if (!sv_sock_sibling(sock_path, SV_LOG_NAME, log, sizeof(log))) {
 		argv[argc++] = "--log";
 		argv[argc++] = log;
@@ -109,10 +167,16 @@ void sv_spawn_daemon(const char *sock_path)
 	argv[argc] = NULL;
 	if (!sv_sock_dir(sock_path, dir, sizeof(dir)))
 		mkdir(dir, 0700); /* so the log can open before the daemon runs */
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
 
 	pid = fork();
-	if (pid < 0)
-		return;
+	if (pid < 0) {
+		ret = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return ret;
+	}
 	if (pid == 0) {
 		int nul, err;
 
@@ -122,29 +186,53 @@ void sv_spawn_daemon(const char *sock_path)
 		nul = open("/dev/null", O_RDWR);
 		/* stderr to the log: whatever the daemon says on the way out
 		 * (a sanitizer's report too) stays readable */
-		err = argc > 5 ? open(log, O_WRONLY | O_APPEND | O_CREAT, 0600) : -1;
+		err = argc > 7 ? open(log, O_WRONLY | O_APPEND | O_CREAT, 0600) : -1;
 		if (nul >= 0) {
 			dup2(nul, 0);
 			dup2(nul, 1);
 			dup2(err >= 0 ? err : nul, 2);
 		}
-		syscall(SYS_close_range, 3, ~0u, 0);
+		/* the report pipe as descriptor 3, kept across exec */
+		if (pfd[1] == 3)
+			fcntl(3, F_SETFD, 0);
+		else if (dup2(pfd[1], 3) != 3)
+			_exit(127);
+		syscall(SYS_close_range, 4, ~0u, 0);
 		if (strchr(exe, '/'))
 			execv(exe, argv);
 		else
 			execvp(exe, argv);
 		_exit(127);
 	}
+	close(pfd[1]);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	ret = read_report(pfd[0], deadline_ms, msg, msglen);
+	close(pfd[0]);
+	if (ret == -EIO && !strcmp(msg, "softverbsd exited without a word"))
+		snprintf(msg, msglen, "cannot run %s (or it died starting)", exe);
+	return ret;
 }
 
-static long now_ms(void)
+/* The device at path belongs to another uid: say so, once per call. */
+static int denied(const char *path, int fd)
 {
-	struct timespec ts;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct stat st;
+	long uid = -1;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (fd >= 0 && !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
+		uid = (long)cr.uid;
+	else if (!stat(path, &st))
+		uid = (long)st.st_uid;
+	if (uid >= 0)
+		fprintf(stderr, "softverbs: permission denied: the device at %s "
+			"belongs to uid %ld\n", path, uid);
+	else
+		fprintf(stderr, "softverbs: permission denied: the device at %s "
+			"belongs to another user\n", path);
+	return -EACCES;
 }
 
 int sv_daemon_open(const char *path, bool autostart,
@@ -152,25 +240,39 @@ int sv_daemon_open(const char *path, bool autostart,
 {
 	long deadline = now_ms() + SV_CONNECT_TIMEOUT_MS;
 	int fd, ret, tries = 0;
+	char msg[256];
 
 	for (;;) {
 		fd = sv_sock_connect(path);
 		if (fd >= 0) {
 			ret = greet(fd, arg);
+			if (ret == -EACCES)
+				ret = denied(path, fd);
 			if (!ret)
 				return fd;
 			close(fd);
 			if (ret != -ENOTCONN && ret != -EIO)
 				return ret;
 			/* a daemon on its way out closed on us: again */
+		} else if (fd == -EACCES) {
+			/* the socket is another user's: no daemon we start
+			 * can serve it either */
+			return denied(path, -1);
 		} else if (!autostart) {
 			return fd;
 		}
 		if (now_ms() > deadline)
 			return -ETIMEDOUT;
-		/* start one now and then while waiting; extra daemons leave */
-		if (autostart && tries++ % 200 == 0)
-			sv_spawn_daemon(path);
+		/* none answers: start one, and hear from it whether it serves
+		 * (a daemon that cannot says why, and is gone) */
+		if (autostart && fd < 0 && tries++ % 200 == 0) {
+			ret = sv_spawn_daemon(path, deadline, msg, sizeof(msg));
+			if (ret && ret != -ETIMEDOUT) {
+				fprintf(stderr, "softverbs: cannot start the device "
+					"at %s: %s\n", path, msg);
+				return ret;
+			}
+		}
 		usleep(tries < 50 ? 2000 : 10000);
 	}
 }

@@ -20,16 +20,26 @@ int sv_sock_connect(const char *path);
  * not "0"). */
 bool sv_autostart_allowed(void);
 
-/* Start a daemon for path, detached (no zombie, no SIGCHLD, none of the
- * caller's descriptors); does not wait for it to answer. */
-void sv_spawn_daemon(const char *path);
+/*
+ * Start a daemon for path, detached (no zombie, no SIGCHLD, none of the
+ * caller's descriptors), and wait (until deadline_ms, CLOCK_MONOTONIC) for
+ * its report on a pipe (softverbsd --ready-fd): 0 once it serves path (or
+ * found another daemon serving it), else -errno, with the daemon's reason in
+ * msg (a daemon that cannot serve path has exited by then: none is left
+ * behind). -ETIMEDOUT: no report in time.
+ */
+int sv_spawn_daemon(const char *path, long deadline_ms, char *msg,
+		    size_t msglen);
 
 /*
  * A connection to the daemon at path. greet(fd, arg) runs on each new
  * connection: 0 keeps it; -ENOTCONN or -EIO (a daemon on its way out
  * closed on us) tries again; any other error fails. With autostart, a
- * daemon is started now and then while none answers, for up to
- * SV_CONNECT_TIMEOUT_MS. The descriptor, or -errno (-ETIMEDOUT).
+ * daemon is started while none answers, for up to SV_CONNECT_TIMEOUT_MS.
+ * The descriptor, or -errno. Fails at once, saying why on stderr, where
+ * waiting cannot help: -EACCES when the device at path belongs to another
+ * uid (the socket refuses us, or the daemon answers HELLO with -EACCES), or
+ * the error of a started daemon that cannot serve path.
  */
 int sv_daemon_open(const char *path, bool autostart,
 		   int (*greet)(int fd, void *arg), void *arg);

@@ -38,6 +38,7 @@ static int cmd_hello(struct sv_req *r)
 	h->node_guid = sv_dev.attr.node_guid;
 	h->dev_index = 0;
 	h->uverbs = sv_dev.uverbs;
+	h->owner_uid = (uint32_t)geteuid();
 	return 0;
 }
 
@@ -279,9 +280,9 @@ out:
 		close(r.fd_in);
 	if (ret) {
 		sv_dev.refused++;
-		sv_log(SV_LOG_INFO, "client %llu (pid %d): %s refused: %s (%s)",
-		       (unsigned long long)c->id, (int)c->pid, sv_cmd_name(op),
-		       strerror(-ret), r.why ? r.why : "see errno");
+		sv_log_client(c, r.why, SV_LOG_INFO, "%s refused: %s (%s)",
+			      sv_cmd_name(op), strerror(-ret),
+			      r.why ? r.why : "see errno");
 		if (r.fd_out >= 0)
 			close(r.fd_out);
 		r.fd_out = -1;

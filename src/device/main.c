@@ -4,10 +4,15 @@
  * from an epoll loop; it also watches each client's pidfd, SIGTERM/SIGINT
  * (clean shutdown) and an idle timer (--idle-exit).
  *
- * One daemon per socket path: a daemon holds an exclusive flock on the lock
- * file beside the socket for its whole life. A second one started at the same
- * time waits for that lock, finds a live daemon answering and leaves quietly,
- * so two clients that auto-start at once end up on one daemon.
+ * One daemon per socket path: a daemon holds an exclusive flock on the
+ * socket's lock file (PATH.lock) for its whole life. A second one started at
+ * the same time waits a little for that lock, finds a live daemon answering
+ * and leaves quietly, so two clients that auto-start at once end up on one
+ * daemon. One that finds the lock held by a process that does not answer on
+ * the socket for SV_LOCK_GRACE_MS leaves with an error naming it, never
+ * waits forever. A daemon started with --ready-fd says on that descriptor
+ * whether it serves ("0") or why not ("-ERRNO reason"): the autostart of
+ * src/abi/sv_spawn.c waits for that word.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,11 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
@@ -35,13 +42,23 @@
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 
 enum sv_evkind { EV_LISTEN, EV_SIGNAL, EV_IDLE, EV_SOCK, EV_PID, EV_CM_LISTEN,
-		 EV_CM_TIMER, EV_CM_FILE, EV_CM_WIRE };
+		 EV_CM_TIMER, EV_CM_FILE, EV_CM_WIRE, EV_REFUSED };
 
 struct sv_evtag {
 	enum sv_evkind kind;
 	struct sv_client *client;
 	struct sv_cm_file *cm;        /* EV_CM_FILE */
+	unsigned int slot;            /* EV_REFUSED */
 };
+
+/* How long a lock held by a process that does not answer on the socket is
+ * waited for: a daemon between its flock and its listen, or on its way out,
+ * takes far less. */
+#define SV_LOCK_GRACE_MS 3000
+
+/* Connections of another uid, waiting for their HELLO to be answered with
+ * EACCES (then closed); the oldest goes when a new one needs its slot. */
+#define SV_REFUSED_SLOTS 8
 
 static struct {
 	char sock_path[108];
@@ -50,8 +67,50 @@ static struct {
 	unsigned int idle_exit;   /* seconds; 0 = never */
 	struct sv_evtag t_listen, t_signal, t_idle, t_cm_listen, t_cm_timer;
 	struct sv_evtag t_cm_wire;
+	int ready_fd;             /* --ready-fd: one word to the spawner */
+	struct {
+		int fd;
+		uint64_t seq;     /* age: the lowest goes first */
+		struct sv_evtag tag;
+	} refused[SV_REFUSED_SLOTS];
+	uint64_t refused_seq;
 } d = { .listen_fd = -1, .lock_fd = -1, .epfd = -1, .sig_fd = -1,
-	.idle_fd = -1 };
+	.idle_fd = -1, .ready_fd = -1 };
+
+/* Tell the spawner (--ready-fd), once: 0 (a daemon serves the socket) or
+ * -errno and why. */
+static void ready_say(int err, const char *why)
+{
+	char line[600];
+	int n;
+
+	if (d.ready_fd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%d %s\n", err, why ? why : "");
+	if (n > (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 1;
+	if (write(d.ready_fd, line, (size_t)n) < 0) {
+		/* the spawner has gone: nobody to tell */
+	}
+	close(d.ready_fd);
+	d.ready_fd = -1;
+}
+
+/* The daemon cannot serve: say why (log, stderr when it is not the log, the
+ * spawner) and return status for main. */
+static int __attribute__((format(printf, 3, 4)))
+give_up(int status, int err, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	sv_log(SV_LOG_ERR, "%s", why);
+	ready_say(err < 0 ? err : -EIO, why);
+	return status;
+}
 
 static void usage(FILE *f)
 {
@@ -83,6 +142,10 @@ static void usage(FILE *f)
 "                       seed=N,drop=P,dup=P,reorder=P,corrupt=P (P in [0,1];\n"
 "                       also $SOFTVERBSD_INJECT)\n"
 "  --log FILE           log here instead of stderr\n"
+"  --log-max-bytes N    rotate FILE to FILE.1 past N bytes (default 8 MiB;\n"
+"                       0: never)\n"
+"  --ready-fd FD        write \"0\" to FD once serving, or \"-ERRNO reason\"\n"
+"                       when it cannot (the autostart waits for it)\n"
 "  --verbose            log every command\n"
 "  --help               this text\n");
 }
@@ -138,23 +201,112 @@ static bool daemon_alive(const char *path)
 	return alive;
 }
 
-/* 1: we are the daemon for this path; 0: another one is; <0: error. */
+static long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The pid that holds an flock on fd's file, from /proc/locks; else the pid
+ * the file names (what a daemon writes there); else -1. */
+static long lock_holder(int fd)
+{
+	struct stat st;
+	char line[256], buf[32];
+	long pid = -1;
+	FILE *f;
+	ssize_t n;
+
+	if (!fstat(fd, &st) && (f = fopen("/proc/locks", "re"))) {
+		while (pid < 0 && fgets(line, sizeof(line), f)) {
+			unsigned int maj, min;
+			unsigned long ino;
+			long p;
+
+			/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" */
+			if (!strstr(line, "FLOCK") ||
+			    sscanf(line, "%*s %*s %*s %*s %ld %x:%x:%lu", &p,
+				   &maj, &min, &ino) != 4)
+				continue;
+			if (ino == (unsigned long)st.st_ino &&
+			    maj == major(st.st_dev) && min == minor(st.st_dev) &&
+			    p != (long)getpid())
+				pid = p;
+		}
+		fclose(f);
+	}
+	if (pid < 0 && (n = pread(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+		buf[n] = 0;
+		pid = strtol(buf, NULL, 10);
+		if (pid <= 0)
+			pid = -1;
+	}
+	return pid;
+}
+
+/* Take the socket's lock: 1 taken; 0 another daemon answers on the socket;
+ * -EBUSY the holder does not answer within SV_LOCK_GRACE_MS; -errno. */
+static int take_lock(void)
+{
+	long end = mono_ms() + SV_LOCK_GRACE_MS;
+
+	for (;;) {
+		if (!flock(d.lock_fd, LOCK_EX | LOCK_NB))
+			return 1;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		/* a daemon starting, serving, or on its way out holds it */
+		if (daemon_alive(d.sock_path))
+			return 0;
+		if (mono_ms() > end)
+			return -EBUSY;
+		usleep(10000);
+	}
+}
+
+/* 1: we are the daemon for this path; 0: another one is; <0: error, said
+ * (give_up). */
 static int claim_socket(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int ret;
 
-	ret = sv_sock_sibling(d.sock_path, SV_LOCK_NAME, d.lock_path,
-			      sizeof(d.lock_path));
-	if (ret)
+	ret = sv_sock_lock_path(d.sock_path, d.lock_path, sizeof(d.lock_path));
+	if (ret) {
+		give_up(1, ret, "cannot serve %s: path too long", d.sock_path);
 		return ret;
+	}
 	d.lock_fd = open(d.lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (d.lock_fd < 0)
-		return -errno;
-	/* a daemon on its way out still holds it: wait for it to go */
-	while (flock(d.lock_fd, LOCK_EX) && errno == EINTR)
-		;
-	if (daemon_alive(d.sock_path))
+	if (d.lock_fd < 0) {
+		ret = -errno;
+		give_up(1, ret, "cannot serve %s: cannot open its lock %s: %s",
+			d.sock_path, d.lock_path, strerror(-ret));
+		return ret;
+	}
+	ret = take_lock();
+	if (ret == -EBUSY) {
+		long pid = lock_holder(d.lock_fd);
+
+		if (pid > 0)
+			give_up(1, ret, "cannot serve %s: its lock %s is held by "
+				"pid %ld, which does not answer on the socket",
+				d.sock_path, d.lock_path, pid);
+		else
+			give_up(1, ret, "cannot serve %s: its lock %s is held by "
+				"a process that does not answer on the socket",
+				d.sock_path, d.lock_path);
+		return ret;
+	}
+	if (ret < 0) {
+		give_up(1, ret, "cannot serve %s: cannot lock %s: %s",
+			d.sock_path, d.lock_path, strerror(-ret));
+		return ret;
+	}
+	if (ret == 0 || daemon_alive(d.sock_path))
 		return 0;
 	/* the lock file names the daemon that holds it (tests wait on it) */
 	if (ftruncate(d.lock_fd, 0) == 0) {
@@ -171,14 +323,22 @@ static int claim_socket(void)
 	if (ret)
 		sv_log(SV_LOG_WARN, "no rdma_cm device: %s", strerror(-ret));
 	unlink(d.sock_path);
+	ret = 0;
 	d.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
 			     SOCK_NONBLOCK, 0);
 	if (d.listen_fd < 0)
-		return -errno;
+		ret = -errno;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.sock_path);
-	if (bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(d.sock_path, 0600) || listen(d.listen_fd, 128))
-		return -errno;
+	if (d.listen_fd >= 0 &&
+	    (bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	     chmod(d.sock_path, 0600) || listen(d.listen_fd, 128)))
+		ret = -errno;
+	if (ret < 0) {
+		sv_cm_stop();
+		give_up(1, ret, "cannot serve %s: %s", d.sock_path,
+			strerror(-ret));
+		return ret;
+	}
 	return 1;
 }
 
@@ -233,6 +393,61 @@ static void client_drop(struct sv_client *c)
 		idle_arm(true);
 }
 
+/* A connection of another uid: kept until its HELLO is answered with
+ * EACCES and the owner's uid, so that its library fails at once with a
+ * clear word instead of retrying a closed socket. */
+static void refuse_park(int fd, const struct ucred *cr)
+{
+	unsigned int i, old = 0;
+
+	/* one line per kind: a client retrying in a loop is counted */
+	sv_log(SV_LOG_WARN, "refused pid %d: uid %u is not the daemon's uid %u",
+	       (int)cr->pid, cr->uid, geteuid());
+	for (i = 0; i < SV_REFUSED_SLOTS; i++) {
+		if (d.refused[i].fd < 0)
+			break;
+		if (d.refused[i].seq < d.refused[old].seq)
+			old = i;
+	}
+	if (i == SV_REFUSED_SLOTS) {
+		i = old;
+		close(d.refused[i].fd); /* leaves epoll with it */
+	}
+	d.refused[i].fd = fd;
+	d.refused[i].seq = ++d.refused_seq;
+	d.refused[i].tag = (struct sv_evtag){ .kind = EV_REFUSED, .slot = i };
+	if (ep_add(fd, EPOLLIN | EPOLLRDHUP, &d.refused[i].tag)) {
+		close(fd);
+		d.refused[i].fd = -1;
+	}
+}
+
+static void on_refused(unsigned int i)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int fd_in;
+	ssize_t n;
+
+	n = sv_recv_msg(d.refused[i].fd, &cmd, sizeof(cmd), &fd_in,
+			MSG_DONTWAIT);
+	if (fd_in >= 0)
+		close(fd_in);
+	if (n == -EAGAIN)
+		return;
+	if (n >= (ssize_t)sizeof(cmd.hdr) && cmd.hdr.magic == SV_PROTO_MAGIC &&
+	    cmd.hdr.op == SV_CMD_HELLO) {
+		sv_rsp_init(&rsp, &cmd, -EACCES);
+		rsp.u.hello.abi = SV_PROTO_VERSION;
+		rsp.u.hello.daemon_pid = (uint32_t)getpid();
+		rsp.u.hello.owner_uid = (uint32_t)geteuid();
+		sv_send_msg(d.refused[i].fd, &rsp, sizeof(rsp), -1,
+			    MSG_DONTWAIT);
+	}
+	close(d.refused[i].fd);
+	d.refused[i].fd = -1;
+}
+
 static void on_accept(void)
 {
 	for (;;) {
@@ -254,6 +469,16 @@ static void on_accept(void)
 		}
 		if (fd < 0)
 			return;
+		{
+			struct ucred cr;
+			socklen_t len = sizeof(cr);
+
+			if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) &&
+			    cr.uid != geteuid() && cr.uid != 0) {
+				refuse_park(fd, &cr);
+				continue;
+			}
+		}
 		if (sv_dev.nclients >= SV_MAX_CLIENTS) {
 			sv_log(SV_LOG_WARN, "refused a connection: %u clients",
 			       sv_dev.nclients);
@@ -364,6 +589,7 @@ static void on_cm_accept(void)
 static int serve(void)
 {
 	struct epoll_event evs[32];
+	bool log_pending = false;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -397,8 +623,11 @@ static int serve(void)
 		return -errno;
 	idle_arm(true);
 
+	for (int i = 0; i < SV_REFUSED_SLOTS; i++)
+		d.refused[i].fd = -1;
 	for (;;) {
-		int n = epoll_wait(d.epfd, evs, 32, -1);
+		/* while the log holds suppression counts, wake to write them */
+		int n = epoll_wait(d.epfd, evs, 32, log_pending ? 1000 : -1);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -444,6 +673,10 @@ static int serve(void)
 						idle_arm(true);
 				}
 				break;
+			case EV_REFUSED:
+				if (d.refused[t->slot].fd >= 0)
+					on_refused(t->slot);
+				break;
 			case EV_PID:
 				if (t->client->dead)
 					break;
@@ -457,6 +690,7 @@ static int serve(void)
 		/* clients dropped in this batch may still have had events in
 		 * it; only now is their memory freed */
 		bury();
+		log_pending = sv_log_tick();
 	}
 }
 
@@ -477,6 +711,8 @@ int main(int argc, char **argv)
 		{ "cm-retries", required_argument, NULL, 'R' },
 		{ "max-process-mem", required_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "ready-fd", required_argument, NULL, 'F' },
+		{ "log-max-bytes", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -571,6 +807,23 @@ int main(int argc, char **argv)
 		case 'l':
 			log_path = optarg;
 			break;
+		case 'F':
+		case 'B': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+
+			if (*end || !*optarg || (c == 'F' && v > 65535)) {
+				fprintf(stderr, "softverbsd: bad --%s '%s'\n",
+					c == 'F' ? "ready-fd" : "log-max-bytes",
+					optarg);
+				return 2;
+			}
+			if (c == 'F')
+				d.ready_fd = (int)v;
+			else
+				sv_log_max_bytes = v;
+			break;
+		}
 		case 'v':
 			sv_log_level = SV_LOG_DEBUG;
 			break;
@@ -586,33 +839,34 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!d.sock_path[0] && sv_sock_path(d.sock_path, sizeof(d.sock_path))) {
-		fprintf(stderr, "softverbsd: socket path too long\n");
-		return 2;
-	}
+	if (d.ready_fd >= 0 && fcntl(d.ready_fd, F_SETFD, FD_CLOEXEC))
+		d.ready_fd = -1;
+	if (!d.sock_path[0] && sv_sock_path(d.sock_path, sizeof(d.sock_path)))
+		return give_up(2, -ENAMETOOLONG, "socket path too long");
 	{
 		char dir[256];
+		int e = sv_sock_dir(d.sock_path, dir, sizeof(dir));
 
-		if (sv_sock_dir(d.sock_path, dir, sizeof(dir)) || mkdir_p(dir)) {
-			fprintf(stderr, "softverbsd: cannot create the folder of %s\n",
-				d.sock_path);
-			return 1;
-		}
+		if (e || (e = mkdir_p(dir)))
+			return give_up(1, e, "cannot serve %s: cannot create its "
+				       "folder %s: %s", d.sock_path, dir,
+				       strerror(-e));
 	}
 	if (log_path && sv_log_open(log_path)) {
-		fprintf(stderr, "softverbsd: cannot open log %s: %s\n", log_path,
-			strerror(errno));
-		return 1;
+		int e = -errno;
+
+		return give_up(1, e, "cannot open the log %s: %s", log_path,
+			       strerror(-e));
 	}
 	sv_dev.clients.next = sv_dev.clients.prev = &sv_dev.clients;
 	if (sv_keytab_init(&sv_dev.keys, SV_MAX_MR) ||
-	    (ret = sv_identity_init(ip, netdev))) {
-		sv_log(SV_LOG_ERR, "cannot set up the device%s%s: %s",
-		       ip || netdev ? " on " : "", ip ? ip : netdev ? netdev : "",
-		       ip && netdev ? "--ip and --netdev exclude each other" :
-		       strerror(ret < 0 ? -ret : ENOMEM));
-		return 1;
-	}
+	    (ret = sv_identity_init(ip, netdev)))
+		return give_up(1, ret < 0 ? ret : -ENOMEM,
+			       "cannot set up the device%s%s: %s",
+			       ip || netdev ? " on " : "",
+			       ip ? ip : netdev ? netdev : "",
+			       ip && netdev ? "--ip and --netdev exclude each "
+			       "other" : strerror(ret < 0 ? -ret : ENOMEM));
 	if (no_masked)
 		sv_dev.attr.exp_cap_flags &= ~SV_EXP_CAP_MASKED_ATOMICS;
 	ret = claim_socket();
@@ -620,19 +874,21 @@ int main(int argc, char **argv)
 		int e = sv_engine_start();
 
 		if (e) {
-			sv_log(SV_LOG_ERR, "cannot start the engine");
-			ret = e;
+			sv_cm_stop();
+			unlink(d.sock_path);
+			sv_view_unpublish();
+			return give_up(1, e, "cannot serve %s: cannot start the "
+				       "engine: %s", d.sock_path, strerror(-e));
 		}
 	}
 	if (ret == 0) {
 		sv_log(SV_LOG_INFO, "a daemon already serves %s", d.sock_path);
+		ready_say(0, "a daemon already serves the socket");
 		return 0;
 	}
 	if (ret < 0) {
 		sv_view_unpublish();
-		sv_log(SV_LOG_ERR, "cannot serve %s: %s", d.sock_path,
-		       strerror(-ret));
-		return 1;
+		return 1; /* said by claim_socket */
 	}
 	if (roce) {
 		int e = sv_roce_start((uint16_t)roce_port, inject,
@@ -650,6 +906,7 @@ int main(int argc, char **argv)
 	}
 	sv_log(SV_LOG_INFO, "serving %s (pid %d, idle exit %us)", d.sock_path,
 	       (int)getpid(), d.idle_exit);
+	ready_say(0, "serving");
 	ret = serve();
 	/* the CM's last words (DREQs, REJs) still go out on the wire */
 	sv_cm_stop();
@@ -665,6 +922,8 @@ int main(int argc, char **argv)
 	sv_keytab_fini(&sv_dev.keys);
 	if (ret)
 		sv_log(SV_LOG_ERR, "event loop: %s", strerror(-ret));
-	sv_log(SV_LOG_INFO, "stopped");
+	sv_log_flush();
+	sv_log(SV_LOG_INFO, "stopped (%llu log lines suppressed)",
+	       (unsigned long long)sv_log_suppressed());
 	return ret ? 1 : 0;
 }

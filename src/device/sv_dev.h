@@ -573,11 +573,27 @@ void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type);
 void sv_client_del_obj(struct sv_client *c, unsigned int type,
 		       uint64_t handle);
 
-/* log.c */
+/* log.c: rate-limited per kind and overall, first line of each kind always
+ * kept, the file capped and rotated (see log.c). */
 enum { SV_LOG_ERR, SV_LOG_WARN, SV_LOG_INFO, SV_LOG_DEBUG };
+#define SV_LOG_DEFAULT_MAX_BYTES (8ull << 20)
 extern int sv_log_level;
+extern uint64_t sv_log_max_bytes;   /* a log file's cap (0: none) */
 int sv_log_open(const char *path);
+/* A line whose kind is its format (fmt must be a string literal). */
 void sv_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* A line about client c, prefixed "client ID (pid PID): ", limited per
+ * client; its kind is fmt and kind (a static string, such as a refusal's
+ * reason, or NULL). */
+void sv_log_client(const struct sv_client *c, const void *kind, int level,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Write the suppression counts that are due: whether any is still held
+ * (call again in about a second). */
+bool sv_log_tick(void);
+/* Write every suppression count now (at exit). */
+void sv_log_flush(void);
+/* Lines suppressed since start. */
+uint64_t sv_log_suppressed(void);
 
 #endif

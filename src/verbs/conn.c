@@ -87,13 +87,15 @@ int sv_conn_call(struct sv_conn *c, struct sv_cmd *cmd, int fd_in,
 	if (fd_out)
 		*fd_out = -1;
 	pthread_mutex_lock(&c->lock);
-	if (c->dead) {
+	if (__atomic_load_n(&c->dead, __ATOMIC_RELAXED)) {
 		ret = -EIO; /* as a disassociated device reports, every time */
 	} else {
 		cmd->hdr.seq = ++c->seq;
 		ret = sv_call(c->fd, cmd, fd_in, rsp, &status, fd_out);
 		if (ret) {
-			c->dead = true; /* the daemon is gone: EIO from now on */
+			/* the daemon is gone: EIO from now on (read
+			 * without the lock by sv_ctx_dead) */
+			__atomic_store_n(&c->dead, true, __ATOMIC_RELEASE);
 			ret = -EIO;
 		} else {
 			ret = status;

@@ -91,6 +91,182 @@ static inline void cqe_to_wc(const struct sv_cqe *e, struct ibv_wc *wc)
 	memcpy(wc, e, sizeof(*wc));
 }
 
+/*
+ * ---- a dead device drains ----
+ *
+ * Once the library knows the daemon is gone (sv_ctx_dead: a command, the
+ * async socket or a channel found it), nobody else produces into the CQ
+ * rings, and the library completes, as a NIC in its fatal state does, every
+ * WQE posted and never completed with IBV_WC_WR_FLUSH_ERR: those between the
+ * device's consumer counter and the published producer counter of each send
+ * ring and receive ring (not an SRQ's: its WQEs belong to no QP, hence to no
+ * CQ; they go with the SRQ). The work is done by a poll that finds its CQ
+ * empty, as much as the CQ has room for, under the CQ's lock: each ring is
+ * flushed into one CQ (its QP's send or receive CQ), so the CQ lock orders
+ * the flushes of a ring. The QPs are found on the context's list, under its
+ * lock, which destroy takes to unlink them before unmapping their rings.
+ * docs/DESIGN.md "A dead device drains".
+ */
+
+/* The completion opcode of a send WQE's opcode (enum ibv_wr_opcode or
+ * SV_WR_*; softverbs.h's IBV_EXP_WC_* for the device's own). */
+static uint32_t flush_opcode(uint32_t wr_opcode)
+{
+	static const uint8_t wc[] = {
+		[IBV_WR_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
+		[IBV_WR_RDMA_WRITE_WITH_IMM] = IBV_WC_RDMA_WRITE,
+		[IBV_WR_SEND] = IBV_WC_SEND,
+		[IBV_WR_SEND_WITH_IMM] = IBV_WC_SEND,
+		[IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,
+		[IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_WC_COMP_SWAP,
+		[IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_WC_FETCH_ADD,
+		[IBV_WR_LOCAL_INV] = IBV_WC_LOCAL_INV,
+		[IBV_WR_BIND_MW] = IBV_WC_BIND_MW,
+		[IBV_WR_SEND_WITH_INV] = IBV_WC_SEND,
+		[IBV_WR_TSO] = IBV_WC_TSO,
+		[IBV_WR_DRIVER1] = IBV_WC_SEND,
+		[SV_WR_FAST_REG_MR] = IBV_EXP_WC_FAST_REG_MR,
+		[SV_WR_RDMA_READ_INV] = IBV_WC_RDMA_READ,
+		[SV_WR_MASKED_CMP_SWAP] = IBV_EXP_WC_MASKED_COMP_SWAP,
+		[SV_WR_MASKED_FETCH_ADD] = IBV_EXP_WC_MASKED_FETCH_ADD,
+	};
+
+	return wr_opcode < sizeof(wc) ? wc[wr_opcode] : IBV_WC_SEND;
+}
+
+/* WQEs of wq still to flush: those the device never finished. */
+static uint32_t wq_unfinished(const struct sv_wq *wq)
+{
+	uint32_t n;
+
+	if (!wq->hdr || !wq->entries)
+		return 0;
+	/* acquire: pairs with the poster's release store of prod */
+	n = __atomic_load_n(&wq->hdr->prod, __ATOMIC_ACQUIRE) -
+	    __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
+	return n > wq->entries ? 0 : n; /* a ring that lies: nothing */
+}
+
+/* Complete up to room WQEs of wq with flush errors into cq's ring at
+ * *prod: how many (CQ lock and context lock held). */
+static uint32_t flush_wq(struct sv_cq *cq, uint32_t *prod, struct ibv_qp *qp,
+			 struct sv_wq *wq, bool send, uint32_t room)
+{
+	uint32_t n = wq_unfinished(wq);
+	uint32_t cons = __atomic_load_n(&wq->hdr->cons, __ATOMIC_RELAXED);
+	struct timespec ts;
+
+	if (n > room)
+		n = room;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	for (uint32_t i = 0; i < n; i++) {
+		const void *slot = sv_wq_slot(wq->hdr, wq->entries, wq->stride,
+					      cons + i);
+		struct sv_cqe *e = sv_cq_slot(cq->ring, cq->entries, *prod);
+
+		memset(e, 0, sizeof(*e));
+		if (send) {
+			const struct sv_send_wqe *w = slot;
+
+			e->wr_id = w->wr_id;
+			e->opcode = flush_opcode(w->opcode);
+		} else {
+			e->wr_id = ((const struct sv_recv_wqe *)slot)->wr_id;
+			e->opcode = IBV_WC_RECV;
+		}
+		e->status = IBV_WC_WR_FLUSH_ERR;
+		e->qp_num = qp->qp_num;
+		e->timestamp = (uint64_t)ts.tv_sec * 1000000000ull +
+			       (uint64_t)ts.tv_nsec;
+		(*prod)++;
+	}
+	/* the device's counter, now ours: these WQEs are done */
+	__atomic_store_n(&wq->hdr->cons, cons + n, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* The QPs of ctx that complete into cq: for each, its rings flushed into
+ * cq (flush) or whether one has WQEs to flush (!flush). Context lock held. */
+static uint32_t cq_dead_walk(struct sv_context *ctx, struct sv_cq *cq,
+			     bool flush)
+{
+	struct ibv_cq *ibcq = ibv_cq_ex_to_cq(&cq->ex);
+	uint32_t prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
+	uint32_t used = prod - cq->cons, room, done = 0;
+
+	room = used >= cq->entries ? 0 : cq->entries - used;
+	for (struct sv_evtarget *t = ctx->evtargets; t; t = t->next) {
+		struct ibv_qp *ibqp = t->obj;
+		struct sv_qp *qp = to_sv_qp(ibqp);
+
+		if (t->kind != SV_EVT_QP)
+			continue;
+		if (!flush) {
+			if ((ibqp->send_cq == ibcq && wq_unfinished(&qp->sq)) ||
+			    (ibqp->recv_cq == ibcq && !ibqp->srq &&
+			     wq_unfinished(&qp->rq)))
+				return 1;
+			continue;
+		}
+		if (ibqp->send_cq == ibcq && done < room)
+			done += flush_wq(cq, &prod, ibqp, &qp->sq, true,
+					 room - done);
+		if (ibqp->recv_cq == ibcq && !ibqp->srq && done < room)
+			done += flush_wq(cq, &prod, ibqp, &qp->rq, false,
+					 room - done);
+	}
+	if (done)
+		/* release: the CQEs before the counter, for our own pollers */
+		__atomic_store_n(&cq->ring->prod, prod, __ATOMIC_RELEASE);
+	return done;
+}
+
+/* An empty poll on a dead device: the flush completions due (CQ lock
+ * held). Out of line: the live fast path pays one load and a branch. */
+static __attribute__((noinline, cold)) void cq_flush_dead(struct sv_cq *cq)
+{
+	struct sv_context *ctx = to_sv_ctx(cq->ex.context);
+
+	pthread_mutex_lock(&ctx->lock);
+	cq_dead_walk(ctx, cq, true);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Completions ready to poll (CQ lock held); on a dead device an empty CQ
+ * first gets the flushes due. */
+static inline uint32_t cq_ready(struct sv_cq *cq)
+{
+	uint32_t n = cq_avail(cq);
+
+	if (unlikely(!n) && unlikely(sv_ctx_dead(cq->ex.context))) {
+		cq_flush_dead(cq);
+		n = cq_avail(cq);
+	}
+	return n;
+}
+
+struct sv_cq *sv_cq_dead_event(struct sv_context *ctx,
+			       struct ibv_comp_channel *channel)
+{
+	struct sv_cq *cq;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (cq = ctx->cqs; cq; cq = cq->next) {
+		uint32_t sn = __atomic_load_n(&cq->arm_sn, __ATOMIC_RELAXED);
+
+		if (cq->ex.channel != channel || cq->dead_arm_sn == sn)
+			continue;
+		if (__atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE) !=
+			    __atomic_load_n(&cq->ring->cons, __ATOMIC_RELAXED) ||
+		    cq_dead_walk(ctx, cq, false)) {
+			cq->dead_arm_sn = sn; /* one event per arm */
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return cq;
+}
+
 int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
@@ -106,6 +282,8 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	avail = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) - cons;
 	if (unlikely(avail > cq->entries))
 		avail = cq->entries;
+	if (unlikely(!avail) && unlikely(sv_ctx_dead(ibcq->context)))
+		avail = cq_ready(cq);
 	if (avail > (uint32_t)n)
 		avail = (uint32_t)n;
 	if (avail) {
@@ -207,7 +385,9 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	due = ibcq->channel && cq_arm_due(cq, solicited_only);
 	cq_unlock(cq);
-	if (!due)
+	/* a dead device: the arm stays ours, and a channel's reader learns
+	 * of the completions due when the channel reads EOF (events.c) */
+	if (!due || sv_ctx_dead(ibcq->context))
 		return 0;
 	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
 	cmd.u.notify_cq.cq = cq->handle;
@@ -244,7 +424,7 @@ static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	cq_lock(cq);
-	if (!cq_avail(cq)) {
+	if (!cq_ready(cq)) {
 		cq_unlock(cq);
 		return ENOENT; /* and the caller must not call end_poll */
 	}
@@ -257,7 +437,7 @@ static int ex_next_poll(struct ibv_cq_ex *ex)
 	struct sv_cq *cq = ex_to_sv(ex);
 
 	cq_consume(cq, 1);
-	if (!cq_avail(cq)) {
+	if (!cq_ready(cq)) {
 		cq->cur = NULL;
 		return ENOENT;
 	}

@@ -77,10 +77,12 @@ SV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 		return NULL;
 	}
 	if (ret) {
-		/* no device is not an error: an empty list */
+		/* no device is not an error: an empty list, errno saying why
+		 * (EACCES: the device is another user's) */
 		if (getenv("SOFTVERBS_DEBUG"))
 			fprintf(stderr, "softverbs: no device: %s\n",
 				strerror(-ret));
+		errno = -ret;
 		return list;
 	}
 	list[0] = &sv_device0.ibdev;

@@ -4,7 +4,9 @@
  * daemon holds; an event is one struct sv_event. Applications poll() the fd
  * (channel->fd, context->async_fd) and may make it non-blocking, as with any
  * verbs device. When the daemon dies the async socket reads EOF, which the
- * context reports once as IBV_EVENT_DEVICE_FATAL.
+ * context reports once as IBV_EVENT_DEVICE_FATAL; a channel reads EOF too,
+ * and answers for each armed CQ of it that has completions to poll (the
+ * flushes of a dead device, cq.c) before it fails with EIO.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -158,6 +160,13 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 
 	for (;;) {
 		ret = read_event(channel->fd, &ev);
+		if (ret == 0) {
+			/* the daemon has gone: its WQEs come back flushed */
+			sv_ctx_mark_dead(ctx);
+			cq = sv_cq_dead_event(ctx, channel);
+			if (cq)
+				break;
+		}
 		if (ret <= 0) {
 			errno = ret ? -ret : EIO;
 			return -1;
@@ -195,6 +204,7 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	for (;;) {
 		ret = read_event(context->async_fd, &ev);
 		if (ret == 0 || ret == -EIO) {
+			sv_ctx_mark_dead(ctx);
 			if (__atomic_exchange_n(&ctx->fatal_sent, true,
 						__ATOMIC_ACQ_REL)) {
 				errno = EIO;

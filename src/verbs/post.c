@@ -548,9 +548,9 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sv_qp *qp = to_sv_qp(ibqp);
 	int err;
 
-	if (unlikely(!sv_qp_send_state_ok(qp))) {
+	if (unlikely(!sv_qp_send_state_ok(qp) || sv_ctx_dead(ibqp->context))) {
 		*bad_wr = wr;
-		return EINVAL;
+		return sv_post_refusal(qp);
 	}
 	sv_sq_lock(qp);
 	if (likely(wr && !wr->next))
@@ -603,9 +603,9 @@ SV_EXPORT int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr,
 	struct ibv_send_wr *bad = NULL;
 	int err;
 
-	if (unlikely(!sv_qp_send_state_ok(qp))) {
+	if (unlikely(!sv_qp_send_state_ok(qp) || sv_ctx_dead(ibqp->context))) {
 		*bad_wr = wr;
-		return EINVAL;
+		return sv_post_refusal(qp);
 	}
 	sv_sq_lock(qp);
 	err = post_list(qp, (struct ibv_send_wr *)wr, &bad, true);
@@ -650,6 +650,10 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad_wr = wr;
 		return EINVAL;
 	}
+	if (unlikely(sv_ctx_dead(ibqp->context))) {
+		*bad_wr = wr;
+		return EIO; /* as a NIC in its fatal state */
+	}
 	sv_rq_lock(qp);
 	start = qp->rq.prod;
 	for (; wr; wr = wr->next) {
@@ -673,6 +677,10 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int err = 0;
 
+	if (unlikely(sv_ctx_dead(ibsrq->context))) {
+		*bad_wr = wr;
+		return EIO; /* as a NIC in its fatal state */
+	}
 	sv_spin_lock(&srq->lock);
 	start = srq->rq.prod;
 	for (; wr; wr = wr->next) {

@@ -724,8 +724,10 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	if (ret)
 		return ret;
-	qp_clean_cqs(ibqp);
+	/* off the context's list first: a dead device's flushes (cq.c) find
+	 * the QPs there, and must put nothing in its CQs after the clean */
 	sv_ctx_del_evtarget(ctx, &qp->ev); /* waits for its events' acks */
+	qp_clean_cqs(ibqp);
 	sv_ring_unmap(&qp->mem);
 	if (qp->rd)
 		sv_rd_put(ctx, qp->rd);

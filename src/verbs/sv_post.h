@@ -257,6 +257,14 @@ static inline bool sv_qp_send_state_ok(const struct sv_qp *qp)
 	       s == IBV_QPS_ERR;
 }
 
+/* Why a send is refused: EIO once the device is dead (as a NIC in its fatal
+ * state; docs/DESIGN.md "A dead device drains"), else EINVAL (a state that
+ * takes no sends). */
+static inline __attribute__((cold)) int sv_post_refusal(const struct sv_qp *qp)
+{
+	return sv_ctx_dead(qp->ex.qp_base.context) ? EIO : EINVAL;
+}
+
 /* ibv_post_recv is refused (EINVAL) only in RESET (and unknown states). */
 static inline bool sv_qp_recv_state_ok(const struct sv_qp *qp)
 {

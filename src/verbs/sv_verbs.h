@@ -259,6 +259,8 @@ struct sv_cq {
 	bool single_threaded;
 	uint32_t comp_events;      /* handed out by ibv_get_cq_event */
 	uint32_t async_events;     /* handed out by ibv_get_async_event */
+	uint32_t dead_arm_sn;      /* the arm a dead channel last answered
+				    * (context lock) */
 };
 
 static inline struct sv_cq *to_sv_cq(struct ibv_cq *cq)
@@ -446,6 +448,25 @@ int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 void sv_cq_clean(struct ibv_cq *cq, uint32_t qp_num);
+/* A dead device's channel read EOF: a CQ of ctx on channel, armed since it
+ * last answered so, that holds completions or has flushes due (cq.c); NULL
+ * when none. */
+struct sv_cq *sv_cq_dead_event(struct sv_context *ctx,
+			       struct ibv_comp_channel *channel);
+
+/* Has the device died (the daemon is gone)? One relaxed load: the post
+ * path refuses with EIO, an empty poll completes the WQEs left with
+ * IBV_WC_WR_FLUSH_ERR. Set once by whoever first finds out. */
+static inline bool sv_ctx_dead(struct ibv_context *context)
+{
+	return __atomic_load_n(&to_sv_ctx(context)->conn.dead,
+			       __ATOMIC_RELAXED);
+}
+
+static inline void sv_ctx_mark_dead(struct sv_context *ctx)
+{
+	__atomic_store_n(&ctx->conn.dead, true, __ATOMIC_RELEASE);
+}
 
 /* Errors: internal functions return -errno; verbs set errno themselves. */
 static inline void *sv_err_ptr(int neg)

@@ -106,8 +106,11 @@ static void wr_start(struct ibv_qp_ex *ex)
 	sv_sq_lock(qp);
 	qp->wr_start_prod = qp->sq.prod;
 	qp->wr_cur = NULL;
-	/* as ibv_post_send: nothing is posted before RTS */
-	qp->wr_err = sv_qp_send_state_ok(qp) ? 0 : EINVAL;
+	/* as ibv_post_send: nothing is posted before RTS, nor on a dead
+	 * device */
+	qp->wr_err = sv_qp_send_state_ok(qp) &&
+		     !sv_ctx_dead(qp->ex.qp_base.context) ? 0 :
+		     sv_post_refusal(qp);
 }
 
 static inline void wr_end(struct sv_qp *qp)
