@@ -25,7 +25,7 @@ for i in $(seq 1 "$runs"); do
 		echo "run $i: failed: $(echo "$out" | grep FAIL | tail -1)"
 		continue
 	fi
-	r=$(echo "$line" | awk '{ printf "%.2f", $3 / $1 }')
+	r=$(echo "$line" | awk '{ printf "%.2f", $4 / $1 }')
 	awk -v r="$r" 'BEGIN { exit !(r < 0.5) }' && under=$((under + 1))
 	echo "run $i: $line, ratio $r; flood $fl"
 done
