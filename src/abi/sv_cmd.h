@@ -627,14 +627,39 @@ struct sv_rsp_stat {
 	struct sv_stat_client client[SV_STAT_PAGE];
 };
 
+/*
+ * Why a received RoCEv2 packet was dropped (docs/ROCE.md "Drops"): one
+ * counter each in struct sv_rsp_stat_wire, whose rx_drop is their sum.
+ * X(NAME, name, what `softverbs stat` calls it).
+ */
+#define SV_RX_DROP_REASONS(X)                                                 \
+	X(ICRC, icrc, "bad ICRC")                                             \
+	X(MALFORMED, malformed, "malformed")                                  \
+	X(OPCODE, opcode, "unknown opcode")                                   \
+	X(PKEY, pkey, "bad P_Key")                                            \
+	X(QPN, qpn, "unknown QPN")                                            \
+	X(PEER, peer, "not from the QP's peer")                               \
+	X(STATE, state, "QP state or type")                                   \
+	X(PSN, psn, "PSN out of window")                                      \
+	X(QKEY, qkey, "bad Q_Key")                                            \
+	X(NORES, nores, "no resources")
+
+enum sv_rx_drop {
+#define SV_RX_DROP_ENUM(N, n, s) SV_RX_DROP_##N,
+	SV_RX_DROP_REASONS(SV_RX_DROP_ENUM)
+#undef SV_RX_DROP_ENUM
+	SV_RX_DROP_MAX
+};
+
 /* STAT_WIRE (takes struct sv_cmd_stat, all zero): the RoCEv2 port's
  * counters since the daemon started. */
 struct sv_rsp_stat_wire {
 	uint32_t running;          /* 1: the device has a RoCEv2 port */
 	uint32_t port;             /* its UDP port */
 	uint64_t tx_pkts, rx_pkts;
-	uint64_t rx_drop;          /* malformed, bad ICRC, no such QP */
-	uint64_t rx_bad_icrc;
+	uint64_t rx_drop;          /* every packet dropped: the sum of
+				    * rx_drop_why */
+	uint64_t rx_bad_icrc;      /* = rx_drop_why[SV_RX_DROP_ICRC] */
 	uint64_t retransmits;      /* packets sent again */
 	uint64_t timeouts;         /* retransmission timer expiries */
 	uint64_t naks_sent, naks_rcvd;
@@ -658,6 +683,7 @@ struct sv_rsp_stat_wire {
 	 * for no id, or no room) */
 	uint64_t cm_mad_sent, cm_mad_rcvd, cm_mad_retries, cm_mad_timeouts;
 	uint64_t cm_mad_dropped;
+	uint64_t rx_drop_why[SV_RX_DROP_MAX]; /* by enum sv_rx_drop */
 };
 
 struct sv_rsp_hdr {
@@ -698,6 +724,7 @@ _Static_assert(sizeof(struct sv_rsp_hdr) == 16, "rsp hdr");
 _Static_assert(sizeof(struct sv_rsp) == SV_RSP_SIZE, "rsp size");
 _Static_assert(sizeof(struct sv_dev_attr) <= sizeof(((struct sv_rsp *)0)->u.raw), "dev attr fits");
 _Static_assert(sizeof(struct sv_rsp_stat) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat fits");
+_Static_assert(sizeof(struct sv_rsp_stat_wire) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat_wire fits");
 _Static_assert(sizeof(struct sv_cmd_modify_qp) <= sizeof(((struct sv_cmd *)0)->u.raw), "modify_qp fits");
 _Static_assert(offsetof(struct sv_cmd, u) == 16, "cmd payload offset");
 _Static_assert(offsetof(struct sv_rsp, u) == 16, "rsp payload offset");

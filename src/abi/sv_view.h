@@ -75,7 +75,24 @@ int sv_view_uverbs(const char *path);
 	X(hw_counters, rcvd_seg_drop, w->rx_drop)                             \
 	X(hw_counters, completer_retry_err, w->retransmits)                   \
 	X(hw_counters, retry_exceeded_err, w->retry_exceeded)                 \
-	X(hw_counters, rcvd_icrc_err, w->rx_bad_icrc)
+	X(hw_counters, rcvd_icrc_err, w->rx_bad_icrc)                         \
+	X(hw_counters, out_of_sequence, w->rx_drop_why[SV_RX_DROP_PSN])       \
+	X(hw_counters, out_of_buffer, w->rx_drop_why[SV_RX_DROP_NORES])       \
+	SV_VIEW_DROP_COUNTERS(X)
+
+/* softverbs' own: a hw_counters/rx_drop_NAME file for each reason a
+ * received packet is dropped (enum sv_rx_drop) */
+#define SV_VIEW_DROP_COUNTERS(X)                                              \
+	X(hw_counters, rx_drop_icrc, w->rx_drop_why[SV_RX_DROP_ICRC])         \
+	X(hw_counters, rx_drop_malformed, w->rx_drop_why[SV_RX_DROP_MALFORMED]) \
+	X(hw_counters, rx_drop_opcode, w->rx_drop_why[SV_RX_DROP_OPCODE])     \
+	X(hw_counters, rx_drop_pkey, w->rx_drop_why[SV_RX_DROP_PKEY])         \
+	X(hw_counters, rx_drop_qpn, w->rx_drop_why[SV_RX_DROP_QPN])           \
+	X(hw_counters, rx_drop_peer, w->rx_drop_why[SV_RX_DROP_PEER])         \
+	X(hw_counters, rx_drop_state, w->rx_drop_why[SV_RX_DROP_STATE])       \
+	X(hw_counters, rx_drop_psn, w->rx_drop_why[SV_RX_DROP_PSN])           \
+	X(hw_counters, rx_drop_qkey, w->rx_drop_why[SV_RX_DROP_QKEY])         \
+	X(hw_counters, rx_drop_nores, w->rx_drop_why[SV_RX_DROP_NORES])
 
 struct sv_view_counter {
 	const char *dir;   /* "counters" or "hw_counters" */

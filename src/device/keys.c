@@ -4,40 +4,152 @@
  *
  * slots[0] is never handed out, so nslots - 1 slots are usable; the array
  * grows by doubling the usable count (first 16, never past max). Free slots
- * form a LIFO list through next_free (index 0 ends it) and keep their last
- * key.
+ * form a LIFO list through next_free (slot 0 ends it) and keep their last
+ * key. A slot's key carries its visible index, perm(slot), from the slot's
+ * making on; a key names the slot perm^-1(index), and lookup then compares
+ * all 32 bits.
  *
- * Consumer keys: a slot's first key takes a fixed, non-zero consumer key
- * derived from the index (a Fibonacci hash, so neighbouring slots do not get
- * neighbouring keys); each reuse of the slot takes the previous consumer key
+ * Consumer keys: a slot's first key takes a non-zero consumer key drawn
+ * from the slot number through the table's secret (so it says nothing about
+ * the slot either); each reuse of the slot takes the previous consumer key
  * plus one (mod 256), so a freed key comes back only after 256 reuses of its
  * slot (or if rekey picks it on purpose).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "device/keys.h"
 
-#define KEYTAB_IDX_LIMIT ((1u << SV_KEY_INDEX_BITS) - 1)
 #define KEYTAB_FIRST	 16u
 #define KEYTAB_NONE	 0u
+#define PERM_HALF_BITS	 (SV_KEY_INDEX_BITS / 2)
+#define PERM_HALF_MASK	 ((1u << PERM_HALF_BITS) - 1)
+#define PERM_MASK	 ((1u << SV_KEY_INDEX_BITS) - 1)
 
-static uint32_t first_consumer(uint32_t idx)
+/* A bijective 64-bit mixer (splitmix64's finalizer): every input bit moves
+ * about half the output bits. */
+static uint64_t mix64(uint64_t z)
 {
-	uint32_t ck = (idx * 0x9e3779b1u) >> 24;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The round function: 12 bits of the mix of the half and the round key. */
+static uint32_t perm_f(uint64_t k, uint32_t half)
+{
+	return (uint32_t)(mix64(k ^ half) >> (64 - PERM_HALF_BITS));
+}
+
+/* One pass of the Feistel network over 24 bits, and its inverse. */
+static uint32_t perm_once(const struct sv_keyperm *p, uint32_t x)
+{
+	uint32_t l = x >> PERM_HALF_BITS, r = x & PERM_HALF_MASK, n;
+
+	for (unsigned int i = 0; i < SV_KEYPERM_ROUNDS; i++) {
+		n = l ^ perm_f(p->k[i], r);
+		l = r;
+		r = n;
+	}
+	return l << PERM_HALF_BITS | r;
+}
+
+static uint32_t unperm_once(const struct sv_keyperm *p, uint32_t y)
+{
+	uint32_t l = y >> PERM_HALF_BITS, r = y & PERM_HALF_MASK, n;
+
+	for (unsigned int i = SV_KEYPERM_ROUNDS; i-- > 0;) {
+		n = r ^ perm_f(p->k[i], l);
+		r = l;
+		l = n;
+	}
+	return l << PERM_HALF_BITS | r;
+}
+
+/* Neither 0 nor 0xffffff: the visible indices a key may have. */
+static int index_ok(uint32_t v)
+{
+	return v && v <= SV_KEY_SLOT_MAX;
+}
+
+void sv_keyperm_seed(struct sv_keyperm *p, uint64_t seed)
+{
+	for (unsigned int i = 0; i < SV_KEYPERM_ROUNDS; i++)
+		p->k[i] = mix64(seed += 0x9e3779b97f4a7c15ull);
+	p->ck = mix64(seed += 0x9e3779b97f4a7c15ull);
+}
+
+/* Cycle walking: the network permutes all 2^24 values; a step that lands
+ * on one of the two excluded values is taken again from there, which keeps
+ * a bijection of [1, SV_KEY_SLOT_MAX] (at most 3 steps, 2 values being
+ * outside it). */
+uint32_t sv_keyperm_fwd(const struct sv_keyperm *p, uint32_t slot)
+{
+	uint32_t y;
+
+	if (!index_ok(slot))
+		return 0;
+	y = perm_once(p, slot);
+	while (!index_ok(y))
+		y = perm_once(p, y);
+	return y;
+}
+
+uint32_t sv_keyperm_inv(const struct sv_keyperm *p, uint32_t idx)
+{
+	uint32_t x;
+
+	if (!index_ok(idx))
+		return 0;
+	x = unperm_once(p, idx);
+	while (!index_ok(x))
+		x = unperm_once(p, x);
+	return x;
+}
+
+static uint32_t first_consumer(const struct sv_keytab *t, uint32_t slot)
+{
+	uint32_t ck = (uint32_t)(mix64(t->perm.ck ^ slot) >> 56);
 
 	return ck ? ck : 1;
 }
 
-int sv_keytab_init(struct sv_keytab *t, uint32_t max)
+int sv_keytab_init_seeded(struct sv_keytab *t, uint32_t max, uint64_t seed)
 {
-	if (!max || max > KEYTAB_IDX_LIMIT)
+	if (!max || max > SV_KEY_SLOT_MAX)
 		return -EINVAL;
 	memset(t, 0, sizeof(*t));
 	t->max = max;
 	t->free_head = KEYTAB_NONE;
+	sv_keyperm_seed(&t->perm, seed);
 	return 0;
+}
+
+int sv_keytab_init(struct sv_keytab *t, uint32_t max)
+{
+	struct sv_keyperm p;
+	size_t got = 0;
+	ssize_t n;
+	int ret;
+
+	/* the secret: every round key and the consumer keys' from the
+	 * kernel's generator (a short read only before it is seeded) */
+	while (got < sizeof(p)) {
+		n = getrandom((char *)&p + got, sizeof(p) - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	ret = sv_keytab_init_seeded(t, max, 0);
+	if (!ret)
+		t->perm = p;
+	memset(&p, 0, sizeof(p));
+	return ret;
 }
 
 void sv_keytab_fini(struct sv_keytab *t)
@@ -70,8 +182,10 @@ static int keytab_grow(struct sv_keytab *t)
 	t->free_head = i;
 	for (; i < n; i++) {
 		s[i].obj = NULL;
-		/* the consumer key one before the first, advanced on alloc */
-		s[i].key = SV_KEY_MAKE(i, first_consumer(i) - 1);
+		/* the visible index for good; the consumer key one before
+		 * the first, advanced on alloc */
+		s[i].key = SV_KEY_MAKE(sv_keyperm_fwd(&t->perm, i),
+				       first_consumer(t, i) - 1);
 		s[i].next_free = i + 1 < n ? i + 1 : KEYTAB_NONE;
 		s[i].kind = 0;
 	}
@@ -84,7 +198,7 @@ int sv_keytab_alloc_kind(struct sv_keytab *t, void *obj, unsigned int kind,
 			 uint32_t *key)
 {
 	struct sv_keyslot *s;
-	uint32_t idx;
+	uint32_t slot;
 	int ret;
 
 	if (!obj || kind > SV_KEY_MW)
@@ -96,28 +210,34 @@ int sv_keytab_alloc_kind(struct sv_keytab *t, void *obj, unsigned int kind,
 		if (ret)
 			return ret;
 	}
-	idx = t->free_head;
-	s = &t->slots[idx];
+	slot = t->free_head;
+	s = &t->slots[slot];
 	t->free_head = s->next_free;
 	s->next_free = KEYTAB_NONE;
 	s->obj = obj;
 	s->kind = kind;
-	s->key = SV_KEY_MAKE(idx, SV_KEY_CONSUMER(s->key) + 1);
+	s->key = SV_KEY_MAKE(SV_KEY_INDEX(s->key), SV_KEY_CONSUMER(s->key) + 1);
 	t->live++;
 	*key = s->key;
 	return 0;
 }
 
+/* The slot that key's visible index names (live or not), else NULL. */
+static struct sv_keyslot *keytab_slot(const struct sv_keytab *t, uint32_t key)
+{
+	uint32_t slot = sv_keyperm_inv(&t->perm, SV_KEY_INDEX(key));
+
+	if (!slot || slot >= t->nslots)
+		return NULL;
+	return &t->slots[slot];
+}
+
 /* The live slot whose current key is exactly key, else NULL. */
 static struct sv_keyslot *keytab_find(const struct sv_keytab *t, uint32_t key)
 {
-	uint32_t idx = SV_KEY_INDEX(key);
-	struct sv_keyslot *s;
+	struct sv_keyslot *s = keytab_slot(t, key);
 
-	if (!idx || idx >= t->nslots)
-		return NULL;
-	s = &t->slots[idx];
-	if (!s->obj || s->key != key)
+	if (!s || !s->obj || s->key != key)
 		return NULL;
 	return s;
 }
@@ -143,13 +263,9 @@ void *sv_keytab_find(const struct sv_keytab *t, uint32_t key,
 void *sv_keytab_by_index(const struct sv_keytab *t, uint32_t key,
 			 unsigned int kind)
 {
-	uint32_t idx = SV_KEY_INDEX(key);
-	struct sv_keyslot *s;
+	const struct sv_keyslot *s = keytab_slot(t, key);
 
-	if (!idx || idx >= t->nslots)
-		return NULL;
-	s = &t->slots[idx];
-	return s->obj && s->kind == kind ? s->obj : NULL;
+	return s && s->obj && s->kind == kind ? s->obj : NULL;
 }
 
 int sv_keytab_free(struct sv_keytab *t, uint32_t key)
@@ -160,7 +276,7 @@ int sv_keytab_free(struct sv_keytab *t, uint32_t key)
 		return -ENOENT;
 	s->obj = NULL;
 	s->next_free = t->free_head;
-	t->free_head = SV_KEY_INDEX(key);
+	t->free_head = (uint32_t)(s - t->slots);
 	t->live--;
 	return 0;
 }

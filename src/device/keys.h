@@ -4,9 +4,15 @@
  * every rkey of every MW of every client. A slot holds one object and says
  * which kind it is (enum sv_key_kind).
  *
- *   key = index:24 << 8 | consumer key:8
+ *   key = index:24 << 8 | consumer key:8,   index = perm(slot)
  *
- * Index 0 is never used (a zero key is always invalid). A slot's consumer key
+ * The visible index is not the slot number: perm is a bijection of
+ * [1, 2^24 - 2] chosen at random when the table is made (a keyed Feistel
+ * network, struct sv_keyperm), so the keys of MRs registered one after the
+ * other look random and a peer that knows one live key learns nothing about
+ * the others (docs/DESIGN.md "Keys"). Index 0 is never produced (a zero key
+ * is always invalid), nor index 0xffffff (no key 0xffffffxx, which programs
+ * use as "no key"). A slot's consumer key
  * advances each time the slot is reused, so a key that named a freed object
  * does not name the next object in the same slot for the next 255 reuses;
  * and lookup compares the full 32 bits, so a key with a stale consumer key is
@@ -24,6 +30,30 @@
 #define SV_KEY_INDEX(k)   ((uint32_t)(k) >> 8)
 #define SV_KEY_CONSUMER(k) ((uint32_t)(k) & 0xff)
 #define SV_KEY_MAKE(idx, ck) (((uint32_t)(idx) << 8) | ((uint32_t)(ck) & 0xff))
+/* The most slots (and visible indices): 1 .. 2^24 - 2 */
+#define SV_KEY_SLOT_MAX ((1u << SV_KEY_INDEX_BITS) - 2)
+
+/*
+ * A secret permutation of the slots [1, SV_KEY_SLOT_MAX]: a Feistel network
+ * of SV_KEYPERM_ROUNDS rounds over 24 bits (two 12-bit halves, a 64-bit
+ * round key each), walked again while it lands on 0 or 0xffffff (cycle
+ * walking: at most three steps, and still a bijection of the range). O(1)
+ * both ways.
+ */
+#define SV_KEYPERM_ROUNDS 6
+
+struct sv_keyperm {
+	uint64_t k[SV_KEYPERM_ROUNDS];
+	uint64_t ck;           /* keys the first consumer key of each slot */
+};
+
+/* Round keys from seed (tests; the table takes them from getrandom). */
+void sv_keyperm_seed(struct sv_keyperm *p, uint64_t seed);
+/* perm(slot) for slot in [1, SV_KEY_SLOT_MAX]; 0 for any other input. */
+uint32_t sv_keyperm_fwd(const struct sv_keyperm *p, uint32_t slot);
+/* The inverse: the slot whose visible index is idx, 0 if idx is 0, past
+ * SV_KEY_SLOT_MAX or wider than 24 bits. */
+uint32_t sv_keyperm_inv(const struct sv_keyperm *p, uint32_t idx);
 
 enum sv_key_kind {
 	SV_KEY_MR = 0,      /* struct sv_mr */
@@ -33,20 +63,25 @@ enum sv_key_kind {
 struct sv_keyslot {
 	void *obj;          /* NULL when free */
 	uint32_t key;       /* current full key of this slot */
-	uint32_t next_free : SV_KEY_INDEX_BITS; /* 0 = none (slot 0 is never
-						 * used) */
+	uint32_t next_free : SV_KEY_INDEX_BITS; /* a slot; 0 = none (slot 0
+						 * is never used) */
 	uint32_t kind : 8;  /* enum sv_key_kind of obj */
 };
 
 struct sv_keytab {
-	struct sv_keyslot *slots; /* slots[0] unused */
+	struct sv_keyslot *slots; /* by slot; slots[0] unused */
 	uint32_t nslots;
-	uint32_t max;             /* most live keys (<= (1 << 24) - 1) */
-	uint32_t free_head;       /* 0 = none */
+	uint32_t max;             /* most live keys (<= SV_KEY_SLOT_MAX) */
+	uint32_t free_head;       /* a slot; 0 = none */
 	uint32_t live;
+	struct sv_keyperm perm;   /* slot <-> visible index */
 };
 
+/* An empty table of at most max keys, its permutation drawn from
+ * getrandom(): 0, -EINVAL (max 0 or past SV_KEY_SLOT_MAX) or -errno. */
 int sv_keytab_init(struct sv_keytab *t, uint32_t max);
+/* The same with the permutation made from seed (tests). */
+int sv_keytab_init_seeded(struct sv_keytab *t, uint32_t max, uint64_t seed);
 void sv_keytab_fini(struct sv_keytab *t);
 
 /* Allocate a key for obj (non-NULL) of kind: 0 and *key set, -ENOSPC,

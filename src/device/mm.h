@@ -6,10 +6,10 @@
  * sv_dev.lock and never allocates (fast-register MRs get their block array
  * at ALLOC_MR).
  *
- * Keys (keys.h): 24-bit slot index << 8 | 8-bit consumer key. A slot holds
- * an MR or an MW. Lookups compare all 32 bits: a stale consumer key, an
- * invalidated MR, a free or unbound MW, a deregistered or deallocated
- * object never resolves.
+ * Keys (keys.h): 24-bit index << 8 | 8-bit consumer key, the index a secret
+ * permutation of the key table slot. A slot holds an MR or an MW. Lookups
+ * compare all 32 bits: a stale consumer key, an invalidated MR, a free or
+ * unbound MW, a deregistered or deallocated object never resolves.
  *
  * An MR maps its addresses [iova, iova + length) (iova 0 when zero-based)
  * onto one contiguous range of its owner's memory (ibv_reg_mr) or onto a

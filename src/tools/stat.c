@@ -18,6 +18,12 @@
 #include "abi/sv_sock.h"
 #include "tools/tool.h"
 
+static const char *const rx_drop_names[SV_RX_DROP_MAX] = {
+#define SV_RX_DROP_NAME(N, n, what) [SV_RX_DROP_##N] = what,
+	SV_RX_DROP_REASONS(SV_RX_DROP_NAME)
+#undef SV_RX_DROP_NAME
+};
+
 static const char *const obj_names[SV_OBJ_TYPE_MAX] = SV_OBJ_NAMES_INIT;
 
 struct probe {
@@ -232,6 +238,12 @@ int sv_tool_stat(int argc, char **argv)
 			       (unsigned long long)w->rx_drop,
 			       (unsigned long long)w->rx_bad_icrc,
 			       (unsigned long long)w->tx_drop_full);
+			printf("roce drops:");
+			for (unsigned int i = 0; i < SV_RX_DROP_MAX; i++)
+				printf("%s %llu %s", i ? "," : "",
+				       (unsigned long long)w->rx_drop_why[i],
+				       rx_drop_names[i]);
+			printf("\n");
 			printf("roce reliability: %llu retransmitted, %llu timeouts, "
 			       "%llu retries exceeded, %llu duplicates answered\n",
 			       (unsigned long long)w->retransmits,

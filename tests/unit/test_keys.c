@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,7 +48,9 @@ static void test_init_limits(void **state)
 	(void)state;
 	assert_int_equal(sv_keytab_init(&t, 0), -EINVAL);
 	assert_int_equal(sv_keytab_init(&t, 1u << 24), -EINVAL);
-	assert_int_equal(sv_keytab_init(&t, (1u << 24) - 1), 0);
+	/* index 0xffffff is never made: one slot fewer */
+	assert_int_equal(sv_keytab_init(&t, (1u << 24) - 1), -EINVAL);
+	assert_int_equal(sv_keytab_init(&t, (1u << 24) - 2), 0);
 	sv_keytab_fini(&t);
 }
 
@@ -61,7 +64,9 @@ static void test_alloc_lookup_free(void **state)
 		assert_int_equal(sv_keytab_alloc(t, &objs[i], &k[i]), 0);
 		assert_int_not_equal(k[i], 0);
 		assert_int_not_equal(SV_KEY_INDEX(k[i]), 0);
-		assert_true(SV_KEY_INDEX(k[i]) < t->nslots);
+		assert_int_not_equal(SV_KEY_INDEX(k[i]), 0xffffff);
+		assert_true(sv_keyperm_inv(&t->perm, SV_KEY_INDEX(k[i])) <
+			    t->nslots);
 		for (j = 0; j < i; j++) {
 			assert_int_not_equal(k[i], k[j]);
 			assert_int_not_equal(SV_KEY_INDEX(k[i]),
@@ -199,7 +204,7 @@ static void test_enospc(void **state)
 
 	assert_int_equal(sv_keytab_init(&t, 1), 0);
 	assert_int_equal(sv_keytab_alloc(&t, &objs[0], &x), 0);
-	assert_int_equal(SV_KEY_INDEX(x), 1);
+	assert_int_equal(SV_KEY_INDEX(x), sv_keyperm_fwd(&t.perm, 1));
 	assert_int_equal(sv_keytab_alloc(&t, &objs[0], &x), -ENOSPC);
 	sv_keytab_fini(&t);
 }
@@ -217,8 +222,10 @@ static void test_random_sweep(void **state)
 	srand(4242);
 	for (i = 0; i < 1000000; i++) {
 		v = (uint32_t)rand() << 16 ^ (uint32_t)rand();
-		if (i & 1) /* small indices hit real slots */
-			v = SV_KEY_MAKE(SV_KEY_INDEX(v) % (t->nslots + 4), v);
+		if (i & 1) /* the indices of real slots */
+			v = SV_KEY_MAKE(sv_keyperm_fwd(&t->perm,
+						       SV_KEY_INDEX(v) %
+						       (t->nslots + 4)), v);
 		for (j = 0; j < 64; j++)
 			if (v == k[j])
 				break;
@@ -231,7 +238,9 @@ static void test_random_sweep(void **state)
 	}
 	/* the boundaries */
 	assert_null(sv_keytab_lookup(t, 0xffffffffu));
-	assert_null(sv_keytab_lookup(t, SV_KEY_MAKE(t->nslots, 0)));
+	assert_null(sv_keytab_lookup(t, SV_KEY_MAKE(sv_keyperm_fwd(&t->perm,
+								   t->nslots),
+						    0)));
 	assert_int_equal(t->live, 48);
 }
 
@@ -300,9 +309,12 @@ static void test_by_index(void **state)
 		assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(0, ck), SV_KEY_MR));
 		assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(0, ck), SV_KEY_MW));
 	}
-	assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(t->nslots, 0), SV_KEY_MR));
+	assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(sv_keyperm_fwd(&t->perm,
+								     t->nslots),
+						      0), SV_KEY_MR));
 	assert_null(sv_keytab_by_index(t, 0xffffffffu, SV_KEY_MR));
-	assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(SV_KEY_INDEX(kmr) + 2, 0),
+	assert_null(sv_keytab_by_index(t, SV_KEY_MAKE(sv_keyperm_fwd(&t->perm,
+		sv_keyperm_inv(&t->perm, SV_KEY_INDEX(kmr)) + 2), 0),
 				       SV_KEY_MR));
 	assert_int_equal(sv_keytab_free(t, kmr), 0);
 	assert_null(sv_keytab_by_index(t, kmr, SV_KEY_MR));
@@ -326,10 +338,12 @@ static void test_free_list_full_cycle(void **state)
 		for (i = 0; i < N; i++) {
 			assert_int_equal(sv_keytab_alloc_kind(&t, &objs[i],
 							      i & 1, &k[i]), 0);
-			assert_true(SV_KEY_INDEX(k[i]) >= 1 &&
-				    SV_KEY_INDEX(k[i]) <= N);
-			assert_false(seen[SV_KEY_INDEX(k[i])]);
-			seen[SV_KEY_INDEX(k[i])] = 1;
+			uint32_t slot = sv_keyperm_inv(&t.perm,
+						       SV_KEY_INDEX(k[i]));
+
+			assert_true(slot >= 1 && slot <= N);
+			assert_false(seen[slot]);
+			seen[slot] = 1;
 		}
 		assert_int_equal(sv_keytab_alloc(&t, &objs[0], &x), -ENOSPC);
 		for (i = 0; i < N; i++) {
@@ -343,6 +357,163 @@ static void test_free_list_full_cycle(void **state)
 			assert_int_equal(sv_keytab_free(&t, k[(i * 7) % N]), 0);
 		assert_int_equal(t.live, 0);
 	}
+	sv_keytab_fini(&t);
+}
+
+/* ---- the secret permutation of the slots ---- */
+
+/* Over the whole range, for two seeds: every slot gets an index in
+ * [1, 2^24 - 2], no index twice, and the inverse takes it back; what is out
+ * of range maps to 0 both ways. */
+static void test_perm_bijective(void **state)
+{
+	static uint8_t seen[(1u << SV_KEY_INDEX_BITS) / 8];
+	const uint64_t seeds[] = { 1, 0x5eedf00dcafeull };
+	struct sv_keyperm p;
+
+	(void)state;
+	for (unsigned int s = 0; s < 2; s++) {
+		uint32_t fixed = 0;
+
+		sv_keyperm_seed(&p, seeds[s]);
+		memset(seen, 0, sizeof(seen));
+		for (uint32_t x = 1; x <= SV_KEY_SLOT_MAX; x++) {
+			uint32_t y = sv_keyperm_fwd(&p, x);
+
+			if (y == 0 || y > SV_KEY_SLOT_MAX)
+				fail_msg("slot %#x -> index %#x", x, y);
+			if (seen[y >> 3] & (1u << (y & 7)))
+				fail_msg("index %#x twice (slot %#x)", y, x);
+			seen[y >> 3] |= (uint8_t)(1u << (y & 7));
+			if (sv_keyperm_inv(&p, y) != x)
+				fail_msg("inv(fwd(%#x)) = %#x", x,
+					 sv_keyperm_inv(&p, y));
+			fixed += y == x;
+		}
+		/* a random permutation fixes about one point */
+		assert_true(fixed < 16);
+		assert_int_equal(sv_keyperm_fwd(&p, 0), 0);
+		assert_int_equal(sv_keyperm_fwd(&p, 0xffffff), 0);
+		assert_int_equal(sv_keyperm_fwd(&p, 1u << 24), 0);
+		assert_int_equal(sv_keyperm_fwd(&p, ~0u), 0);
+		assert_int_equal(sv_keyperm_inv(&p, 0), 0);
+		assert_int_equal(sv_keyperm_inv(&p, 0xffffff), 0);
+		assert_int_equal(sv_keyperm_inv(&p, 1u << 24), 0);
+		assert_int_equal(sv_keyperm_inv(&p, ~0u), 0);
+	}
+}
+
+/* Two devices (two seeds, or two tables from getrandom) give their first
+ * slots different indices: the secret is per device. */
+static void test_perm_per_device(void **state)
+{
+	struct sv_keytab a, b;
+	unsigned int same = 0;
+
+	(void)state;
+	assert_int_equal(sv_keytab_init(&a, 100), 0);
+	assert_int_equal(sv_keytab_init(&b, 100), 0);
+	for (uint32_t x = 1; x <= 100; x++)
+		same += sv_keyperm_fwd(&a.perm, x) == sv_keyperm_fwd(&b.perm, x);
+	assert_true(same < 3);
+	sv_keytab_fini(&a);
+	sv_keytab_fini(&b);
+	assert_int_equal(sv_keytab_init_seeded(&a, 100, 7), 0);
+	assert_int_equal(sv_keytab_init_seeded(&b, 100, 7), 0);
+	for (uint32_t x = 1; x <= 100; x++)
+		assert_int_equal(sv_keyperm_fwd(&a.perm, x),
+				 sv_keyperm_fwd(&b.perm, x));
+	sv_keytab_fini(&a);
+	sv_keytab_fini(&b);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool is_live(const uint32_t *sorted, unsigned int n, uint32_t k)
+{
+	return bsearch(&k, sorted, n, sizeof(k), cmp_u32) != NULL;
+}
+
+/*
+ * A table of 10,000 live keys (as a device holding 10,000 MRs) under the
+ * attacks a peer can make. With N live keys among 2^32, any key it tries
+ * is live with probability N / 2^32 whatever the scheme, so a sweep of S
+ * keys expects S * N / 2^32 hits by chance; the checks allow the chance
+ * hits up to a bound the Poisson tail makes impossible in practice (and
+ * the seeds are fixed, so the counts are too):
+ *  - the neighbour sweep: from one live key, every consumer key of the 64
+ *    indices around it, and of the indices 1 .. 1024 (the first slots):
+ *    278,528 keys, 0.65 expected, at most 5 may resolve; with sequential
+ *    indices (the table before the permutation) 1,088 resolve;
+ *  - 10^6 uniformly random keys: 2.33 expected; at most 15 may resolve.
+ */
+static void test_guessing(void **state)
+{
+	enum { N = 10000, NEAR = 32, LOW = 1024, DRAWS = 1000000 };
+	static uint32_t k[N], sorted[N];
+	struct sv_keytab t;
+	unsigned int near = 0, nrand = 0, far = 0;
+	uint64_t rs = 0x243f6a8885a308d3ull;
+
+	(void)state;
+	assert_int_equal(sv_keytab_init_seeded(&t, N, 0xfeedbeef), 0);
+	for (unsigned int i = 0; i < N; i++)
+		assert_int_equal(sv_keytab_alloc(&t, &objs[i % 300], &k[i]), 0);
+	memcpy(sorted, k, sizeof(k));
+	qsort(sorted, N, sizeof(sorted[0]), cmp_u32);
+	/* consecutive keys are not neighbours: their indices differ by more
+	 * than 2^16 about 99% of the time when they look random */
+	for (unsigned int i = 1; i < N; i++) {
+		int32_t d = (int32_t)(SV_KEY_INDEX(k[i]) - SV_KEY_INDEX(k[i - 1]));
+
+		far += d > 65536 || d < -65536;
+	}
+	print_message("consecutive keys %u apart of %u\n", far, N - 1);
+	assert_true(far > (N - 1) * 95 / 100);
+
+	for (int d = -NEAR; d <= NEAR; d++) {
+		uint32_t idx = SV_KEY_INDEX(k[N / 2]) + (uint32_t)d;
+
+		if (!d)
+			continue;
+		for (uint32_t ck = 0; ck < 256; ck++) {
+			uint32_t v = SV_KEY_MAKE(idx, ck);
+
+			if (sv_keytab_lookup(&t, v)) {
+				assert_true(is_live(sorted, N, v));
+				near++;
+			}
+		}
+	}
+	for (uint32_t idx = 1; idx <= LOW; idx++)
+		for (uint32_t ck = 0; ck < 256; ck++)
+			if (sv_keytab_lookup(&t, SV_KEY_MAKE(idx, ck)))
+				near++;
+	print_message("neighbour sweep: %u of %u keys live (%.2f expected "
+		      "by chance)\n", near, (2 * NEAR + LOW) * 256,
+		      (2.0 * NEAR + LOW) * 256 * N / 4294967296.0);
+	assert_true(near <= 5);
+
+	for (unsigned int i = 0; i < DRAWS; i++) {
+		uint32_t v;
+
+		rs ^= rs << 13;
+		rs ^= rs >> 7;
+		rs ^= rs << 17;
+		v = (uint32_t)(rs >> 16);
+		if (sv_keytab_lookup(&t, v)) {
+			assert_true(is_live(sorted, N, v));
+			nrand++;
+		}
+	}
+	print_message("%u random keys: %u resolve (%.2f expected)\n", DRAWS,
+		      nrand, (double)DRAWS * N / 4294967296.0);
+	assert_true(nrand <= 15);
 	sv_keytab_fini(&t);
 }
 
@@ -365,6 +536,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_by_index, setup, teardown),
 		cmocka_unit_test(test_free_list_full_cycle),
+		cmocka_unit_test(test_perm_bijective),
+		cmocka_unit_test(test_perm_per_device),
+		cmocka_unit_test(test_guessing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -367,8 +367,7 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 
 	sv_roce_stats.rx_pkts++;
 	if (!sv_roce_icrc_ok(&rx->ip, rx->buf, rx->len)) {
-		sv_roce_stats.rx_bad_icrc++;
-		sv_roce_stats.rx_drop++;
+		sv_roce_drop(SV_RX_DROP_ICRC);
 		return;
 	}
 	err = sv_roce_parse(rx->buf, rx->len, &p);
@@ -376,8 +375,12 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 	if (!err && (p.flags & SV_RF_MASKED) &&
 	    !(sv_dev.attr.exp_cap_flags & SV_EXP_CAP_MASKED_ATOMICS))
 		err = -EOPNOTSUPP;
-	if ((err && err != -EOPNOTSUPP) || p.pkey != 0xffff) {
-		sv_roce_stats.rx_drop++;
+	if (err && err != -EOPNOTSUPP) {
+		sv_roce_drop(SV_RX_DROP_MALFORMED);
+		return;
+	}
+	if (p.pkey != 0xffff) {
+		sv_roce_drop(SV_RX_DROP_PKEY);
 		return;
 	}
 	if (p.dqpn == SV_GSI_QPN) {
@@ -387,12 +390,21 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 	}
 	qp = sv_qp_lookup(p.dqpn);
 	if (!qp || qp->dead) {
-		sv_roce_stats.rx_drop++;
+		sv_roce_drop(SV_RX_DROP_QPN);
+		return;
+	}
+	/* a connected QP hears its peer only: a packet from any other
+	 * address, request or response, is dropped before it can touch the
+	 * QP (a forged ACK or NAK would move its send queue) */
+	if (qp->type != IBV_QPT_UD && qp->roce &&
+	    qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_INIT &&
+	    memcmp(rx->ip.src, qp->roce->dgid, 16)) {
+		sv_roce_drop(SV_RX_DROP_PEER);
 		return;
 	}
 	if (err) {
 		/* an opcode this device does not know */
-		sv_roce_stats.rx_drop++;
+		sv_roce_drop(SV_RX_DROP_OPCODE);
 		sv_roce_resp_unknown(qp, &p, &rx->ip, tx);
 		return;
 	}
@@ -595,7 +607,9 @@ void sv_roce_stat_fill(struct sv_rsp_stat_wire *o)
 	o->tx_pkts = s->tx_pkts;
 	o->rx_pkts = s->rx_pkts;
 	o->rx_drop = s->rx_drop;
-	o->rx_bad_icrc = s->rx_bad_icrc;
+	o->rx_bad_icrc = s->drop_why[SV_RX_DROP_ICRC];
+	for (unsigned int i = 0; i < SV_RX_DROP_MAX; i++)
+		o->rx_drop_why[i] = s->drop_why[i];
 	o->retransmits = s->retransmits;
 	o->timeouts = s->timeouts;
 	o->naks_sent = s->naks_sent;

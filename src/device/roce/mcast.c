@@ -218,18 +218,24 @@ static void mc_one(unsigned int idx, const uint8_t *buf, size_t len,
 	if (sv_roce_gid_local(ip.src))
 		return;
 	if (!sv_roce_icrc_ok(&ip, buf, len)) {
-		sv_roce_stats.rx_bad_icrc++;
-		sv_roce_stats.rx_drop++;
+		sv_roce_drop(SV_RX_DROP_ICRC);
 		return;
 	}
-	if (sv_roce_parse(buf, len, &p) || p.pkey != 0xffff ||
-	    p.dqpn != SV_MCAST_QPN || !(p.flags & SV_RF_UD)) {
-		sv_roce_stats.rx_drop++;
+	if (sv_roce_parse(buf, len, &p)) {
+		sv_roce_drop(SV_RX_DROP_MALFORMED);
+		return;
+	}
+	if (p.pkey != 0xffff) {
+		sv_roce_drop(SV_RX_DROP_PKEY);
+		return;
+	}
+	if (p.dqpn != SV_MCAST_QPN || !(p.flags & SV_RF_UD)) {
+		sv_roce_drop(SV_RX_DROP_QPN);
 		return;
 	}
 	g = sv_mcast_find(ip.dst);
 	if (!g) {
-		sv_roce_stats.rx_drop++;
+		sv_roce_drop(SV_RX_DROP_QPN);
 		return;
 	}
 	for (uint32_t i = 0; i < g->nqp; i++)
@@ -272,7 +278,7 @@ unsigned int sv_roce_mcast_rx(struct sv_roce_tx *tx)
 				break;
 			got++;
 			if ((size_t)r > sizeof(buf)) {
-				sv_roce_stats.rx_drop++;
+				sv_roce_drop(SV_RX_DROP_MALFORMED);
 				continue;
 			}
 			if (from.v4.sin_family == AF_INET) {

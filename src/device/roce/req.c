@@ -359,17 +359,20 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	uint32_t gap;
 	uint8_t syn;
 
-	if (!rq || !reliable(qp) ||
-	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
-		return;
 	/* responses of our transport only (XRC's to an XRC initiator) */
-	if (!(p->flags & (qp->type == IBV_QPT_XRC_SEND ? SV_RF_XRC :
-							   SV_RF_RC)))
+	if (!rq || !reliable(qp) ||
+	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) ||
+	    !(p->flags & (qp->type == IBV_QPT_XRC_SEND ? SV_RF_XRC :
+							   SV_RF_RC))) {
+		sv_roce_drop(SV_RX_DROP_STATE);
 		return;
+	}
 	/* a response to nothing we sent is stale */
 	if (sv_psn_diff(p->psn, rq->snd) >= 0 &&
-	    !(p->flags & SV_RF_READ))
+	    !(p->flags & SV_RF_READ)) {
+		sv_roce_drop(SV_RX_DROP_PSN);
 		return;
+	}
 	if (p->flags & SV_RF_READ) {
 		comp_read_resp(qp, p);
 		return;
@@ -424,7 +427,8 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 		kick(qp);
 		return;
 	default:
-		return;                 /* reserved */
+		sv_roce_drop(SV_RX_DROP_MALFORMED); /* reserved */
+		return;
 	}
 }
 

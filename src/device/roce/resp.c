@@ -299,6 +299,8 @@ static bool take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
 			sv_roce_send_ack(tx, t->roce,
 					 SV_AETH_RNR(t->attr.min_rnr_timer), psn);
 			sv_roce_stats.rnr_naks_sent++;
+		} else {
+			sv_roce_drop(SV_RX_DROP_NORES);
 		}
 		return false;
 	}
@@ -618,8 +620,14 @@ static void ud_recv(struct sv_qp *t, const struct sv_roce_pkt *p,
 	struct rwqe r;
 	uint32_t st;
 
-	if (p->qkey != t->attr.qkey || rx_take(t, &r))
+	if (p->qkey != t->attr.qkey) {
+		sv_roce_drop(SV_RX_DROP_QKEY);
 		return;
+	}
+	if (rx_take(t, &r)) {
+		sv_roce_drop(SV_RX_DROP_NORES);
+		return;
+	}
 	sv_grh_build(grh, ip->src, ip->dst, 0, 0, 64, p->paylen,
 		     (p->flags & SV_RF_IMMDT) != 0);
 	st = rx_put(t, &r, 0, grh, sizeof(grh));
@@ -669,21 +677,29 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	/* what waits is placed before anything that could see it */
 	if (wb.t && (wb.t != t || !(p->flags & SV_RF_WRITE)))
 		(void)sv_roce_resp_place(tx);
-	if (!sv_x_can_receive(t))
+	if (!sv_x_can_receive(t)) {
+		sv_roce_drop(SV_RX_DROP_STATE);
 		return;
+	}
 	if (t->type == IBV_QPT_UD) {
 		if (p->flags & SV_RF_UD)
 			ud_recv(t, p, ip);
+		else
+			sv_roce_drop(SV_RX_DROP_STATE);
 		return;
 	}
-	/* an XRC initiator takes responses only (sv_roce_comp_rx) */
-	if (t->type == IBV_QPT_XRC_SEND)
-		return;
-	/* a connected QP takes packets of its own type from its own peer */
-	if (!rq || memcmp(ip->src, rq->dgid, 16) ||
+	/* an XRC initiator takes responses only (sv_roce_comp_rx); a
+	 * connected QP takes packets of its own type from its own peer */
+	if (t->type == IBV_QPT_XRC_SEND || !rq ||
 	    !(p->flags & (t->type == IBV_QPT_XRC_RECV ? SV_RF_XRC :
-			  is_rc(t) ? SV_RF_RC : SV_RF_UC)))
+			  is_rc(t) ? SV_RF_RC : SV_RF_UC))) {
+		sv_roce_drop(SV_RX_DROP_STATE);
 		return;
+	}
+	if (memcmp(ip->src, rq->dgid, 16)) {
+		sv_roce_drop(SV_RX_DROP_PEER);
+		return;
+	}
 	d = sv_psn_diff(p->psn, rq->epsn);
 	if (t->type == IBV_QPT_XRC_RECV && d < 0) {
 		/* an XRC duplicate: answered through the SRQ it names (a READ
@@ -717,6 +733,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		/* UC: a gap loses the message; a new one starts afresh */
 		if (!(p->flags & SV_RF_FIRST)) {
 			rq->in = SV_IN_NONE;
+			sv_roce_drop(SV_RX_DROP_PSN);
 			return;
 		}
 		rq->epsn = p->psn;
@@ -726,6 +743,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		d = 0;
 	}
 	if (d > 0) {
+		sv_roce_drop(SV_RX_DROP_PSN);
 		if (!rq->nak_sent) {
 			rq->nak_sent = true;
 			sv_roce_send_ack(tx, rq, SV_AETH_NAK_SEQ, rq->epsn);
@@ -755,12 +773,16 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		if (is_rc(t))
 			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
 				  IBV_EVENT_QP_REQ_ERR);
+		else
+			sv_roce_drop(SV_RX_DROP_PSN);
 		return;
 	}
 	if ((p->flags & (SV_RF_SEND | SV_RF_WRITE)) && !size_ok(rq, p)) {
 		if (is_rc(t))
 			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
 				  IBV_EVENT_QP_REQ_ERR);
+		else
+			sv_roce_drop(SV_RX_DROP_MALFORMED);
 		return;
 	}
 	if (p->flags & SV_RF_SEND) {
@@ -790,6 +812,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 			rc_atomic(t, p, tx);
 		return;
 	} else {
+		sv_roce_drop(SV_RX_DROP_OPCODE);
 		return;
 	}
 	if (is_rc(t) && p->ackreq && t->state != IBV_QPS_ERR &&

@@ -17,14 +17,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "abi/sv_cmd.h"
 #include "device/engine.h"
 #include "device/roce/wire.h"
 #include "device/sv_dev.h"
 
 struct sv_roce_stats {
 	uint64_t tx_pkts, rx_pkts;
-	uint64_t rx_drop;          /* malformed, bad ICRC, unknown QP, state */
-	uint64_t rx_bad_icrc;
+	uint64_t rx_drop;          /* every drop: the sum of drop_why */
+	uint64_t drop_why[SV_RX_DROP_MAX]; /* enum sv_rx_drop (abi/sv_cmd.h) */
 	uint64_t retransmits;      /* packets sent again */
 	uint64_t timeouts;         /* retransmission timer expiries */
 	uint64_t naks_sent, naks_rcvd;   /* PSN sequence, access, invalid */

@@ -109,6 +109,14 @@ struct sv_roce_tx {
 
 /* dev.c */
 extern struct sv_roce_stats sv_roce_stats;
+
+/* A received packet dropped, and why (enum sv_rx_drop): every drop of the
+ * receive path counts once, here (the wire thread, under the device lock). */
+static inline void sv_roce_drop(enum sv_rx_drop why)
+{
+	sv_roce_stats.rx_drop++;
+	sv_roce_stats.drop_why[why]++;
+}
 /* An execution context for the wire's copies (under sv_dev.lock, never
  * unlocked): this thread's bounce buffer, the time now. */
 void sv_roce_exec(struct sv_exec *x);
