@@ -530,6 +530,10 @@ static void on_command(struct sv_client *c)
 		if (n <= 0) {
 			if (fd_in >= 0)
 				close(fd_in);
+			if (n < 0)    /* EOF is a close; anything else says why */
+				sv_log(SV_LOG_WARN, "client %llu (pid %d): dropped: "
+				       "cannot read: %s", (unsigned long long)c->id,
+				       (int)c->pid, strerror((int)-n));
 			client_drop(c);
 			return;
 		}

@@ -36,17 +36,6 @@
 
 #include "vu.h"
 
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL (pid %d, line %d): ",          \
-				(int)getpid(), __LINE__);                    \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
-
 #define MAX_CTX   4096      /* more than any share: the refusal must come */
 #define ROUNDS    200
 #define MSG       4096
@@ -55,13 +44,13 @@ static void wait_byte(int fd, char want)
 {
 	char c = 0;
 
-	CHECK(vu_fd_readable(fd, 60000), "no word from the other process");
-	CHECK(read(fd, &c, 1) == 1 && c == want, "unexpected message '%c'", c);
+	VU_CHECK(vu_fd_readable(fd, 60000), "no word from the other process");
+	VU_CHECK(read(fd, &c, 1) == 1 && c == want, "unexpected message '%c'", c);
 }
 
 static void say(int fd, char c)
 {
-	CHECK(write(fd, &c, 1) == 1, "cannot write the pipe");
+	VU_CHECK(write(fd, &c, 1) == 1, "cannot write the pipe");
 }
 
 /* ---- the bystander's work: a ping-pong between two RC QPs ---- */
@@ -79,19 +68,19 @@ static void pingpong(const char *when)
 	struct ibv_wc wc[2];
 	uint8_t *buf;
 
-	CHECK(ctx, "%s: the bystander cannot open sv0", when);
-	CHECK(!ibv_query_device(ctx, &attr), "%s: query_device", when);
+	VU_CHECK(ctx, "%s: the bystander cannot open sv0", when);
+	VU_CHECK(!ibv_query_device(ctx, &attr), "%s: query_device", when);
 	big = ibv_create_cq(ctx, attr.max_cqe, NULL, NULL, 0);
-	CHECK(big, "%s: the bystander's CQ of %d entries: %s", when,
+	VU_CHECK(big, "%s: the bystander's CQ of %d entries: %s", when,
 	      attr.max_cqe, strerror(errno));
-	CHECK(!vu_ep_create(&a, ctx, NULL, IBV_QPT_RC, &caps), "%s: ep a", when);
-	CHECK(!vu_ep_create(&b, ctx, a.pd, IBV_QPT_RC, &caps), "%s: ep b", when);
-	CHECK(!vu_connect_pair(a.qp, b.qp, &conn), "%s: connect", when);
+	VU_CHECK(!vu_ep_create(&a, ctx, NULL, IBV_QPT_RC, &caps), "%s: ep a", when);
+	VU_CHECK(!vu_ep_create(&b, ctx, a.pd, IBV_QPT_RC, &caps), "%s: ep b", when);
+	VU_CHECK(!vu_connect_pair(a.qp, b.qp, &conn), "%s: connect", when);
 	buf = calloc(4, MSG);
-	CHECK(buf, "calloc");
+	VU_CHECK(buf, "calloc");
 	mr = ibv_reg_mr(a.pd, buf, 4 * MSG, IBV_ACCESS_LOCAL_WRITE |
 			IBV_ACCESS_REMOTE_WRITE);
-	CHECK(mr, "%s: the bystander's MR: %s", when, strerror(errno));
+	VU_CHECK(mr, "%s: the bystander's MR: %s", when, strerror(errno));
 	/* buf: [0] a's send, [1] b's receive, [2] a's write source, [3] target */
 	for (int i = 0; i < ROUNDS; i++) {
 		struct ibv_sge rs = { (uintptr_t)(buf + MSG), MSG, mr->lkey };
@@ -113,31 +102,31 @@ static void pingpong(const char *when)
 
 		memset(buf, 'a' + i % 26, MSG);
 		memset(buf + 2 * MSG, 'A' + i % 26, MSG);
-		CHECK(!ibv_post_recv(b.qp, &rwr, &rbad), "post_recv");
-		CHECK(!ibv_post_send(a.qp, &swr, &sbad), "post_send");
-		CHECK(!ibv_post_send(a.qp, &wwr, &sbad), "post_send write");
-		CHECK(vu_poll(a.scq, wc, 2, VU_WAIT_MS) == 2,
+		VU_CHECK(!ibv_post_recv(b.qp, &rwr, &rbad), "post_recv");
+		VU_CHECK(!ibv_post_send(a.qp, &swr, &sbad), "post_send");
+		VU_CHECK(!ibv_post_send(a.qp, &wwr, &sbad), "post_send write");
+		VU_CHECK(vu_poll(a.scq, wc, 2, VU_WAIT_MS) == 2,
 		      "%s: round %d: sends did not complete", when, i);
-		CHECK(wc[0].status == IBV_WC_SUCCESS &&
+		VU_CHECK(wc[0].status == IBV_WC_SUCCESS &&
 		      wc[1].status == IBV_WC_SUCCESS, "%s: round %d: %s",
 		      when, i, ibv_wc_status_str(wc[0].status ? wc[0].status :
 						 wc[1].status));
-		CHECK(vu_poll(b.rcq, wc, 1, VU_WAIT_MS) == 1 &&
+		VU_CHECK(vu_poll(b.rcq, wc, 1, VU_WAIT_MS) == 1 &&
 		      wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == MSG,
 		      "%s: round %d: receive", when, i);
 		for (int k = 0; k < MSG; k++) {
-			CHECK(buf[MSG + k] == 'a' + i % 26, "%s: round %d: "
+			VU_CHECK(buf[MSG + k] == 'a' + i % 26, "%s: round %d: "
 			      "byte %d received wrong", when, i, k);
-			CHECK(buf[3 * MSG + k] == 'A' + i % 26, "%s: round %d: "
+			VU_CHECK(buf[3 * MSG + k] == 'A' + i % 26, "%s: round %d: "
 			      "byte %d written wrong", when, i, k);
 		}
 	}
-	CHECK(!ibv_dereg_mr(mr), "dereg");
+	VU_CHECK(!ibv_dereg_mr(mr), "dereg");
 	free(buf);
 	vu_ep_destroy(&b);
 	vu_ep_destroy(&a);
-	CHECK(!ibv_destroy_cq(big), "destroy big cq");
-	CHECK(!ibv_close_device(ctx), "close");
+	VU_CHECK(!ibv_destroy_cq(big), "destroy big cq");
+	VU_CHECK(!ibv_close_device(ctx), "close");
 	printf("bystander %s: %d rounds of SEND + WRITE, every byte right\n",
 	       when, ROUNDS);
 }
@@ -175,26 +164,26 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 		if (!h->ctx[h->nctx])
 			break;
 	}
-	CHECK(h->nctx > 1 && h->nctx < MAX_CTX,
+	VU_CHECK(h->nctx > 1 && h->nctx < MAX_CTX,
 	      "opened %d contexts: no share of connections", h->nctx);
 	printf("exhauster: contexts: %d opened, then refused\n", h->nctx);
 	/* give most back: the objects below need only two */
 	while (h->nctx > 2)
-		CHECK(!ibv_close_device(h->ctx[--h->nctx]), "close");
+		VU_CHECK(!ibv_close_device(h->ctx[--h->nctx]), "close");
 	ctx = h->ctx[0];
 
 	h->pd = ibv_alloc_pd(ctx);
-	CHECK(h->pd, "alloc_pd");
+	VU_CHECK(h->pd, "alloc_pd");
 	h->cq = calloc((size_t)attr->max_cq + 1, sizeof(*h->cq));
 	h->qp = calloc((size_t)attr->max_qp + 1, sizeof(*h->qp));
 	h->mr = calloc((size_t)attr->max_mr + 1, sizeof(*h->mr));
-	CHECK(h->cq && h->qp && h->mr, "calloc");
+	VU_CHECK(h->cq && h->qp && h->mr, "calloc");
 	for (h->ncq = 0; h->ncq <= attr->max_cq; h->ncq++) {
 		h->cq[h->ncq] = ibv_create_cq(ctx, 1, NULL, NULL, 0);
 		if (!h->cq[h->ncq])
 			break;
 	}
-	CHECK(h->ncq == attr->max_cq && errno == ENOMEM,
+	VU_CHECK(h->ncq == attr->max_cq && errno == ENOMEM,
 	      "CQs: %d created (max_cq %d), then %s", h->ncq, attr->max_cq,
 	      strerror(errno));
 	qa.send_cq = qa.recv_cq = h->cq[0];
@@ -203,18 +192,18 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 		if (!h->qp[h->nqp])
 			break;
 	}
-	CHECK(h->nqp == attr->max_qp && errno == ENOMEM,
+	VU_CHECK(h->nqp == attr->max_qp && errno == ENOMEM,
 	      "QPs: %d created (max_qp %d), then %s", h->nqp, attr->max_qp,
 	      strerror(errno));
 	h->buf = calloc(1, 4096);
-	CHECK(h->buf, "calloc");
+	VU_CHECK(h->buf, "calloc");
 	for (h->nmr = 0; h->nmr <= attr->max_mr; h->nmr++) {
 		h->mr[h->nmr] = ibv_reg_mr(h->pd, h->buf, 4096,
 					   IBV_ACCESS_LOCAL_WRITE);
 		if (!h->mr[h->nmr])
 			break;
 	}
-	CHECK(h->nmr == attr->max_mr && errno == ENOMEM,
+	VU_CHECK(h->nmr == attr->max_mr && errno == ENOMEM,
 	      "MRs: %d registered (max_mr %d), then %s", h->nmr, attr->max_mr,
 	      strerror(errno));
 	printf("exhauster: %d CQs, %d QPs, %d MRs, each refused after its "
@@ -222,27 +211,27 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 
 	/* the share is the process's: its second context gets no more */
 	pd2 = ibv_alloc_pd(h->ctx[1]);
-	CHECK(pd2, "alloc_pd on the second context");
+	VU_CHECK(pd2, "alloc_pd on the second context");
 	errno = 0;
-	CHECK(!ibv_create_cq(h->ctx[1], 1, NULL, NULL, 0) && errno == ENOMEM,
+	VU_CHECK(!ibv_create_cq(h->ctx[1], 1, NULL, NULL, 0) && errno == ENOMEM,
 	      "a CQ on the second context: %s", strerror(errno));
 	errno = 0;
-	CHECK(!ibv_reg_mr(pd2, h->buf, 4096, IBV_ACCESS_LOCAL_WRITE) &&
+	VU_CHECK(!ibv_reg_mr(pd2, h->buf, 4096, IBV_ACCESS_LOCAL_WRITE) &&
 	      errno == ENOMEM, "an MR on the second context: %s",
 	      strerror(errno));
-	CHECK(!ibv_dealloc_pd(pd2), "dealloc pd2");
+	VU_CHECK(!ibv_dealloc_pd(pd2), "dealloc pd2");
 
 	/* ring memory: give some CQs back, then CQs of max_cqe until the
 	 * process's ring memory is spent */
 	for (int i = 0; i < 64; i++)
-		CHECK(!ibv_destroy_cq(h->cq[--h->ncq]), "destroy cq");
+		VU_CHECK(!ibv_destroy_cq(h->cq[--h->ncq]), "destroy cq");
 	for (h->nbig = 0; h->nbig < 64; h->nbig++) {
 		h->bigcq[h->nbig] = ibv_create_cq(h->ctx[1], attr->max_cqe,
 						  NULL, NULL, 0);
 		if (!h->bigcq[h->nbig])
 			break;
 	}
-	CHECK(h->nbig > 0 && h->nbig < 64 && errno == ENOMEM,
+	VU_CHECK(h->nbig > 0 && h->nbig < 64 && errno == ENOMEM,
 	      "CQs of %d entries: %d, then %s", attr->max_cqe, h->nbig,
 	      strerror(errno));
 	printf("exhauster: %d CQs of %d entries, then ENOMEM (ring memory)\n",
@@ -252,10 +241,10 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 static void release_some(struct held *h)
 {
 	while (h->nbig)
-		CHECK(!ibv_destroy_cq(h->bigcq[--h->nbig]), "destroy big cq");
+		VU_CHECK(!ibv_destroy_cq(h->bigcq[--h->nbig]), "destroy big cq");
 	for (int i = 0; i < 100; i++) {
-		CHECK(!ibv_destroy_qp(h->qp[--h->nqp]), "destroy qp");
-		CHECK(!ibv_dereg_mr(h->mr[--h->nmr]), "dereg mr");
+		VU_CHECK(!ibv_destroy_qp(h->qp[--h->nqp]), "destroy qp");
+		VU_CHECK(!ibv_dereg_mr(h->mr[--h->nmr]), "dereg mr");
 	}
 	/* and the room is back for the process itself */
 	h->qp[h->nqp] = ibv_create_qp(h->pd, &(struct ibv_qp_init_attr){
@@ -263,10 +252,10 @@ static void release_some(struct held *h)
 		.recv_cq = h->cq[0],
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 } });
-	CHECK(h->qp[h->nqp], "a QP after 100 went: %s", strerror(errno));
+	VU_CHECK(h->qp[h->nqp], "a QP after 100 went: %s", strerror(errno));
 	h->nqp++;
 	h->bigcq[0] = ibv_create_cq(h->ctx[1], 1 << 20, NULL, NULL, 0);
-	CHECK(h->bigcq[0], "a big CQ after the big ones went: %s",
+	VU_CHECK(h->bigcq[0], "a big CQ after the big ones went: %s",
 	      strerror(errno));
 	h->nbig = 1;
 }
@@ -280,15 +269,15 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ctx = vu_open();
-	CHECK(ctx, "no sv0");
-	CHECK(!ibv_query_device(ctx, &attr), "query_device");
-	CHECK(!ibv_close_device(ctx), "close");
+	VU_CHECK(ctx, "no sv0");
+	VU_CHECK(!ibv_query_device(ctx, &attr), "query_device");
+	VU_CHECK(!ibv_close_device(ctx), "close");
 	printf("max_cq %d, max_qp %d, max_mr %d, max_cqe %d\n", attr.max_cq,
 	       attr.max_qp, attr.max_mr, attr.max_cqe);
-	CHECK(pipe(to_ex) == 0 && pipe(from_ex) == 0, "pipe");
+	VU_CHECK(pipe(to_ex) == 0 && pipe(from_ex) == 0, "pipe");
 
 	ex = fork();
-	CHECK(ex >= 0, "fork");
+	VU_CHECK(ex >= 0, "fork");
 	if (ex == 0) {
 		struct held h = { 0 };
 
@@ -310,29 +299,29 @@ int main(void)
 	wait_byte(from_ex[0], 'F');
 	pingpong("after it freed a part");
 	say(to_ex[1], 'X');
-	CHECK(waitpid(ex, &status, 0) == ex && WIFEXITED(status) &&
+	VU_CHECK(waitpid(ex, &status, 0) == ex && WIFEXITED(status) &&
 	      !WEXITSTATUS(status), "the exhausting process failed");
 
 	/* its objects went with it: a new process gets its whole share */
 	ex = fork();
-	CHECK(ex >= 0, "fork");
+	VU_CHECK(ex >= 0, "fork");
 	if (ex == 0) {
 		struct ibv_context *c2 = vu_open();
 		struct ibv_cq **cq = calloc((size_t)attr.max_cq, sizeof(*cq));
 
-		CHECK(c2 && cq, "open");
+		VU_CHECK(c2 && cq, "open");
 		for (int i = 0; i < attr.max_cq; i++) {
 			cq[i] = ibv_create_cq(c2, 1, NULL, NULL, 0);
-			CHECK(cq[i], "CQ %d of a fresh process: %s", i,
+			VU_CHECK(cq[i], "CQ %d of a fresh process: %s", i,
 			      strerror(errno));
 		}
 		for (int i = 0; i < attr.max_cq; i++)
-			CHECK(!ibv_destroy_cq(cq[i]), "destroy");
+			VU_CHECK(!ibv_destroy_cq(cq[i]), "destroy");
 		free(cq);
-		CHECK(!ibv_close_device(c2), "close");
+		VU_CHECK(!ibv_close_device(c2), "close");
 		_exit(0);
 	}
-	CHECK(waitpid(ex, &status, 0) == ex && WIFEXITED(status) &&
+	VU_CHECK(waitpid(ex, &status, 0) == ex && WIFEXITED(status) &&
 	      !WEXITSTATUS(status), "a fresh process did not get its share");
 	pingpong("after the exhausting process exited");
 	printf("PASS\n");

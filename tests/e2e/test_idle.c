@@ -44,32 +44,9 @@ struct thread_state {
 /* The task id of the daemon's thread named "sv-engine0", or -1. */
 static int engine_tid(pid_t pid)
 {
-	char path[384], name[64];
-	struct dirent *d;
-	int tid = -1;
-	DIR *dir;
+	int tid;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (!dir)
-		return -1;
-	while ((d = readdir(dir))) {
-		FILE *f;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid,
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) &&
-		    !strcmp(name, "sv-engine0\n"))
-			tid = atoi(d->d_name);
-		fclose(f);
-	}
-	closedir(dir);
-	return tid;
+	return vu_threads_named(pid, "sv-engine0", &tid) > 0 ? tid : -1;
 }
 
 static int read_thread(pid_t pid, int tid, struct thread_state *t)

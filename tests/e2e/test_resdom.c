@@ -24,7 +24,6 @@
  * The test runs on a device of its own (isolated.sh), so every page is free
  * when it starts.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -284,36 +283,6 @@ static void test_models(void **state)
 
 /* Two QPs in two different domains talk to each other; a QP without a
  * domain, on page 0, talks to one in a domain. */
-/* The daemon's engine threads ("sv-engineN"), from /proc. */
-static int engine_threads(pid_t pid)
-{
-	char path[384], name[64];
-	struct dirent *d;
-	int n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	assert_non_null(dir);
-	while ((d = readdir(dir))) {
-		FILE *f;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid,
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) &&
-		    !strncmp(name, "sv-engine", 9))
-			n++;
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
-}
-
 /* Every domain page in use, each with a QP moving data: still no more
  * engine threads than the machine has CPUs less one (at least one), so a
  * domain never competes with its own application for a core. */
@@ -342,7 +311,7 @@ static void test_threads(void **state)
 	}
 	for (int i = 0; i + 1 < N; i += 2)
 		pair_transfer(qp[i], cq[i], qp[i + 1], cq[i + 1]);
-	n = engine_threads(pid);
+	n = vu_threads_named(pid, "sv-engine", NULL);
 	printf("%d engine threads for %d dedicated domains on %ld CPUs\n", n,
 	       N, ncpu);
 	assert_true(n >= 1);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the data-path tests: see vu.h. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -437,4 +438,39 @@ void vu_ep_destroy(struct vu_ep *ep)
 	if (ep->own_ctx && ep->ctx)
 		ibv_close_device(ep->ctx);
 	memset(ep, 0, sizeof(*ep));
+}
+
+int vu_threads_named(pid_t pid, const char *prefix, int *tid)
+{
+	char path[384], name[64];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	if (tid)
+		*tid = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid,
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) &&
+		    !strncmp(name, prefix, strlen(prefix))) {
+			if (tid && *tid < 0)
+				*tid = atoi(d->d_name);
+			n++;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
 }

@@ -54,6 +54,10 @@ long vu_now_ms(void);
  * -1 when there is none. */
 pid_t vu_daemon_pid(void);
 void vu_sleep_ms(long ms);
+/* Threads of process pid whose name starts with prefix: how many (-1 when
+ * the process is not there), and in *tid (if not NULL) the first one's task
+ * id, or -1. */
+int vu_threads_named(pid_t pid, const char *prefix, int *tid);
 
 /* Open the device named sv0 (the only one softverbs shows). NULL and a
  * message on stderr when there is none. */
