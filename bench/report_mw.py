@@ -131,7 +131,8 @@ def mpi_job(d, t, what):
     for m in re.finditer(r"mpi_bench: (pingpong|allreduce) ([^\n]*)", text):
         kv = dict(x.split("=", 1) for x in m.group(2).split() if "=" in x)
         try:
-            rows[int(kv["size"])] = {k: float(v) for k, v in kv.items()}
+            rows[int(kv["size"])] = {k: int(v) if k in ("size", "iters", "ranks")
+                                     else float(v) for k, v in kv.items()}
         except (KeyError, ValueError):
             continue
     b = {}
@@ -292,8 +293,9 @@ def table_mw(M, wrap=None):
         S = M.get(s)
         if S is None:
             continue
-        L.append("  %-48s %10s %10s %8s  %s" % (titles[s], "sv0", "TCP",
-                                                "sv0/TCP", "faster"))
+        L.append("  " + titles[s])
+        L.append("    %-46s %10s %10s %8s  %s" % ("", "sv0", "TCP", "sv0/TCP",
+                                                "faster"))
         if S.get("skipped"):
             L.append("    skipped: %s" % S["skipped"])
             continue
