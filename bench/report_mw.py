@@ -188,9 +188,11 @@ def fi_run(path):
     for line in (read(path) or "").splitlines():
         f = line.split()
         if len(f) == 8 and re.match(r"^\d+[kmg]?$", f[0]) and f[2].startswith("="):
+            # counts print as 5k, 20k (powers of 1000)
+            k = {"k": 1e3, "m": 1e6, "g": 1e9}.get(f[1][-1:], 1)
             try:
-                return {"iters": int(f[1]), "bw_MBps": float(f[5]),
-                        "lat_us": float(f[6])}
+                return {"iters": int(float(f[1].rstrip("kmg")) * k),
+                        "bw_MBps": float(f[5]), "lat_us": float(f[6])}
             except ValueError:
                 return None
     return None
