@@ -64,6 +64,7 @@ fi
 # Each section's files (outputs, "errors" and "skipped": one line each) in
 # its own folder of $raw; bench/report_mw.py makes the JSON of them.
 raw=$(mktemp -d /tmp/softverbs-mw.XXXXXX) || exit 1
+cut -d' ' -f1 /proc/loadavg >"$raw/load_start"
 emit() {
 	"$PY" "$here/report_mw.py" --collect "$raw" --short "$short" \
 		--sections "${sections[*]}" >&3

@@ -41,6 +41,13 @@ def lines_of(path):
     return [x.strip() for x in (read(path) or "").splitlines() if x.strip()]
 
 
+def num_or_none(s):
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
 def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
@@ -222,7 +229,10 @@ def sec_fi(d):
 
 
 def collect(raw, short, sections):
-    out = {"bench": "middleware", "link": LINK, "short": short}
+    out = {"bench": "middleware", "link": LINK, "short": short,
+           "load_avg": [num_or_none((lines_of(os.path.join(raw, "load_start"))
+                                     or [""])[0]),
+                        num_or_none((read("/proc/loadavg") or "").split(" ")[0])]}
     errs = []
     for e in lines_of(os.path.join(raw, "harness", "errors")):
         errs.append("harness: " + e)
@@ -254,9 +264,11 @@ def merge(parts):
             continue
         if out is None:
             out = {k: p[k] for k in ("bench", "link", "short") if k in p}
+            out["load_avg"] = {}
         for s in SECTIONS:
             if s in p:
                 out[s] = p[s]
+                out["load_avg"][s] = p.get("load_avg")
         if p.get("error"):
             errs.append(p["error"])
     if out is not None:
@@ -321,6 +333,14 @@ def table_mw(M, wrap=None):
                   " per call; MB/s = 1e6 B/s. sv0/TCP above 1x is more"
                   " (bandwidth, rate) or longer (time); 'faster' names the"
                   " better of the two)"))
+    la = M.get("load_avg")
+    if isinstance(la, list) and None not in la:
+        L.append("  load average %.2f at the start, %.2f at the end" % tuple(la))
+    elif isinstance(la, dict):
+        L.extend(wrap("  load average at each section's start and end: " +
+                      ", ".join("%s %s" % (s, "-" if not v or None in v else
+                                           "%.2f-%.2f" % tuple(v))
+                                for s, v in la.items())))
     if M.get("short"):
         L.append("  (short run: few iterations, the figures are rough)")
     return L
