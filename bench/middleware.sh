@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
 	*) usage ;;
 	esac
 done
-[ ${#sections[@]} -gt 0 ] || sections=(ucx mpi fi)
+[ ${#sections[@]} -gt 0 ] || sections=(ucx mpi "fi")
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 
@@ -94,7 +94,7 @@ for s in "${sections[@]}"; do
 	mpi) if ! has mpirun.openmpi; then skipped mpi "no mpirun.openmpi (openmpi-bin: tests/mpi/deps.sh)"
 	     elif [ ! -x "$build/bin/mpi_bench_ompi" ]; then skipped mpi "no $build/bin/mpi_bench_ompi (built when mpicc.openmpi exists)"
 	     elif ! has unshare || ! has nft; then skipped mpi "no unshare or nft"; fi ;;
-	fi) has fi_pingpong || skipped fi "fi_pingpong is not installed (libfabric-bin)" ;;
+	"fi") has fi_pingpong || skipped "fi" "fi_pingpong is not installed (libfabric-bin)" ;;
 	esac
 done
 todo=()
@@ -183,7 +183,7 @@ sec_ucx() {
 				grep -q 'Device: veth0' && { ok=1; break; }
 			sleep 0.2
 		done
-		[ $ok = 1 ] || err ucx "UCX's tcp does not list veth0 in $ns after 10 s"
+		[ "$ok" = 1 ] || err ucx "UCX's tcp does not list veth0 in $ns after 10 s"
 	done
 	printf '%s\n' \
 		"put_bw_65536 -t ucp_put_bw -s 65536 -n ${ucx_n[1]} -w $(( ucx_n[1] / 10 ))" \
@@ -195,7 +195,7 @@ sec_ucx() {
 		"am_bw_8 -t ucp_am_bw -s 8 -n ${ucx_n[3]} -w $(( ucx_n[3] / 10 ))" \
 		>"$batch"
 	for t in sv0 tcp; do
-		if [ $t = sv0 ]; then
+		if [ "$t" = sv0 ]; then
 			tls=rc_verbs,ud_verbs:aux dev=sv0:1 pre=("$SV" run --)
 		else
 			tls=tcp dev=veth0 pre=()
@@ -203,9 +203,9 @@ sec_ucx() {
 		next_port
 		# UCX_LOG_LEVEL=info: the lanes UCX chose (ep_cfg), in the
 		# client's output beside the CSV lines
-		run_pair ucx "$t" "$port" env UCX_TLS=$tls UCX_NET_DEVICES=$dev \
+		run_pair ucx "$t" "$port" env UCX_TLS="$tls" UCX_NET_DEVICES="$dev" \
 			"${pre[@]}" ucx_perftest -p "$port" -b "$batch" -f -v :: \
-			env UCX_TLS=$tls UCX_NET_DEVICES=$dev UCX_LOG_LEVEL=info \
+			env UCX_TLS="$tls" UCX_NET_DEVICES="$dev" UCX_LOG_LEVEL=info \
 			"${pre[@]}" ucx_perftest "$IP_A" -p "$port" -b "$batch" -f -v
 	done
 }
@@ -228,7 +228,7 @@ sec_fi() {
 			[ "$s" = 8 ] || n=${fi_n[1]}
 			next_port
 			# shellcheck disable=SC2016
-			run_pair fi "$name.$s" "$port" sh -c \
+			run_pair "fi" "$name.$s" "$port" sh -c \
 				'mount --bind "$0" /etc/hosts && exec "$@"' "$NS_DIR/hosts.a" \
 				"${pre[@]}" fi_pingpong -p "$p" -e "$e" -I "$n" -S "$s" -B "$port" :: \
 				"${pre[@]}" fi_pingpong -p "$p" -e "$e" -I "$n" -S "$s" -P "$port" "$IP_A"
@@ -243,11 +243,11 @@ sec_mpi() {
 	mpi_counters_up
 	for mode in ompi-ucx-rc ompi-tcp-sm; do
 		t=sv0
-		[ $mode = ompi-tcp-sm ] && t=tcp
+		[ "$mode" = ompi-tcp-sm ] && t=tcp
 		mpi_hosts_up "$mode"
 		for what in pingpong allreduce; do
 			per=1 it=("${mpi_pp[@]}")
-			[ $what = allreduce ] && per=4 it=("${mpi_ar[@]}")
+			[ "$what" = allreduce ] && per=4 it=("${mpi_ar[@]}")
 			out=$raw/mpi/$t.$what.out
 			mpi_job_cmd "$mode" "$per" "$build/bin/mpi_bench_ompi" "$what" \
 				--iters-small "${it[0]}" --iters-large "${it[1]}"
