@@ -64,6 +64,7 @@ fi
 # Each section's files (outputs, "errors" and "skipped": one line each) in
 # its own folder of $raw; bench/report_mw.py makes the JSON of them.
 raw=$(mktemp -d /tmp/softverbs-mw.XXXXXX) || exit 1
+trap 'rm -rf "$raw"' EXIT
 cut -d' ' -f1 /proc/loadavg >"$raw/load_start"
 emit() {
 	"$PY" "$here/report_mw.py" --collect "$raw" --short "$short" \
@@ -110,6 +111,8 @@ export SV_BUILD_DIR=$build
 . "$here/../tests/net/lib.sh"
 # shellcheck source=../tests/mpi/netns_job.sh
 . "$here/../tests/mpi/netns_job.sh"
+# lib.sh's cleanup on exit, and our folder with it
+trap 'rc_=$?; rm -rf "$raw"; ns_cleanup $rc_; exit $?' EXIT
 # the harness failing: the JSON says so too (lib.sh's functions call it)
 # shellcheck disable=SC2317
 fail() {
