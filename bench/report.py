@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import sys
 
+import report_mw
+
 MIB = 1048576 / 1e6       # MiB/s -> MB/s
 
 # The targets (never asserted; reported).
@@ -230,6 +232,11 @@ def check_outputs(R, raw):
             lo = ((R.get("cmtime") or {}).get("paths") or {}).get("loopback")
             ok = all(((lo or {}).get(k) or {}).get("setup_cps")
                      for k in ("sv0", "tcp"))
+        elif n.startswith("mw_"):
+            S = (R.get("middleware") or {}).get(n[3:]) or {}
+            ok = bool(S.get("figures")) and all(
+                f["sv0"] is not None and f["tcp"] is not None
+                for f in S["figures"])
         elif n == "budgets":
             ok = "error" not in b and bool(b.get("post_send_ir"))
         else:
@@ -938,6 +945,8 @@ def table(R):
     L.append("")
     L.extend(table_cmtime(R))
     L.append("")
+    L.extend(report_mw.table_mw(R.get("middleware"), wrap))
+    L.append("")
     bad = [s for s in R["steps"] if s["status"] not in ("ok",)]
     L.append("Steps: %d ok%s" % (
         sum(1 for s in R["steps"] if s["status"] == "ok"),
@@ -1065,6 +1074,9 @@ def main():
     R["mm_cycle"] = mm_cycle(raw)
     R["netns"] = read_json(os.path.join(raw, "netns.out"))
     R["cmtime"] = read_json(os.path.join(raw, "cmtime.out"))
+    R["middleware"] = report_mw.merge(
+        read_json(os.path.join(raw, "mw_%s.out" % s))
+        for s in report_mw.SECTIONS)
     hollow = check_outputs(R, raw)
     R["comparisons"] = comparisons(R)
     R["targets"] = targets(R)

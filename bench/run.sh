@@ -27,7 +27,12 @@
 #     on sv0 (1000 connections at a time, and one alone) against TCP's
 #     connect/accept of the same steps (build/bin/sv_tcp_connect) over
 #     127.0.0.1 and the host's address, interleaved: connections per
-#     second, microseconds per connection of each step, sv0 / TCP.
+#     second, microseconds per connection of each step, sv0 / TCP;
+#   - the middleware across two network namespaces (issue 20,
+#     bench/middleware.sh, root only): ucx_perftest (put, tag, am), an MPI
+#     ping-pong and 8-rank allreduce (bench/mpi_bench.c, Open MPI) and
+#     libfabric's fi_pingpong, each on sv0 beside the TCP path on the same
+#     veth (UCX's tcp, Open MPI's btl tcp, libfabric's tcp provider).
 # Then bench/report.py writes results.json, table.txt, bw_vs_size.png and
 # lat_vs_size.png, and the table is printed. Raw logs are in OUTDIR/raw.
 #   bench/run.sh [--short] OUTDIR
@@ -167,6 +172,11 @@ step() {
 		record "$name" ok "$(elapsed "$t0")" ""
 	elif [ $rc = 124 ] || [ $rc = 137 ]; then
 		record "$name" failed "$(elapsed "$t0")" "timed out after $limit s"
+	elif [ $rc = 77 ]; then
+		# a part that cannot run here (bench/middleware.sh: not root, a
+		# tool missing) says why on its stderr
+		record "$name" skipped "$(elapsed "$t0")" \
+			"$(sed -n 's/^skipped: //p' "$raw/$name.err" | head -n 3 | tr '\n' ' ')"
 	else
 		record "$name" failed "$(elapsed "$t0")" "exit status $rc"
 	fi
@@ -416,6 +426,26 @@ else
 	[ $short = 1 ] && na+=(--short)
 	step netns $limit bash "$here/netns.sh" "${na[@]}"
 fi
+
+# -- the middleware across two network namespaces (issue 20,
+# bench/middleware.sh): ucx_perftest, an MPI ping-pong and allreduce, and
+# fi_pingpong, each on sv0 beside the TCP path on the same veth; a step each
+for s in ucx mpi fi; do
+	if [ "$(id -u)" != 0 ]; then
+		record "mw_$s" skipped 0 "not root: no network namespaces"
+		continue
+	fi
+	# every MPI rank and UCX process under the sanitizers' preload takes
+	# seconds to start: the short run of a sanitized build (make check's
+	# e2e_bench_short, bounded to 120 s) leaves them to the plain build's
+	if [ $short = 1 ] && [ $sanitized = 1 ]; then
+		record "mw_$s" skipped 0 "a sanitized build's short run (the plain build's runs them)"
+		continue
+	fi
+	ma=("$build" "$s" --keep "$raw/mw_$s")
+	[ $short = 1 ] && ma+=(--short)
+	step "mw_$s" $(( limit * 2 )) bash "$here/middleware.sh" "${ma[@]}"
+done
 
 # -- instruction budgets (bench/budgets.sh prints one JSON object)
 if [ ! -f "$here/budgets.sh" ]; then

@@ -2,7 +2,7 @@
 # An MPI job over two hosts: two network namespaces joined by a veth, a
 # softverbsd in each (tests/net/lib.sh), 8 ranks of tests/mpi/mpi_check.c,
 # 4 in each namespace. The launcher runs in a and reaches b the way a
-# cluster reaches another host: through an rsh agent (written here) that
+# cluster reaches another host: through an rsh agent (netns_job.sh) that
 # enters b's namespace, gives it a hostname of its own (a UTS namespace),
 # points softverbs at b's daemon and runs the launcher's command under
 # 'softverbs run'. docs/MIDDLEWARE.md has the recipe and the findings.
@@ -40,6 +40,8 @@ kill_test=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../net/lib.sh
 . "$here/../net/lib.sh"
+# shellcheck source=netns_job.sh
+. "$here/netns_job.sh"
 
 JOB_S=${MPI_JOB_SECONDS:-300}
 KILL_WAIT=${MPI_KILL_WAIT:-60}
@@ -47,14 +49,10 @@ MIN_ROCE_MIB=${MPI_MIN_ROCE_MIB:-200}
 MAX_TCP_MIB=${MPI_MAX_TCP_MIB:-8}
 CHECK_ARGS=${MPI_CHECK_ARGS:-}
 PER_HOST=${MPI_RANKS_PER_HOST:-4}
-NP=$(( PER_HOST * 2 ))
-FI_LOG=${MPI_FI_LOG_LEVEL:-warn}
 
-case $mode in
-ompi-*) mpi=ompi; launcher=mpirun.openmpi ;;
-mpich-*) mpi=mpich; launcher=mpiexec.hydra ;;
-*) fail "usage: mpi_netns.sh BUILD_DIR ompi-ucx-rc|ompi-ucx-ud|ompi-ofi|mpich-ucx-rc|mpich-ucx-ud|ompi-tcp [kill]" ;;
-esac
+mpi_mode "$mode" ||
+	fail "usage: mpi_netns.sh BUILD_DIR ompi-ucx-rc|ompi-ucx-ud|ompi-ofi|mpich-ucx-rc|mpich-ucx-ud|ompi-tcp [kill]"
+mpi=$MPI_KIND launcher=$MPI_LAUNCHER
 bin=$SV_BUILD_DIR/bin/mpi_check_$mpi
 command -v "$launcher" >/dev/null || skip "no $launcher (Debian's ${mpi/ompi/openmpi-bin})"
 [ -x "$bin" ] || skip "no $bin (built when mpicc.${mpi/ompi/openmpi} exists)"
@@ -63,129 +61,21 @@ command -v nft >/dev/null || skip "no nft (nftables): the traffic is counted wit
 
 ns_pair_up "$(ns_prefix mpi)"
 ns_daemons_up
-HOST_A=sv-mpi-a HOST_B=sv-mpi-b
+mpi_counters_up
+mpi_hosts_up "$mode"
 
-# byte counters in a for what crosses the veth: RoCEv2 and TCP
-ip netns exec "$NS_A" nft -f - <<EOF || fail "nft byte counters in $NS_A"
-table inet svmpi {
-	counter roce_in {}
-	counter roce_out {}
-	counter tcp_in {}
-	counter tcp_out {}
-	chain in { type filter hook input priority -5; iifname "veth0" udp dport 4791 counter name roce_in; iifname "veth0" meta l4proto tcp counter name tcp_in; }
-	chain out { type filter hook output priority -5; oifname "veth0" udp dport 4791 counter name roce_out; oifname "veth0" meta l4proto tcp counter name tcp_out; }
-}
-EOF
-nft_bytes() { # counter name
-	ip netns exec "$NS_A" nft list counter inet svmpi "$1" 2>/dev/null |
-		awk '{ for (i = 1; i < NF; i++) if ($i == "bytes") b = $(i + 1) }
-		     END { print b + 0 }'
-}
-
-# a boot_id of its own for each host
-for h in a b; do
-	cat /proc/sys/kernel/random/uuid >"$NS_DIR/boot_id.$h" || fail "uuid"
-done
-
-# libfabric's verbs provider names an endpoint by binding "localhost"
-# (docs/MIDDLEWARE.md): sv0 accepts 127.0.0.1, Linux's rdma_cm does not
-# (ENODEV: no GID table holds it) and libfabric then takes the device's
-# interface address. Until the device answers as Linux does, a libfabric
-# host's "localhost" is its own address (in its mount namespace).
-hosts_a='' hosts_b=''
-if [ "$mode" = ompi-ofi ]; then
-	hosts_a=$NS_DIR/hosts.a hosts_b=$NS_DIR/hosts.b
-	printf '%s localhost\n%s %s\n%s %s\n' "$IP_A" "$IP_A" "$HOST_A" "$IP_B" "$HOST_B" >"$hosts_a"
-	printf '%s localhost\n%s %s\n%s %s\n' "$IP_B" "$IP_A" "$HOST_A" "$IP_B" "$HOST_B" >"$hosts_b"
-fi
-
-# The agent: "agent HOST CMD..." runs CMD (a shell command line, as ssh
-# would) on HOST; "agent --exec HOST PROG ARGS..." runs PROG with its
-# arguments as they are (the launcher itself, in a). Both as a host would:
-# inside the namespace, with its hostname and boot_id, on its daemon, under
-# softverbs run. Every call is logged.
-agent=$NS_DIR/agent
-cat >"$agent" <<EOF
-#!/bin/bash
-exec_argv=0
-[ "\$1" = --exec ] && { exec_argv=1; shift; }
-# options an ssh-style caller may put before the host
-while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
-host=\$1; shift
-case \$host in
-$IP_A|$HOST_A) ns=$NS_A sock=$SOCK_A name=$HOST_A boot=$NS_DIR/boot_id.a hosts=$hosts_a ;;
-$IP_B|$HOST_B) ns=$NS_B sock=$SOCK_B name=$HOST_B boot=$NS_DIR/boot_id.b hosts=$hosts_b ;;
-*) echo "agent: unknown host '\$host'" >&2; exit 255 ;;
-esac
-echo "\$(date +%T.%N) \$host: \$*" >>$NS_DIR/agent.log
-if [ \$exec_argv = 0 ]; then set -- /bin/sh -c "\$*"; fi
-exec ip netns exec "\$ns" unshare --uts -- /bin/bash -c '
-	hostname "\$1" && mount --bind "\$2" /proc/sys/kernel/random/boot_id || exit 255
-	if [ -n "\$4" ]; then mount --bind "\$4" /etc/hosts || exit 255; fi
-	export SOFTVERBS_SOCKET=\$3 SOFTVERBS_NO_AUTOSTART=1 SOFTVERBSD=/nonexistent/softverbsd
-	shift 4
-	exec "$SV" run -- "\$@"' agent "\$name" "\$boot" "\$sock" "\$hosts" "\$@"
-EOF
-chmod +x "$agent"
-ns_log "$NS_DIR/agent.log" "the rsh agent's calls"
-
-# the hosts: 4 slots each, a first (ranks 0-3), b second (ranks 4-7)
-hostfile=$NS_DIR/hosts
-case $mpi in
-ompi) printf '%s slots=%s\n' "$IP_A" "$PER_HOST" "$IP_B" "$PER_HOST" >"$hostfile" ;;
-mpich) printf '%s:%s\n' "$IP_A" "$PER_HOST" "$IP_B" "$PER_HOST" >"$hostfile" ;;
-esac
-
-ucx_env=(UCX_LOG_LEVEL=info UCX_NET_DEVICES=sv0:1)
-args=()
-case $mode in
-*-ucx-rc) ucx_env+=("UCX_TLS=rc_verbs,ud_verbs:aux,sm,self") ;;
-*-ucx-ud) ucx_env+=("UCX_TLS=ud_verbs,sm,self") ;;
-esac
-case $mode in
-ompi-ucx-*)
-	args=(--mca pml ucx --mca osc ucx --mca btl self --mca pml_ucx_verbose 1)
-	for e in "${ucx_env[@]}"; do args+=(-x "$e"); done ;;
-ompi-ofi)
-	args=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm"
-	      --mca btl self --mca osc pt2pt --mca mtl_base_verbose 10
-	      -x "FI_PROVIDER=verbs;ofi_rxm" -x FI_LOG_LEVEL="$FI_LOG") ;;
-ompi-tcp)
-	args=(--mca pml ob1 --mca btl 'tcp,self' --mca btl_tcp_if_include veth0
-	      --mca osc pt2pt) ;;
-mpich-*)
-	args=(-genvnone)
-	for e in "${ucx_env[@]}"; do args+=(-genv "${e%%=*}" "${e#*=}"); done ;;
-esac
-
-# Open MPI's ranks yield the CPU when they poll in vain: 8 ranks on the
-# machine's 2 cores would otherwise starve the daemons, which do the
-# device's work (the job takes 2.5 times as long; docs/MIDDLEWARE.md).
-case $mpi in
-ompi)
-	cmd=("$launcher" --allow-run-as-root -np "$NP" --hostfile "$hostfile"
-	     --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
-	     --mca oob_tcp_if_include veth0 --map-by slot --bind-to none
-	     --mca mpi_yield_when_idle 1
-	     --tag-output "${args[@]}") ;;
-mpich)
-	cmd=("$launcher" -n "$NP" -f "$hostfile" -launcher rsh -launcher-exec "$agent"
-	     -iface veth0 -prepend-rank "${args[@]}") ;;
-esac
 [ "$kill_test" = kill ] && CHECK_ARGS="$CHECK_ARGS --loop $JOB_S"
-# shellcheck disable=SC2206
-cmd+=(${MPI_LAUNCHER_ARGS:-} "$bin" $CHECK_ARGS)
+# shellcheck disable=SC2086
+mpi_job_cmd "$mode" "$PER_HOST" "$bin" $CHECK_ARGS
+cmd=("${MPI_CMD[@]}")
 
 out=$NS_DIR/job.out
 ns_log "$out" "the job ($mode)"
 echo "job: ${cmd[*]}"
-roce0_in=$(nft_bytes roce_in) roce0_out=$(nft_bytes roce_out)
-tcp0_in=$(nft_bytes tcp_in) tcp0_out=$(nft_bytes tcp_out)
+roce0=$(mpi_bytes roce) tcp0=$(mpi_bytes tcp)
 t0=$(date +%s.%N)
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-	timeout -k 5 "$JOB_S" "$agent" --exec "$IP_A" "${cmd[@]}" >"$out" 2>&1 &
-job=$!
-NS_PIDS+=("$job")
+mpi_job_start "$out" "$JOB_S"
+job=$MPI_JOB
 # MPI_KEEP=DIR: the job's whole output kept as DIR/MODE.out
 # shellcheck disable=SC2154
 [ -n "${MPI_KEEP:-}" ] && trap 'rc_=$?; mkdir -p "$MPI_KEEP" && cp "$out" "$MPI_KEEP/$mode${kill_test:+-kill}.out"; ns_cleanup $rc_; exit $?' EXIT
@@ -242,8 +132,8 @@ if ! ns_wait_job "$job" $(( JOB_S + 10 )); then
 fi
 rc=$wait_rc
 t=$(echo "$(date +%s.%N) - $t0" | bc)
-roce=$(( $(nft_bytes roce_in) - roce0_in + $(nft_bytes roce_out) - roce0_out ))
-tcp=$(( $(nft_bytes tcp_in) - tcp0_in + $(nft_bytes tcp_out) - tcp0_out ))
+roce=$(( $(mpi_bytes roce) - roce0 ))
+tcp=$(( $(mpi_bytes tcp) - tcp0 ))
 
 grep -E '^(\[[^]]*\]<stdout>:|\[0\] )?mpi_check' "$out" | sed 's/^[^m]*mpi_check/mpi_check/'
 echo "--- transports chosen (one line per distinct choice) ---"
