@@ -176,45 +176,94 @@ static uint32_t rx_put(struct sv_qp *t, struct rwqe *r, uint64_t off,
 	return IBV_WC_SUCCESS;
 }
 
-/* Send the READ responses for psn .. of a READ of len bytes at va. */
+/* Copy len bytes at va of the requester's peer memory (rkey) into the
+ * payloads dst lists: one copy when the MR is one run of memory, else a
+ * payload at a time (a span's windows take one raw buffer). */
+static bool read_gather(struct sv_exec *x, struct sv_qp *t, uint32_t rkey,
+			uint64_t va, uint64_t len, const struct sv_mem *dst)
+{
+	struct rspan r;
+	struct span d;
+	uint64_t off = 0;
+
+	if (!sv_span_remote(&r, rkey, t, va, len, IBV_ACCESS_REMOTE_READ))
+		return false;
+	if (r.s.whole) {
+		d = (struct span){ .mem = *dst, .whole = true };
+		return sv_span_copy(x, &d, 0, &r.s, 0, len) == SV_COPY_OK;
+	}
+	for (unsigned int i = 0; i < dst->niov; i++) {
+		sv_span_raw(&d, dst->iov[i].iov_base, dst->iov[i].iov_len);
+		if (sv_span_copy(x, &d, 0, &r.s, off, dst->iov[i].iov_len) !=
+		    SV_COPY_OK)
+			return false;
+		off += dst->iov[i].iov_len;
+	}
+	return true;
+}
+
+/*
+ * Send the READ responses for psn .. of a READ of len bytes at va. They go
+ * a tx batch at a time: the headers of as many responses as the batch has
+ * room for are written, then every payload of them comes with one copy from
+ * the requester's peer memory (one process_vm_readv for up to SV_TX_BATCH
+ * packets, as a WRITE's payloads are gathered), with the key checked for
+ * the batch's whole range first. A batch whose key check or copy fails is
+ * taken back before anything of it is sent: false, and the responses sent
+ * before it stand.
+ */
 static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 			 uint64_t va, uint32_t rkey, uint64_t len)
 {
 	struct sv_roce_qp *rq = t->roce;
 	uint32_t n = len ? (uint32_t)((len + rq->mtu - 1) / rq->mtu) : 1;
+	struct iovec dv[SV_TX_BATCH];
 	struct sv_exec x;
+	uint32_t k = 0;
 
 	sv_roce_exec(&x);
-	for (uint32_t k = 0; k < n; k++) {
-		uint64_t off = (uint64_t)k * rq->mtu;
-		uint32_t l = (uint32_t)(len - off < rq->mtu ? len - off : rq->mtu);
-		struct sv_roce_pkt p;
-		struct rspan r;
-		struct span d;
-		uint8_t *buf;
-		size_t hdr;
+	while (k < n) {
+		unsigned int n0, room, i;
+		uint64_t off = (uint64_t)k * rq->mtu, blen = 0;
+		struct sv_mem dst = { .pid = 0, .iov = dv, .niov = 0 };
 
-		memset(&p, 0, sizeof(p));
-		p.opcode = resp_op(t, n == 1 ? SV_OP_RC_READ_RESP_ONLY :
-				      k == 0 ? SV_OP_RC_READ_RESP_FIRST :
-				      k + 1 == n ? SV_OP_RC_READ_RESP_LAST :
-				      SV_OP_RC_READ_RESP_MIDDLE);
-		p.dqpn = rq->dqpn;
-		p.pkey = 0xffff;
-		p.psn = sv_psn_add(psn, k);
-		p.syndrome = SV_AETH_ACK;
-		p.msn = rq->msn;
-		buf = sv_roce_tx_next(tx);
-		hdr = sv_roce_build_hdr(buf, &p);
-		if (l) {
-			if (!sv_span_remote(&r, rkey, t, va + off, l,
-					      IBV_ACCESS_REMOTE_READ))
-				return false;
-			sv_span_raw(&d, buf + hdr, l);
-			if (sv_span_copy(&x, &d, 0, &r.s, 0, l) != SV_COPY_OK)
-				return false;
+		if (tx->n == SV_TX_BATCH)
+			sv_roce_tx_flush(tx);
+		n0 = tx->n;
+		room = SV_TX_BATCH - n0;
+		for (i = 0; i < room && k + i < n; i++) {
+			uint64_t o = (uint64_t)(k + i) * rq->mtu;
+			uint32_t l = (uint32_t)(len - o < rq->mtu ? len - o :
+						rq->mtu);
+			struct sv_roce_pkt p;
+			uint8_t *buf;
+			size_t hdr;
+
+			memset(&p, 0, sizeof(p));
+			p.opcode = resp_op(t, n == 1 ? SV_OP_RC_READ_RESP_ONLY :
+					      k + i == 0 ? SV_OP_RC_READ_RESP_FIRST :
+					      k + i + 1 == n ? SV_OP_RC_READ_RESP_LAST :
+					      SV_OP_RC_READ_RESP_MIDDLE);
+			p.dqpn = rq->dqpn;
+			p.pkey = 0xffff;
+			p.psn = sv_psn_add(psn, k + i);
+			p.syndrome = SV_AETH_ACK;
+			p.msn = rq->msn;
+			buf = sv_roce_tx_next(tx);
+			hdr = sv_roce_build_hdr(buf, &p);
+			if (l) {
+				dv[dst.niov].iov_base = buf + hdr;
+				dv[dst.niov++].iov_len = l;
+				blen += l;
+			}
+			sv_roce_tx_push(tx, hdr + l, rq->sgid, rq->dgid,
+					rq->sport);
 		}
-		sv_roce_tx_push(tx, hdr + l, rq->sgid, rq->dgid, rq->sport);
+		if (blen && !read_gather(&x, t, rkey, va + off, blen, &dst)) {
+			tx->n = n0;     /* none of this batch goes */
+			return false;
+		}
+		k += i;
 	}
 	return true;
 }
