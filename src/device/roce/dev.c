@@ -436,6 +436,7 @@ static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
 	for (unsigned int i = 0; i < n; i++)
 		rx_one(&rx[i], tx, touched, &nt);
 	/* the data in place, then the ACKs that say so */
+	sv_roce_comp_flush();
 	(void)sv_roce_resp_place(tx);
 	/* ACKs coalesced: one per QP and batch */
 	for (unsigned int i = 0; i < nt; i++)

@@ -152,6 +152,9 @@ void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 
 /* req.c: the completer's packets (ACK, NAK, READ response, atomic ACK) */
 void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p);
+/* Land the READ response payloads gathered in this receive batch (req.c):
+ * before the batch's buffers are used again. */
+void sv_roce_comp_flush(void);
 /* resp.c: a request packet for qp from src */
 /* resp.c: a request whose opcode is unknown (BTH only): NAK or drop */
 void sv_roce_resp_unknown(struct sv_qp *qp, const struct sv_roce_pkt *p,
