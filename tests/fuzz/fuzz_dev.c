@@ -15,6 +15,9 @@
 
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 
+/* $FZ_VERBOSE: say what the CQs get (writing seeds) */
+static bool verbose;
+
 const uint8_t fz_local_gid[16] = { [10] = 0xff, [11] = 0xff, 127, 0, 0, 1 };
 const uint8_t fz_peer_gid[16] = { [10] = 0xff, [11] = 0xff, 10, 77, 0, 12 };
 
@@ -25,6 +28,7 @@ void fz_dev_init(bool wire)
 	if (done)
 		return;
 	done = true;
+	verbose = getenv("FZ_VERBOSE") != NULL;
 	/* every refusal is formatted (UBSan sees the arguments) and goes
 	 * nowhere */
 	FZ_CHECK(sv_log_open("/dev/null") == 0);
@@ -286,6 +290,10 @@ unsigned int fz_poll_cq(struct sv_client *c, uint64_t handle)
 		const struct sv_cqe *e = sv_cq_slot(r, cq->entries, r->cons);
 
 		FZ_CHECK(e->status <= IBV_WC_GENERAL_ERR);
+		if (verbose)
+			fprintf(stderr, "cqe: wr_id %llu status %u opcode %u "
+				"len %u qp %#x\n", (unsigned long long)e->wr_id,
+				e->status, e->opcode, e->byte_len, e->qp_num);
 		__atomic_store_n(&r->cons, r->cons + 1, __ATOMIC_RELEASE);
 		n++;
 	}
