@@ -20,7 +20,7 @@
  *   byte 1: which requests (bit i: request kind i of post_requests)
  *   record: flags (1), length (2, little-endian), that many bytes: one UDP
  *           payload from the peer. Flags: FIX_QPN puts the QP's number in
- *           the BTH, FIX_RKEY an MR's key (by the low bits of the one
+ *           the BTH (and its SRQ's in an XRCETH), FIX_RKEY an MR's key (by the low bits of the one
  *           there) in the RETH or AtomicETH, FIX_ICRC makes the ICRC right
  *           (after the other fixes), FLUSH hands the packets so far to the
  *           device and lets its engine run.
@@ -64,6 +64,7 @@ static uint8_t *mem;
 struct rig {
 	struct sv_client *c;
 	uint64_t pd, cq, ah, srq, xrcd;
+	uint32_t srqn;
 	struct fz_qp qp;
 	uint64_t mr[NMR];
 	uint32_t key[NMR];
@@ -106,6 +107,7 @@ static uint64_t xrc_objects(struct rig *r)
 	if (fz_cmd(r->c, &cmd, -1, &rsp, NULL, false))
 		return 0;
 	r->srq = rsp.u.srq.handle;
+	r->srqn = rsp.u.srq.srqn;
 	sv_cmd_init(&cmd, SV_CMD_CREATE_QP);
 	cmd.u.create_qp.qp_type = IBV_QPT_XRC_RECV;
 	cmd.u.create_qp.xrcd = r->xrcd;
@@ -251,6 +253,10 @@ static void fix(uint8_t *b, uint32_t len, uint8_t flags, const struct rig *r,
 	if (flags & FIX_QPN)
 		sv_put_be24(b + 5, r->qp.qpn);
 	op = sv_roce_op(b[0]);
+	/* and an XRC request's SRQ is the input's */
+	if ((flags & FIX_QPN) && op && (op->flags & SV_RF_XRCETH) && r->srqn &&
+	    SV_BTH_BYTES + SV_XRCETH_BYTES <= len - SV_ICRC_BYTES)
+		sv_put_be24(b + SV_BTH_BYTES + 1, r->srqn);
 	if ((flags & FIX_RKEY) && op && (op->flags & (SV_RF_RETH | SV_RF_ATMETH))) {
 		uint32_t off = SV_BTH_BYTES +
 			       (op->flags & SV_RF_XRCETH ? SV_XRCETH_BYTES : 0);
@@ -341,6 +347,12 @@ static void run(const uint8_t *data, size_t size)
 	batch_run(&b);
 	fz_run(8);
 	fz_poll_cq(r.c, r.cq);
+	if (getenv("FZ_VERBOSE"))
+		fprintf(stderr, "rx %llu drop %llu naks %llu tx %llu\n",
+			(unsigned long long)sv_roce_stats.rx_pkts,
+			(unsigned long long)sv_roce_stats.rx_drop,
+			(unsigned long long)sv_roce_stats.naks_sent,
+			(unsigned long long)fz_tx_count);
 out:
 	rig_down(&r);
 	/* the rest of the device is as before: no object, no key left */
@@ -440,6 +452,37 @@ int fz_gen_seeds(const char *dir)
 				ret |= save(dir, name, h, cap.buf, cap.len);
 			}
 		}
+	}
+	/* XRC: the RC requests as an XRC initiator sends them (opcode in
+	 * the XRC range, an XRCETH after the BTH) to a target QP */
+	for (unsigned int k = 0; k < 8; k++) {
+		uint8_t h[2] = { (uint8_t)(3 << 2 | 0x20), (uint8_t)(1u << k) };
+		uint8_t h2[2] = { 3 | 3 << 2 | 0x40, 0 };
+		static uint8_t x[1 << 16];
+		size_t xl = 0, o = 0;
+		char name[64];
+
+		if (k == 7)
+			continue;          /* masked atomics are RC only */
+		cap.len = 0;
+		run(h, 2);
+		while (o + 3 <= cap.len) {
+			uint32_t len = cap.buf[o + 1] | cap.buf[o + 2] << 8;
+			const uint8_t *pk = cap.buf + o + 3;
+
+			x[xl] = cap.buf[o];
+			x[xl + 1] = (uint8_t)(len + 4);
+			x[xl + 2] = (uint8_t)((len + 4) >> 8);
+			memcpy(x + xl + 3, pk, SV_BTH_BYTES);
+			x[xl + 3] = (uint8_t)(pk[0] | SV_OP_XRC_BASE);
+			memset(x + xl + 3 + SV_BTH_BYTES, 0, SV_XRCETH_BYTES);
+			memcpy(x + xl + 3 + SV_BTH_BYTES + 4, pk + SV_BTH_BYTES,
+			       len - SV_BTH_BYTES);
+			xl += 3 + len + 4;
+			o += 3 + len;
+		}
+		snprintf(name, sizeof(name), "req-xrc-%s", kn[k]);
+		ret |= save(dir, name, h2, x, xl);
 	}
 	/* every state, with the RC send's requests */
 	for (unsigned int s = 0; s < 6; s++) {
