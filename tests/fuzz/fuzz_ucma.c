@@ -223,8 +223,10 @@ static int request(uint8_t ctl, uint8_t cmd, const uint8_t *body, size_t len)
 	FZ_CHECK(in.rsp.magic == SV_UCMA_MAGIC);
 	FZ_CHECK((size_t)n == SV_UCMA_RSP_HDR + in.rsp.out_len);
 	FZ_CHECK(in.rsp.out_len <= SV_UCMA_MAX_RSP);
+	/* write()'s length, an error, "no event after all", or UNGET's 0 */
 	FZ_CHECK(in.rsp.ret < 0 || in.rsp.ret == SV_UCMA_STALE ||
-		 (uint32_t)in.rsp.ret == q.wlen);
+		 (uint32_t)in.rsp.ret == q.wlen ||
+		 (in.rsp.ret == 0 && q.aux_kind == SV_UCMA_UNGET));
 	FZ_CHECK(in.rsp.out_len <= hdr.out || in.rsp.ret < 0);
 	if (in.rsp.ret > 0 && in.rsp.out_len >= 4 &&
 	    (cmd == RDMA_USER_CM_CMD_CREATE_ID ||
