@@ -47,8 +47,8 @@ struct sv_client *fz_client_new(void)
 	int sv[2];
 
 	FZ_CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
-	/* the daemon's end; the other is closed at once: the device never
-	 * writes to it in these harnesses (responses come back here) */
+	/* the daemon's end; the other is closed at once: responses come
+	 * back through fz_cmd, never on the socket */
 	sv_dev_lock(true);
 	c = sv_client_new(sv[0]);
 	sv_dev_unlock();
@@ -154,7 +154,7 @@ int fz_create_qp(struct sv_client *c, uint32_t type, uint64_t pd,
 }
 
 /* The attributes of a transition (those the rule allows are all given). */
-static void qp_attr(uint32_t type, uint32_t next, uint32_t dqpn,
+static void qp_attr(uint32_t next, uint32_t dqpn,
 		    const uint8_t dgid[16], uint32_t psn,
 		    struct sv_wire_qp_attr *a)
 {
@@ -178,7 +178,6 @@ static void qp_attr(uint32_t type, uint32_t next, uint32_t dqpn,
 	a->ah_attr.port_num = 1;
 	a->ah_attr.hop_limit = 64;
 	memcpy(a->ah_attr.dgid, dgid, 16);
-	(void)type;
 }
 
 static int modify(struct sv_client *c, struct fz_qp *q, uint32_t cur,
@@ -193,7 +192,7 @@ static int modify(struct sv_client *c, struct fz_qp *q, uint32_t cur,
 	sv_cmd_init(&cmd, SV_CMD_MODIFY_QP);
 	cmd.u.modify_qp.qp = q->handle;
 	cmd.u.modify_qp.attr_mask = IBV_QP_STATE | req;
-	qp_attr(q->qp->type, next, dqpn, dgid, psn, &cmd.u.modify_qp.attr);
+	qp_attr(next, dqpn, dgid, psn, &cmd.u.modify_qp.attr);
 	return fz_cmd(c, &cmd, -1, &rsp, NULL, false);
 }
 

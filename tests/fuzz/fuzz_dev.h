@@ -41,7 +41,8 @@ extern const uint8_t fz_local_gid[16], fz_peer_gid[16];
 /* Once per process; wire: a RoCEv2 port on fake_net.c. */
 void fz_dev_init(bool wire);
 
-/* A client of the fuzzer's own process; *peer: the other end. */
+/* A client of the fuzzer's own process (its socket's other end is closed:
+ * fz_cmd hands the responses back directly). */
 struct sv_client *fz_client_new(void);
 /* Every object of c goes (as when a client's process dies). */
 void fz_client_free(struct sv_client *c);
