@@ -5,6 +5,9 @@
  * that the seed corpus (and every crash kept there as a regression input)
  * runs in the gcc and ASan builds too.
  *   fuzz_X_replay FILE|DIR...
+ * A target that can write its seed corpus (from traffic it makes itself)
+ * defines fz_gen_seeds:
+ *   fuzz_X_replay --gen DIR
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -14,6 +17,7 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int fz_gen_seeds(const char *dir) __attribute__((weak));
 
 static int run_file(const char *path)
 {
@@ -42,6 +46,13 @@ int main(int argc, char **argv)
 {
 	unsigned int runs = 0;
 
+	if (argc == 3 && !strcmp(argv[1], "--gen")) {
+		if (!fz_gen_seeds) {
+			fprintf(stderr, "this target writes no seeds\n");
+			return 2;
+		}
+		return fz_gen_seeds(argv[2]) ? 1 : 0;
+	}
 	for (int i = 1; i < argc; i++) {
 		struct stat st;
 		DIR *d;

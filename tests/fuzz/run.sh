@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run a libFuzzer target for SECONDS over its seed corpus, growing a work
 # corpus (new inputs go to CORPUS, never into the source tree), and say
-# what it did: executions, coverage, crashes. A crash leaves its input in
-# CORPUS/../crash-NAME-*; add it to SEEDS as a regression input once fixed.
+# what it did: executions (and their rate), coverage, peak memory and
+# crashes. A crash (a leak, a timeout, a sanitizer report too) leaves its
+# input in CORPUS/../crash-NAME-*; add it to SEEDS as a regression input
+# once fixed.
 #   run.sh FUZZER SEEDS CORPUS SECONDS
 set -u
 fuzzer=$1 seeds=$2 corpus=$3 secs=$4
@@ -17,11 +19,14 @@ trap 'rm -f "$log"' EXIT
 	>"$log" 2>&1
 rc=$?
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
 cov=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE|INITED)' "$log" | tail -n 1 |
 	grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9a-zA-Z]+')
 crashes=$(ls "$art"* 2>/dev/null | wc -l)
-echo "$name: ${secs}s, ${execs:-?} executions, ${cov:-coverage ?}," \
-     "$crashes crash files, exit $rc"
+echo "$name: ${secs}s, ${execs:-?} executions (${rate:-?}/s)," \
+     "${cov:-coverage ?}, peak RSS ${rss:-?} MB, $crashes crash files," \
+     "exit $rc"
 if [ $rc -ne 0 ]; then
 	tail -n 60 "$log"
 	echo "FAIL: $name found a crash (input: ${art}*)" >&2

@@ -424,14 +424,11 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 	}
 }
 
-/* One receive batch of net k, under the lock. */
-static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
-			       struct sv_qp **touched, struct sv_roce_tx *tx)
+void sv_roce_rx_batch(const struct sv_net_rx *rx, unsigned int n,
+		      struct sv_qp **touched, struct sv_roce_tx *tx)
 {
-	unsigned int n = sv_net_recv(net, rx, RX_BATCH), nt = 0;
+	unsigned int nt = 0;
 
-	if (!n)
-		return 0;
 	sv_dev_lock(false);
 	for (unsigned int i = 0; i < n; i++)
 		rx_one(&rx[i], tx, touched, &nt);
@@ -443,6 +440,16 @@ static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
 		sv_roce_resp_flush_ack(touched[i], tx);
 	sv_roce_tx_flush(tx);
 	sv_dev_unlock();
+}
+
+/* One receive batch of net k. */
+static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
+			       struct sv_qp **touched, struct sv_roce_tx *tx)
+{
+	unsigned int n = sv_net_recv(net, rx, RX_BATCH);
+
+	if (n)
+		sv_roce_rx_batch(rx, n, touched, tx);
 	return n;
 }
 

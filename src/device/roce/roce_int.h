@@ -131,6 +131,13 @@ void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 		     const uint8_t sgid[16], const uint8_t dgid[16],
 		     uint16_t sport);
 void sv_roce_tx_flush(struct sv_roce_tx *tx);
+/* What the wire thread does with the packets rx[0..n) sv_net_recv gave
+ * (touched: room for SV_NET_RX_BATCH QPs): each to the responder or
+ * the completer under sv_dev.lock, then the WRITE payloads placed, the
+ * ACKs owed and the batch in tx sent. Also the fuzzer's way in
+ * (tests/fuzz/fuzz_roce.c), with a transport that is not a socket. */
+void sv_roce_rx_batch(const struct sv_net_rx *rx, unsigned int n,
+		      struct sv_qp **touched, struct sv_roce_tx *tx);
 /* Does device GID k have a transport (a UDP socket)? */
 bool sv_roce_has_net(unsigned int k);
 
