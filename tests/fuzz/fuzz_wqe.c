@@ -26,7 +26,7 @@
  *   high nibble of kind (WQE records): 0x10 keys and addresses are made
  *   live (each key field becomes one of this input's keys, picked by its
  *   value; each address one in the MRs' memory), 0x20 the UD fields (AH,
- *   remote QPN, Q_Key) name the peer.
+ *   remote QPN, Q_Key) name the peer, 0x60 the peer's multicast group.
  * At the end the engine runs, both CQs are drained (every CQE sane), and
  * the client goes; no object or key may be left.
  *
@@ -47,10 +47,12 @@
 #define NKEY         6
 
 static uint8_t *mem;
+static const uint8_t mcast_gid[16] = { [10] = 0xff, [11] = 0xff,
+				       239, 1, 2, 3 };
 
 static struct {
 	struct sv_client *c;
-	uint64_t pd, cq, ah, pl;
+	uint64_t pd, cq, ah, mah, pl;
 	struct fz_qp s, p;          /* sender, peer */
 	uint32_t type;
 	uint32_t key[NKEY];         /* mr0 mr1 mr2 fast-reg mw2b mw1 */
@@ -135,8 +137,17 @@ static bool up(uint8_t h0, uint8_t h1)
 	if (fz_create_qp(r.c, r.type, r.pd, r.cq, 0, &r.s) ||
 	    fz_create_qp(r.c, r.type, r.pd, r.cq, 0, &r.p))
 		return false;
-	if (r.type == IBV_QPT_UD)
+	if (r.type == IBV_QPT_UD) {
+		/* the peer also in a multicast group, an AH to the group */
+		struct sv_rsp rsp;
+
 		r.ah = fz_create_ah(r.c, r.pd, fz_local_gid);
+		r.mah = fz_create_ah(r.c, r.pd, mcast_gid);
+		sv_cmd_init(&cmd, SV_CMD_ATTACH_MCAST);
+		cmd.u.mcast.qp = r.p.handle;
+		memcpy(cmd.u.mcast.gid, mcast_gid, 16);
+		(void)fz_cmd(r.c, &cmd, -1, &rsp, NULL, false);
+	}
 	if (fz_qp_to(r.c, &r.s, IBV_QPS_RTS, r.p.qpn, fz_local_gid, 0) ||
 	    fz_qp_to(r.c, &r.p, (h0 & 3) == 3 ? IBV_QPS_ERR : IBV_QPS_RTS,
 		     r.s.qpn, fz_local_gid, 0))
@@ -241,8 +252,9 @@ static void fix_send(uint8_t *slot, uint32_t stride, uint8_t kind)
 		}
 	}
 	if ((kind & 0x20) && r.type == IBV_QPT_UD) {
-		w.ud.ah = r.ah;
-		w.remote_qpn = r.p.qpn;
+		/* 0x40 too: to the multicast group */
+		w.ud.ah = kind & 0x40 ? r.mah : r.ah;
+		w.remote_qpn = kind & 0x40 ? SV_MCAST_QPN : r.p.qpn;
 		w.ud.remote_qkey = 0x11111111;
 	}
 	memcpy(slot, &w, sizeof(w));
@@ -629,6 +641,9 @@ int fz_gen_seeds(const char *dir)
 
 		g_send(&w, &s, 1, 0x30);
 		ret |= g_save(dir, "ud-sqd", 2, 3);
+		/* the same to the multicast group the peer is in */
+		g_send(&w, &s, 1, 0x70);
+		ret |= g_save(dir, "ud-mcast", 2, 1);
 	}
 	return ret;
 }
