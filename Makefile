@@ -40,7 +40,8 @@ build-asan: deps
 check-asan: build-asan
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2 -LE middleware
 
-# The libFuzzer targets (tests/fuzz: fuzz_cm_mad, the CM MAD parser), built
+# The libFuzzer targets (tests/fuzz, docs/FUZZING.md: fuzz_cm_mad, fuzz_roce,
+# fuzz_cmd, fuzz_wqe, fuzz_ucma, fuzz_view, fuzz_net), built
 # with clang, ASan and UBSan in FUZZ_BUILD, each run for FUZZ_SECONDS over
 # its seed corpus; the corpus they grow stays in FUZZ_BUILD/corpus, a crash's
 # input in FUZZ_BUILD/corpus/crash-*. (make check runs each for 10 s.)
