@@ -133,6 +133,31 @@ static int read_report(int fd, long deadline_ms, char *msg, size_t msglen)
 	return (int)e;
 }
 
+/* A daemon that gave up keeps its end of the report pipe until it has
+ * exited: wait (until deadline_ms) for that end, so that none is left
+ * behind when the caller hears why. */
+static void wait_gone(int fd, long deadline_ms)
+{
+	char b[64];
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long left = deadline_ms - now_ms();
+
+		if (left <= 0)
+			return;
+		if (poll(&p, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (!p.revents)
+			continue;
+		if (read(fd, b, sizeof(b)) <= 0 && errno != EINTR)
+			return;
+	}
+}
+
 /*
  * Start a daemon, detached: fork twice so it is nobody's child here (no
  * zombie, no SIGCHLD for the application), in its own session, with none of
@@ -208,6 +233,8 @@ int sv_spawn_daemon(const char *sock_path, long deadline_ms, char *msg,
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	ret = read_report(pfd[0], deadline_ms, msg, msglen);
+	if (ret < 0 && ret != -ETIMEDOUT)
+		wait_gone(pfd[0], deadline_ms);
 	close(pfd[0]);
 	if (ret == -EIO && !strcmp(msg, "softverbsd exited without a word"))
 		snprintf(msg, msglen, "cannot run %s (or it died starting)", exe);

@@ -92,7 +92,11 @@ static void ready_say(int err, const char *why)
 	if (write(d.ready_fd, line, (size_t)n) < 0) {
 		/* the spawner has gone: nobody to tell */
 	}
-	close(d.ready_fd);
+	/* a daemon that gives up keeps it open: the spawner waits for the
+	 * end of it, which comes when this process has gone (exit closes it
+	 * last), so no daemon on its way out outlives the spawner's answer */
+	if (!err)
+		close(d.ready_fd);
 	d.ready_fd = -1;
 }
 
