@@ -168,9 +168,24 @@ mpi_job_cmd() { # mode per_host prog [args...]
 	MPI_CMD+=(${MPI_LAUNCHER_ARGS:-} "$@")
 }
 
+# The launcher's stdin: an empty pipe that stays open, as a terminal with
+# nothing typed. A background job's /dev/null is at its end at once, and
+# MPICH 4.0's hydra then fails now and then on its own, with no device
+# involved ("process reading stdin too slowly; can't keep up", even for
+# 'mpiexec.hydra -n 2 hostname </dev/null'). The FIFO is held open for
+# writing by this shell (fd MPI_STDIN_FD) and goes with it.
+mpi_stdin() { # dir: the FIFO's path on stdout (made if need be)
+	local f=$1/launcher.stdin
+	[ -p "$f" ] || mkfifo "$f"
+	echo "$f"
+}
+
 mpi_job_start() { # out seconds
+	local in
+	in=$(mpi_stdin "$(dirname "$1")")
+	[ -n "${MPI_STDIN_FD:-}" ] || exec {MPI_STDIN_FD}<>"$in"
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout -k 5 "$2" "$MPI_AGENT" --exec "$IP_A" "${MPI_CMD[@]}" >"$1" 2>&1 &
+		timeout -k 5 "$2" "$MPI_AGENT" --exec "$IP_A" "${MPI_CMD[@]}" >"$1" 2>&1 <"$in" &
 	MPI_JOB=$!
 	NS_PIDS+=("$MPI_JOB")
 }
