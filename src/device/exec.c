@@ -43,6 +43,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "abi/sv_op.h"
 #include "device/atomic.h"
 #include "device/engine.h"
 #include "device/exec_int.h"
@@ -79,72 +80,7 @@ static bool target_gone(const struct sv_qp *t)
 			   * during an unlocked copy or a fence: forget
 			   * this attempt */
 
-/* softverbs.h's IBV_EXP_WC_FAST_REG_MR, IBV_EXP_WC_MASKED_COMP_SWAP and
- * IBV_EXP_WC_MASKED_FETCH_ADD */
-#define SV_WC_FAST_REG_MR 8u
-#define SV_WC_MASKED_COMP_SWAP 9u
-#define SV_WC_MASKED_FETCH_ADD 10u
-
-/* What the device knows of each send opcode. */
-#define OPF_QPT(t)  (1u << (t))        /* taken by QPs of type t (< 8) */
-#define OPF_CONN    (OPF_QPT(IBV_QPT_RC) | OPF_QPT(IBV_QPT_UC))
-#define OPF_ALL     (OPF_CONN | OPF_QPT(IBV_QPT_UD))
-#define OPF_SINK    (1u << 8)          /* the local SGEs take data */
-#define OPF_ATOMIC  (1u << 9)
-#define OPF_LOCAL   (1u << 10)         /* no message: runs at the requester */
-#define OPF_IMM     (1u << 11)         /* carries immediate data */
-#define OPF_INV     (1u << 12)         /* the responder invalidates imm */
-
-static const struct {
-	uint16_t flags;
-	uint8_t wc;                        /* enum ibv_wc_opcode */
-} op_tab[] = {
-	[IBV_WR_RDMA_WRITE] = { OPF_CONN, IBV_WC_RDMA_WRITE },
-	[IBV_WR_RDMA_WRITE_WITH_IMM] = { OPF_CONN | OPF_IMM,
-					 IBV_WC_RDMA_WRITE },
-	[IBV_WR_SEND] = { OPF_ALL, IBV_WC_SEND },
-	[IBV_WR_SEND_WITH_IMM] = { OPF_ALL | OPF_IMM, IBV_WC_SEND },
-	[IBV_WR_RDMA_READ] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK,
-			       IBV_WC_RDMA_READ },
-	[IBV_WR_ATOMIC_CMP_AND_SWP] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
-					OPF_ATOMIC, IBV_WC_COMP_SWAP },
-	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
-					  OPF_ATOMIC, IBV_WC_FETCH_ADD },
-	[IBV_WR_LOCAL_INV] = { OPF_ALL | OPF_LOCAL, IBV_WC_LOCAL_INV },
-	[IBV_WR_BIND_MW] = { OPF_CONN | OPF_LOCAL, IBV_WC_BIND_MW },
-	[IBV_WR_SEND_WITH_INV] = { OPF_QPT(IBV_QPT_RC) | OPF_INV,
-				   IBV_WC_SEND },
-	[IBV_WR_TSO] = { 0, IBV_WC_TSO },
-	[IBV_WR_DRIVER1] = { 0, IBV_WC_SEND },
-	[SV_WR_FAST_REG_MR] = { OPF_ALL | OPF_LOCAL, SV_WC_FAST_REG_MR },
-	[SV_WR_RDMA_READ_INV] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK,
-				  IBV_WC_RDMA_READ },
-	[SV_WR_MASKED_CMP_SWAP] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
-				    OPF_ATOMIC, SV_WC_MASKED_COMP_SWAP },
-	[SV_WR_MASKED_FETCH_ADD] = { OPF_QPT(IBV_QPT_RC) | OPF_SINK |
-				     OPF_ATOMIC, SV_WC_MASKED_FETCH_ADD },
-};
-
-#define N_OPS (sizeof(op_tab) / sizeof(op_tab[0]))
-
-/* The flags of an opcode (0: unknown). Any value is a safe input. */
-static inline uint32_t op_flags(uint32_t op)
-{
-	return op < N_OPS ? op_tab[op].flags : 0;
-}
-
-static uint32_t wc_opcode(uint32_t wr_opcode)
-{
-	return wr_opcode < N_OPS ? op_tab[wr_opcode].wc : IBV_WC_SEND;
-}
-
-static inline bool op_valid(uint32_t qp_type, uint32_t flags)
-{
-	/* an XRC initiator sends what an RC requester sends */
-	if (qp_type == IBV_QPT_XRC_SEND)
-		qp_type = IBV_QPT_RC;
-	return qp_type < 8 && (flags & OPF_QPT(qp_type));
-}
+/* The opcode rules are abi/sv_op.h's table, which the library reads too. */
 
 /* One message on its way from requester to responder. */
 struct msg {
@@ -177,7 +113,7 @@ static bool span_regrant(struct span *s, const struct msg *m,
 				 &total) == IBV_WC_SUCCESS;
 	/* atomics never go unlocked: a WRITE or a READ */
 	return sv_rkey_map(h->rkey, t, h->remote_addr, m->len,
-			   (op_flags(m->opcode) & OPF_SINK) ?
+			   (sv_op_flags(m->opcode) & SV_OPF_SINK) ?
 			   IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE,
 			   s->map);
 }
@@ -437,7 +373,7 @@ static void sq_complete(struct sv_qp *qp, const struct swqe *w,
 	if (status != IBV_WC_SUCCESS || signaled) {
 		struct sv_cqe e;
 
-		cqe_init(&e, w->h.wr_id, status, wc_opcode(w->h.opcode),
+		cqe_init(&e, w->h.wr_id, status, sv_op_wc(w->h.opcode),
 			 qp->qpn);
 		e.byte_len = (uint32_t)len;
 		qp_push(qp, qp->send_cq, &e, false);
@@ -627,13 +563,13 @@ static void rq_complete(struct sv_qp *t, struct rwqe *r, uint32_t status,
 	e.byte_len = byte_len;
 	e.src_qp = m->qp->qpn;
 	if (status == IBV_WC_SUCCESS) {
-		uint32_t f = op_flags(m->opcode);
+		uint32_t f = sv_op_flags(m->opcode);
 
-		if (f & (OPF_IMM | OPF_INV)) {
+		if (f & (SV_OPF_IMM | SV_OPF_INV)) {
 			/* immediate data as sent (big-endian), or the key
 			 * invalidated (host order) */
 			e.imm_data = m->w->h.imm;
-			e.wc_flags |= (f & OPF_IMM) ? IBV_WC_WITH_IMM :
+			e.wc_flags |= (f & SV_OPF_IMM) ? IBV_WC_WITH_IMM :
 						      IBV_WC_WITH_INV;
 		}
 		solicited = (m->w->h.flags & IBV_SEND_SOLICITED) != 0;
@@ -731,7 +667,7 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 
 		sv_grh_build(grh, sgid, ah->dgid, ah->traffic_class,
 			     ah->flow_label, ah->hop_limit, (uint32_t)m->len,
-			     (op_flags(m->opcode) & OPF_IMM) != 0);
+			     (sv_op_flags(m->opcode) & SV_OPF_IMM) != 0);
 		sv_span_raw(&g, grh, sizeof(grh));
 		if (sv_span_copy(x, &r.mem, 0, &g, 0, sizeof(grh)) !=
 		    SV_COPY_OK) {
@@ -835,7 +771,7 @@ static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	return IBV_WC_SUCCESS;
 }
 
-/* The atomic a WQE asks for (an OPF_ATOMIC opcode), and its rkey. */
+/* The atomic a WQE asks for (an SV_OPF_ATOMIC opcode), and its rkey. */
 static uint32_t atomic_of(const struct sv_send_wqe *h, struct sv_atomic_op *op)
 {
 	switch (h->opcode) {
@@ -979,7 +915,7 @@ static __attribute__((noinline)) int mcast_send(struct sv_exec *x,
 	}
 	if (sv_roce_running())
 		return (int)sv_roce_ud_send(x, qp, m->ah, SV_MCAST_QPN, qkey,
-			(f & OPF_IMM) != 0, h->imm,
+			(f & SV_OPF_IMM) != 0, h->imm,
 			(h->flags & IBV_SEND_SOLICITED) != 0, &m->local,
 			m->len);
 	return IBV_WC_SUCCESS;
@@ -1068,20 +1004,20 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 	m->opcode = op;
 	m->ah = NULL;
 	m->len = 0;
-	f = op_flags(op);
-	if (!op_valid(qp->type, f))
+	f = sv_op_flags(op);
+	if (!sv_op_flags_ok(qp->type, f))
 		return IBV_WC_LOC_QP_OP_ERR;
-	if (unlikely(f & OPF_LOCAL))
+	if (unlikely(f & SV_OPF_LOCAL))
 		return sq_local(x, qp, w);
 	if (!swqe_body(qp, w, body, room))
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (w->h.flags & IBV_SEND_INLINE) {
-		if (f & OPF_SINK)
+		if (f & SV_OPF_SINK)
 			return IBV_WC_LOC_QP_OP_ERR;
 		sv_span_raw(&m->local, w->u.data, w->h.num_sge);
 		m->len = w->h.num_sge;
 	} else {
-		if (f & OPF_ATOMIC) {
+		if (f & SV_OPF_ATOMIC) {
 			if (w->h.num_sge != 1 || w->u.sge[0].length != 8)
 				return IBV_WC_LOC_LEN_ERR;
 			/* a device started without them */
@@ -1092,7 +1028,7 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 				return IBV_WC_LOC_QP_OP_ERR;
 		}
 		st = sv_span_sges(&m->local, m->lmap, m->liov, w->u.sge,
-			       w->h.num_sge, qp->pd, (f & OPF_SINK) != 0,
+			       w->h.num_sge, qp->pd, (f & SV_OPF_SINK) != 0,
 			       &m->len);
 		if (st != IBV_WC_SUCCESS)
 			return (int)st;
@@ -1116,7 +1052,7 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 				h->remote_qpn,
 				(h->ud.remote_qkey & 0x80000000u) ?
 					qp->attr.qkey : h->ud.remote_qkey,
-				(f & OPF_IMM) != 0, h->imm,
+				(f & SV_OPF_IMM) != 0, h->imm,
 				(h->flags & IBV_SEND_SOLICITED) != 0,
 				&m->local, m->len);
 		}
@@ -1196,7 +1132,7 @@ static void sq_flush_one(struct sv_qp *qp)
 	wq_consume(&qp->sq);
 	qp->head_started = false;
 	qp->wait_until_ns = 0;
-	cqe_init(&e, h.wr_id, IBV_WC_WR_FLUSH_ERR, wc_opcode(h.opcode),
+	cqe_init(&e, h.wr_id, IBV_WC_WR_FLUSH_ERR, sv_op_wc(h.opcode),
 		 qp->qpn);
 	/* a full CQ: the completion is lost, the WQE still goes */
 	qp_push(qp, qp->send_cq, &e, false);
@@ -1400,17 +1336,17 @@ void sv_x_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
 
 bool sv_x_op_sink(uint32_t op)
 {
-	return (op_flags(op) & OPF_SINK) != 0;
+	return (sv_op_flags(op) & SV_OPF_SINK) != 0;
 }
 
 bool sv_x_op_atomic(uint32_t op)
 {
-	return (op_flags(op) & OPF_ATOMIC) != 0;
+	return (sv_op_flags(op) & SV_OPF_ATOMIC) != 0;
 }
 
 uint32_t sv_x_wc_opcode(uint32_t op)
 {
-	return wc_opcode(op);
+	return sv_op_wc(op);
 }
 
 int sv_x_rq_peek(struct sv_qp *t, struct rwqe *r)

@@ -51,21 +51,32 @@ void sv_doorbell_ring(struct sv_doorbell *db)
  * call, and the ring's geometry and free room are read once per call.
  */
 
-#define OP(op) (1u << (op))
-/* opcodes whose imm field is used (imm_data and invalidate_rkey share it:
- * the key to invalidate goes as it is, in host order) */
-#define OPS_IMM (OP(IBV_WR_SEND_WITH_IMM) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) | \
-		 OP(IBV_WR_SEND_WITH_INV) | OP(SV_WR_RDMA_READ_INV))
-#define OPS_RDMA (OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) | \
-		  OP(IBV_WR_RDMA_READ) | OP(SV_WR_RDMA_READ_INV))
-#define OPS_ATOMIC (OP(IBV_WR_ATOMIC_CMP_AND_SWP) | \
-		    OP(IBV_WR_ATOMIC_FETCH_AND_ADD))
-#define OPS_MASKED (OP(SV_WR_MASKED_CMP_SWAP) | OP(SV_WR_MASKED_FETCH_ADD))
-
-/* A checked opcode is one sv_exp_opcode_ok accepts: below 32. */
-static inline bool op_in(uint32_t op, uint32_t set)
+/* The flags (abi/sv_op.h) of a checked opcode: one sv_exp_opcode_ok
+ * accepts. They are read once per WR, before the slot is written (stores
+ * through the slot's pointer would make the compiler read them again). */
+static inline uint32_t op_flags(uint32_t op)
 {
-	return (OP(op) & set) != 0;
+	return sv_op_tab[op].flags;
+}
+
+/* Opcode flags f are of an RDMA WRITE or READ (a remote range, not an
+ * atomic) */
+static inline bool op_rdma(uint32_t f)
+{
+	return (f & (SV_OPF_REMOTE | SV_OPF_ATOMIC)) == SV_OPF_REMOTE;
+}
+
+/* ... of an atomic of verbs (not the extension's masked ones) */
+static inline bool op_atomic(uint32_t f)
+{
+	return (f & (SV_OPF_ATOMIC | SV_OPF_EXP)) == SV_OPF_ATOMIC;
+}
+
+/* ... of a masked atomic (ibv_exp_post_send only) */
+static inline bool op_masked(uint32_t f)
+{
+	return (f & (SV_OPF_ATOMIC | SV_OPF_EXP)) ==
+	       (SV_OPF_ATOMIC | SV_OPF_EXP);
 }
 
 /* 0 or the errno that refuses this send WR on this QP (exp: a WR of
@@ -82,7 +93,7 @@ static inline int check_send(const struct sv_qp *qp, enum ibv_qp_type type,
 		return EINVAL;
 	if (unlikely(flags & ~SV_SEND_FLAGS_OK))
 		return EINVAL;
-	if (unlikely(op_in(op, SV_OPS_MM)))
+	if (unlikely(sv_send_opcode_mm(op)))
 		return 0;
 	if (unlikely(num_sge < 0 || (num_sge && !sgl)))
 		return EINVAL;
@@ -160,16 +171,16 @@ static inline void copy_inline(char *restrict dst, const char *restrict src,
  * XRC_SEND QP, never on post_one's path): the remote SRQ number. */
 static inline void fill_tail(enum ibv_qp_type type,
 			     struct sv_send_wqe *restrict w,
-			     const struct ibv_send_wr *restrict wr, uint32_t op,
+			     const struct ibv_send_wr *restrict wr, uint32_t f,
 			     bool xrc)
 {
-	if (likely(op_in(op, OPS_RDMA))) {
+	if (likely(op_rdma(f))) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 		w->remote_qpn = 0;
 		w->atomic.compare_add = 0;
 		w->atomic.swap = 0;
-	} else if (op_in(op, OPS_ATOMIC)) {
+	} else if (op_atomic(f)) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->remote_qpn = 0;
@@ -207,13 +218,14 @@ static inline void fill_send(enum ibv_qp_type type,
 			     uint32_t ilen)
 {
 	char *body = (char *)w + SV_SEND_WQE_HDR;
+	uint32_t f = op_flags(op);
 
 	if (!inl)
 		flags &= ~(unsigned int)IBV_SEND_INLINE; /* READ, atomics */
 	w->wr_id = wr->wr_id;
 	w->opcode = op;
 	w->flags = flags; /* the device applies sq_sig_all */
-	w->imm = op_in(op, OPS_IMM) ? wr->imm_data : 0; /* big-endian */
+	w->imm = (f & SV_OPF_IMMF) ? wr->imm_data : 0; /* big-endian */
 	if (inl) {
 		if (likely(num_sge == 1)) {
 			copy_inline(body, (const char *)(uintptr_t)sgl->addr,
@@ -239,7 +251,7 @@ static inline void fill_send(enum ibv_qp_type type,
 			       (size_t)num_sge * sizeof(struct sv_wqe_sge));
 		w->num_sge = (uint32_t)num_sge;
 	}
-	fill_tail(type, w, wr, op, type == IBV_QPT_XRC_SEND);
+	fill_tail(type, w, wr, f, type == IBV_QPT_XRC_SEND);
 }
 
 _Static_assert(sizeof(struct ibv_sge) == sizeof(struct sv_wqe_sge), "sge");
@@ -309,18 +321,20 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 	const struct ibv_sge *sgl = wr->sg_list;
 	struct sv_send_wqe *w;
 	struct sv_wq_ring *hdr;
-	uint32_t prod, ilen = 0;
+	uint32_t prod, ilen = 0, f;
 	int err = EINVAL;
 
 	if (unlikely(wr->num_sge != 1 || !sgl))
 		return post_list(qp, wr, bad_wr, false);
 	/* check_send, for one SGE and the data opcodes (the others, the
-	 * opcodes refused, and every WR of an XRC_SEND QP are post_list's) */
-	if (unlikely(!sv_send_opcode_fast(type, (enum ibv_wr_opcode)op)))
+	 * opcodes refused, and every WR of an XRC_SEND QP are post_list's):
+	 * sv_send_opcode_fast, as a mask made when the QP was) */
+	if (unlikely(op >= 32 || !(qp->fast_ops & (1u << op))))
 		return post_list(qp, wr, bad_wr, false);
+	f = op_flags(op);
 	if (unlikely(flags & ~SV_SEND_FLAGS_OK))
 		goto fail;
-	if (wr_inline(op, flags)) {
+	if ((flags & IBV_SEND_INLINE) && (f & SV_OPF_PAYLOAD)) { /* wr_inline */
 		ilen = sgl->length;
 		if (unlikely(ilen > qp->sq.max_inline))
 			goto fail;
@@ -349,7 +363,7 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 	w->wr_id = wr->wr_id;
 	w->opcode = op;
 	w->flags = flags; /* the device applies sq_sig_all */
-	w->imm = op_in(op, OPS_IMM) ? wr->imm_data : 0; /* big-endian */
+	w->imm = (f & SV_OPF_IMMF) ? wr->imm_data : 0; /* big-endian */
 	if (flags & IBV_SEND_INLINE) {
 		copy_upto16((char *)w + SV_SEND_WQE_HDR,
 			    (const char *)(uintptr_t)sgl->addr, ilen);
@@ -359,7 +373,7 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 		       sizeof(struct sv_wqe_sge));
 		w->num_sge = 1;
 	}
-	fill_tail(type, w, wr, op, false);
+	fill_tail(type, w, wr, f, false);
 	if (mb)
 		mailbox_put(hdr, w, prod);
 	qp->sq.prod = ++prod;
@@ -387,13 +401,17 @@ static __attribute__((noinline)) int post_one_mb(struct sv_qp *qp,
 	return post_one_in(qp, wr, bad_wr, true);
 }
 
-void sv_qp_init_post(struct sv_qp *qp)
+void sv_qp_init_post(struct sv_qp *qp, enum ibv_qp_type type)
 {
 	qp->post_one = qp->mailbox ? post_one_mb : post_one;
+	qp->fast_ops = 0;
+	for (uint32_t op = 0; op < SV_OP_COUNT && op < 32; op++)
+		if (sv_send_opcode_fast(type, (enum ibv_wr_opcode)op))
+			qp->fast_ops |= 1u << op;
 }
 
 /*
- * A checked memory-management WR (SV_OPS_MM) into its slot: its own checks
+ * A checked memory-management WR (SV_OPF_MM) into its slot: its own checks
  * (0 or EINVAL), then every byte of the header; it has no SGEs (num_sge and
  * sg_list are ignored). BIND_MW and FAST_REG_MR update the window's or the
  * MR's keys, as posted. exp: wr is a struct ibv_exp_send_wr.
@@ -446,7 +464,7 @@ static __attribute__((noinline)) int put_mm(const struct sv_qp *qp,
 }
 
 /*
- * A checked masked atomic (OPS_MASKED, from ibv_exp_post_send) into its
+ * A checked masked atomic (op_masked, from ibv_exp_post_send) into its
  * slot: 8-byte operands only (EINVAL otherwise); the SGEs as for any WR,
  * then sv_fill_masked.
  */
@@ -510,11 +528,11 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 		}
 		slot = (struct sv_send_wqe *)((char *)hdr + SV_RING_HDR_BYTES +
 					      (size_t)(prod & mask) * stride);
-		if (unlikely(op_in(op, SV_OPS_MM))) {
+		if (unlikely(sv_send_opcode_mm(op))) {
 			err = put_mm(qp, slot, wr, op, flags, exp);
 			if (err)
 				break;
-		} else if (unlikely(op_in(op, OPS_MASKED))) {
+		} else if (unlikely(op_masked(op_flags(op)))) {
 			/* only ibv_exp_post_send gets here (check_send) */
 			err = put_masked(qp->ex.qp_base.context, type, slot,
 					 wr, op, flags, num_sge, sgl);

@@ -270,7 +270,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	qp->mailbox = dom->rd &&
 		      (dom->rd->msg_model == IBV_EXP_MSG_LOW_LATENCY ||
 		       dom->rd->msg_model == IBV_EXP_MSG_FORCE_LOW_LATENCY);
-	sv_qp_init_post(qp);
+	sv_qp_init_post(qp, a->qp_type);
 	qp->rd = dom->rd;
 	if (a->pd && to_sv_pd(a->pd)->parent)
 		sv_pd_get(a->pd);
@@ -391,7 +391,7 @@ struct ibv_qp *sv_open_qp(struct ibv_context *context,
 	qp->rq.hdr = &sv_empty_ring;
 	sv_spin_init(&qp->sq_lock);
 	sv_spin_init(&qp->rq_lock);
-	sv_qp_init_post(qp);
+	sv_qp_init_post(qp, IBV_QPT_XRC_RECV);
 	ibqp->context = context;
 	ibqp->qp_context = (a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ?
 			   a->qp_context : NULL;

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "abi/sv_op.h"
 #include "verbs/sv_lock.h"
 #include "verbs/sv_verbs.h"
 
@@ -37,6 +38,9 @@ static inline struct sv_ah *to_sv_ah(struct ibv_ah *ah)
 		    IBV_SEND_INLINE))
 
 /*
+ * The opcode rules are abi/sv_op.h's table, which the daemon reads too;
+ * these are the library's questions to it.
+ *
  * The data opcodes ibv_post_send's one-WR fast path (post.c post_one)
  * handles itself, per QP type (RC, UC, UD: an XRC_SEND QP posts through
  * the general path, which asks as RC); anything else goes to the general
@@ -45,93 +49,42 @@ static inline struct sv_ah *to_sv_ah(struct ibv_ah *ah)
 static inline bool sv_send_opcode_fast(enum ibv_qp_type type,
 				       enum ibv_wr_opcode op)
 {
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
-		       type == IBV_QPT_UD;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return type == IBV_QPT_RC;
-	default:
-		return false;
-	}
+	uint32_t f = sv_op_flags((uint32_t)op);
+
+	return (f & SV_OPF_FAST) && (uint32_t)type < 8 &&
+	       (f & SV_OPF_QPT(type));
 }
 
-/* The memory-management opcodes (no SGEs, no data): LOCAL_INV, BIND_MW and
- * SV_WR_FAST_REG_MR, as a mask of 1 << opcode. */
-#define SV_OPS_MM                                                            \
-	((1u << IBV_WR_LOCAL_INV) | (1u << IBV_WR_BIND_MW) |                 \
-	 (1u << SV_WR_FAST_REG_MR))
+/* Whether op is a memory-management opcode (no SGEs, no data): LOCAL_INV,
+ * BIND_MW and SV_WR_FAST_REG_MR. */
+static inline bool sv_send_opcode_mm(uint32_t op)
+{
+	return (sv_op_flags(op) & SV_OPF_MM) != 0;
+}
 
 /* Send opcodes this device executes through ibv_post_send, per QP type. */
 static inline bool sv_send_opcode_ok(enum ibv_qp_type type,
 				     enum ibv_wr_opcode op)
 {
-	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
-		type = IBV_QPT_RC;
-	switch (op) {
-	case IBV_WR_LOCAL_INV:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
-		       type == IBV_QPT_UD;
-	case IBV_WR_BIND_MW:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
-	case IBV_WR_SEND_WITH_INV:
-		return type == IBV_QPT_RC;
-	default:
-		return sv_send_opcode_fast(type, op);
-	}
+	return sv_op_ok((uint32_t)type, (uint32_t)op, false);
 }
 
 /* ... and through ibv_exp_post_send: those and the device's own. */
 static inline bool sv_exp_opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
-	/* masked atomics: RC only (their opcodes have no XRC form) */
-	if (op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD)
-		return type == IBV_QPT_RC;
-	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
-		type = IBV_QPT_RC;
-	switch (op) {
-	case SV_WR_FAST_REG_MR:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
-		       type == IBV_QPT_UD;
-	case SV_WR_RDMA_READ_INV:
-		return type == IBV_QPT_RC;
-	default:
-		return sv_send_opcode_ok(type, (enum ibv_wr_opcode)op);
-	}
+	return sv_op_ok((uint32_t)type, op, true);
 }
 
 /* The ibv_qp_ex send_ops_flags matching sv_send_opcode_ok. */
 static inline uint64_t sv_send_ops_ok(enum ibv_qp_type type)
 {
-	if (type == IBV_QPT_XRC_SEND)       /* sends as RC does */
-		type = IBV_QPT_RC;
-	uint64_t f = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-		     IBV_QP_EX_WITH_LOCAL_INV;
-
-	if (type == IBV_QPT_RC || type == IBV_QPT_UC)
-		f |= IBV_QP_EX_WITH_RDMA_WRITE |
-		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-		     IBV_QP_EX_WITH_BIND_MW;
-	if (type == IBV_QPT_RC)
-		f |= IBV_QP_EX_WITH_RDMA_READ |
-		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-		     IBV_QP_EX_WITH_SEND_WITH_INV;
-	return f;
+	return sv_op_ex_flags((uint32_t)type);
 }
 
 /* Whether the opcode carries data out of local SGEs (so may be inline). */
 static inline bool sv_send_opcode_has_payload(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
-	       op == IBV_WR_SEND_WITH_INV || op == IBV_WR_RDMA_WRITE ||
-	       op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	return (sv_op_flags((uint32_t)op) & SV_OPF_PAYLOAD) != 0;
 }
 
 /* ---- the memory-management WQEs (post.c, wr.c, mm.c) ---- */

@@ -328,6 +328,8 @@ struct sv_qp {
 	 * mailbox variant or not, chosen once so that other QPs pay nothing */
 	int (*post_one)(struct sv_qp *qp, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr);
+	uint32_t fast_ops;         /* 1 << op: the opcodes post_one takes on
+				    * this QP's type (sv_send_opcode_fast) */
 	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
 	uint32_t sq_sig_all;
 	uint64_t send_ops_flags;
@@ -380,8 +382,9 @@ struct sv_ah {
 /* An address vector as the daemon takes it (qp.c; also CREATE_AH). */
 void sv_ah_to_wire(const struct ibv_ah_attr *a, struct sv_wire_ah *w);
 
-/* post.c: pick qp->post_one after qp->mailbox is set (create_qp). */
-void sv_qp_init_post(struct sv_qp *qp);
+/* post.c: pick qp->post_one after qp->mailbox is set (create_qp), and the
+ * opcodes it takes on a QP of type. */
+void sv_qp_init_post(struct sv_qp *qp, enum ibv_qp_type type);
 
 /* Wake the engine behind a doorbell page if it sleeps: the only system call
  * on the post path. Call after publishing a producer counter. */
