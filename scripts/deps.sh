@@ -8,7 +8,7 @@ set -eu
 
 pkgs=(
 	gcc make cmake binutils pkg-config procps     # build, objdump, pgrep
-	libibverbs-dev                                # the verbs ABI headers
+	libibverbs-dev librdmacm-dev                  # the verbs and rdma_cm ABI headers, librdmacm.so
 	libcmocka-dev                                 # unit tests
 	clang libclang-rt-14-dev                      # libFuzzer targets (tests/fuzz)
 	ibverbs-utils perftest python3-pyverbs python3 # unmodified consumers
