@@ -24,94 +24,10 @@
 
 #define KEYTAB_FIRST	 16u
 #define KEYTAB_NONE	 0u
-#define PERM_HALF_BITS	 (SV_KEY_INDEX_BITS / 2)
-#define PERM_HALF_MASK	 ((1u << PERM_HALF_BITS) - 1)
-#define PERM_MASK	 ((1u << SV_KEY_INDEX_BITS) - 1)
-
-/* A bijective 64-bit mixer (splitmix64's finalizer): every input bit moves
- * about half the output bits. */
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* The round function: 12 bits of the mix of the half and the round key. */
-static uint32_t perm_f(uint64_t k, uint32_t half)
-{
-	return (uint32_t)(mix64(k ^ half) >> (64 - PERM_HALF_BITS));
-}
-
-/* One pass of the Feistel network over 24 bits, and its inverse. */
-static uint32_t perm_once(const struct sv_keyperm *p, uint32_t x)
-{
-	uint32_t l = x >> PERM_HALF_BITS, r = x & PERM_HALF_MASK, n;
-
-	for (unsigned int i = 0; i < SV_KEYPERM_ROUNDS; i++) {
-		n = l ^ perm_f(p->k[i], r);
-		l = r;
-		r = n;
-	}
-	return l << PERM_HALF_BITS | r;
-}
-
-static uint32_t unperm_once(const struct sv_keyperm *p, uint32_t y)
-{
-	uint32_t l = y >> PERM_HALF_BITS, r = y & PERM_HALF_MASK, n;
-
-	for (unsigned int i = SV_KEYPERM_ROUNDS; i-- > 0;) {
-		n = r ^ perm_f(p->k[i], l);
-		r = l;
-		l = n;
-	}
-	return l << PERM_HALF_BITS | r;
-}
-
-/* Neither 0 nor 0xffffff: the visible indices a key may have. */
-static int index_ok(uint32_t v)
-{
-	return v && v <= SV_KEY_SLOT_MAX;
-}
-
-void sv_keyperm_seed(struct sv_keyperm *p, uint64_t seed)
-{
-	for (unsigned int i = 0; i < SV_KEYPERM_ROUNDS; i++)
-		p->k[i] = mix64(seed += 0x9e3779b97f4a7c15ull);
-	p->ck = mix64(seed += 0x9e3779b97f4a7c15ull);
-}
-
-/* Cycle walking: the network permutes all 2^24 values; a step that lands
- * on one of the two excluded values is taken again from there, which keeps
- * a bijection of [1, SV_KEY_SLOT_MAX] (at most 3 steps, 2 values being
- * outside it). */
-uint32_t sv_keyperm_fwd(const struct sv_keyperm *p, uint32_t slot)
-{
-	uint32_t y;
-
-	if (!index_ok(slot))
-		return 0;
-	y = perm_once(p, slot);
-	while (!index_ok(y))
-		y = perm_once(p, y);
-	return y;
-}
-
-uint32_t sv_keyperm_inv(const struct sv_keyperm *p, uint32_t idx)
-{
-	uint32_t x;
-
-	if (!index_ok(idx))
-		return 0;
-	x = unperm_once(p, idx);
-	while (!index_ok(x))
-		x = unperm_once(p, x);
-	return x;
-}
 
 static uint32_t first_consumer(const struct sv_keytab *t, uint32_t slot)
 {
-	uint32_t ck = (uint32_t)(mix64(t->perm.ck ^ slot) >> 56);
+	uint32_t ck = (uint32_t)(sv_mix64(t->perm.ck ^ slot) >> 56);
 
 	return ck ? ck : 1;
 }

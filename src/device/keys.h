@@ -26,34 +26,7 @@
 
 #include <stdint.h>
 
-#define SV_KEY_INDEX_BITS 24
-#define SV_KEY_INDEX(k)   ((uint32_t)(k) >> 8)
-#define SV_KEY_CONSUMER(k) ((uint32_t)(k) & 0xff)
-#define SV_KEY_MAKE(idx, ck) (((uint32_t)(idx) << 8) | ((uint32_t)(ck) & 0xff))
-/* The most slots (and visible indices): 1 .. 2^24 - 2 */
-#define SV_KEY_SLOT_MAX ((1u << SV_KEY_INDEX_BITS) - 2)
-
-/*
- * A secret permutation of the slots [1, SV_KEY_SLOT_MAX]: a Feistel network
- * of SV_KEYPERM_ROUNDS rounds over 24 bits (two 12-bit halves, a 64-bit
- * round key each), walked again while it lands on 0 or 0xffffff (cycle
- * walking: at most three steps, and still a bijection of the range). O(1)
- * both ways.
- */
-#define SV_KEYPERM_ROUNDS 6
-
-struct sv_keyperm {
-	uint64_t k[SV_KEYPERM_ROUNDS];
-	uint64_t ck;           /* keys the first consumer key of each slot */
-};
-
-/* Round keys from seed (tests; the table takes them from getrandom). */
-void sv_keyperm_seed(struct sv_keyperm *p, uint64_t seed);
-/* perm(slot) for slot in [1, SV_KEY_SLOT_MAX]; 0 for any other input. */
-uint32_t sv_keyperm_fwd(const struct sv_keyperm *p, uint32_t slot);
-/* The inverse: the slot whose visible index is idx, 0 if idx is 0, past
- * SV_KEY_SLOT_MAX or wider than 24 bits. */
-uint32_t sv_keyperm_inv(const struct sv_keyperm *p, uint32_t idx);
+#include "abi/sv_keyperm.h" /* SV_KEY_*, struct sv_keyperm, sv_keyperm_* */
 
 enum sv_key_kind {
 	SV_KEY_MR = 0,      /* struct sv_mr */
