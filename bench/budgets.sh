@@ -19,6 +19,13 @@
 #                     the WQE out, check it, resolve the rkey, copy the data,
 #                     write the CQE; the kernel's share of process_vm_writev
 #                     is not counted)
+#   direct            the same workload on the direct path (docs/DESIGN.md
+#                     "The direct path": the library runs the WRITE itself),
+#                     against a second, uninstrumented softverbsd: post_send_ir
+#                     (the library's instructions around the one
+#                     process_vm_writev; the kernel's share is not counted),
+#                     poll_cq_ir, poll_cq_empty_ir. Every other figure is the
+#                     daemon path's (SOFTVERBS_DIRECT=0).
 #   res_domains       the same workload with the CQ and the QPs made in a
 #                     resource domain (budget_post -d, ibv_exp_create_cq and
 #                     ibv_exp_create_qp) of each thread model, against a
@@ -75,6 +82,7 @@ done
 dir=$(mktemp -d /tmp/sv-budgets.XXXXXX)
 daemon_pid=
 dom_err=
+direct_err=
 cleanup() {
 	if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
 		kill -TERM "$daemon_pid" 2>/dev/null
@@ -109,7 +117,7 @@ for _ in $(seq 1 300); do
 done
 [ -S "$sock" ] || fail "softverbsd did not start (see its log: $(tail -n 3 "$dir/daemon.log" | tr -d '"' | tr '\n' ' '))"
 
-SOFTVERBS_SOCKET=$sock SOFTVERBS_NO_AUTOSTART=1 \
+SOFTVERBS_SOCKET=$sock SOFTVERBS_NO_AUTOSTART=1 SOFTVERBS_DIRECT=0 \
 	"$build/bin/softverbs" run -- \
 	"${cg[@]}" --callgrind-out-file="$dir/client.out" \
 	--toggle-collect=sv_post_send --toggle-collect=sv_poll_cq \
@@ -147,8 +155,16 @@ done
 if [ ! -S "$sock2" ]; then
 	dom_err="softverbsd (uninstrumented) did not start"
 else
+	SOFTVERBS_SOCKET=$sock2 SOFTVERBS_NO_AUTOSTART=1 \
+		"$build/bin/softverbs" run -- \
+		"${cg[@]}" --callgrind-out-file="$dir/client-direct.out" \
+		--toggle-collect=sv_post_send --toggle-collect=sv_poll_cq \
+		'--dump-before=budget_phase_*' \
+		"$build/bin/budget_post" -n "$iters" -e "$iters" \
+		>"$dir/client-direct.log" 2>&1 ||
+		direct_err="budget_post (direct) failed: $(tail -n 3 "$dir/client-direct.log" | tr -d '"\\' | tr '\n' ' ')"
 	for m in safe single unsafe; do
-		SOFTVERBS_SOCKET=$sock2 SOFTVERBS_NO_AUTOSTART=1 \
+		SOFTVERBS_SOCKET=$sock2 SOFTVERBS_NO_AUTOSTART=1 SOFTVERBS_DIRECT=0 \
 			"$build/bin/softverbs" run -- \
 			"${cg[@]}" --callgrind-out-file="$dir/client-$m.out" \
 			--toggle-collect=sv_post_send --toggle-collect=sv_poll_cq \
@@ -163,7 +179,7 @@ fi
 daemon_gone
 
 # exit 4: the plain figures are out, the resource domains' are not
-DOM_ERR=$dom_err python3 - "$dir" <<'EOF'
+DOM_ERR=$dom_err DIRECT_ERR=$direct_err python3 - "$dir" <<'EOF'
 import json, os, re, sys
 
 d = sys.argv[1]
@@ -264,6 +280,18 @@ out = {
     'targets': {'post_send_ir': 150, 'poll_cq_ir': 80},
 }
 
+# the direct path
+direct_err = os.environ.get('DIRECT_ERR') or None
+if not direct_err:
+    try:
+        p, h, e, _, _ = client('client-direct')
+        out['direct'] = {'post_send_ir': r(p), 'poll_cq_ir': r(h),
+                         'poll_cq_empty_ir': r(e)}
+    except (OSError, SystemExit) as ex:
+        direct_err = str(ex)
+if direct_err:
+    out['direct'] = {'error': direct_err}
+
 # resource domains: the plain run and one per thread model
 def model(p, h, e, db):
     return {'post_send_ir': r(p), 'poll_cq_ir': r(h), 'poll_cq_empty_ir': r(e),
@@ -312,6 +340,9 @@ row('ibv_post_send, 8-byte inline WRITE', out['post_send_ir'], 150)
 row('ibv_poll_cq returning one CQE', out['poll_cq_ir'], 80)
 row('ibv_poll_cq on an empty CQ', out['poll_cq_empty_ir'])
 row('engine, per WQE executed (%d)' % wqes, out['engine_wqe_ir'])
+dr = out['direct']
+row('direct: ibv_post_send (+ 1 syscall)', dr.get('post_send_ir'))
+row('direct: ibv_poll_cq returning one CQE', dr.get('poll_cq_ir'))
 sys.stderr.write('%-38s %8s %8s %8s\n' % ('resource domains (thread model)',
                  'post', 'poll', 'post+poll'))
 for m in ('plain', 'safe', 'unsafe', 'single'):

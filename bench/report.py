@@ -32,6 +32,17 @@ TARGET_UCX_LAT = 1.2       # write 8 B lat <= 1.2 x ucx put lat
 TARGET_POST = 150          # instructions per ibv_post_send
 TARGET_POLL = 80           # instructions per ibv_poll_cq returning a CQE
 TARGET_SINGLE_FEWER = 20   # issue 5: post+poll under SINGLE, % fewer than SAFE
+# issue 22: the same-host direct path, domains, the wire
+T22_PVW = 0.9              # WRITE 1 MiB (malloc'd) >= 0.9 x one process_vm_writev
+T22_MEMFD = 0.7            # WRITE 1 MiB between memfd MRs >= 0.7 x memcpy
+T22_LAT_PVW = 2.0          # 8 B WRITE latency <= 2 x one process_vm_writev call
+T22_RATE_UCX = 0.12        # 8 B WRITE rate >= 0.12 x UCX put rate
+T22_LL = 1.0               # LOW_LATENCY domain latency <= 1.0 x no domain
+T22_DOMAINS = 1.0          # two QPs in two domains >= 1.0 x in one domain
+T22_WIRE_BW = 0.8          # RoCEv2 1 MiB WRITE >= 0.8 x iperf3
+T22_WIRE_LAT = 8.0         # RoCEv2 ib_send_lat 2 B <= 8 us
+T22_WIRE_RATE = 2.0        # RoCEv2 64 B WRITE rate >= 2 M/s
+T22_POST, T22_POLL = 119, 47  # instructions when the issue was filed
 
 
 def read(path):
@@ -747,6 +758,102 @@ def targets(R):
     return out
 
 
+def targets22(R):
+    """Issue 22's table: each figure a ratio of two measured in this run."""
+    out = []
+    lim = lambda k: lim_rows(R, k)
+    sv_w1m = at(sv_rows(R, "write", "bw"), 1 << 20, "bw_MBps")
+    pvw1m = at(lim("process_vm_writev"), 1 << 20, "bw_MBps")
+    out.append(target_ge(
+        "WRITE 1 MiB (malloc'd) / one process_vm_writev of 1 MiB",
+        ratio(sv_w1m, pvw1m), T22_PVW,
+        "softverbs %s MB/s, process_vm_writev %s MB/s"
+        % (num(sv_w1m, 0), num(pvw1m, 0))))
+    mfd = (R["softverbs"].get("write_bw_memfd") or {}).get("results")
+    sv_m1m = at(mfd, 1 << 20, "bw_MBps")
+    mc1m = at(lim("memcpy"), 1 << 20, "bw_MBps")
+    out.append(target_ge(
+        "WRITE 1 MiB between memfd MRs / memcpy of 1 MiB",
+        ratio(sv_m1m, mc1m), T22_MEMFD,
+        "softverbs %s MB/s, memcpy %s MB/s" % (num(sv_m1m, 0),
+                                              num(mc1m, 0))))
+    sv_l8 = at(sv_rows(R, "write", "lat"), 8, "lat_p50_us")
+    pvw8 = at(lim("process_vm_writev"), 8, "op_us")
+    out.append(target_le(
+        "8 B WRITE latency / one process_vm_writev call",
+        ratio(sv_l8, pvw8), T22_LAT_PVW,
+        "softverbs %s us one way, process_vm_writev of 8 B %s us"
+        % (num(sv_l8, 0), num(pvw8, 0))))
+    # the best of no domain and a HIGH_BW domain, as the issue allows
+    D = R.get("res_domains") or {}
+    rates = [at(sv_rows(R, "write", "bw"), 8, "msg_rate_Mpps")]
+    hb = (((D.get("msg_rate") or {}).get("configs") or {})
+          .get("safe_high_bw") or {}).get("results")
+    rates.append(at(hb, 8, "msg_rate_Mpps"))
+    rates = [x for x in rates if x is not None]
+    sv_r8 = max(rates) if rates else None
+    ucx_r8 = at(ucx_rows(R, "put_bw"), 8, "msg_rate_Mpps")
+    out.append(target_ge(
+        "8 B WRITE rate / UCX put rate (HIGH_BW domain allowed)",
+        ratio(sv_r8, ucx_r8), T22_RATE_UCX,
+        "softverbs %s M/s, ucx put %s M/s" % (num(sv_r8, 0), num(ucx_r8, 0))))
+    lat = (D.get("latency") or {}).get("configs") or {}
+    ll = at((lat.get("safe_low_latency") or {}).get("results"), 8,
+            "lat_p50_us")
+    nd = at((lat.get("none") or {}).get("results"), 8, "lat_p50_us")
+    out.append(target_le(
+        "LOW_LATENCY domain 8 B WRITE latency / no domain",
+        ratio(ll, nd), T22_LL,
+        "%s us against %s us (median of the rounds)" % (num(ll, 0),
+                                                         num(nd, 0))))
+    q2 = (D.get("qps") or {}).get("2") or {}
+    out.append(target_ge(
+        "two QPs in two domains / two QPs in one domain (8 B rate)",
+        q2.get("per_qp_vs_one"), T22_DOMAINS, "median of the rounds"))
+    N = R.get("netns") or {}
+    out.append(target_ge(
+        "RoCEv2 1 MiB WRITE / iperf3 on the same veth",
+        N.get("write_bw_1m_vs_iperf3"), T22_WIRE_BW,
+        "ib_write_bw %s Gb/s, iperf3 %s Gb/s"
+        % (num(N.get("write_bw_1m_gbps"), 0),
+           num(N.get("iperf3_tcp_gbps"), 0))))
+    out.append(target_le(
+        "RoCEv2 ib_send_lat 2 B", N.get("send_lat_2b_typical_us"),
+        T22_WIRE_LAT, "typical (perftest)", unit=" us"))
+    r64 = N.get("write_rate_64b_mpps")
+    t = target_ge("RoCEv2 64 B WRITE rate (M/s)", r64, T22_WIRE_RATE,
+                  "ib_write_bw 64 B")
+    t["goal"] = ">= %g M/s" % T22_WIRE_RATE
+    out.append(t)
+    b = R["budgets"] or {}
+    out.append(target_le("ibv_post_send, one 8 B inline WR (instructions)",
+                         b.get("post_send_ir"), T22_POST,
+                         "callgrind; the daemon path", unit=""))
+    out.append(target_le("ibv_poll_cq, one CQE (instructions)",
+                         b.get("poll_cq_ir"), T22_POLL,
+                         "callgrind; the daemon path", unit=""))
+    dr = b.get("direct") or {}
+    if dr.get("post_send_ir"):
+        out[-1]["context"] = (
+            "on the direct path: ibv_post_send %s instructions around its"
+            " one process_vm_writev, ibv_poll_cq of its completion %s"
+            % (num(dr.get("post_send_ir"), 0),
+               num(dr.get("poll_cq_ir"), 0)))
+    return out
+
+
+def table22(R):
+    L = ["Issue 22: the direct path, domains and the wire (ratios of this run)"]
+    for t in R.get("targets_issue22") or []:
+        mark = {True: "met", False: "MISSED", None: "-"}[t["met"]]
+        L.append("  [%-6s] %s (goal %s): %s" % (mark, t["target"],
+                                                t["goal"], t["by"]))
+        L.extend(wrap("           " + t["detail"]))
+        if t.get("context"):
+            L.extend(wrap("           " + t["context"]))
+    return L
+
+
 # ---- comparisons (every softverbs figure with its limit and peers) ----
 
 def comparisons(R):
@@ -939,6 +1046,8 @@ def table(R):
         mark = {True: "met", False: "MISSED", None: "n/a"}[t["met"]]
         L.append("  [%-6s] %s: %s" % (mark, t["target"], t["by"]))
     L.append("")
+    L.extend(table22(R))
+    L.append("")
     L.extend(table_mm(R))
     L.append("")
     L.extend(table_netns(R))
@@ -1059,7 +1168,8 @@ def main():
     R["limits"] = read_json(os.path.join(raw, "limits.out"))
     R["softverbs"] = {}
     for name in ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw",
-                 "send_lat", "atomic_bw", "atomic_lat", "write_lat_events"):
+                 "send_lat", "atomic_bw", "atomic_lat", "write_lat_events",
+                 "write_bw_memfd"):
         j = softverbs(raw, name)
         if j:
             R["softverbs"][name] = j
@@ -1082,6 +1192,7 @@ def main():
     R["targets"] = targets(R)
     R["res_domains"] = res_domains(R, raw)
     R["targets_issue5"] = targets5(R)
+    R["targets_issue22"] = targets22(R)
     R["plots_error"] = plots(R, a.out)
 
     text = table(R)

@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 8u
+#define SV_PROTO_VERSION 9u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -90,7 +90,8 @@ enum sv_obj_type {
 	X(OPEN_XRCD, 38)                                                     \
 	X(CLOSE_XRCD, 39)                                                    \
 	X(OPEN_QP, 40)                                                       \
-	X(NOTIFY_CQ, 41)
+	X(NOTIFY_CQ, 41)                                                     \
+	X(OPEN_DIRECT, 42)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -552,6 +553,14 @@ struct sv_rsp_open_context {
 	uint64_t db_bytes;
 };
 
+/* OPEN_DIRECT (no payload, after OPEN_CONTEXT): the direct path's tables
+ * (src/abi/sv_direct.h) come with the response as a memfd of `bytes`, or
+ * the command fails with EOPNOTSUPP where the daemon offers no direct path
+ * (softverbsd --no-direct). */
+struct sv_rsp_open_direct {
+	uint64_t bytes;
+};
+
 /* A QP's ring memfd comes with this response: the send ring at sq_offset,
  * the receive ring at rq_offset (0 entries when the QP uses an SRQ). */
 struct sv_rsp_qp {
@@ -684,6 +693,9 @@ struct sv_rsp_stat_wire {
 	uint64_t cm_mad_sent, cm_mad_rcvd, cm_mad_retries, cm_mad_timeouts;
 	uint64_t cm_mad_dropped;
 	uint64_t rx_drop_why[SV_RX_DROP_MAX]; /* by enum sv_rx_drop */
+	/* of lo_msgs and lo_bytes: those the initiating process ran itself
+	 * (the direct path, src/abi/sv_direct.h) */
+	uint64_t direct_msgs, direct_bytes;
 };
 
 struct sv_rsp_hdr {
@@ -708,6 +720,7 @@ struct sv_rsp {
 		struct sv_rsp_stat stat;
 		struct sv_rsp_stat_wire stat_wire;
 		struct sv_rsp_open_context open_context;
+		struct sv_rsp_open_direct open_direct;
 		struct sv_rsp_qp qp;
 		struct sv_rsp_query_qp query_qp;
 		struct sv_rsp_srq srq;

@@ -69,7 +69,15 @@ struct sv_wq_ring {
 	uint8_t pad0[2 * SV_CACHELINE - 8 - SV_WQ_MB_BYTES];
 	/* written by the device */
 	uint32_t cons;             /* slots the device is done with */
-	uint8_t pad1[SV_CACHELINE - 4];
+	/* send ring, for the direct path (src/abi/sv_direct.h): the WQEs
+	 * whose execution has ended, their completion written and the QP's
+	 * state changed as they demand (release, after cq_mark) */
+	uint32_t done;
+	/* the send CQ's producer counter once the last of them completed:
+	 * a completion of this QP that the library has not polled yet lies
+	 * before it */
+	uint32_t cq_mark;
+	uint8_t pad1[SV_CACHELINE - 12];
 	/* written once by the daemon at creation; each side keeps a copy */
 	uint32_t entries;          /* slots, a power of two */
 	uint32_t stride;           /* bytes per slot, a multiple of 64 */

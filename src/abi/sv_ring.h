@@ -31,7 +31,11 @@ struct sv_cq_ring {
 	uint8_t pad0[SV_CACHELINE - 12];
 	/* written by the library */
 	uint32_t cons;             /* CQEs consumed */
-	uint8_t pad1[SV_CACHELINE - 4];
+	/* completions in the library's private ring (the direct path,
+	 * src/abi/sv_direct.h), not polled yet: the CQ holds them too, so
+	 * the device counts them when it decides an overrun */
+	uint32_t dused;
+	uint8_t pad1[SV_CACHELINE - 8];
 	/* written by the library: ibv_req_notify_cq */
 	uint32_t arm_sn;           /* bumped on every arm */
 	uint32_t arm_flags;        /* SV_CQ_ARM_* */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "device/cm/cm.h"
+#include "device/direct.h"
 #include "device/sv_dev.h"
 #include "device/roce/roce.h"
 
@@ -114,6 +115,7 @@ static int cmd_alloc_pd(struct sv_req *r)
 	if (!pd)
 		return -ENOMEM;
 	pd->owner = r->client;
+	pd->id = ++sv_dev.next_pd_id ? sv_dev.next_pd_id : ++sv_dev.next_pd_id;
 	ret = sv_client_add_obj(r, SV_OBJ_PD, pd, &pd->handle);
 	if (ret) {
 		free(pd);
@@ -179,8 +181,12 @@ static int cmd_stat_wire(struct sv_req *r)
 		return -EINVAL;
 	}
 	sv_roce_stat_fill(&r->rsp->u.stat_wire);
-	r->rsp->u.stat_wire.lo_msgs = sv_dev.lo_msgs;
-	r->rsp->u.stat_wire.lo_bytes = sv_dev.lo_bytes;
+	sv_direct_counts(&r->rsp->u.stat_wire.direct_msgs,
+			 &r->rsp->u.stat_wire.direct_bytes);
+	r->rsp->u.stat_wire.lo_msgs = sv_dev.lo_msgs +
+				      r->rsp->u.stat_wire.direct_msgs;
+	r->rsp->u.stat_wire.lo_bytes = sv_dev.lo_bytes +
+				       r->rsp->u.stat_wire.direct_bytes;
 	sv_cm_stat_fill(&r->rsp->u.stat_wire);
 	return 0;
 }
@@ -199,6 +205,7 @@ static const struct {
 	[SV_CMD_QUERY_PORT] = { cmd_query_port, F_PROBE },
 	[SV_CMD_QUERY_GID] = { cmd_query_gid, F_PROBE },
 	[SV_CMD_OPEN_CONTEXT] = { cmd_open_context, F_FD },
+	[SV_CMD_OPEN_DIRECT] = { sv_cmd_open_direct, 0 },
 	[SV_CMD_ALLOC_PD] = { cmd_alloc_pd, 0 },
 	[SV_CMD_DEALLOC_PD] = { cmd_dealloc_pd, 0 },
 	[SV_CMD_REG_MR] = { sv_cmd_reg_mr, 0 },

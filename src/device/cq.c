@@ -352,9 +352,13 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 	struct sv_cqe *slot;
 	/* acquire: the library has read the slots it says it consumed */
 	uint32_t used = prod - __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
+	/* the completions the library holds for WQEs it ran itself (the
+	 * direct path): a lie only overruns the liar's CQ sooner or later */
+	uint32_t dused = __atomic_load_n(&ring->dused, __ATOMIC_RELAXED);
 
 	if (used > cq->entries)         /* never trust cons */
 		used = cq->entries;
+	used += dused < cq->entries ? dused : cq->entries;
 	if (used >= cq->entries) {
 		if (!__atomic_load_n(&ring->overflow, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&ring->overflow, 1, __ATOMIC_RELAXED);

@@ -45,6 +45,7 @@
 
 #include "abi/sv_op.h"
 #include "device/atomic.h"
+#include "device/direct.h"
 #include "device/engine.h"
 #include "device/exec_int.h"
 #include "device/roce/roce.h"
@@ -304,6 +305,7 @@ static void qp_set_state(struct sv_qp *qp, uint32_t state)
 		__atomic_store_n(&qp->sq.hdr->qp_state, state, __ATOMIC_RELAXED);
 	if (qp->rq.hdr && qp->rq.entries)
 		__atomic_store_n(&qp->rq.hdr->qp_state, state, __ATOMIC_RELAXED);
+	sv_direct_qp(qp);
 	/* its engine flushes what is queued (it may be another engine) */
 	sv_engine_kick(qp->engine);
 }
@@ -378,12 +380,13 @@ static void sq_complete(struct sv_qp *qp, const struct swqe *w,
 		e.byte_len = (uint32_t)len;
 		qp_push(qp, qp->send_cq, &e, false);
 	}
-	if (status == IBV_WC_SUCCESS)
-		return;
-	if (reliable(qp))
-		qp_error(qp, 0);
-	else if (qp->state != IBV_QPS_ERR)
-		qp_set_state(qp, IBV_QPS_SQE);
+	if (status != IBV_WC_SUCCESS) {
+		if (reliable(qp))
+			qp_error(qp, 0);
+		else if (qp->state != IBV_QPS_ERR)
+			qp_set_state(qp, IBV_QPS_SQE);
+	}
+	sv_direct_sq_done(qp);
 }
 
 /*
@@ -456,6 +459,7 @@ static void comm_est(struct sv_qp *t)
 	if (t->state == IBV_QPS_RTR && !t->comm_est_sent &&
 	    t->type != IBV_QPT_UD) {
 		t->comm_est_sent = true;
+		sv_direct_qp(t);
 		qp_event(t, IBV_EVENT_COMM_EST);
 	}
 }
@@ -1136,6 +1140,7 @@ static void sq_flush_one(struct sv_qp *qp)
 		 qp->qpn);
 	/* a full CQ: the completion is lost, the WQE still goes */
 	qp_push(qp, qp->send_cq, &e, false);
+	sv_direct_sq_done(qp);
 }
 
 static void rq_flush_one(struct sv_qp *qp)

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "abi/sv_sock.h"
+#include "device/direct.h"
 #include "device/sv_dev.h"
 #include "device/roce/roce.h"
 #include "device/cm/cm.h"
@@ -138,6 +139,10 @@ static void usage(FILE *f)
 "                       may hold, in bytes, K/M/G suffixes (default 1G)\n"
 "  --no-offload         no UDP GSO/GRO on the RoCEv2 port: one datagram per\n"
 "                       packet (also $SOFTVERBSD_NO_OFFLOAD=1)\n"
+"  --no-direct         no direct path: every WQE between processes of this\n"
+"                       host runs here, none in the initiating process\n"
+"                       (also $SOFTVERBSD_NO_DIRECT=1; a process alone:\n"
+"                       SOFTVERBS_DIRECT=0)\n"
 "  --no-masked-atomics  no masked atomics: the device is one without them\n"
 "                       (refuses them, answers them from the wire with an\n"
 "                       invalid-request NAK; also\n"
@@ -714,6 +719,7 @@ int main(int argc, char **argv)
 		{ "no-roce", no_argument, NULL, 'n' },
 		{ "no-offload", no_argument, NULL, 'o' },
 		{ "no-masked-atomics", no_argument, NULL, 'M' },
+		{ "no-direct", no_argument, NULL, 'D' },
 		{ "inject", required_argument, NULL, 'j' },
 		{ "cm-timeout", required_argument, NULL, 'T' },
 		{ "cm-retries", required_argument, NULL, 'R' },
@@ -732,6 +738,8 @@ int main(int argc, char **argv)
 			  !strcmp(getenv("SOFTVERBSD_NO_OFFLOAD"), "1");
 	bool no_masked = getenv("SOFTVERBSD_NO_MASKED_ATOMICS") &&
 			 !strcmp(getenv("SOFTVERBSD_NO_MASKED_ATOMICS"), "1");
+	bool no_direct = getenv("SOFTVERBSD_NO_DIRECT") &&
+			 !strcmp(getenv("SOFTVERBSD_NO_DIRECT"), "1");
 	int c, ret = -ENOMEM;
 
 	while ((c = getopt_long(argc, argv, "s:i:a:l:vh", opts, NULL)) != -1) {
@@ -787,6 +795,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			no_masked = true;
+			break;
+		case 'D':
+			no_direct = true;
 			break;
 		case 'j':
 			inject = optarg;
@@ -877,6 +888,12 @@ int main(int argc, char **argv)
 			       "other" : strerror(ret < 0 ? -ret : ENOMEM));
 	if (no_masked)
 		sv_dev.attr.exp_cap_flags &= ~SV_EXP_CAP_MASKED_ATOMICS;
+	if (!no_direct) {
+		int e = sv_direct_init();
+
+		if (e)
+			sv_log(SV_LOG_WARN, "no direct path: %s", strerror(-e));
+	}
 	ret = claim_socket();
 	if (ret > 0) {
 		int e = sv_engine_start();
@@ -927,6 +944,7 @@ int main(int argc, char **argv)
 		client_drop(sv_dev.clients.next);
 	bury();
 	sv_engine_stop();
+	sv_direct_fini();
 	sv_keytab_fini(&sv_dev.keys);
 	if (ret)
 		sv_log(SV_LOG_ERR, "event loop: %s", strerror(-ret));

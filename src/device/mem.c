@@ -20,6 +20,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "device/direct.h"
 #include "device/sv_dev.h"
 
 #define SV_ACCESS_WRITES                                                     \
@@ -269,6 +270,7 @@ static int mr_publish(struct sv_req *r, struct sv_mr *mr)
 		goto err_key;
 	mr->pd->refs++;
 	sv_dev.mr_blocks += mr_block_entries(mr);
+	sv_direct_mr(mr);
 	r->rsp->u.mr.handle = mr->handle;
 	r->rsp->u.mr.lkey = mr->key;
 	r->rsp->u.mr.rkey = mr->key;
@@ -458,6 +460,9 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 		pd->refs++;
 		mr->pd = pd;
 	}
+	/* and no direct copy (docs/DESIGN.md "The direct path") */
+	sv_direct_mr(mr);
+	sv_direct_revoke();
 	r->rsp->u.mr.handle = mr->handle;
 	r->rsp->u.mr.lkey = mr->key;
 	r->rsp->u.mr.rkey = mr->key;
@@ -466,7 +471,10 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 
 void sv_mr_destroy(struct sv_mr *mr)
 {
+	sv_direct_key_clear(mr->key);
 	sv_keytab_free(&sv_dev.keys, mr->key);
+	/* nor a direct copy through it */
+	sv_direct_revoke();
 	/* as a NIC finishes its DMA before deregistration returns: a copy that
 	 * resolved this MR ends before the region is given back */
 	sv_engine_quiesce();

@@ -23,6 +23,7 @@
 
 #include "device/engine.h"
 #include "device/qp_state.h"
+#include "device/direct.h"
 #include "device/sv_dev.h"
 #include "device/wq.h"
 #include "device/roce/roce.h"
@@ -120,6 +121,16 @@ static void qp_set_state(struct sv_qp *qp, uint32_t state)
 	if (qp->rq.entries)
 		__atomic_store_n(&qp->rq.hdr->qp_state, state,
 				 __ATOMIC_RELEASE);
+	sv_direct_qp(qp);
+}
+
+/* A QP that could take or make direct copies changed: none that read its
+ * old entry runs once the command answers. */
+static void qp_revoke(uint32_t old_state)
+{
+	if (old_state == IBV_QPS_RTR || old_state == IBV_QPS_RTS ||
+	    old_state == IBV_QPS_SQD || old_state == IBV_QPS_SQE)
+		sv_direct_revoke();
 }
 
 /* Checks an address vector; 0 or -EINVAL with *why. RoCE needs a GRH. */
@@ -351,6 +362,7 @@ checked:
 	qp->create_flags = a->create_flags;
 	qp->send_ops_flags = a->send_ops_flags;
 	qp->cap = cap;
+	sv_direct_guard_reset(qp);
 	wq_init(&qp->sq, qp->ring, sq_entries, sq_stride, cap.max_send_sge,
 		cap.max_inline_data);
 	if (rq_entries)
@@ -531,6 +543,8 @@ static void qp_reset(struct sv_qp *qp)
 {
 	wq_discard(&qp->sq);
 	wq_discard(&qp->rq);
+	if (qp->sq.entries)
+		sv_direct_sq_done(qp);
 	memset(&qp->attr, 0, sizeof(qp->attr));
 	qp->wait_until_ns = 0;
 	qp->rnr_left = 0;
@@ -575,6 +589,7 @@ int sv_cmd_modify_qp(struct sv_req *r)
 		qp_reset(qp);
 		qp_set_state(qp, IBV_QPS_RESET);
 		/* the application may reuse its buffers once this returns */
+		qp_revoke(cur);
 		sv_engine_quiesce();
 		sv_engine_kick(qp->engine);
 		return 0;
@@ -598,7 +613,10 @@ int sv_cmd_modify_qp(struct sv_req *r)
 		if (next == IBV_QPS_ERR)
 			sv_engine_quiesce();
 		sv_engine_kick(qp->engine);
+	} else {
+		sv_direct_qp(qp);      /* its attributes */
 	}
+	qp_revoke(cur);
 	return 0;
 }
 
@@ -678,8 +696,14 @@ void sv_qp_destroy(struct sv_qp *qp)
 	sv_engine_remove_qp(qp);
 	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp)
 		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;
-	/* unreachable now; an engine may still be copying for it */
+	/* unreachable now; an engine may still be copying for it, or the
+	 * owner (directly) */
 	qp->dead = true;
+	sv_direct_qp_clear(qp);
+	if (!qp->opened) {
+		sv_direct_revoke();
+		sv_direct_guard_reset(qp);
+	}
 	sv_engine_quiesce();
 	sv_roce_qp_destroy(qp);
 	sv_dev.nqp--;

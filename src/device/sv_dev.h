@@ -84,6 +84,8 @@ struct sv_client;
 struct sv_pd {
 	struct sv_client *owner;
 	uint64_t handle;
+	uint32_t id;               /* device-wide, never 0 (the direct path's
+				    * tables name PDs by it) */
 	uint32_t refs;             /* MRs (and later QPs, SRQs, AHs, MWs) */
 };
 
@@ -292,6 +294,7 @@ struct sv_qp {
 	uint32_t retry_left;       /* transport retries left for the head WQE */
 	bool head_started;         /* the retry counters belong to the head WQE */
 	bool comm_est_sent;        /* IBV_EVENT_COMM_EST reported */
+	bool direct_off;           /* the direct path withdrawn (direct.c) */
 	bool last_wqe_sent;        /* IBV_EVENT_QP_LAST_WQE_REACHED reported */
 	bool sq_drained_sent;      /* IBV_EVENT_SQ_DRAINED reported for this SQD */
 	bool sqd_armed;            /* in SQD: WQEs before sqd_prod still run */
@@ -352,6 +355,7 @@ struct sv_device {
 	uint64_t proc_ring_max;    /* SV_PROC_MAX_RING_BYTES or the option */
 	uint64_t refused;
 	uint32_t uverbs;           /* N of the view's /dev/infiniband/uverbsN */
+	uint32_t next_pd_id;       /* the last PD's id */
 	uint64_t lo_msgs, lo_bytes; /* delivered between QPs of this device
 				     * (under lock): the view's counters */
 

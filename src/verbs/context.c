@@ -106,6 +106,7 @@ static int open_context(struct sv_context *ctx)
 	if (ret)
 		goto err_sock;
 	ctx->attr = rsp.u.dev;
+	sv_direct_open(ctx);
 	ctx->vctx.context.async_fd = sp[0];
 	ctx->vctx.context.cmd_fd = ctx->conn.fd;
 	return 0;
@@ -162,6 +163,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 	}
 	close(context->async_fd);
 	sv_conn_close(&ctx->conn);
+	sv_direct_close(ctx);
 	if (ctx->db_map)
 		munmap(ctx->db_map, ctx->db_bytes);
 	pthread_mutex_destroy(&context->mutex);

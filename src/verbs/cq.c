@@ -267,22 +267,95 @@ struct sv_cq *sv_cq_dead_event(struct sv_context *ctx,
 	return cq;
 }
 
+/*
+ * ---- the private ring (direct.c) ----
+ *
+ * Completions of WRs the library ran itself. A WR goes direct only when
+ * every completion the daemon wrote for its QP has been polled, so taking
+ * the private ring first keeps each QP's completions in order. Producers
+ * write a slot under dlock once they hold a credit (dfree); the poller
+ * gives the credits back after it read the slots.
+ */
+
+/* Completions waiting in the private ring (CQ lock held). */
+static inline uint32_t dring_avail(const struct sv_cq *cq)
+{
+	/* acquire: pairs with the producer's release store of dprod */
+	return __atomic_load_n(&cq->dprod, __ATOMIC_ACQUIRE) - cq->dcons;
+}
+
+/* n completions of the private ring were read: their slots go back. */
+static inline void dring_consume(struct sv_cq *cq, uint32_t n)
+{
+	/* the lock orders our reads of the slots before their reuse */
+	sv_spin_lock(&cq->dlock);
+	cq->dcons += n;
+	cq->dheld -= n;
+	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
+	sv_spin_unlock(&cq->dlock);
+}
+
+/* Up to n completions of the private ring into wc: how many. */
+static __attribute__((noinline)) uint32_t poll_dring(struct sv_cq *cq,
+						     uint32_t n,
+						     struct ibv_wc *wc)
+{
+	uint32_t avail = dring_avail(cq);
+
+	if (avail > n)
+		avail = n;
+	for (uint32_t i = 0; i < avail; i++)
+		cqe_to_wc(&cq->dring[(cq->dcons + i) & cq->dmask], &wc[i]);
+	dring_consume(cq, avail);
+	return avail;
+}
+
+static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct);
+
+/* A poll that finds the private ring not empty: its completions first. */
+static __attribute__((noinline)) int poll_cq_direct(struct sv_cq *cq, int n,
+						    struct ibv_wc *wc)
+{
+	return poll_cq(cq, n, wc, true);
+}
+
 int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
+
+	/* a look without the lock: a completion pushed after it is of a WR
+	 * posted after every daemon completion of its QP was polled, so the
+	 * next poll returns it soon enough (see above) */
+	if (unlikely(dring_avail(cq)))
+		return poll_cq_direct(cq, n, wc);
+	return poll_cq(cq, n, wc, false);
+}
+
+static inline __attribute__((always_inline)) int
+poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
+{
 	struct sv_cq_ring *ring;
-	uint32_t avail, cons, mask;
+	uint32_t avail, cons, mask, got = 0;
 
 	if (unlikely(n <= 0))
 		return 0;
 	cq_lock(cq);
+	if (direct) {
+		got = poll_dring(cq, (uint32_t)n, wc);
+		if (got == (uint32_t)n) {
+			cq_unlock(cq);
+			return n;
+		}
+		n -= (int)got;
+		wc += got;
+	}
 	ring = cq->ring;
 	cons = cq->cons;
 	/* acquire: pairs with the engine's release store of prod */
 	avail = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) - cons;
 	if (unlikely(avail > cq->entries))
 		avail = cq->entries;
-	if (unlikely(!avail) && unlikely(sv_ctx_dead(ibcq->context)))
+	if (unlikely(!avail) && unlikely(sv_ctx_dead(cq->ex.context)))
 		avail = cq_ready(cq);
 	if (avail > (uint32_t)n)
 		avail = (uint32_t)n;
@@ -299,7 +372,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		__atomic_store_n(&ring->cons, cons + avail, __ATOMIC_RELEASE);
 	}
 	cq_unlock(cq);
-	return (int)avail;
+	return (int)(got + avail);
 }
 
 /*
@@ -330,6 +403,27 @@ void sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 	}
 	if (freed)
 		cq_consume(cq, freed);
+	if (cq->dring) {
+		/* and the private ring's, the producers held off meanwhile */
+		sv_spin_lock(&cq->dlock);
+		cons = cq->dcons;
+		n = cq->dprod - cons;
+		freed = 0;
+		while (n--) {
+			e = &cq->dring[(cons + n) & cq->dmask];
+			if (e->qp_num == qp_num)
+				freed++;
+			else if (freed)
+				cq->dring[(cons + n + freed) & cq->dmask] = *e;
+		}
+		if (freed) {
+			cq->dcons += freed;
+			cq->dheld -= freed;
+			__atomic_store_n(&cq->ring->dused, cq->dheld,
+					 __ATOMIC_RELAXED);
+		}
+		sv_spin_unlock(&cq->dlock);
+	}
 	cq_unlock(cq);
 }
 
@@ -410,11 +504,31 @@ static inline struct sv_cq *ex_to_sv(struct ibv_cq_ex *ex)
 	return (struct sv_cq *)ex;
 }
 
-static inline void ex_load(struct sv_cq *cq)
+/* The next completion to read, from the private ring first (see
+ * sv_poll_cq): false when there is none. */
+static inline bool ex_load(struct sv_cq *cq)
 {
-	cq->cur = sv_cq_slot(cq->ring, cq->entries, cq->cons);
+	if (unlikely(dring_avail(cq))) {
+		cq->cur = &cq->dring[cq->dcons & cq->dmask];
+		cq->cur_direct = true;
+	} else if (cq_ready(cq)) {
+		cq->cur = sv_cq_slot(cq->ring, cq->entries, cq->cons);
+		cq->cur_direct = false;
+	} else {
+		return false;
+	}
 	cq->ex.status = (enum ibv_wc_status)cq->cur->status;
 	cq->ex.wr_id = cq->cur->wr_id;
+	return true;
+}
+
+/* The completion read is consumed. */
+static inline void ex_consume(struct sv_cq *cq)
+{
+	if (unlikely(cq->cur_direct))
+		dring_consume(cq, 1);
+	else
+		cq_consume(cq, 1);
 }
 
 static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
@@ -424,11 +538,10 @@ static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	cq_lock(cq);
-	if (!cq_ready(cq)) {
+	if (!ex_load(cq)) {
 		cq_unlock(cq);
 		return ENOENT; /* and the caller must not call end_poll */
 	}
-	ex_load(cq);
 	return 0;
 }
 
@@ -436,12 +549,11 @@ static int ex_next_poll(struct ibv_cq_ex *ex)
 {
 	struct sv_cq *cq = ex_to_sv(ex);
 
-	cq_consume(cq, 1);
-	if (!cq_ready(cq)) {
+	ex_consume(cq);
+	if (!ex_load(cq)) {
 		cq->cur = NULL;
 		return ENOENT;
 	}
-	ex_load(cq);
 	return 0;
 }
 
@@ -450,7 +562,7 @@ static void ex_end_poll(struct ibv_cq_ex *ex)
 	struct sv_cq *cq = ex_to_sv(ex);
 
 	if (cq->cur)
-		cq_consume(cq, 1);
+		ex_consume(cq);
 	cq->cur = NULL;
 	cq_unlock(cq);
 }
@@ -646,6 +758,9 @@ struct ibv_cq_ex *sv_create_cq_in(struct ibv_context *context,
 	cq->ex.cq_context = attr->cq_context;
 	cq->ex.handle = (uint32_t)cq->handle;
 	set_ex_ops(&cq->ex);
+	/* without it the direct path passes this CQ by (the daemon's ring
+	 * takes every completion) */
+	(void)sv_direct_cq_init(ctx, cq);
 	ctx_add_cq(ctx, cq);
 	return &cq->ex;
 
@@ -748,7 +863,15 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cmd.u.resize_cq.cqe = (uint32_t)cqe;
 	ret = sv_conn_call(&to_sv_ctx(ibcq->context)->conn, &cmd, -1, &rsp, &fd);
 	if (!ret) {
+		/* the direct path's posters look at the ring under dlock */
+		if (cq->dring)
+			sv_spin_lock(&cq->dlock);
 		ret = map_ring(cq, fd, &rsp.u.cq);
+		if (!ret && cq->dring)
+			__atomic_store_n(&cq->ring->dused, cq->dheld,
+					 __ATOMIC_RELAXED);
+		if (cq->dring)
+			sv_spin_unlock(&cq->dlock);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -780,6 +903,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		sv_pd_put(cq->parent);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
+	sv_direct_cq_fini(cq);
 	free(cq);
 	return 0;
 }

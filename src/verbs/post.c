@@ -313,7 +313,7 @@ static inline void mailbox_put(struct sv_wq_ring *hdr,
  */
 static inline __attribute__((always_inline)) int
 post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
-	    struct ibv_send_wr **bad_wr, bool mb)
+	    struct ibv_send_wr **bad_wr, bool mb, bool direct)
 {
 	enum ibv_qp_type type = qp->ex.qp_base.qp_type;
 	uint32_t op = (uint32_t)wr->opcode;
@@ -348,6 +348,10 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 	if (unlikely(type == IBV_QPT_UD) &&
 	    (!wr->wr.ud.ah || wr->wr.ud.ah->context != qp->ex.qp_base.context))
 		goto fail;
+	/* a WRITE or READ to a peer of this host runs here (direct.c) */
+	if (direct && (qp->direct_ops & (1u << op)) &&
+	    !sv_direct_post(qp, wr, op, flags))
+		return 0;
 
 	prod = qp->sq.prod;
 	if (unlikely(!sq_has_room(qp, prod))) {
@@ -391,19 +395,40 @@ static __attribute__((noinline)) int post_one(struct sv_qp *qp,
 					      struct ibv_send_wr *wr,
 					      struct ibv_send_wr **bad_wr)
 {
-	return post_one_in(qp, wr, bad_wr, false);
+	return post_one_in(qp, wr, bad_wr, false, false);
 }
 
 static __attribute__((noinline)) int post_one_mb(struct sv_qp *qp,
 						 struct ibv_send_wr *wr,
 						 struct ibv_send_wr **bad_wr)
 {
-	return post_one_in(qp, wr, bad_wr, true);
+	return post_one_in(qp, wr, bad_wr, true, false);
+}
+
+/* The QPs the direct path may serve (direct.c): the same, and WRITEs and
+ * READs run here when they can. Picked at creation, so that the others
+ * pay nothing for it. */
+static __attribute__((noinline)) int post_one_direct(struct sv_qp *qp,
+						     struct ibv_send_wr *wr,
+						     struct ibv_send_wr **bad_wr)
+{
+	return post_one_in(qp, wr, bad_wr, false, true);
+}
+
+static __attribute__((noinline)) int post_one_mb_direct(struct sv_qp *qp,
+							struct ibv_send_wr *wr,
+							struct ibv_send_wr **bad_wr)
+{
+	return post_one_in(qp, wr, bad_wr, true, true);
 }
 
 void sv_qp_init_post(struct sv_qp *qp, enum ibv_qp_type type)
 {
-	qp->post_one = qp->mailbox ? post_one_mb : post_one;
+	if (qp->direct_ops)
+		qp->post_one = qp->mailbox ? post_one_mb_direct :
+					     post_one_direct;
+	else
+		qp->post_one = qp->mailbox ? post_one_mb : post_one;
 	qp->fast_ops = 0;
 	for (uint32_t op = 0; op < SV_OP_COUNT && op < 32; op++)
 		if (sv_send_opcode_fast(type, (enum ibv_wr_opcode)op))
@@ -519,6 +544,11 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 				 &ilen, exp);
 		if (err)
 			break;
+		/* direct (direct.c) while nothing of this list is queued */
+		if (unlikely(qp->direct_ops) && prod == start && op < 32 &&
+		    (qp->direct_ops & (1u << op)) &&
+		    !sv_direct_post(qp, wr, op, flags))
+			continue;
 		if (!room) {
 			room = sq_room(qp, prod);
 			if (!room) {

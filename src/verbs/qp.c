@@ -270,6 +270,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	qp->mailbox = dom->rd &&
 		      (dom->rd->msg_model == IBV_EXP_MSG_LOW_LATENCY ||
 		       dom->rd->msg_model == IBV_EXP_MSG_FORCE_LOW_LATENCY);
+	qp->direct_ops = sv_direct_ops(ctx, a->qp_type);
 	sv_qp_init_post(qp, a->qp_type);
 	qp->rd = dom->rd;
 	if (a->pd && to_sv_pd(a->pd)->parent)

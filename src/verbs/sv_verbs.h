@@ -52,6 +52,7 @@ struct sv_device {
 
 struct sv_cq;
 struct sv_res_domain;
+struct sv_direct;
 
 struct sv_context {
 	struct verbs_context vctx; /* ends with struct ibv_context */
@@ -67,6 +68,9 @@ struct sv_context {
 	struct sv_evtarget *evtargets; /* live QPs and SRQs (lock) */
 	/* the hidden domains of the index form (resdom.c), by index (lock) */
 	struct sv_res_domain *idx_domains;
+	/* the direct path's tables (direct.c), or NULL: every WQE goes to
+	 * the daemon */
+	struct sv_direct *direct;
 };
 
 static inline struct sv_context *to_sv_ctx(struct ibv_context *ctx)
@@ -261,6 +265,19 @@ struct sv_cq {
 	uint32_t async_events;     /* handed out by ibv_get_async_event */
 	uint32_t dead_arm_sn;      /* the arm a dead channel last answered
 				    * (context lock) */
+	/* The completions of WQEs the library executed itself (direct.c),
+	 * polled before the daemon's ring: NULL for a CQ that never takes
+	 * them (no direct path, or a completion channel). A poster holds a
+	 * slot before it runs a WR and fills it after; the poller (CQ lock)
+	 * gives slots back. dlock guards dprod's writes, dheld and the post
+	 * path's look at the daemon's ring. */
+	struct sv_cqe *dring;
+	uint32_t dmask;            /* entries - 1, a power of two */
+	uint32_t dprod;            /* written under dlock (release) */
+	uint32_t dcons;            /* the poller's */
+	uint32_t dheld;            /* slots held or filled, not polled */
+	int dlock;                 /* sv_lock.h */
+	bool cur_direct;           /* cur is in dring (cq_ex polling) */
 };
 
 static inline struct sv_cq *to_sv_cq(struct ibv_cq *cq)
@@ -330,6 +347,8 @@ struct sv_qp {
 			struct ibv_send_wr **bad_wr);
 	uint32_t fast_ops;         /* 1 << op: the opcodes post_one takes on
 				    * this QP's type (sv_send_opcode_fast) */
+	uint32_t direct_ops;       /* 1 << op: those the direct path may run
+				    * (direct.c), 0 without one */
 	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
 	uint32_t sq_sig_all;
 	uint64_t send_ops_flags;
@@ -389,6 +408,28 @@ void sv_qp_init_post(struct sv_qp *qp, enum ibv_qp_type type);
 /* Wake the engine behind a doorbell page if it sleeps: the only system call
  * on the post path. Call after publishing a producer counter. */
 void sv_doorbell_ring(struct sv_doorbell *db);
+
+/* ---- the direct path (direct.c; docs/DESIGN.md "The direct path") ---- */
+
+/* Map the device's tables after OPEN_CONTEXT (ctx->direct stays NULL where
+ * the daemon offers none or SOFTVERBS_DIRECT=0); unmap them at close. */
+void sv_direct_open(struct sv_context *ctx);
+void sv_direct_close(struct sv_context *ctx);
+/* The opcodes the direct path may run on a QP of type (its direct_ops). */
+uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type);
+/* The private completion ring of a new CQ (none with a channel): 0 or
+ * -ENOMEM; and its end. */
+int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq);
+void sv_direct_cq_fini(struct sv_cq *cq);
+/*
+ * Run one checked WR (opcode op, flags as posted: a bit of qp->direct_ops)
+ * in this process, with the checks the daemon would make: 0 when it ran and
+ * its completion (if signaled) is in its CQ's private ring; -1 when it must
+ * go to the daemon instead (nothing moved, or only what the daemon path
+ * moves again). Under the SQ lock.
+ */
+int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
+		   uint32_t op, unsigned int flags);
 
 /* device.c */
 extern struct sv_device sv_device0;

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct path's published tables (docs/DESIGN.md "The direct path"):
+ * one memfd per device, made by the daemon, that every context maps. One
+ * definition for the library and the daemon.
+ *
+ *   [0, 4 KiB)             struct sv_direct_hdr          read-only to clients
+ *   [guard_off, +guards)   struct sv_direct_guard[qp_slots] read-write to
+ *                          clients
+ *   [qp_off, +qps)         struct sv_direct_qp[qp_slots] read-only to clients
+ *   [key_off, +keys)       struct sv_direct_key[key_slots] read-only
+ *
+ * The daemon alone writes the header and the tables, always under its device
+ * lock, each entry under a seqlock: `seq` odd while it is being written. A
+ * reader copies an entry word by word and uses the copy only if `seq` was
+ * even and unchanged across the copy (sv_direct_read).
+ *
+ * Entries grant nothing by themselves: they say what the daemon's own checks
+ * would find (key, PD, access, bounds, QP state), so that a process may
+ * execute a WQE to a peer of its own uid on this host with one
+ * process_vm_writev/readv, with every check the daemon would make, and fall
+ * back to the daemon path for anything else.
+ *
+ * Revocation (an entry made less permissive: dereg, rereg, a QP leaving its
+ * state): the daemon rewrites the entry, increments `epoch`, then waits until
+ * each guard is 0 or at least the new epoch before it completes the
+ * command. An initiator stores the epoch it read into its QP's guard, then a
+ * full fence, then reads the entries, copies, and stores 0 (release). Either
+ * the daemon's scan sees the guard (and waits for the copy), or the
+ * initiator sees the rewritten entry (and refuses): no byte moves through a
+ * grant after its revocation completed.
+ */
+#ifndef SV_ABI_DIRECT_H
+#define SV_ABI_DIRECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi/sv_keyperm.h"
+#include "abi/sv_ring.h" /* SV_CACHELINE */
+
+/* seq is the low half of an entry's first word */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian");
+
+#define SV_DIRECT_MAGIC   0x73766472u  /* "svdr" */
+#define SV_DIRECT_VERSION 1u
+
+struct sv_direct_hdr {
+	uint32_t magic;            /* SV_DIRECT_MAGIC */
+	uint32_t version;          /* SV_DIRECT_VERSION */
+	uint32_t qp_slots;         /* QP entries and guards: a power of two */
+	uint32_t key_slots;        /* key entries (slot 0 unused) */
+	uint64_t guard_off;        /* byte offsets in the memfd, page aligned */
+	uint64_t qp_off;
+	uint64_t key_off;
+	uint64_t bytes;            /* the memfd's size */
+	struct sv_keyperm perm;    /* key index <-> slot (keys.c) */
+	uint8_t pad0[2 * SV_CACHELINE - 48 - sizeof(struct sv_keyperm)];
+	/* bumped by every revocation (seq_cst); never 0 */
+	uint64_t epoch;
+	uint8_t pad1[SV_CACHELINE - 8];
+};
+
+_Static_assert(offsetof(struct sv_direct_hdr, epoch) == 2 * SV_CACHELINE,
+	       "epoch line");
+_Static_assert(sizeof(struct sv_direct_hdr) <= 4096, "direct hdr");
+
+/* The initiator's side of a QP (slot qpn & (qp_slots - 1)): its guard, and
+ * what it ran directly (the daemon's counters add them up). Written by the
+ * QP's poster alone (under its SQ lock); the daemon reads them, and clears
+ * the slot when the QP comes and goes. */
+struct sv_direct_guard {
+	uint64_t epoch;            /* 0, or the epoch of the copy under way */
+	uint64_t msgs;             /* WQEs run directly */
+	uint64_t bytes;            /* their bytes */
+	uint64_t rsvd;
+};
+
+_Static_assert(sizeof(struct sv_direct_guard) == 32, "direct guard");
+
+/* sv_direct_qp.flags */
+#define SV_DQP_LOCAL    1u  /* its peer is on this daemon (no wire) */
+#define SV_DQP_EST      2u  /* established: a message to it raises no
+			     * COMM_EST (RTS, or one came in RTR) */
+#define SV_DQP_NODIRECT 4u  /* the daemon withdrew the direct path from it
+			     * (a guard held too long) */
+
+/* A QP (qpn_tab's slot qpn & (qp_slots - 1)); qpn 0: none. */
+struct sv_direct_qp {
+	uint32_t seq;
+	uint32_t qpn;
+	uint8_t state;             /* enum ibv_qp_state */
+	uint8_t type;              /* enum ibv_qp_type */
+	uint8_t flags;             /* SV_DQP_* */
+	uint8_t rsvd0;
+	uint32_t access;           /* qp_access_flags */
+	uint32_t pd;               /* the device-wide id of its PD */
+	int32_t pid;               /* its owner's */
+	uint32_t dest_qpn;
+	uint32_t rsvd1;
+};
+
+_Static_assert(sizeof(struct sv_direct_qp) == 32, "direct qp");
+
+/* How the table holds it: read and written a word at a time (the seqlock). */
+union sv_direct_qp_u {
+	struct sv_direct_qp e;
+	uint64_t w[sizeof(struct sv_direct_qp) / 8];
+};
+
+/* A key (key table slot perm^-1(key >> 8)); key 0: nothing usable through
+ * the direct path (no key, or one only the daemon path takes: memory
+ * windows, fast-register and list MRs). */
+struct sv_direct_key {
+	uint32_t seq;
+	uint32_t key;              /* the full key (lkey == rkey) */
+	uint32_t access;           /* enum ibv_access_flags */
+	uint32_t pd;               /* the device-wide id of its PD */
+	int32_t pid;               /* its owner's */
+	uint32_t rsvd0;
+	uint64_t addr;             /* where byte iova lies in the owner */
+	uint64_t iova;             /* the first address its users name */
+	uint64_t length;
+	uint64_t rsvd1[2];
+};
+
+_Static_assert(sizeof(struct sv_direct_key) == 64, "direct key");
+
+union sv_direct_key_u {
+	struct sv_direct_key e;
+	uint64_t w[sizeof(struct sv_direct_key) / 8];
+};
+
+/*
+ * Copy the n words of a published entry (src: its words in the table; seq
+ * is the low half of word 0) into dst under its seqlock: 1 when the copy is
+ * consistent, 0 when the daemon was rewriting it. Relaxed atomic loads: the
+ * daemon may write the words meanwhile.
+ */
+static inline int sv_direct_read(const uint64_t *src, uint64_t *dst,
+				 unsigned int n)
+{
+	uint64_t w0;
+
+	/* acquire: pairs with the daemon's release store of an even seq
+	 * after the entry's words */
+	w0 = __atomic_load_n(&src[0], __ATOMIC_ACQUIRE);
+	if (w0 & 1)
+		return 0;
+	dst[0] = w0;
+	for (unsigned int i = 1; i < n; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	/* the words are read before seq is read again */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return (uint32_t)__atomic_load_n(&src[0], __ATOMIC_RELAXED) ==
+	       (uint32_t)w0;
+}
+
+/*
+ * The daemon's side: rewrite an entry's words (n, seq excluded: the low
+ * half of word 0 is the sequence) with those of val. Writers are
+ * serialized by the device lock.
+ */
+static inline void sv_direct_write(uint64_t *dst, const uint64_t *val,
+				   unsigned int n)
+{
+	uint32_t seq = (uint32_t)__atomic_load_n(&dst[0], __ATOMIC_RELAXED);
+	uint64_t hi = val[0] & ~(uint64_t)UINT32_MAX;
+
+	/* odd: a reader that starts now retries */
+	__atomic_store_n(&dst[0], (dst[0] & ~(uint64_t)UINT32_MAX) |
+			 (uint32_t)(seq + 1), __ATOMIC_RELAXED);
+	/* the odd seq is seen before any new word (pairs with the reader's
+	 * acquire fence) */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (unsigned int i = 1; i < n; i++)
+		__atomic_store_n(&dst[i], val[i], __ATOMIC_RELAXED);
+	/* release: the words before the even seq (pairs with the reader's
+	 * acquire load) */
+	__atomic_store_n(&dst[0], hi | (uint32_t)(seq + 2), __ATOMIC_RELEASE);
+}
+
+#endif /* SV_ABI_DIRECT_H */

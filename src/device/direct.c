@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The direct path's daemon side (docs/DESIGN.md "The direct path"): the
+ * tables it publishes (src/abi/sv_direct.h), kept equal to what its own
+ * checks would find, and revocation: an entry made less permissive is
+ * rewritten first, then the epoch goes up, then the command that revoked
+ * it waits for every guard that may have read the old entry.
+ *
+ * Everything here runs under sv_dev.lock (entries are written by whoever
+ * changes the object: the control thread, or an engine changing a QP's
+ * state); sv_direct_revoke runs on the control thread only and may let the
+ * lock go while it waits, as sv_engine_quiesce does.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abi/sv_direct.h"
+#include "device/direct.h"
+#include "device/engine.h"
+#include "device/sv_dev.h"
+
+#define QP_SLOTS (1u << SV_MAX_QP_BITS)
+#define QP_MASK  (QP_SLOTS - 1)
+#define PAGE     4096u
+
+/* How long a revocation waits for one guard before it gives up on the
+ * QP's direct path (SV_DQP_NODIRECT) and completes: a guard is held for
+ * one system call, so only a process stopped or starved that long, or one
+ * that scribbles on its guard, gets there. */
+#define GUARD_WAIT_NS 1000000000ull
+
+static struct {
+	int memfd;                 /* -1: no direct path */
+	void *map;
+	size_t bytes;
+	struct sv_direct_hdr *hdr;
+	struct sv_direct_guard *guard; /* [QP_SLOTS] */
+	union sv_direct_qp_u *qp;  /* [QP_SLOTS] */
+	union sv_direct_key_u *key; /* [key_slots] */
+	uint32_t key_slots;
+	uint64_t revokes, waits, given_up;
+	uint64_t msgs_gone, bytes_gone; /* of QPs no longer there */
+} dt = { .memfd = -1 };
+
+static size_t page_up(size_t n)
+{
+	return (n + PAGE - 1) & ~(size_t)(PAGE - 1);
+}
+
+int sv_direct_init(void)
+{
+	size_t guard_off = PAGE, qp_off, key_off, bytes;
+	uint32_t key_slots = sv_dev.keys.max + 1;
+	int fd;
+
+	qp_off = guard_off + page_up((size_t)QP_SLOTS *
+				     sizeof(struct sv_direct_guard));
+	key_off = qp_off + page_up((size_t)QP_SLOTS *
+				   sizeof(union sv_direct_qp_u));
+	bytes = key_off + page_up((size_t)key_slots *
+				  sizeof(union sv_direct_key_u));
+	fd = memfd_create("softverbs-direct", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/* sparse: only the pages of live entries take memory */
+	if (ftruncate(fd, (off_t)bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	dt.map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (dt.map == MAP_FAILED) {
+		int err = -errno;
+
+		close(fd);
+		dt.map = NULL;
+		return err;
+	}
+	dt.memfd = fd;
+	dt.bytes = bytes;
+	dt.hdr = dt.map;
+	dt.guard = (struct sv_direct_guard *)((char *)dt.map + guard_off);
+	dt.qp = (union sv_direct_qp_u *)((char *)dt.map + qp_off);
+	dt.key = (union sv_direct_key_u *)((char *)dt.map + key_off);
+	dt.key_slots = key_slots;
+	dt.hdr->qp_slots = QP_SLOTS;
+	dt.hdr->key_slots = key_slots;
+	dt.hdr->guard_off = guard_off;
+	dt.hdr->qp_off = qp_off;
+	dt.hdr->key_off = key_off;
+	dt.hdr->bytes = bytes;
+	dt.hdr->perm = sv_dev.keys.perm;
+	dt.hdr->epoch = 1;
+	dt.hdr->version = SV_DIRECT_VERSION;
+	/* release: a client that sees the magic sees the rest */
+	__atomic_store_n(&dt.hdr->magic, SV_DIRECT_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void sv_direct_fini(void)
+{
+	if (dt.memfd < 0)
+		return;
+	munmap(dt.map, dt.bytes);
+	close(dt.memfd);
+	dt.memfd = -1;
+	dt.map = NULL;
+}
+
+bool sv_direct_enabled(void)
+{
+	return dt.memfd >= 0;
+}
+
+/* ---- keys ---- */
+
+static union sv_direct_key_u *key_entry(uint32_t key)
+{
+	uint32_t slot = sv_keyperm_inv(&sv_dev.keys.perm, SV_KEY_INDEX(key));
+
+	return slot && slot < dt.key_slots ? &dt.key[slot] : NULL;
+}
+
+/* What the direct path may use of mr: a regular contiguous valid MR;
+ * anything else is the daemon path's (an entry of key 0). */
+static void mr_value(const struct sv_mr *mr, union sv_direct_key_u *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (mr->kind != SV_MR_REGULAR || mr->invalid || mr->nblocks ||
+	    !mr->pd || !mr->owner)
+		return;
+	v->e.key = mr->key;
+	v->e.access = mr->access;
+	v->e.pd = mr->pd->id;
+	v->e.pid = mr->owner->pid;
+	v->e.addr = mr->addr;
+	v->e.iova = mr->iova;
+	v->e.length = mr->length;
+}
+
+void sv_direct_mr(const struct sv_mr *mr)
+{
+	union sv_direct_key_u v, *e;
+
+	if (dt.memfd < 0 || !(e = key_entry(mr->key)))
+		return;
+	mr_value(mr, &v);
+	sv_direct_write(e->w, v.w, sizeof(v.w) / 8);
+}
+
+void sv_direct_key_clear(uint32_t key)
+{
+	union sv_direct_key_u v, *e;
+
+	if (dt.memfd < 0 || !(e = key_entry(key)))
+		return;
+	memset(&v, 0, sizeof(v));
+	sv_direct_write(e->w, v.w, sizeof(v.w) / 8);
+}
+
+/* ---- QPs ---- */
+
+static void qp_value(const struct sv_qp *qp, union sv_direct_qp_u *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->e.qpn = qp->qpn;
+	v->e.state = (uint8_t)qp->state;
+	v->e.type = (uint8_t)qp->type;
+	if (!qp->roce)
+		v->e.flags |= SV_DQP_LOCAL;
+	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
+	    qp->state == IBV_QPS_SQE || qp->comm_est_sent)
+		v->e.flags |= SV_DQP_EST;
+	if (qp->direct_off)
+		v->e.flags |= SV_DQP_NODIRECT;
+	v->e.access = qp->attr.qp_access_flags;
+	v->e.pd = qp->pd ? qp->pd->id : 0;
+	v->e.pid = qp->owner ? qp->owner->pid : 0;
+	v->e.dest_qpn = qp->attr.dest_qp_num;
+}
+
+void sv_direct_qp(const struct sv_qp *qp)
+{
+	union sv_direct_qp_u v;
+
+	if (dt.memfd < 0 || qp->opened)
+		return;
+	qp_value(qp, &v);
+	sv_direct_write(dt.qp[qp->qpn & QP_MASK].w, v.w, sizeof(v.w) / 8);
+}
+
+void sv_direct_qp_clear(const struct sv_qp *qp)
+{
+	union sv_direct_qp_u v;
+	union sv_direct_qp_u *e;
+
+	if (dt.memfd < 0 || qp->opened)
+		return;
+	e = &dt.qp[qp->qpn & QP_MASK];
+	if ((uint32_t)(e->w[0] >> 32) != qp->qpn)
+		return;         /* another QP's slot now */
+	memset(&v, 0, sizeof(v));
+	sv_direct_write(e->w, v.w, sizeof(v.w) / 8);
+}
+
+void sv_direct_guard_reset(const struct sv_qp *qp)
+{
+	struct sv_direct_guard *g;
+
+	if (dt.memfd < 0 || qp->opened)
+		return;
+	g = &dt.guard[qp->qpn & QP_MASK];
+	/* what its last QP ran stays counted */
+	dt.msgs_gone += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
+	dt.bytes_gone += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->msgs, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
+}
+
+void sv_direct_counts(uint64_t *msgs, uint64_t *bytes)
+{
+	*msgs = dt.msgs_gone;
+	*bytes = dt.bytes_gone;
+	if (dt.memfd < 0)
+		return;
+	for (uint32_t i = 0; i < QP_SLOTS; i++) {
+		if (!sv_dev.qpn_tab[i])
+			continue;
+		*msgs += __atomic_load_n(&dt.guard[i].msgs, __ATOMIC_RELAXED);
+		*bytes += __atomic_load_n(&dt.guard[i].bytes,
+					  __ATOMIC_RELAXED);
+	}
+}
+
+void sv_direct_sq_done(struct sv_qp *qp)
+{
+	struct sv_wq_ring *hdr = qp->sq.hdr;
+
+	if (!hdr)
+		return;
+	__atomic_store_n(&hdr->cq_mark, qp->send_cq ? qp->send_cq->prod : 0,
+			 __ATOMIC_RELAXED);
+	/* release: the completion, the state and cq_mark before done
+	 * (pairs with the library's acquire load of done) */
+	__atomic_store_n(&hdr->done, qp->sq.cons, __ATOMIC_RELEASE);
+}
+
+/* ---- revocation ---- */
+
+/* Is guard slot i held by a copy that may have read an entry older than
+ * epoch e? A guard of a QP gone, or of a process gone, holds nothing. */
+static bool guard_busy(uint32_t i, uint64_t e)
+{
+	uint64_t g = __atomic_load_n(&dt.guard[i].epoch, __ATOMIC_ACQUIRE);
+	const struct sv_qp *qp;
+
+	if (!g || g >= e)
+		return false;
+	qp = sv_dev.qpn_tab[i];
+	if (!qp || !qp->owner || qp->owner->dead ||
+	    sv_proc_gone(qp->owner->pid, qp->owner->pidfd))
+		return false;
+	return true;
+}
+
+static void pause_ns(uint64_t ns)
+{
+	struct timespec ts = { 0, (long)ns };
+
+	nanosleep(&ts, NULL);
+}
+
+void sv_direct_revoke(void)
+{
+	uint64_t e, start = 0;
+	uint32_t first = QP_SLOTS;
+	bool gave_up = false;
+
+	if (dt.memfd < 0)
+		return;
+	dt.revokes++;
+	/* seq_cst: the entries rewritten before are seen by any initiator
+	 * whose guard store this scan misses (its seq_cst fence between the
+	 * guard store and its reads of the entries) */
+	e = __atomic_add_fetch(&dt.hdr->epoch, 1, __ATOMIC_SEQ_CST);
+	for (uint32_t i = 0; i < QP_SLOTS; i++)
+		if (__atomic_load_n(&dt.guard[i].epoch, __ATOMIC_RELAXED)) {
+			if (guard_busy(i, e)) {
+				first = i;
+				break;
+			}
+		}
+	if (first == QP_SLOTS)
+		return;
+	/* a copy is on its way: wait for it, without the lock (the QPs and
+	 * their owners stay: only this thread frees them) */
+	dt.waits++;
+	sv_dev_unlock();
+	for (uint32_t i = first; i < QP_SLOTS; i++) {
+		for (unsigned int round = 0; guard_busy(i, e); round++) {
+			uint64_t now = sv_now_ns();
+
+			if (!start)
+				start = now;
+			if (now - start > GUARD_WAIT_NS) {
+				struct sv_qp *qp = sv_dev.qpn_tab[i];
+
+				sv_log(SV_LOG_WARN, "qp %#x: a direct copy "
+				       "held its guard over %llu ms: the QP "
+				       "loses the direct path",
+				       qp ? qp->qpn : 0,
+				       (unsigned long long)(GUARD_WAIT_NS /
+							    1000000u));
+				dt.given_up++;
+				gave_up = true;
+				if (qp)
+					qp->direct_off = true;
+				break;
+			}
+			if (round < 64)
+				sched_yield();
+			else
+				pause_ns(round < 256 ? 10000 : 100000);
+		}
+	}
+	sv_dev_lock(true);
+	/* the QPs that lost the direct path say so (under the lock) */
+	if (gave_up)
+		for (uint32_t i = 0; i < QP_SLOTS; i++) {
+			struct sv_qp *qp = sv_dev.qpn_tab[i];
+
+			if (qp && qp->direct_off)
+				sv_direct_qp(qp);
+		}
+}
+
+void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *given_up)
+{
+	*revokes = dt.revokes;
+	*waits = dt.waits;
+	*given_up = dt.given_up;
+}
+
+/* ---- the command ---- */
+
+int sv_cmd_open_direct(struct sv_req *r)
+{
+	if (dt.memfd < 0) {
+		r->why = "the direct path is off (softverbsd --no-direct)";
+		return -EOPNOTSUPP;
+	}
+	r->fd_out = fcntl(dt.memfd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd_out < 0) {
+		r->why = "cannot hand out the direct path's tables";
+		return -EMFILE;
+	}
+	r->rsp->u.open_direct.bytes = dt.bytes;
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct path's daemon side (direct.c; the layout is
+ * src/abi/sv_direct.h, the design docs/DESIGN.md "The direct path"): what
+ * the daemon publishes for the library to execute same-host WQEs itself,
+ * and how it takes a grant back. Every call is a no-op when the direct
+ * path is off (softverbsd --no-direct, or before sv_direct_init). All under
+ * sv_dev.lock.
+ */
+#ifndef SV_DEVICE_DIRECT_H
+#define SV_DEVICE_DIRECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sv_mr;
+struct sv_qp;
+struct sv_req;
+
+/* Make the tables (after the key table exists): 0 or -errno. */
+int sv_direct_init(void);
+void sv_direct_fini(void);
+bool sv_direct_enabled(void);
+
+/* mr's entry as it is now (a grant, or less: follow a lesser one with
+ * sv_direct_revoke). */
+void sv_direct_mr(const struct sv_mr *mr);
+/* The entry of key says nothing any more (before the key is freed). */
+void sv_direct_key_clear(uint32_t key);
+
+/* qp's entry as it is now: its state, flags, access, PD and peer. */
+void sv_direct_qp(const struct sv_qp *qp);
+/* qp leaves its slot (destroy). */
+void sv_direct_qp_clear(const struct sv_qp *qp);
+/* qp's guard slot starts clear (create, destroy). */
+void sv_direct_guard_reset(const struct sv_qp *qp);
+/* The engine finished qp's SQ up to sq.cons (completions written, state
+ * changed): publish done and cq_mark in its send ring. */
+void sv_direct_sq_done(struct sv_qp *qp);
+
+/* An entry was made less permissive: complete only once no direct copy
+ * that may have read the old entry runs. Control thread only; may let
+ * sv_dev.lock go while it waits. */
+void sv_direct_revoke(void);
+
+/* The WQEs (and their bytes) that processes ran directly, QPs gone
+ * included. */
+void sv_direct_counts(uint64_t *msgs, uint64_t *bytes);
+/* Counters: revocations, those that waited for a guard, guards given up. */
+void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *given_up);
+
+/* OPEN_DIRECT */
+int sv_cmd_open_direct(struct sv_req *r);
+
+#endif /* SV_DEVICE_DIRECT_H */

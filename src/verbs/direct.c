@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The direct path, the library's side (docs/DESIGN.md "The direct path"):
+ * an RDMA WRITE or READ between two QPs of this host runs in the process
+ * that posts it, as one process_vm_writev/readv, against the tables the
+ * daemon publishes (src/abi/sv_direct.h), with every check the daemon's
+ * engine would make. Anything the direct path cannot do, and every error
+ * it finds, goes to the daemon's ring instead, which then does what it has
+ * always done: a program sees the same completions either way, sooner.
+ *
+ * A WR goes direct only when nothing of its QP waits at the daemon: every
+ * WQE published before it is done (the send ring's `done`) and every
+ * completion the daemon wrote for them has been polled (`cq_mark` against
+ * the CQ's consumer counter). Its completion then goes to its CQ's private
+ * ring, which poll_cq drains before the daemon's, so one QP's completions
+ * stay in order.
+ *
+ * Revocation (a dereg, a rereg, a QP leaving RTS) is the daemon's: the
+ * guard of our QP holds the epoch we read while we read entries and copy,
+ * so that a revocation that missed our guard is one we see in the entries
+ * (sv_direct.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abi/sv_direct.h"
+#include "abi/sv_op.h"
+#include "verbs/sv_lock.h"
+#include "verbs/sv_verbs.h"
+
+/* The most one WQE moves directly: its copy is one system call, and a
+ * revocation waits for it (the daemon gives a guard up after a second). */
+#define SV_DIRECT_MAX_MSG (64u << 20)
+/* Completions a CQ's private ring holds (at most its size) */
+#define SV_DIRECT_CQ_MAX  1024u
+
+struct sv_direct {
+	const struct sv_direct_hdr *hdr;
+	struct sv_direct_guard *guard;     /* [qp_slots], ours to write */
+	const union sv_direct_qp_u *qp;    /* [qp_slots] */
+	const union sv_direct_key_u *key;  /* [key_slots] */
+	uint32_t qp_mask;
+	uint32_t key_slots;
+	struct sv_keyperm perm;            /* a copy of the header's */
+	pid_t pid;
+	void *map;
+	size_t bytes;
+	void *gmap;
+	size_t gbytes;
+};
+
+/* ---- opening ---- */
+
+static bool direct_wanted(void)
+{
+	const char *e = getenv("SOFTVERBS_DIRECT");
+
+	return !e || strcmp(e, "0");
+}
+
+void sv_direct_open(struct sv_context *ctx)
+{
+	struct sv_direct *d;
+	const struct sv_direct_hdr *h;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	size_t guard_bytes;
+	int fd = -1;
+
+	if (!direct_wanted())
+		return;
+	sv_cmd_init(&cmd, SV_CMD_OPEN_DIRECT);
+	if (sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd) || fd < 0)
+		goto out;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto out;
+	d->bytes = rsp.u.open_direct.bytes;
+	d->map = mmap(NULL, d->bytes, PROT_READ, MAP_SHARED, fd, 0);
+	if (d->map == MAP_FAILED)
+		goto err_free;
+	h = d->map;
+	/* acquire: pairs with the daemon's release store of the magic */
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SV_DIRECT_MAGIC ||
+	    h->version != SV_DIRECT_VERSION || h->bytes != d->bytes ||
+	    !h->qp_slots || (h->qp_slots & (h->qp_slots - 1)) ||
+	    h->guard_off % 4096 || h->guard_off < sizeof(*h))
+		goto err_unmap;
+	guard_bytes = (size_t)h->qp_slots * sizeof(struct sv_direct_guard);
+	if (h->guard_off + guard_bytes > h->qp_off ||
+	    h->qp_off + (size_t)h->qp_slots * sizeof(union sv_direct_qp_u) >
+		    h->key_off ||
+	    h->key_off + (size_t)h->key_slots *
+				 sizeof(union sv_direct_key_u) > d->bytes)
+		goto err_unmap;
+	d->gbytes = (guard_bytes + 4095) & ~(size_t)4095;
+	d->gmap = mmap(NULL, d->gbytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       fd, (off_t)h->guard_off);
+	if (d->gmap == MAP_FAILED)
+		goto err_unmap;
+	d->hdr = h;
+	d->guard = d->gmap;
+	d->qp = (const void *)((const char *)d->map + h->qp_off);
+	d->key = (const void *)((const char *)d->map + h->key_off);
+	d->qp_mask = h->qp_slots - 1;
+	d->key_slots = h->key_slots;
+	d->perm = h->perm;
+	d->pid = getpid();
+	ctx->direct = d;
+	goto out;
+
+err_unmap:
+	munmap(d->map, d->bytes);
+err_free:
+	free(d);
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+void sv_direct_close(struct sv_context *ctx)
+{
+	struct sv_direct *d = ctx->direct;
+
+	if (!d)
+		return;
+	ctx->direct = NULL;
+	munmap(d->gmap, d->gbytes);
+	munmap(d->map, d->bytes);
+	free(d);
+}
+
+uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type)
+{
+	if (!ctx->direct)
+		return 0;
+	switch (type) {
+	case IBV_QPT_RC:
+		return 1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_READ;
+	case IBV_QPT_UC:
+		return 1u << IBV_WR_RDMA_WRITE;
+	default:
+		return 0;
+	}
+}
+
+/* ---- the CQ's private ring ---- */
+
+int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq)
+{
+	uint32_t n = 1;
+
+	if (!ctx->direct || cq->ex.channel)
+		return 0;
+	while (n < cq->entries && n < SV_DIRECT_CQ_MAX)
+		n <<= 1;
+	cq->dring = calloc(n, sizeof(*cq->dring));
+	if (!cq->dring)
+		return -ENOMEM;
+	cq->dmask = n - 1;
+	cq->dprod = cq->dcons = cq->dheld = 0;
+	sv_spin_init(&cq->dlock);
+	return 0;
+}
+
+void sv_direct_cq_fini(struct sv_cq *cq)
+{
+	free(cq->dring);
+	cq->dring = NULL;
+}
+
+/*
+ * May a WR of the QP whose send ring is hdr go direct, as far as its CQ
+ * says? Every completion the daemon wrote for the QP must have been polled
+ * (else ours would overtake it). And if signaled, hold a slot of cq's
+ * private ring for its completion: false when it is full, or when the CQ as a whole (both rings) holds as many unpolled
+ * completions as the daemon's ring has slots: the WR goes to the daemon,
+ * which then overruns the CQ (IBV_EVENT_CQ_ERR) where a NIC would. The
+ * slots held are published in the ring (dused), which the daemon counts
+ * for the same decision. Under dlock, as everything that reads cq->ring
+ * from the post path (ibv_resize_cq maps a new one under it).
+ */
+static bool cq_hold(struct sv_cq *cq, const struct sv_wq_ring *hdr,
+		    bool signaled)
+{
+	struct sv_cq_ring *ring;
+	uint32_t used, cons;
+	bool ok;
+
+	sv_spin_lock(&cq->dlock);
+	ring = cq->ring;
+	cons = __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
+	/* every completion the daemon wrote for the QP's WQEs is polled
+	 * (cq_mark: read after done, whose acquire load ordered it) */
+	ok = (int32_t)(cons - __atomic_load_n(&hdr->cq_mark,
+					       __ATOMIC_RELAXED)) >= 0;
+	if (ok && signaled) {
+		used = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) - cons +
+		       cq->dheld;
+		ok = cq->dheld <= cq->dmask && used < cq->entries;
+		if (ok)
+			__atomic_store_n(&ring->dused, ++cq->dheld,
+					 __ATOMIC_RELAXED);
+	}
+	sv_spin_unlock(&cq->dlock);
+	return ok;
+}
+
+static void cq_unhold(struct sv_cq *cq)
+{
+	sv_spin_lock(&cq->dlock);
+	__atomic_store_n(&cq->ring->dused, --cq->dheld, __ATOMIC_RELAXED);
+	sv_spin_unlock(&cq->dlock);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The completion of a WR that ran here, in the slot it holds. */
+static void cq_push(struct sv_cq *cq, uint64_t wr_id, uint32_t op,
+		    uint32_t qpn, uint64_t len)
+{
+	struct sv_cqe *e;
+
+	sv_spin_lock(&cq->dlock);
+	e = &cq->dring[cq->dprod & cq->dmask];
+	memset(e, 0, sizeof(*e));
+	e->wr_id = wr_id;
+	e->status = IBV_WC_SUCCESS;
+	e->opcode = sv_op_wc(op);
+	e->qp_num = qpn;
+	e->byte_len = (uint32_t)len;
+	if (cq->ex_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))
+		e->timestamp = mono_ns();
+	/* release: the CQE before the counter (pairs with the poller's
+	 * acquire load of dprod) */
+	__atomic_store_n(&cq->dprod, cq->dprod + 1, __ATOMIC_RELEASE);
+	sv_spin_unlock(&cq->dlock);
+}
+
+/* ---- the checks ---- */
+
+static bool in_range(uint64_t base, uint64_t size, uint64_t addr, uint64_t len)
+{
+	return addr >= base && len <= size && addr - base <= size - len;
+}
+
+/* The published entry of QP qpn (exactly), copied consistently. */
+static bool qp_entry(const struct sv_direct *d, uint32_t qpn,
+		     union sv_direct_qp_u *out)
+{
+	const union sv_direct_qp_u *e = &d->qp[qpn & d->qp_mask];
+
+	for (int tries = 0; tries < 4; tries++)
+		if (sv_direct_read(e->w, out->w, sizeof(out->w) / 8))
+			return qpn && out->e.qpn == qpn;
+	return false;
+}
+
+/* The published entry of key (exactly: all 32 bits), copied consistently. */
+static bool key_entry(const struct sv_direct *d, uint32_t key,
+		      union sv_direct_key_u *out)
+{
+	uint32_t slot = sv_keyperm_inv(&d->perm, SV_KEY_INDEX(key));
+
+	if (!slot || slot >= d->key_slots)
+		return false;
+	for (int tries = 0; tries < 4; tries++)
+		if (sv_direct_read(d->key[slot].w, out->w,
+				   sizeof(out->w) / 8))
+			return key && out->e.key == key;
+	return false;
+}
+
+static bool can_receive(uint32_t state)
+{
+	return state == IBV_QPS_RTR || state == IBV_QPS_RTS ||
+	       state == IBV_QPS_SQD || state == IBV_QPS_SQE;
+}
+
+/* What one WR needs: the local iovecs, the remote range and the peer. */
+struct dwr {
+	struct iovec liov[32];
+	unsigned int nl;
+	uint64_t len;
+	struct iovec riov;
+	pid_t rpid;
+};
+
+/*
+ * The checks of the daemon's requester and responder (exec.c sq_run,
+ * deliver, deliver_write, deliver_read; mm.c sv_lkey_map, sv_rkey_map), on
+ * the published entries: true when the WR may run here as x says. Every
+ * "no" goes to the daemon, which finds the same and says it with its
+ * completion status.
+ */
+static bool check(const struct sv_direct *d, const struct sv_qp *qp,
+		  const struct ibv_send_wr *wr, bool read, bool inl,
+		  struct dwr *x)
+{
+	uint32_t qpn = qp->ex.qp_base.qp_num;
+	uint32_t need = read ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE;
+	union sv_direct_qp_u me, peer;
+	union sv_direct_key_u k;
+
+	if (!qp_entry(d, qpn, &me) || me.e.state != IBV_QPS_RTS ||
+	    (me.e.flags & (SV_DQP_LOCAL | SV_DQP_NODIRECT)) != SV_DQP_LOCAL ||
+	    me.e.type != qp->ex.qp_base.qp_type)
+		return false;
+	if (!qp_entry(d, me.e.dest_qpn, &peer) || peer.e.type != me.e.type ||
+	    !(peer.e.flags & SV_DQP_LOCAL) || !(peer.e.flags & SV_DQP_EST) ||
+	    !can_receive(peer.e.state) || peer.e.dest_qpn != qpn ||
+	    !(peer.e.access & need))
+		return false;
+	if (wr->num_sge < 0 || wr->num_sge > 32 || (wr->num_sge && !wr->sg_list))
+		return false;
+	x->nl = 0;
+	x->len = 0;
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *s = &wr->sg_list[i];
+
+		x->len += s->length;
+		if (!s->length)
+			continue;
+		if (inl) {
+			/* our own bytes, as the post would copy them */
+			x->liov[x->nl].iov_base = (void *)(uintptr_t)s->addr;
+		} else {
+			if (!key_entry(d, s->lkey, &k) || k.e.pd != me.e.pd ||
+			    k.e.pid != d->pid ||
+			    !in_range(k.e.iova, k.e.length, s->addr,
+				      s->length) ||
+			    (read && !(k.e.access & IBV_ACCESS_LOCAL_WRITE)))
+				return false;
+			x->liov[x->nl].iov_base =
+				(void *)(uintptr_t)(k.e.addr +
+						    (s->addr - k.e.iova));
+		}
+		x->liov[x->nl++].iov_len = s->length;
+	}
+	if (x->len > SV_DIRECT_MAX_MSG)
+		return false;
+	if (!x->len)
+		return true;
+	if (!key_entry(d, wr->wr.rdma.rkey, &k) || k.e.pd != peer.e.pd ||
+	    (k.e.access & need) != need || k.e.pid != peer.e.pid ||
+	    !in_range(k.e.iova, k.e.length, wr->wr.rdma.remote_addr, x->len))
+		return false;
+	x->riov.iov_base = (void *)(uintptr_t)(k.e.addr +
+					       (wr->wr.rdma.remote_addr -
+						k.e.iova));
+	x->riov.iov_len = x->len;
+	x->rpid = k.e.pid;
+	return true;
+}
+
+/* ---- the post ---- */
+
+int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
+		   uint32_t op, unsigned int flags)
+{
+	struct sv_context *ctx = to_sv_ctx(qp->ex.qp_base.context);
+	struct sv_direct *d = ctx->direct;
+	struct sv_cq *cq = to_sv_cq(qp->ex.qp_base.send_cq);
+	struct sv_wq_ring *hdr = qp->sq.hdr;
+	bool signaled = (flags & IBV_SEND_SIGNALED) || qp->sq_sig_all;
+	bool read = op == IBV_WR_RDMA_READ;
+	bool inl = !read && (flags & IBV_SEND_INLINE);
+	struct sv_direct_guard *g;
+	uint64_t epoch;
+	struct dwr x;
+	ssize_t n = 0;
+	bool ok;
+
+	if (!d || !cq || !cq->dring)
+		return -1;
+	/* nothing of ours is with the daemon: each WQE posted is done
+	 * (acquire: pairs with the engine's release store of done, after
+	 * the completion, the QP's state and cq_mark) ... */
+	if (__atomic_load_n(&hdr->done, __ATOMIC_ACQUIRE) != qp->sq.prod)
+		return -1;
+	/* ... each completion it wrote for them has been polled, and the
+	 * CQ has room for ours */
+	if (!cq_hold(cq, hdr, signaled))
+		return -1;
+	/* The guard: the epoch we start at, then a full fence, then the
+	 * entries (Dekker with the daemon's entry write, epoch increment,
+	 * guard scan; abi/sv_direct.h). */
+	g = &d->guard[qp->ex.qp_base.qp_num & d->qp_mask];
+	epoch = __atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->epoch, epoch ? epoch : 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ok = check(d, qp, wr, read, inl, &x);
+	if (ok && x.len) {
+		n = read ? process_vm_readv(x.rpid, x.liov, x.nl, &x.riov, 1, 0)
+			 : process_vm_writev(x.rpid, x.liov, x.nl, &x.riov, 1,
+					     0);
+		ok = n >= 0 && (uint64_t)n == x.len;
+	}
+	/* release: our copy ends before the daemon sees the guard clear */
+	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
+	if (!ok) {
+		/* EFAULT, EPERM (ptrace rules), ESRCH, a check: the daemon
+		 * runs it, with its own completion */
+		if (signaled)
+			cq_unhold(cq);
+		return -1;
+	}
+	/* the daemon's counters add these up (one writer: this QP's poster) */
+	__atomic_store_n(&g->msgs, g->msgs + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->bytes, g->bytes + x.len, __ATOMIC_RELAXED);
+	if (signaled)
+		cq_push(cq, wr->wr_id, op, qp->ex.qp_base.qp_num, x.len);
+	return 0;
+}

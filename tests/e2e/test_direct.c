@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The direct path (docs/DESIGN.md "The direct path"): an RDMA WRITE or READ
+ * between two QPs of this host runs in the process that posts it. What it
+ * must keep of the daemon path, checked at its edges:
+ *
+ *  - the bytes and completions of WRITE and READ (one SGE, several, inline,
+ *    0 to 1 MiB), and that they did go direct (`softverbs stat`);
+ *  - order: completions in posting order when direct and daemon-path WRs
+ *    mix (SEND, WRITE, READ, a fenced WRITE), also when a completion of
+ *    the daemon's is still unpolled;
+ *  - revocation by another process while this one writes: after
+ *    ibv_dereg_mr, or ibv_rereg_mr to other memory, returns, the old
+ *    memory never changes again; the writer gets the daemon path's error
+ *    (the old range is no longer the key's);
+ *  - a peer that takes its QP's remote write right away gets nothing more;
+ *  - a peer process that is killed mid-transfer: errors, no crash;
+ *  - a process that scribbles on its guard word (never clears it): a
+ *    revocation still completes (the daemon gives the guard up after a
+ *    second) and that QP loses the direct path;
+ *  - a forged WQE in the initiator's own ring (a key of another PD): the
+ *    daemon refuses it as ever, nothing is written.
+ *
+ * The suite runs this twice: with the direct path, and with
+ * SOFTVERBS_DIRECT=0, where every check holds the same and no WR went
+ * direct. Run under tests/e2e/isolated.sh (a daemon of its own); argv[1] is
+ * the softverbs command (for `softverbs stat`).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <infiniband/verbs.h>
+
+#include "abi/sv_direct.h"
+#include "abi/sv_qp.h"
+#include "vu.h"
+
+#define LEN        (1u << 20)
+/* The revocation tests' messages: long copies, so that a revocation
+ * finds one under way */
+#define BIG        (16u << 20)
+#define WC_WAIT_MS 10000
+
+static const char *sv_cmd_path;
+
+static bool direct_on(void)
+{
+	const char *e = getenv("SOFTVERBS_DIRECT");
+
+	return !e || strcmp(e, "0");
+}
+
+/* The messages processes ran directly since the daemon started. */
+static uint64_t direct_msgs(void)
+{
+	char cmd[512], line[512];
+	unsigned long long n = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s stat 2>&1", sv_cmd_path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "(direct): ");
+
+		if (p && sscanf(p, "(direct): %llu messages", &n) == 1)
+			found = true;
+	}
+	pclose(f);
+	if (!found)
+		fail_msg("softverbs stat says nothing of the direct path");
+	return n;
+}
+
+/* Every WR that ran since before said so: went direct when the direct path
+ * is on, none when it is off. */
+static void expect_direct(uint64_t before, uint64_t want)
+{
+	uint64_t got = direct_msgs() - before;
+
+	if (direct_on()) {
+		if (got < want)
+			fail_msg("%" PRIu64 " of %" PRIu64 " WRs went direct",
+				 got, want);
+	} else if (got) {
+		fail_msg("%" PRIu64 " WRs went direct with SOFTVERBS_DIRECT=0",
+			 got);
+	}
+}
+
+static uint32_t pat(uint64_t i, uint32_t seed)
+{
+	return (uint32_t)(i * 2654435761u) ^ seed;
+}
+
+static void fill(void *p, size_t len, uint32_t seed)
+{
+	uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)pat(i, seed);
+}
+
+static void make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+		    uint64_t id, enum ibv_wr_opcode op, void *addr,
+		    uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	memset(wr, 0, sizeof(*wr));
+	sge->addr = (uintptr_t)addr;
+	sge->length = len;
+	sge->lkey = lkey;
+	wr->wr_id = id;
+	wr->opcode = op;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = raddr;
+	wr->wr.rdma.rkey = rkey;
+}
+
+static void post_ok(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret = ibv_post_send(qp, wr, &bad);
+
+	if (ret)
+		fail_msg("ibv_post_send: %s", strerror(ret));
+}
+
+static struct ibv_wc wait_wc(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	if (vu_poll(cq, &wc, 1, WC_WAIT_MS) != 1)
+		fail_msg("no completion within %d ms", WC_WAIT_MS);
+	return wc;
+}
+
+static void expect_ok(struct ibv_cq *cq, uint64_t id, enum ibv_wc_opcode op)
+{
+	struct ibv_wc wc = wait_wc(cq);
+
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != id || wc.opcode != op)
+		fail_msg("completion: wr_id %" PRIu64 " (want %" PRIu64
+			 "), %s, opcode %d (want %d)", wc.wr_id, id,
+			 ibv_wc_status_str(wc.status), wc.opcode, op);
+}
+
+/* ---- one process, two QPs ---- */
+
+struct pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct vu_ep a, b;
+	uint8_t *abuf, *bbuf;
+	struct ibv_mr *amr, *bmr;
+};
+
+static void pair_make(struct pair *p)
+{
+	struct vu_qp_caps caps = { .send_wr = 64, .recv_wr = 64,
+				   .send_sge = 4, .inline_data = 64 };
+	struct vu_conn c = vu_conn_default();
+	unsigned int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ;
+
+	memset(p, 0, sizeof(*p));
+	p->ctx = vu_open();
+	assert_non_null(p->ctx);
+	p->pd = ibv_alloc_pd(p->ctx);
+	assert_non_null(p->pd);
+	assert_int_equal(vu_ep_create(&p->a, p->ctx, p->pd, IBV_QPT_RC, &caps),
+			 0);
+	assert_int_equal(vu_ep_create(&p->b, p->ctx, p->pd, IBV_QPT_RC, &caps),
+			 0);
+	assert_int_equal(vu_connect_pair(p->a.qp, p->b.qp, &c), 0);
+	p->abuf = calloc(1, LEN);
+	p->bbuf = calloc(1, LEN);
+	assert_non_null(p->abuf);
+	assert_non_null(p->bbuf);
+	p->amr = ibv_reg_mr(p->pd, p->abuf, LEN, acc);
+	p->bmr = ibv_reg_mr(p->pd, p->bbuf, LEN, acc);
+	assert_non_null(p->amr);
+	assert_non_null(p->bmr);
+}
+
+static void pair_free(struct pair *p)
+{
+	if (p->amr)
+		ibv_dereg_mr(p->amr);
+	if (p->bmr)
+		ibv_dereg_mr(p->bmr);
+	vu_ep_destroy(&p->a);
+	vu_ep_destroy(&p->b);
+	ibv_dealloc_pd(p->pd);
+	ibv_close_device(p->ctx);
+	free(p->abuf);
+	free(p->bbuf);
+}
+
+/* WRITE and READ of every size, inline, several SGEs: the bytes, the
+ * completions, and the path they took. */
+static void test_write_read(void **state)
+{
+	static const uint32_t sizes[] = { 0, 1, 8, 100, 4096, 65536, LEN };
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[3];
+	struct pair p;
+	uint64_t before, n = 0, id = 1;
+
+	(void)state;
+	pair_make(&p);
+	before = direct_msgs();
+	for (unsigned int i = 0; i < VU_ARRAY_SIZE(sizes); i++) {
+		uint32_t len = sizes[i];
+
+		fill(p.abuf, len, 10 + i);
+		memset(p.bbuf, 0, LEN);
+		make_wr(&wr, sge, id, IBV_WR_RDMA_WRITE, p.abuf, len,
+			p.amr->lkey, (uintptr_t)p.bbuf, p.bmr->rkey);
+		post_ok(p.a.qp, &wr);
+		expect_ok(p.a.scq, id++, IBV_WC_RDMA_WRITE);
+		assert_memory_equal(p.abuf, p.bbuf, len);
+		if (len + 8 <= LEN)
+			for (uint32_t k = len; k < len + 8; k++)
+				assert_int_equal(p.bbuf[k], 0);
+		/* and back, into the other half of ours */
+		fill(p.bbuf, len, 20 + i);
+		memset(p.abuf, 0, LEN);
+		make_wr(&wr, sge, id, IBV_WR_RDMA_READ, p.abuf, len,
+			p.amr->lkey, (uintptr_t)p.bbuf, p.bmr->rkey);
+		post_ok(p.a.qp, &wr);
+		expect_ok(p.a.scq, id++, IBV_WC_RDMA_READ);
+		assert_memory_equal(p.abuf, p.bbuf, len);
+		n += 2;
+	}
+	/* inline: the bytes are taken at the post */
+	fill(p.abuf, 48, 7);
+	make_wr(&wr, sge, id, IBV_WR_RDMA_WRITE, p.abuf, 48, 0,
+		(uintptr_t)p.bbuf + 1000, p.bmr->rkey);
+	wr.send_flags |= IBV_SEND_INLINE;
+	post_ok(p.a.qp, &wr);
+	memset(p.abuf, 0xee, 48);
+	expect_ok(p.a.scq, id++, IBV_WC_RDMA_WRITE);
+	fill(p.abuf, 48, 7);
+	assert_memory_equal(p.abuf, p.bbuf + 1000, 48);
+	/* three SGEs gathered into one range */
+	fill(p.abuf, 3 * 4096, 9);
+	make_wr(&wr, sge, id, IBV_WR_RDMA_WRITE, p.abuf + 8192, 4096,
+		p.amr->lkey, (uintptr_t)p.bbuf + 50000, p.bmr->rkey);
+	sge[1] = sge[0];
+	sge[1].addr = (uintptr_t)p.abuf;
+	sge[2] = sge[0];
+	sge[2].addr = (uintptr_t)p.abuf + 4096;
+	wr.num_sge = 3;
+	post_ok(p.a.qp, &wr);
+	expect_ok(p.a.scq, id++, IBV_WC_RDMA_WRITE);
+	assert_memory_equal(p.bbuf + 50000, p.abuf + 8192, 4096);
+	assert_memory_equal(p.bbuf + 54096, p.abuf, 8192);
+	n += 2;
+	/* unsignaled ones, then one signaled: one completion */
+	for (int k = 0; k < 10; k++) {
+		make_wr(&wr, sge, id + (uint64_t)k, IBV_WR_RDMA_WRITE,
+			p.abuf + 64 * k, 64, p.amr->lkey,
+			(uintptr_t)p.bbuf + 64 * k, p.bmr->rkey);
+		if (k < 9)
+			wr.send_flags = 0;
+		post_ok(p.a.qp, &wr);
+	}
+	expect_ok(p.a.scq, id + 9, IBV_WC_RDMA_WRITE);
+	assert_memory_equal(p.bbuf, p.abuf, 640);
+	n += 10;
+	expect_direct(before, n);
+	pair_free(&p);
+}
+
+/* Completions come in posting order when direct and daemon-path WRs mix:
+ * SENDs go through the daemon, so every WRITE or READ after one waits
+ * until its completion has been polled. */
+static void test_order(void **state)
+{
+	struct ibv_send_wr wr[8];
+	struct ibv_sge sge[8];
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge rsge;
+	struct ibv_wc wc[8];
+	struct pair p;
+	int got = 0;
+
+	(void)state;
+	pair_make(&p);
+	for (int round = 0; round < 20; round++) {
+		/* receives for the SENDs */
+		for (int k = 0; k < 2; k++) {
+			rsge.addr = (uintptr_t)p.bbuf + LEN / 2;
+			rsge.length = 4096;
+			rsge.lkey = p.bmr->lkey;
+			memset(&rwr, 0, sizeof(rwr));
+			rwr.sg_list = &rsge;
+			rwr.num_sge = 1;
+			assert_int_equal(ibv_post_recv(p.b.qp, &rwr, &rbad), 0);
+		}
+		/* a list: SEND, WRITE, READ, fenced WRITE */
+		make_wr(&wr[0], &sge[0], 1, IBV_WR_SEND, p.abuf, 64,
+			p.amr->lkey, 0, 0);
+		make_wr(&wr[1], &sge[1], 2, IBV_WR_RDMA_WRITE, p.abuf, 4096,
+			p.amr->lkey, (uintptr_t)p.bbuf, p.bmr->rkey);
+		make_wr(&wr[2], &sge[2], 3, IBV_WR_RDMA_READ, p.abuf + 8192,
+			4096, p.amr->lkey, (uintptr_t)p.bbuf, p.bmr->rkey);
+		make_wr(&wr[3], &sge[3], 4, IBV_WR_RDMA_WRITE, p.abuf + 8192,
+			4096, p.amr->lkey, (uintptr_t)p.bbuf + 4096,
+			p.bmr->rkey);
+		wr[3].send_flags |= IBV_SEND_FENCE;
+		for (int k = 0; k < 3; k++)
+			wr[k].next = &wr[k + 1];
+		fill(p.abuf, 4096, (uint32_t)round);
+		post_ok(p.a.qp, &wr[0]);
+		/* one at a time: WRITE, SEND, WRITE, READ */
+		make_wr(&wr[4], &sge[4], 5, IBV_WR_RDMA_WRITE, p.abuf, 64,
+			p.amr->lkey, (uintptr_t)p.bbuf + 9000, p.bmr->rkey);
+		make_wr(&wr[5], &sge[5], 6, IBV_WR_SEND, p.abuf, 64,
+			p.amr->lkey, 0, 0);
+		make_wr(&wr[6], &sge[6], 7, IBV_WR_RDMA_WRITE, p.abuf, 64,
+			p.amr->lkey, (uintptr_t)p.bbuf + 9100, p.bmr->rkey);
+		make_wr(&wr[7], &sge[7], 8, IBV_WR_RDMA_READ, p.abuf + 20000,
+			64, p.amr->lkey, (uintptr_t)p.bbuf + 9100,
+			p.bmr->rkey);
+		for (int k = 4; k < 8; k++)
+			post_ok(p.a.qp, &wr[k]);
+		got = vu_poll(p.a.scq, wc, 8, WC_WAIT_MS);
+		assert_int_equal(got, 8);
+		for (int k = 0; k < 8; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS ||
+			    wc[k].wr_id != (uint64_t)k + 1)
+				fail_msg("round %d: completion %d is wr %" PRIu64
+					 " (%s)", round, k, wc[k].wr_id,
+					 ibv_wc_status_str(wc[k].status));
+		}
+		/* the READ saw the WRITE before it; the fenced WRITE wrote
+		 * what the READ brought */
+		assert_memory_equal(p.abuf + 8192, p.abuf, 4096);
+		assert_memory_equal(p.bbuf + 4096, p.abuf, 4096);
+		assert_memory_equal(p.abuf + 20000, p.abuf, 64);
+		assert_int_equal(vu_poll(p.b.rcq, wc, 2, WC_WAIT_MS), 2);
+	}
+	pair_free(&p);
+}
+
+/* The responder's QP loses its remote write right: what comes after the
+ * modify is refused (REM_INV_REQ, as from the daemon) and writes nothing. */
+static void test_qp_access_revoked(void **state)
+{
+	struct ibv_qp_attr a;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct pair p;
+
+	(void)state;
+	pair_make(&p);
+	fill(p.abuf, 4096, 3);
+	make_wr(&wr, &sge, 1, IBV_WR_RDMA_WRITE, p.abuf, 4096, p.amr->lkey,
+		(uintptr_t)p.bbuf, p.bmr->rkey);
+	post_ok(p.a.qp, &wr);
+	expect_ok(p.a.scq, 1, IBV_WC_RDMA_WRITE);
+	memset(&a, 0, sizeof(a));
+	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+	assert_int_equal(ibv_modify_qp(p.b.qp, &a, IBV_QP_ACCESS_FLAGS), 0);
+	memset(p.bbuf, 0, 8192);
+	make_wr(&wr, &sge, 2, IBV_WR_RDMA_WRITE, p.abuf, 4096, p.amr->lkey,
+		(uintptr_t)p.bbuf, p.bmr->rkey);
+	post_ok(p.a.qp, &wr);
+	wc = wait_wc(p.a.scq);
+	assert_int_equal(wc.wr_id, 2);
+	if (wc.status != IBV_WC_REM_INV_REQ_ERR)
+		fail_msg("a write to a QP without the right: %s",
+			 ibv_wc_status_str(wc.status));
+	for (int i = 0; i < 8192; i++)
+		assert_int_equal(p.bbuf[i], 0);
+	pair_free(&p);
+}
+
+/* Find this process's mapping of the direct path's guards (the writable
+ * one of the memfd "softverbs-direct") and the tables' header: NULL when
+ * the process has none. */
+static struct sv_direct_guard *find_guards(const struct sv_direct_hdr **hdr)
+{
+	char line[512];
+	void *ro = NULL, *rw = NULL;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		char perms[8];
+
+		if (!strstr(line, "softverbs-direct") ||
+		    sscanf(line, "%lx-%lx %7s", &s, &e, perms) != 3)
+			continue;
+		if (perms[1] == 'w')
+			rw = (void *)s;
+		else
+			ro = (void *)s;
+	}
+	fclose(f);
+	if (!ro || !rw)
+		return NULL;
+	*hdr = ro;
+	return rw;
+}
+
+/* A guard held for ever (a scribbler, or a process stopped in the middle
+ * of a copy): a revocation still completes, within the daemon's bound,
+ * and the QP goes on through the daemon. */
+static void test_guard_scribbled(void **state)
+{
+	const struct sv_direct_hdr *hdr = NULL;
+	struct sv_direct_guard *g;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_mr *extra;
+	struct pair p;
+	uint64_t before;
+	long t0, took;
+
+	(void)state;
+	pair_make(&p);
+	g = find_guards(&hdr);
+	if (!direct_on()) {
+		/* the switch: no tables in this process at all */
+		assert_null(g);
+		pair_free(&p);
+		return;
+	}
+	assert_non_null(g);
+	assert_int_equal(hdr->magic, SV_DIRECT_MAGIC);
+	g += p.a.qp->qp_num & (hdr->qp_slots - 1);
+	/* an epoch older than any revocation to come, never cleared */
+	__atomic_store_n(&g->epoch, 1, __ATOMIC_SEQ_CST);
+	extra = ibv_reg_mr(p.pd, p.abuf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(extra);
+	t0 = vu_now_ms();
+	assert_int_equal(ibv_dereg_mr(extra), 0);
+	took = vu_now_ms() - t0;
+	print_message("a dereg waited %ld ms for a scribbled guard\n", took);
+	if (took > 10000)
+		fail_msg("the revocation waited %ld ms", took);
+	/* the QP works on, through the daemon */
+	before = direct_msgs();
+	fill(p.abuf, 4096, 5);
+	make_wr(&wr, &sge, 1, IBV_WR_RDMA_WRITE, p.abuf, 4096, p.amr->lkey,
+		(uintptr_t)p.bbuf, p.bmr->rkey);
+	post_ok(p.a.qp, &wr);
+	expect_ok(p.a.scq, 1, IBV_WC_RDMA_WRITE);
+	assert_memory_equal(p.abuf, p.bbuf, 4096);
+	if (direct_msgs() != before)
+		fail_msg("the QP whose guard was never cleared still went "
+			 "direct");
+	__atomic_store_n(&g->epoch, 0, __ATOMIC_SEQ_CST);
+	pair_free(&p);
+}
+
+/* A WQE written straight into the ring (the library's checks passed by)
+ * with the rkey of an MR of another PD: the daemon refuses it as ever, and
+ * the QP that erred goes direct no more. */
+static void test_forged_wqe(void **state)
+{
+	struct ibv_pd *pd2;
+	struct ibv_mr *other;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct pair p;
+	uint8_t *victim;
+
+	(void)state;
+	pair_make(&p);
+	pd2 = ibv_alloc_pd(p.ctx);
+	assert_non_null(pd2);
+	victim = calloc(1, 4096);
+	assert_non_null(victim);
+	other = ibv_reg_mr(pd2, victim, 4096, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(other);
+	fill(p.abuf, 4096, 1);
+	/* the library takes it (it cannot tell a key's PD) */
+	make_wr(&wr, &sge, 1, IBV_WR_RDMA_WRITE, p.abuf, 4096, p.amr->lkey,
+		(uintptr_t)victim, other->rkey);
+	post_ok(p.a.qp, &wr);
+	wc = wait_wc(p.a.scq);
+	if (wc.status != IBV_WC_REM_ACCESS_ERR)
+		fail_msg("a key of another PD: %s",
+			 ibv_wc_status_str(wc.status));
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(victim[i], 0);
+	/* and after it, in ERR, a right key is flushed, not run */
+	make_wr(&wr, &sge, 2, IBV_WR_RDMA_WRITE, p.abuf, 4096, p.amr->lkey,
+		(uintptr_t)p.bbuf, p.bmr->rkey);
+	post_ok(p.a.qp, &wr);
+	wc = wait_wc(p.a.scq);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(p.bbuf[i], 0);
+	ibv_dereg_mr(other);
+	ibv_dealloc_pd(pd2);
+	free(victim);
+	pair_free(&p);
+}
+
+/* ---- two processes ---- */
+
+/* What the target tells the writer. */
+struct target_info {
+	struct vu_addr addr;
+	uint64_t buf;
+	uint32_t rkey;
+};
+
+struct target {
+	struct vu_ep ep;
+	uint8_t *buf, *buf2;
+	struct ibv_mr *mr;
+};
+
+/* The target's half: an RC QP and a buffer for remote write, connected to
+ * the writer whose address comes over fd. */
+static void target_make(struct target *t, int fd)
+{
+	struct vu_qp_caps caps = { .send_wr = 16, .recv_wr = 16 };
+	struct vu_conn c = vu_conn_default();
+	struct target_info me;
+	struct vu_addr peer;
+
+	memset(t, 0, sizeof(*t));
+	if (vu_ep_create(&t->ep, NULL, NULL, IBV_QPT_RC, &caps))
+		_exit(10);
+	t->buf = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	t->buf2 = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t->buf == MAP_FAILED || t->buf2 == MAP_FAILED)
+		_exit(11);
+	t->mr = ibv_reg_mr(t->ep.pd, t->buf, BIG, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE);
+	if (!t->mr)
+		_exit(12);
+	me.addr = vu_addr_of(t->ep.qp, c.sq_psn);
+	me.buf = (uintptr_t)t->buf;
+	me.rkey = t->mr->rkey;
+	if (vu_xfer(fd, &me, sizeof(me), true) ||
+	    vu_xfer(fd, &peer, sizeof(peer), false) ||
+	    vu_connect(t->ep.qp, &peer, &c))
+		_exit(13);
+}
+
+/* The writer's half. */
+static void writer_make(struct vu_ep *ep, int fd, struct target_info *t,
+			uint8_t **buf, struct ibv_mr **mr)
+{
+	struct vu_qp_caps caps = { .send_wr = 64, .recv_wr = 16 };
+	struct vu_conn c = vu_conn_default();
+	struct vu_addr me;
+
+	assert_int_equal(vu_ep_create(ep, NULL, NULL, IBV_QPT_RC, &caps), 0);
+	*buf = calloc(1, BIG);
+	assert_non_null(*buf);
+	*mr = ibv_reg_mr(ep->pd, *buf, BIG, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(*mr);
+	assert_int_equal(vu_xfer(fd, t, sizeof(*t), false), 0);
+	me = vu_addr_of(ep->qp, c.sq_psn);
+	assert_int_equal(vu_xfer(fd, &me, sizeof(me), true), 0);
+	/* short timeouts: a vanished peer errs in well under a second */
+	c.timeout = 12;
+	c.retry_cnt = 3;
+	assert_int_equal(vu_connect(ep->qp, &t->addr, &c), 0);
+}
+
+/* The writer: WRITEs of BIG non-zero bytes over the target's whole MR, a
+ * completion every other one, until one fails; 0 (none failed within 15 s)
+ * or the status of the first error. After 8 WRs it says "go" on ctl. */
+static int write_until_error(struct vu_ep *ep, uint8_t *buf,
+			     struct ibv_mr *mr, const struct target_info *t,
+			     int ctl)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc[4];
+	long end = vu_now_ms() + 15000;
+	uint64_t i = 0, posted = 0, done = 0;
+
+	memset(buf, 0xa5, BIG);
+	while (vu_now_ms() < end) {
+		while (posted - done < 4) {
+			make_wr(&wr, &sge, i, IBV_WR_RDMA_WRITE, buf, BIG,
+				mr->lkey, t->buf, t->rkey);
+			if (i % 2 != 1)
+				wr.send_flags = 0;
+			post_ok(ep->qp, &wr);
+			i++;
+			posted++;
+			if (i == 8 && ctl >= 0) {
+				/* writes flow: the target may revoke */
+				char go = 'g';
+
+				assert_int_equal(write(ctl, &go, 1), 1);
+			}
+		}
+		int n = ibv_poll_cq(ep->scq, 4, wc);
+
+		assert_true(n >= 0);
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS)
+				return (int)wc[k].status;
+			done += 2;
+		}
+		if (!n)
+			usleep(100);
+	}
+	return 0;
+}
+
+enum { REVOKE_DEREG, REVOKE_REREG };
+
+/* The target process: revokes its MR while writes flow, clears the old
+ * memory at once, then watches it for a while. Exits 0 when nothing was
+ * written there after the revocation returned. */
+static void target_revoke(int fd, int how)
+{
+	struct target t;
+	char go;
+	long end;
+
+	target_make(&t, fd);
+	if (vu_xfer(fd, &go, 1, false))
+		_exit(20);
+	if (how == REVOKE_DEREG) {
+		if (ibv_dereg_mr(t.mr))
+			_exit(21);
+	} else if (ibv_rereg_mr(t.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+				t.buf2, BIG, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE)) {
+		_exit(22);
+	}
+	/* a copy still under way would write over this */
+	memset(t.buf, 0, BIG);
+	end = vu_now_ms() + 300;
+	while (vu_now_ms() < end)
+		usleep(10000);
+	for (size_t k = 0; k < BIG; k++)
+		if (t.buf[k])
+			_exit(30);      /* a write after the revocation */
+	_exit(0);
+}
+
+static void run_revoke(int how)
+{
+	struct target_info ti;
+	struct vu_ep ep;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int sv[2], st, status;
+	pid_t pid;
+	uint64_t before;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		target_revoke(sv[1], how);
+	}
+	close(sv[1]);
+	writer_make(&ep, sv[0], &ti, &buf, &mr);
+	before = direct_msgs();
+	st = write_until_error(&ep, buf, mr, &ti, sv[0]);
+	/* the key no longer grants that range: the daemon path's answer */
+	if (st != IBV_WC_REM_ACCESS_ERR)
+		fail_msg("writes to a revoked range ended with %s",
+			 st ? ibv_wc_status_str((enum ibv_wc_status)st) :
+			 "no error");
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail_msg("the target says %d (30: its memory changed after "
+			 "the revocation returned)",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	expect_direct(before, 8);
+	ibv_dereg_mr(mr);
+	free(buf);
+	vu_ep_destroy(&ep);
+	close(sv[0]);
+}
+
+static void test_dereg_while_writing(void **state)
+{
+	(void)state;
+	run_revoke(REVOKE_DEREG);
+}
+
+static void test_rereg_while_writing(void **state)
+{
+	(void)state;
+	run_revoke(REVOKE_REREG);
+}
+
+/* The target process is killed in the middle of 1 MiB writes: the writer
+ * gets an error completion (the daemon path's, for a vanished peer) and
+ * flushes, and does not crash. */
+static void test_peer_killed(void **state)
+{
+	struct target_info ti;
+	struct vu_ep ep;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int sv[2], st;
+	pid_t pid, killer;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct target t;
+		char go;
+
+		close(sv[0]);
+		target_make(&t, sv[1]);
+		/* wait to be killed */
+		vu_xfer(sv[1], &go, 1, false);
+		pause();
+		_exit(0);
+	}
+	close(sv[1]);
+	writer_make(&ep, sv[0], &ti, &buf, &mr);
+	/* the target reads the writer's "go" (after 64 WRs) and waits; a
+	 * second child kills it a moment later, while the writes flow */
+	killer = fork();
+	assert_true(killer >= 0);
+	if (killer == 0) {
+		usleep(200000);
+		kill(pid, SIGKILL);
+		_exit(0);
+	}
+	st = write_until_error(&ep, buf, mr, &ti, sv[0]);
+	assert_int_equal(waitpid(killer, NULL, 0), killer);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	if (st == 0)
+		fail_msg("writes to a killed process never failed");
+	print_message("writes to a killed peer ended with %s\n",
+		      ibv_wc_status_str((enum ibv_wc_status)st));
+	ibv_dereg_mr(mr);
+	free(buf);
+	vu_ep_destroy(&ep);
+	close(sv[0]);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_read),
+		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_qp_access_revoked),
+		cmocka_unit_test(test_guard_scribbled),
+		cmocka_unit_test(test_forged_wqe),
+		cmocka_unit_test(test_dereg_while_writing),
+		cmocka_unit_test(test_rereg_while_writing),
+		cmocka_unit_test(test_peer_killed),
+	};
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s SOFTVERBS_COMMAND\n", argv[0]);
+		return 2;
+	}
+	sv_cmd_path = argv[1];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("SV_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("SV_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
