@@ -9,7 +9,7 @@ CMAKE_ARGS ?=
 BENCH_DIR  ?= results
 BENCH_ARGS ?=
 
-.PHONY: all deps build demo check check-plain check-asan build-asan bench clean interop soak fuzz middleware middleware-asan
+.PHONY: all deps build demo check check-plain check-nodirect check-asan build-asan bench clean interop soak fuzz middleware middleware-asan
 
 all: build
 
@@ -26,12 +26,20 @@ build: deps
 demo: build
 	@bash tests/e2e/demo.sh $(BUILD)
 
-# Every test through ctest, then the same tests again under ASan+UBSan.
+# Every test through ctest, the end-to-end tests again on the daemon path
+# alone (SOFTVERBS_DIRECT=0: no WRITE or READ runs in the initiating
+# process, docs/DESIGN.md "The direct path"), then every test again under
+# ASan+UBSan.
 check: build
-	@$(MAKE) --no-print-directory check-plain check-asan
+	@$(MAKE) --no-print-directory check-plain check-nodirect check-asan
 
 check-plain:
 	ctest --test-dir $(BUILD) --output-on-failure -j2 -LE middleware
+
+# (the benchmarks measure both paths themselves)
+check-nodirect:
+	SOFTVERBS_DIRECT=0 ctest --test-dir $(BUILD) --output-on-failure -j2 \
+		-LE middleware -R '^e2e_' -E '^e2e_(bench_short|budgets)$$'
 
 build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSV_SANITIZE=ON $(CMAKE_ARGS) >/dev/null

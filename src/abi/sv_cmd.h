@@ -91,7 +91,8 @@ enum sv_obj_type {
 	X(CLOSE_XRCD, 39)                                                    \
 	X(OPEN_QP, 40)                                                       \
 	X(NOTIFY_CQ, 41)                                                     \
-	X(OPEN_DIRECT, 42)
+	X(OPEN_DIRECT, 42)                                                   \
+	X(MR_FILE, 43)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -250,6 +251,15 @@ struct sv_cmd_notify_cq {
 	uint32_t rsvd;
 };
 
+/* MR_FILE: the sealed memfd behind the MR whose key this is (one the
+ * direct path's table flags SV_DKEY_FILE) comes with the response, for a
+ * process of this host to map (src/abi/sv_direct.h); ENOENT for any other
+ * key. */
+struct sv_cmd_mr_file {
+	uint32_t key;
+	uint32_t rsvd;
+};
+
 /* CREATE_QP: the QP's ring memfd comes with the response. */
 struct sv_cmd_create_qp {
 	uint64_t cookie;       /* returned in events: the library's ibv_qp * */
@@ -403,6 +413,7 @@ struct sv_cmd {
 		struct sv_cmd_create_cq create_cq;
 		struct sv_cmd_resize_cq resize_cq;
 		struct sv_cmd_notify_cq notify_cq;
+		struct sv_cmd_mr_file mr_file;
 		struct sv_cmd_stat stat;
 		struct sv_cmd_create_qp create_qp;
 		struct sv_cmd_modify_qp modify_qp;
@@ -561,6 +572,13 @@ struct sv_rsp_open_direct {
 	uint64_t bytes;
 };
 
+/* MR_FILE: the file offset of the MR's byte addr (the key entry's), and
+ * the MR's length. */
+struct sv_rsp_mr_file {
+	uint64_t offset;
+	uint64_t length;
+};
+
 /* A QP's ring memfd comes with this response: the send ring at sq_offset,
  * the receive ring at rq_offset (0 entries when the QP uses an SRQ). */
 struct sv_rsp_qp {
@@ -696,6 +714,8 @@ struct sv_rsp_stat_wire {
 	/* of lo_msgs and lo_bytes: those the initiating process ran itself
 	 * (the direct path, src/abi/sv_direct.h) */
 	uint64_t direct_msgs, direct_bytes;
+	uint64_t direct_mapped;    /* of direct_msgs: plain copies between
+				    * mapped memfds */
 };
 
 struct sv_rsp_hdr {
@@ -721,6 +741,7 @@ struct sv_rsp {
 		struct sv_rsp_stat_wire stat_wire;
 		struct sv_rsp_open_context open_context;
 		struct sv_rsp_open_direct open_direct;
+		struct sv_rsp_mr_file mr_file;
 		struct sv_rsp_qp qp;
 		struct sv_rsp_query_qp query_qp;
 		struct sv_rsp_srq srq;

@@ -73,7 +73,8 @@ struct sv_direct_guard {
 	uint64_t epoch;            /* 0, or the epoch of the copy under way */
 	uint64_t msgs;             /* WQEs run directly */
 	uint64_t bytes;            /* their bytes */
-	uint64_t rsvd;
+	uint64_t mapped;           /* of msgs: copied through mappings of
+				    * both sides' memfds (SV_DKEY_FILE) */
 };
 
 _Static_assert(sizeof(struct sv_direct_guard) == 32, "direct guard");
@@ -111,13 +112,18 @@ union sv_direct_qp_u {
 /* A key (key table slot perm^-1(key >> 8)); key 0: nothing usable through
  * the direct path (no key, or one only the daemon path takes: memory
  * windows, fast-register and list MRs). */
+/* sv_direct_key.flags */
+#define SV_DKEY_FILE 1u  /* the memory lies in a sealed memfd the daemon
+			  * hands out (MR_FILE): map it, copy with plain
+			  * loads and stores */
+
 struct sv_direct_key {
 	uint32_t seq;
 	uint32_t key;              /* the full key (lkey == rkey) */
 	uint32_t access;           /* enum ibv_access_flags */
 	uint32_t pd;               /* the device-wide id of its PD */
 	int32_t pid;               /* its owner's */
-	uint32_t rsvd0;
+	uint32_t flags;            /* SV_DKEY_* */
 	uint64_t addr;             /* where byte iova lies in the owner */
 	uint64_t iova;             /* the first address its users name */
 	uint64_t length;

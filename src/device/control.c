@@ -182,7 +182,8 @@ static int cmd_stat_wire(struct sv_req *r)
 	}
 	sv_roce_stat_fill(&r->rsp->u.stat_wire);
 	sv_direct_counts(&r->rsp->u.stat_wire.direct_msgs,
-			 &r->rsp->u.stat_wire.direct_bytes);
+			 &r->rsp->u.stat_wire.direct_bytes,
+			 &r->rsp->u.stat_wire.direct_mapped);
 	r->rsp->u.stat_wire.lo_msgs = sv_dev.lo_msgs +
 				      r->rsp->u.stat_wire.direct_msgs;
 	r->rsp->u.stat_wire.lo_bytes = sv_dev.lo_bytes +
@@ -206,6 +207,7 @@ static const struct {
 	[SV_CMD_QUERY_GID] = { cmd_query_gid, F_PROBE },
 	[SV_CMD_OPEN_CONTEXT] = { cmd_open_context, F_FD },
 	[SV_CMD_OPEN_DIRECT] = { sv_cmd_open_direct, 0 },
+	[SV_CMD_MR_FILE] = { sv_cmd_mr_file, 0 },
 	[SV_CMD_ALLOC_PD] = { cmd_alloc_pd, 0 },
 	[SV_CMD_DEALLOC_PD] = { cmd_dealloc_pd, 0 },
 	[SV_CMD_REG_MR] = { sv_cmd_reg_mr, 0 },

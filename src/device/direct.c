@@ -45,7 +45,7 @@ static struct {
 	union sv_direct_key_u *key; /* [key_slots] */
 	uint32_t key_slots;
 	uint64_t revokes, waits, given_up;
-	uint64_t msgs_gone, bytes_gone; /* of QPs no longer there */
+	uint64_t msgs_gone, bytes_gone, mapped_gone; /* of QPs gone */
 } dt = { .memfd = -1 };
 
 static size_t page_up(size_t n)
@@ -144,6 +144,8 @@ static void mr_value(const struct sv_mr *mr, union sv_direct_key_u *v)
 	v->e.addr = mr->addr;
 	v->e.iova = mr->iova;
 	v->e.length = mr->length;
+	if (mr->has_file)
+		v->e.flags |= SV_DKEY_FILE;
 }
 
 void sv_direct_mr(const struct sv_mr *mr)
@@ -221,23 +223,28 @@ void sv_direct_guard_reset(const struct sv_qp *qp)
 	/* what its last QP ran stays counted */
 	dt.msgs_gone += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 	dt.bytes_gone += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
+	dt.mapped_gone += __atomic_load_n(&g->mapped, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->msgs, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->mapped, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
 }
 
-void sv_direct_counts(uint64_t *msgs, uint64_t *bytes)
+void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped)
 {
 	*msgs = dt.msgs_gone;
 	*bytes = dt.bytes_gone;
+	*mapped = dt.mapped_gone;
 	if (dt.memfd < 0)
 		return;
 	for (uint32_t i = 0; i < QP_SLOTS; i++) {
+		const struct sv_direct_guard *g = &dt.guard[i];
+
 		if (!sv_dev.qpn_tab[i])
 			continue;
-		*msgs += __atomic_load_n(&dt.guard[i].msgs, __ATOMIC_RELAXED);
-		*bytes += __atomic_load_n(&dt.guard[i].bytes,
-					  __ATOMIC_RELAXED);
+		*msgs += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
+		*bytes += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
+		*mapped += __atomic_load_n(&g->mapped, __ATOMIC_RELAXED);
 	}
 }
 
@@ -350,7 +357,32 @@ void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *given_up)
 	*given_up = dt.given_up;
 }
 
-/* ---- the command ---- */
+/* ---- the commands ---- */
+
+int sv_cmd_mr_file(struct sv_req *r)
+{
+	const struct sv_cmd_mr_file *a = &r->cmd->u.mr_file;
+	unsigned int kind;
+	const struct sv_mr *mr;
+
+	if (a->rsvd) {
+		r->why = "reserved fields set";
+		return -EINVAL;
+	}
+	mr = sv_keytab_find(&sv_dev.keys, a->key, &kind);
+	if (!mr || kind != SV_KEY_MR || !mr->has_file || dt.memfd < 0) {
+		r->why = "no memfd behind that key";
+		return -ENOENT;
+	}
+	r->fd_out = fcntl(mr->file_fd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd_out < 0) {
+		r->why = "cannot hand out the memfd";
+		return -EMFILE;
+	}
+	r->rsp->u.mr_file.offset = mr->file_off;
+	r->rsp->u.mr_file.length = mr->length;
+	return 0;
+}
 
 int sv_cmd_open_direct(struct sv_req *r)
 {

@@ -43,13 +43,14 @@ void sv_direct_sq_done(struct sv_qp *qp);
  * sv_dev.lock go while it waits. */
 void sv_direct_revoke(void);
 
-/* The WQEs (and their bytes) that processes ran directly, QPs gone
- * included. */
-void sv_direct_counts(uint64_t *msgs, uint64_t *bytes);
+/* The WQEs (their bytes, and those copied between mapped memfds) that
+ * processes ran directly, QPs gone included. */
+void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped);
 /* Counters: revocations, those that waited for a guard, guards given up. */
 void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *given_up);
 
-/* OPEN_DIRECT */
+/* OPEN_DIRECT, MR_FILE */
 int sv_cmd_open_direct(struct sv_req *r);
+int sv_cmd_mr_file(struct sv_req *r);
 
 #endif /* SV_DEVICE_DIRECT_H */

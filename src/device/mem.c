@@ -44,6 +44,12 @@ static int parse_maps_line(const char *l, uint64_t *s, uint64_t *e,
 	return 0;
 }
 
+/* The bytes of a NUL-terminated line, its NUL included. */
+static size_t ll_end(const char *l)
+{
+	return strlen(l) + 1;
+}
+
 /* A range of client memory to check. */
 struct mem_range {
 	uint64_t addr;
@@ -57,7 +63,8 @@ struct mem_range {
  * file once, in fixed chunks: no allocation.
  */
 static int check_ranges(struct sv_client *c, const struct mem_range *r,
-			size_t n, bool write, const char **why)
+			size_t n, bool write, const char **why,
+			char shared_vma[512])
 {
 	char path[64], buf[8192], line[512];
 	uint64_t cur, end;
@@ -106,6 +113,11 @@ static int check_ranges(struct sv_client *c, const struct mem_range *r,
 					cur = e;
 					break;
 				}
+				/* one range in one shared mapping: it may be a
+				 * file both sides can map (mrfile.c) */
+				if (shared_vma && n == 1 && s <= r[0].addr &&
+				    perms[3] == 's')
+					memcpy(shared_vma, line, ll_end(line));
 				if (++k == n) {
 					ret = 0;
 					goto out;
@@ -126,7 +138,7 @@ int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
 {
 	struct mem_range r = { addr, len };
 
-	return check_ranges(c, &r, len ? 1 : 0, write, why);
+	return check_ranges(c, &r, len ? 1 : 0, write, why, NULL);
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -178,7 +190,7 @@ static int check_blocks(struct sv_client *c, const struct sv_mr *mr,
 		}
 		r[m++] = r[i];
 	}
-	ret = check_ranges(c, r, m, write, why);
+	ret = check_ranges(c, r, m, write, why, NULL);
 	free(r);
 	return ret;
 }
@@ -194,9 +206,15 @@ static int check_mapping(struct sv_client *c, const struct sv_mr *mr,
 	return sv_mem_check_range(c, mr->addr, mr->length, write, why);
 }
 
+/* The range [addr, addr + len) of a new translation: mapped with the
+ * rights access needs, and, when it lies in one shared mapping, that
+ * mapping's maps line in vma (else vma[0] is 0). */
 static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
-			     uint32_t access, const char **why)
+			     uint32_t access, const char **why,
+			     char vma[512])
 {
+	struct mem_range r = { addr, len };
+
 	if (len == 0) {
 		*why = "zero length";
 		return -EINVAL;
@@ -209,7 +227,8 @@ static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
 		*why = "range wraps";
 		return -EINVAL;
 	}
-	return sv_mem_check_range(c, addr, len, access & SV_ACCESS_WRITES, why);
+	vma[0] = 0;
+	return check_ranges(c, &r, 1, access & SV_ACCESS_WRITES, why, vma);
 }
 
 /* A new MR of the requesting client on pd, with a block array of nblocks
@@ -241,12 +260,36 @@ static struct sv_mr *mr_new(struct sv_req *r, struct sv_pd *pd,
 	mr->owner = r->client;
 	mr->pd = pd;
 	mr->max_blocks = nblocks;
+	mr->file_fd = -1;
 	*err = 0;
 	return mr;
 }
 
+static void mr_file_drop(struct sv_mr *mr)
+{
+	if (mr->has_file)
+		close(mr->file_fd);
+	mr->has_file = false;
+	mr->file_fd = -1;
+}
+
+/* Keep the sealed memfd the range lies in, if it does (mrfile.c). */
+static void mr_file_take(struct sv_client *c, struct sv_mr *mr,
+			 const char *vma)
+{
+	uint64_t off;
+	int fd = sv_mr_file_open(c, vma, mr->addr, mr->length, &off);
+
+	if (fd < 0)
+		return;
+	mr->has_file = true;
+	mr->file_fd = fd;
+	mr->file_off = off;
+}
+
 static void mr_free(struct sv_mr *mr)
 {
+	mr_file_drop(mr);
 	free(mr->blocks);
 	free(mr);
 }
@@ -288,6 +331,7 @@ int sv_cmd_reg_mr(struct sv_req *r)
 	const struct sv_cmd_reg_mr *a = &r->cmd->u.reg_mr;
 	struct sv_pd *pd;
 	struct sv_mr *mr;
+	char vma[512];
 	int ret;
 
 	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
@@ -297,7 +341,7 @@ int sv_cmd_reg_mr(struct sv_req *r)
 	if (ret)
 		return ret;
 	ret = check_translation(r->client, a->addr, a->length, a->access,
-				&r->why);
+				&r->why, vma);
 	if (ret)
 		return ret;
 	mr = mr_new(r, pd, 0, &ret);
@@ -307,6 +351,7 @@ int sv_cmd_reg_mr(struct sv_req *r)
 	mr->length = a->length;
 	mr->iova = (a->access & IBV_ACCESS_ZERO_BASED) ? 0 : a->iova;
 	mr->access = a->access;
+	mr_file_take(r->client, mr, vma);
 	return mr_publish(r, mr);
 }
 
@@ -395,6 +440,7 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 	struct sv_mr *mr;
 	struct sv_pd *pd;
 	uint32_t access;
+	char vma[512];
 	int ret;
 
 	mr = sv_req_obj(r, a->mr, SV_OBJ_MR);
@@ -425,7 +471,8 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 	if (ret)
 		return ret;
 	if (a->flags & IBV_REREG_MR_CHANGE_TRANSLATION)
-		ret = check_translation(c, a->addr, a->length, access, &r->why);
+		ret = check_translation(c, a->addr, a->length, access, &r->why,
+					vma);
 	else if (access & ~mr->access & SV_ACCESS_WRITES)
 		ret = check_mapping(c, mr, access, &r->why);
 	if (ret)
@@ -451,6 +498,13 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 		mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : a->iova;
 	}
 	mr->access = access;
+	/* the old memory's file goes once no direct copy uses it: the
+	 * entry says nothing of it after sv_direct_mr below; a process that
+	 * mapped it keeps its own mapping, which the entry no longer names */
+	if (a->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr_file_drop(mr);
+		mr_file_take(c, mr, vma);
+	}
 	/* a copy under the old key and translation ends before the reply:
 	 * nothing is written through the old grant afterwards */
 	sv_engine_quiesce();

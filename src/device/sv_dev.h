@@ -128,6 +128,11 @@ struct sv_mr {
 				    * window bound before does not survive it */
 	uint64_t fbo;              /* list position of the MR's byte 0 */
 	struct sv_mr_block *blocks; /* NULL for contiguous MRs */
+	/* a sealed memfd the MR's memory lies in (mrfile.c), for the direct
+	 * path's plain copies: file_fd, file_off of byte addr */
+	bool has_file;
+	int file_fd;
+	uint64_t file_off;
 };
 
 /* A memory window (mw.c; binds and invalidation in mm.c). */
@@ -420,6 +425,12 @@ int sv_cmd_alloc_page_list(struct sv_req *r);
 int sv_cmd_free_page_list(struct sv_req *r);
 void sv_mr_destroy(struct sv_mr *mr);
 void sv_page_list_destroy(struct sv_page_list *pl);
+
+/* mrfile.c: the sealed memfd behind [addr, addr + len) of c, whose maps
+ * line is vma (check_translation's), reopened read-write: a descriptor and
+ * *file_off (the file offset of addr), or -ENOENT. */
+int sv_mr_file_open(const struct sv_client *c, const char *vma, uint64_t addr,
+		    uint64_t len, uint64_t *file_off);
 
 /* mw.c */
 int sv_cmd_alloc_mw(struct sv_req *r);

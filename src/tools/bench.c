@@ -73,6 +73,10 @@ static void usage(FILE *f)
 "                      its two CQs in one domain; per-qp: a domain per QP,\n"
 "                      each QP with a send and a receive CQ of its own. A\n"
 "                      domain without --res-domain is safe,default\n"
+"      --memfd         both processes' buffers in a memfd sealed against\n"
+"                      shrinking, mapped shared (memory the direct path\n"
+"                      copies with plain loads and stores), not anonymous\n"
+"                      memory\n"
 "Exit status: 0 measured, 1 failed, 2 bad arguments.\n",
 		BT_MAX_QPS, BT_MAX_OUTST, BT_MAX_QP_WRS);
 }
@@ -147,7 +151,7 @@ static int parse_uint(const char *opt, const char *s, uint64_t max,
 
 enum {
 	OPT_JSON = 0x100, OPT_NO_PROGRESS, OPT_SIZES, OPT_SERVER_FD,
-	OPT_RES_DOMAIN, OPT_DOMAINS,
+	OPT_RES_DOMAIN, OPT_DOMAINS, OPT_MEMFD,
 };
 
 /* --res-domain THREAD[,MSG] */
@@ -196,6 +200,7 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 		{ "server-fd", required_argument, NULL, OPT_SERVER_FD },
 		{ "res-domain", required_argument, NULL, OPT_RES_DOMAIN },
 		{ "domains", required_argument, NULL, OPT_DOMAINS },
+		{ "memfd", no_argument, NULL, OPT_MEMFD },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_s = false, have_a = false, have_list = false;
@@ -280,6 +285,9 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 			if ((ret = parse_res_domain(optarg, o)))
 				return ret;
 			have_rd = true;
+			break;
+		case OPT_MEMFD:
+			o->memfd = true;
 			break;
 		case OPT_DOMAINS:
 			if (!strcmp(optarg, "none"))
@@ -524,10 +532,10 @@ static void print_json(const struct bt_opts *o, const struct bt_result *r,
 {
 	printf("{\"tool\": \"softverbs bench\", \"test\": \"%s\", "
 	       "\"mode\": \"%s\", \"qps\": %u, \"outstanding\": %u, "
-	       "\"events\": %s,\n \"domains\": \"%s\", ",
+	       "\"events\": %s, \"memfd\": %s,\n \"domains\": \"%s\", ",
 	       bt_test_name(o->test), o->mode == BT_BW ? "bw" : "lat",
 	       o->qps, o->outstanding, o->events ? "true" : "false",
-	       bt_domains_name(o->domains));
+	       o->memfd ? "true" : "false", bt_domains_name(o->domains));
 	if (o->domains == BT_DOM_NONE)
 		printf("\"res_domain\": null, ");
 	else

@@ -44,6 +44,9 @@ struct bt_opts {
 	 * enum ibv_exp_msg_model */
 	enum bt_domains domains;
 	unsigned int thread_model, msg_model;
+	/* the buffers in a memfd sealed against shrinking (MAP_SHARED), which
+	 * the direct path copies with plain loads and stores */
+	bool memfd;
 };
 
 /* What the client's QPs got: the doorbell page of each (sv_query_qp_db;

@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,6 +100,7 @@ struct bt_ep {
 	struct ibv_exp_res_domain **dom;   /* --domains one or per-qp */
 	unsigned int ndom;
 	char *buf;               /* 2 * half bytes: receive, then send */
+	int memfd;               /* --memfd: the buffer's file, else -1 */
 	size_t half;
 	char *rbuf, *sbuf;
 	uint32_t max_inline;
@@ -794,6 +796,8 @@ static int ep_destroy(struct bt_ep *e)
 		ibv_close_device(e->ctx);
 	if (e->buf)
 		munmap(e->buf, 2 * e->half);
+	if (e->memfd >= 0)
+		close(e->memfd);
 	free(e->qp);
 	free(e->rqpn);
 	free(e->swr);
@@ -818,6 +822,7 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 	uint32_t nrecv;
 
 	memset(e, 0, sizeof(*e));
+	e->memfd = -1;
 	e->o = o;
 	e->fd = fd;
 	e->server = server;
@@ -879,9 +884,25 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 		errmsg(e, "out of memory");
 		return -1;
 	}
-	/* the buffer, touched now so no page fault lands in a timed loop */
-	e->buf = mmap(NULL, 2 * e->half, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	/* the buffer, touched now so no page fault lands in a timed loop;
+	 * --memfd: in a sealed memfd (kept open: the device finds it by its
+	 * descriptor) */
+	if (o->memfd) {
+		e->memfd = memfd_create("sv-bench", MFD_CLOEXEC |
+					MFD_ALLOW_SEALING);
+		if (e->memfd < 0 || ftruncate(e->memfd, (off_t)(2 * e->half)) ||
+		    fcntl(e->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+			errmsg(e, "cannot make a sealed memfd: %s",
+			       strerror(errno));
+			return -1;
+		}
+		e->buf = mmap(NULL, 2 * e->half, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_POPULATE, e->memfd, 0);
+	} else {
+		e->buf = mmap(NULL, 2 * e->half, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
+			      0);
+	}
 	if (e->buf == MAP_FAILED) {
 		e->buf = NULL;
 		errmsg(e, "cannot map 2 x %zu bytes: %s", e->half,

@@ -229,10 +229,12 @@ int sv_tool_stat(int argc, char **argv)
 
 		printf("same host: %llu messages, %llu bytes; of them run by "
 		       "the initiating process (direct): %llu messages, %llu "
-		       "bytes\n", (unsigned long long)w->lo_msgs,
+		       "bytes, %llu between mapped memfds\n",
+		       (unsigned long long)w->lo_msgs,
 		       (unsigned long long)w->lo_bytes,
 		       (unsigned long long)w->direct_msgs,
-		       (unsigned long long)w->direct_bytes);
+		       (unsigned long long)w->direct_bytes,
+		       (unsigned long long)w->direct_mapped);
 		if (!w->running) {
 			printf("roce: no RoCEv2 port (peers on this host only)\n");
 		} else {

@@ -48,6 +48,10 @@ struct sv_direct {
 	uint32_t qp_mask;
 	uint32_t key_slots;
 	struct sv_keyperm perm;            /* a copy of the header's */
+	/* key index -> slot, the permutation's inverse remembered: idx << 32
+	 * | slot in entry idx % 256 (a pure function, so any
+	 * thread may fill it; one 64-bit store each) */
+	uint64_t slot_cache[256];
 	pid_t pid;
 	void *map;
 	size_t bytes;
@@ -269,11 +273,25 @@ static bool qp_entry(const struct sv_direct *d, uint32_t qpn,
 	return false;
 }
 
+/* The key table slot of key's index (the permutation's inverse). */
+static uint32_t key_slot(struct sv_direct *d, uint32_t key)
+{
+	uint32_t idx = SV_KEY_INDEX(key), slot;
+	uint64_t *c = &d->slot_cache[idx % 256];
+	uint64_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	if ((uint32_t)(v >> 32) == idx && idx)
+		return (uint32_t)v;
+	slot = sv_keyperm_inv(&d->perm, idx);
+	__atomic_store_n(c, (uint64_t)idx << 32 | slot, __ATOMIC_RELAXED);
+	return slot;
+}
+
 /* The published entry of key (exactly: all 32 bits), copied consistently. */
-static bool key_entry(const struct sv_direct *d, uint32_t key,
+static bool key_entry(struct sv_direct *d, uint32_t key,
 		      union sv_direct_key_u *out)
 {
-	uint32_t slot = sv_keyperm_inv(&d->perm, SV_KEY_INDEX(key));
+	uint32_t slot = key_slot(d, key);
 
 	if (!slot || slot >= d->key_slots)
 		return false;
@@ -290,13 +308,154 @@ static bool can_receive(uint32_t state)
 	       state == IBV_QPS_SQD || state == IBV_QPS_SQE;
 }
 
-/* What one WR needs: the local iovecs, the remote range and the peer. */
+/*
+ * ---- memory both sides map (SV_DKEY_FILE) ----
+ *
+ * A QP keeps a few of the sealed memfds behind the keys it used mapped
+ * (MR_FILE hands one out): its WRs between such MRs copy with memcpy, no
+ * system call. A mapping is ours, so nothing the MR's owner does to its
+ * own mappings can make a copy fault, and the file cannot shrink (sealed).
+ * An entry is used only while the key's published entry is the one it was
+ * made for; the guard covers the copy as it covers process_vm_writev.
+ */
+#define SV_DMAP_N 8
+
+struct sv_dmap {
+	uint32_t key;              /* 0: free */
+	uint64_t addr, iova, length; /* the key's entry it was made for */
+	uint8_t *base;             /* where the entry's byte addr is here */
+	void *map;
+	size_t map_len;
+};
+
+struct sv_dcache {
+	struct sv_dmap m[SV_DMAP_N];
+	uint32_t next;             /* the next one to replace */
+	uint32_t want;             /* a key to map after the WR (0: none) */
+};
+
+static long page_bytes(void)
+{
+	static long pg;
+
+	if (!pg)
+		pg = sysconf(_SC_PAGESIZE);
+	return pg;
+}
+
+/* Our slot for the entry k's memory (its base NULL when it could not be
+ * mapped), or NULL when there is none yet. */
+static const struct sv_dmap *dmap_find(const struct sv_dcache *c,
+				       const struct sv_direct_key *k)
+{
+	for (unsigned int i = 0; i < SV_DMAP_N; i++) {
+		const struct sv_dmap *m = &c->m[i];
+
+		if (m->key == k->key && m->addr == k->addr &&
+		    m->iova == k->iova && m->length == k->length && m->key)
+			return m;
+	}
+	return NULL;
+}
+
+/* Where the entry k's byte addr is mapped here, or NULL; and, when the
+ * memory can be mapped and is not yet, ask for it (c->want). */
+static uint8_t *dmap_base(struct sv_dcache *c, const struct sv_direct_key *k)
+{
+	const struct sv_dmap *m;
+
+	if (!(k->flags & SV_DKEY_FILE))
+		return NULL;
+	m = dmap_find(c, k);
+	if (!m && !c->want)
+		c->want = k->key;
+	return m ? m->base : NULL;
+}
+
+static void dmap_drop(struct sv_dmap *m)
+{
+	if (m->map)
+		munmap(m->map, m->map_len);
+	memset(m, 0, sizeof(*m));
+}
+
+/* The next slot to (re)use. */
+static struct sv_dmap *dmap_slot(struct sv_dcache *c,
+				 const struct sv_direct_key *k)
+{
+	struct sv_dmap *m = &c->m[c->next++ % SV_DMAP_N];
+
+	dmap_drop(m);
+	m->key = k->key;
+	m->addr = k->addr;
+	m->iova = k->iova;
+	m->length = k->length;
+	return m;
+}
+
+/* Map the memfd of key (outside any guard: a command to the daemon), for
+ * the entry k. A slot says the outcome: a mapping, or none (base NULL: not
+ * asked again while the slot stays). */
+static void dmap_fill(struct sv_context *ctx, struct sv_dcache *c,
+		      const struct sv_direct_key *k)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	struct sv_dmap *m;
+	uint64_t off, skip;
+	void *map = MAP_FAILED;
+	int fd = -1;
+
+	if (dmap_find(c, k))
+		return;
+	sv_cmd_init(&cmd, SV_CMD_MR_FILE);
+	cmd.u.mr_file.key = k->key;
+	if (!sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd) && fd >= 0 &&
+	    rsp.u.mr_file.length == k->length) {
+		off = rsp.u.mr_file.offset;
+		skip = off % (uint64_t)page_bytes();
+		map = mmap(NULL, k->length + skip, PROT_READ | PROT_WRITE,
+			   MAP_SHARED, fd, (off_t)(off - skip));
+	}
+	if (fd >= 0)
+		close(fd);
+	m = dmap_slot(c, k);
+	if (map != MAP_FAILED) {
+		m->map = map;
+		m->map_len = k->length + skip;
+		m->base = (uint8_t *)map + skip;
+	}
+}
+
+int sv_direct_qp_init(struct sv_qp *qp)
+{
+	if (!qp->direct_ops)
+		return 0;
+	qp->dcache = calloc(1, sizeof(*qp->dcache));
+	return qp->dcache ? 0 : -ENOMEM;
+}
+
+void sv_direct_qp_fini(struct sv_qp *qp)
+{
+	if (!qp->dcache)
+		return;
+	for (unsigned int i = 0; i < SV_DMAP_N; i++)
+		dmap_drop(&qp->dcache->m[i]);
+	free(qp->dcache);
+	qp->dcache = NULL;
+}
+
+/* What one WR needs: the local iovecs, the remote range and the peer; and
+ * where both are mapped here, when they are (plain copies). */
 struct dwr {
 	struct iovec liov[32];
 	unsigned int nl;
 	uint64_t len;
 	struct iovec riov;
 	pid_t rpid;
+	bool mapped;               /* every side below is set */
+	uint8_t *lptr[32];         /* the local pieces in our mappings */
+	uint8_t *rptr;             /* the remote range in ours */
 };
 
 /*
@@ -306,10 +465,11 @@ struct dwr {
  * "no" goes to the daemon, which finds the same and says it with its
  * completion status.
  */
-static bool check(const struct sv_direct *d, const struct sv_qp *qp,
+static bool check(struct sv_direct *d, struct sv_qp *qp,
 		  const struct ibv_send_wr *wr, bool read, bool inl,
 		  struct dwr *x)
 {
+	struct sv_dcache *dc = qp->dcache;
 	uint32_t qpn = qp->ex.qp_base.qp_num;
 	uint32_t need = read ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE;
 	union sv_direct_qp_u me, peer;
@@ -328,6 +488,7 @@ static bool check(const struct sv_direct *d, const struct sv_qp *qp,
 		return false;
 	x->nl = 0;
 	x->len = 0;
+	x->mapped = dc != NULL;
 	for (int i = 0; i < wr->num_sge; i++) {
 		const struct ibv_sge *s = &wr->sg_list[i];
 
@@ -337,6 +498,7 @@ static bool check(const struct sv_direct *d, const struct sv_qp *qp,
 		if (inl) {
 			/* our own bytes, as the post would copy them */
 			x->liov[x->nl].iov_base = (void *)(uintptr_t)s->addr;
+			x->lptr[x->nl] = (uint8_t *)(uintptr_t)s->addr;
 		} else {
 			if (!key_entry(d, s->lkey, &k) || k.e.pd != me.e.pd ||
 			    k.e.pid != d->pid ||
@@ -347,6 +509,13 @@ static bool check(const struct sv_direct *d, const struct sv_qp *qp,
 			x->liov[x->nl].iov_base =
 				(void *)(uintptr_t)(k.e.addr +
 						    (s->addr - k.e.iova));
+			if (x->mapped) {
+				uint8_t *b = dmap_base(dc, &k.e);
+
+				x->mapped = b != NULL;
+				x->lptr[x->nl] = b ? b + (s->addr - k.e.iova) :
+						     NULL;
+			}
 		}
 		x->liov[x->nl++].iov_len = s->length;
 	}
@@ -363,10 +532,47 @@ static bool check(const struct sv_direct *d, const struct sv_qp *qp,
 						k.e.iova));
 	x->riov.iov_len = x->len;
 	x->rpid = k.e.pid;
+	if (x->mapped) {
+		uint8_t *b = dmap_base(dc, &k.e);
+
+		x->mapped = b != NULL;
+		x->rptr = b ? b + (wr->wr.rdma.remote_addr - k.e.iova) : NULL;
+	}
 	return true;
 }
 
+/* The copy through our mappings: gather the local pieces into the remote
+ * range (WRITE) or scatter it into them (READ). */
+static void copy_mapped(const struct dwr *x, bool read)
+{
+	uint8_t *r = x->rptr;
+
+	for (unsigned int i = 0; i < x->nl; i++) {
+		size_t n = x->liov[i].iov_len;
+
+		if (read)
+			memcpy(x->lptr[i], r, n);
+		else
+			memcpy(r, x->lptr[i], n);
+		r += n;
+	}
+}
+
 /* ---- the post ---- */
+
+/* Map the memfd of the key a WR found unmapped (once per key and QP; a
+ * failure is not tried again until the cache turns over). */
+static __attribute__((noinline)) void direct_want(struct sv_context *ctx,
+						  struct sv_direct *d,
+						  struct sv_dcache *dc)
+{
+	union sv_direct_key_u k;
+	uint32_t key = dc->want;
+
+	dc->want = 0;
+	if (key_entry(d, key, &k) && (k.e.flags & SV_DKEY_FILE))
+		dmap_fill(ctx, dc, &k.e);
+}
 
 int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 		   uint32_t op, unsigned int flags)
@@ -403,7 +609,9 @@ int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	__atomic_store_n(&g->epoch, epoch ? epoch : 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	ok = check(d, qp, wr, read, inl, &x);
-	if (ok && x.len) {
+	if (ok && x.len && x.mapped) {
+		copy_mapped(&x, read);
+	} else if (ok && x.len) {
 		n = read ? process_vm_readv(x.rpid, x.liov, x.nl, &x.riov, 1, 0)
 			 : process_vm_writev(x.rpid, x.liov, x.nl, &x.riov, 1,
 					     0);
@@ -411,6 +619,9 @@ int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	}
 	/* release: our copy ends before the daemon sees the guard clear */
 	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
+	/* a memfd seen and not mapped yet: map it now, for the next WRs */
+	if (unlikely(qp->dcache && qp->dcache->want))
+		direct_want(ctx, d, qp->dcache);
 	if (!ok) {
 		/* EFAULT, EPERM (ptrace rules), ESRCH, a check: the daemon
 		 * runs it, with its own completion */
@@ -421,6 +632,8 @@ int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	/* the daemon's counters add these up (one writer: this QP's poster) */
 	__atomic_store_n(&g->msgs, g->msgs + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->bytes, g->bytes + x.len, __ATOMIC_RELAXED);
+	if (x.mapped && x.len)
+		__atomic_store_n(&g->mapped, g->mapped + 1, __ATOMIC_RELAXED);
 	if (signaled)
 		cq_push(cq, wr->wr_id, op, qp->ex.qp_base.qp_num, x.len);
 	return 0;

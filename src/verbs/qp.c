@@ -271,6 +271,8 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 		      (dom->rd->msg_model == IBV_EXP_MSG_LOW_LATENCY ||
 		       dom->rd->msg_model == IBV_EXP_MSG_FORCE_LOW_LATENCY);
 	qp->direct_ops = sv_direct_ops(ctx, a->qp_type);
+	/* without its cache, the direct path copies with system calls only */
+	(void)sv_direct_qp_init(qp);
 	sv_qp_init_post(qp, a->qp_type);
 	qp->rd = dom->rd;
 	if (a->pd && to_sv_pd(a->pd)->parent)
@@ -736,6 +738,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		sv_pd_put(ibqp->pd);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
+	sv_direct_qp_fini(qp);
 	free(qp);
 	return 0;
 }

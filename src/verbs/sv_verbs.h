@@ -53,6 +53,7 @@ struct sv_device {
 struct sv_cq;
 struct sv_res_domain;
 struct sv_direct;
+struct sv_dcache;
 
 struct sv_context {
 	struct verbs_context vctx; /* ends with struct ibv_context */
@@ -349,6 +350,7 @@ struct sv_qp {
 				    * this QP's type (sv_send_opcode_fast) */
 	uint32_t direct_ops;       /* 1 << op: those the direct path may run
 				    * (direct.c), 0 without one */
+	struct sv_dcache *dcache;  /* memfds it mapped (direct.c), or NULL */
 	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
 	uint32_t sq_sig_all;
 	uint64_t send_ops_flags;
@@ -417,6 +419,10 @@ void sv_direct_open(struct sv_context *ctx);
 void sv_direct_close(struct sv_context *ctx);
 /* The opcodes the direct path may run on a QP of type (its direct_ops). */
 uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type);
+/* A QP's cache of mapped memfds (after direct_ops is set): 0 or -ENOMEM;
+ * and its end (unmapping them). */
+int sv_direct_qp_init(struct sv_qp *qp);
+void sv_direct_qp_fini(struct sv_qp *qp);
 /* The private completion ring of a new CQ (none with a channel): 0 or
  * -ENOMEM; and its end. */
 int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq);

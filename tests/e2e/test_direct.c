@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -66,11 +67,12 @@ static bool direct_on(void)
 	return !e || strcmp(e, "0");
 }
 
-/* The messages processes ran directly since the daemon started. */
-static uint64_t direct_msgs(void)
+/* The messages processes ran directly since the daemon started, and
+ * (mapped) how many of them were plain copies between mapped memfds. */
+static uint64_t direct_counts(uint64_t *mapped)
 {
 	char cmd[512], line[512];
-	unsigned long long n = 0;
+	unsigned long long n = 0, m = 0;
 	bool found = false;
 	FILE *f;
 
@@ -80,13 +82,38 @@ static uint64_t direct_msgs(void)
 	while (fgets(line, sizeof(line), f)) {
 		const char *p = strstr(line, "(direct): ");
 
-		if (p && sscanf(p, "(direct): %llu messages", &n) == 1)
+		if (p && sscanf(p, "(direct): %llu messages, %*u bytes, %llu",
+				&n, &m) == 2)
 			found = true;
 	}
 	pclose(f);
 	if (!found)
 		fail_msg("softverbs stat says nothing of the direct path");
+	if (mapped)
+		*mapped = m;
 	return n;
+}
+
+static uint64_t direct_msgs(void)
+{
+	return direct_counts(NULL);
+}
+
+/* A buffer in a memfd mapped shared, sealed against shrinking when
+ * sealed (memory the direct path may map): the fd stays open. */
+static uint8_t *memfd_buf(size_t len, bool sealed, int *fd)
+{
+	void *p;
+
+	*fd = memfd_create("test-direct", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(*fd >= 0);
+	assert_int_equal(ftruncate(*fd, (off_t)len), 0);
+	if (sealed)
+		assert_int_equal(fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK |
+				       F_SEAL_GROW), 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	assert_true(p != MAP_FAILED);
+	return p;
 }
 
 /* Every WR that ran since before said so: went direct when the direct path
@@ -171,9 +198,18 @@ struct pair {
 	struct vu_ep a, b;
 	uint8_t *abuf, *bbuf;
 	struct ibv_mr *amr, *bmr;
+	int afd, bfd;              /* memfd buffers (pair_make_mem), or -1 */
 };
 
+static void pair_make_mem(struct pair *p, int memfd);
+
 static void pair_make(struct pair *p)
+{
+	pair_make_mem(p, 0);
+}
+
+/* memfd: 0 anonymous buffers, 1 sealed memfds, 2 unsealed memfds */
+static void pair_make_mem(struct pair *p, int memfd)
 {
 	struct vu_qp_caps caps = { .send_wr = 64, .recv_wr = 64,
 				   .send_sge = 4, .inline_data = 64 };
@@ -191,8 +227,14 @@ static void pair_make(struct pair *p)
 	assert_int_equal(vu_ep_create(&p->b, p->ctx, p->pd, IBV_QPT_RC, &caps),
 			 0);
 	assert_int_equal(vu_connect_pair(p->a.qp, p->b.qp, &c), 0);
-	p->abuf = calloc(1, LEN);
-	p->bbuf = calloc(1, LEN);
+	p->afd = p->bfd = -1;
+	if (memfd) {
+		p->abuf = memfd_buf(LEN, memfd == 1, &p->afd);
+		p->bbuf = memfd_buf(LEN, memfd == 1, &p->bfd);
+	} else {
+		p->abuf = calloc(1, LEN);
+		p->bbuf = calloc(1, LEN);
+	}
 	assert_non_null(p->abuf);
 	assert_non_null(p->bbuf);
 	p->amr = ibv_reg_mr(p->pd, p->abuf, LEN, acc);
@@ -211,23 +253,30 @@ static void pair_free(struct pair *p)
 	vu_ep_destroy(&p->b);
 	ibv_dealloc_pd(p->pd);
 	ibv_close_device(p->ctx);
-	free(p->abuf);
-	free(p->bbuf);
+	if (p->afd >= 0) {
+		munmap(p->abuf, LEN);
+		munmap(p->bbuf, LEN);
+		close(p->afd);
+		close(p->bfd);
+	} else {
+		free(p->abuf);
+		free(p->bbuf);
+	}
 }
 
 /* WRITE and READ of every size, inline, several SGEs: the bytes, the
- * completions, and the path they took. */
-static void test_write_read(void **state)
+ * completions, and the path they took; buffers as memfd says
+ * (pair_make_mem): between sealed memfds the copies are plain ones. */
+static void write_read(int memfd)
 {
 	static const uint32_t sizes[] = { 0, 1, 8, 100, 4096, 65536, LEN };
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[3];
 	struct pair p;
-	uint64_t before, n = 0, id = 1;
+	uint64_t before, n = 0, id = 1, m0, m1;
 
-	(void)state;
-	pair_make(&p);
-	before = direct_msgs();
+	pair_make_mem(&p, memfd);
+	before = direct_counts(&m0);
 	for (unsigned int i = 0; i < VU_ARRAY_SIZE(sizes); i++) {
 		uint32_t len = sizes[i];
 
@@ -288,7 +337,36 @@ static void test_write_read(void **state)
 	assert_memory_equal(p.bbuf, p.abuf, 640);
 	n += 10;
 	expect_direct(before, n);
+	direct_counts(&m1);
+	if (memfd == 1 && direct_on()) {
+		/* the first WRs map the memfds, the rest copy through them */
+		if (m1 - m0 < n - 4)
+			fail_msg("%" PRIu64 " of %" PRIu64 " WRs between sealed "
+				 "memfds were plain copies", m1 - m0, n);
+	} else if (m1 != m0) {
+		fail_msg("%" PRIu64 " plain copies without sealed memfds or "
+			 "the direct path", m1 - m0);
+	}
 	pair_free(&p);
+}
+
+static void test_write_read(void **state)
+{
+	(void)state;
+	write_read(0);
+}
+
+static void test_write_read_memfd(void **state)
+{
+	(void)state;
+	write_read(1);
+}
+
+/* An unsealed memfd could shrink under a mapping: copied by the kernel */
+static void test_write_read_memfd_unsealed(void **state)
+{
+	(void)state;
+	write_read(2);
 }
 
 /* Completions come in posting order when direct and daemon-path WRs mix:
@@ -526,6 +604,11 @@ static void test_forged_wqe(void **state)
 
 /* ---- two processes ---- */
 
+/* The two-process tests' buffers: sealed memfds on both sides (the
+ * writer's copies are then plain ones through its mappings) or anonymous
+ * memory. */
+static bool two_memfd;
+
 /* What the target tells the writer. */
 struct target_info {
 	struct vu_addr addr;
@@ -551,10 +634,18 @@ static void target_make(struct target *t, int fd)
 	memset(t, 0, sizeof(*t));
 	if (vu_ep_create(&t->ep, NULL, NULL, IBV_QPT_RC, &caps))
 		_exit(10);
-	t->buf = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	t->buf2 = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (two_memfd) {
+		/* sealed memfds: the writer copies through its mappings */
+		int fd1, fd2;
+
+		t->buf = memfd_buf(BIG, true, &fd1);
+		t->buf2 = memfd_buf(BIG, true, &fd2);
+	} else {
+		t->buf = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		t->buf2 = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
 	if (t->buf == MAP_FAILED || t->buf2 == MAP_FAILED)
 		_exit(11);
 	t->mr = ibv_reg_mr(t->ep.pd, t->buf, BIG, IBV_ACCESS_LOCAL_WRITE |
@@ -579,7 +670,13 @@ static void writer_make(struct vu_ep *ep, int fd, struct target_info *t,
 	struct vu_addr me;
 
 	assert_int_equal(vu_ep_create(ep, NULL, NULL, IBV_QPT_RC, &caps), 0);
-	*buf = calloc(1, BIG);
+	if (two_memfd) {
+		int fd;
+
+		*buf = memfd_buf(BIG, true, &fd);
+	} else {
+		*buf = calloc(1, BIG);
+	}
 	assert_non_null(*buf);
 	*mr = ibv_reg_mr(ep->pd, *buf, BIG, IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(*mr);
@@ -702,7 +799,10 @@ static void run_revoke(int how)
 			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	expect_direct(before, 8);
 	ibv_dereg_mr(mr);
-	free(buf);
+	if (two_memfd)
+		munmap(buf, BIG);
+	else
+		free(buf);
 	vu_ep_destroy(&ep);
 	close(sv[0]);
 }
@@ -717,6 +817,25 @@ static void test_rereg_while_writing(void **state)
 {
 	(void)state;
 	run_revoke(REVOKE_REREG);
+}
+
+/* The same between sealed memfds, where the writer copies with memcpy
+ * through its own mappings of the target's memory: the revocation still
+ * ends every copy before it returns. */
+static void test_dereg_while_writing_memfd(void **state)
+{
+	(void)state;
+	two_memfd = true;
+	run_revoke(REVOKE_DEREG);
+	two_memfd = false;
+}
+
+static void test_rereg_while_writing_memfd(void **state)
+{
+	(void)state;
+	two_memfd = true;
+	run_revoke(REVOKE_REREG);
+	two_memfd = false;
 }
 
 /* The target process is killed in the middle of 1 MiB writes: the writer
@@ -774,12 +893,16 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_read),
+		cmocka_unit_test(test_write_read_memfd),
+		cmocka_unit_test(test_write_read_memfd_unsealed),
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_qp_access_revoked),
 		cmocka_unit_test(test_guard_scribbled),
 		cmocka_unit_test(test_forged_wqe),
 		cmocka_unit_test(test_dereg_while_writing),
 		cmocka_unit_test(test_rereg_while_writing),
+		cmocka_unit_test(test_dereg_while_writing_memfd),
+		cmocka_unit_test(test_rereg_while_writing_memfd),
 		cmocka_unit_test(test_peer_killed),
 	};
 
