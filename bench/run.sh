@@ -318,6 +318,10 @@ if "$SV" bench --help >/dev/null 2>&1; then
 		step "sv_atomic_$m" $limit "$SV" bench -t atomic -m $m \
 			"${sv_atomic[@]}" --json --no-progress
 	done
+	# between sealed memfds (the direct path's plain copies): 1 MiB
+	# WRITEs, and 8 B for the message rate
+	step sv_write_bw_memfd $limit "$SV" bench -t write -m bw --memfd \
+		--sizes 8,1048576 --json --no-progress
 	if [ $short = 0 ]; then
 		# sleeping on completion events instead of busy polling
 		step sv_write_lat_events $limit "$SV" bench -t write -m lat \

@@ -328,10 +328,18 @@ struct sv_dmap {
 	size_t map_len;
 };
 
+/* WRs of one list run together, and the local pieces of a batch of
+ * WRITEs (sv_direct_post_many) */
+#define SV_DIRECT_BATCH     64
+#define SV_DIRECT_BATCH_IOV 256
+
 struct sv_dcache {
 	struct sv_dmap m[SV_DMAP_N];
 	uint32_t next;             /* the next one to replace */
 	uint32_t want;             /* a key to map after the WR (0: none) */
+	/* a batch's iovecs: local pieces, and a remote range per WR */
+	struct iovec bl[SV_DIRECT_BATCH_IOV];
+	struct iovec br[SV_DIRECT_BATCH];
 };
 
 static long page_bytes(void)
@@ -574,33 +582,74 @@ static __attribute__((noinline)) void direct_want(struct sv_context *ctx,
 		dmap_fill(ctx, dc, &k.e);
 }
 
-int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
-		   uint32_t op, unsigned int flags)
+/* A batch of WRITEs to one process whose copies need the kernel: one
+ * process_vm_writev for all (partial transfers stop between iovecs, so
+ * the bytes done say which WRs are). */
+struct batch {
+	pid_t pid;
+	unsigned int nl, nr;       /* pieces in dc->bl, WRs (dc->br) */
+	uint64_t bytes;
+};
+
+/* Send the batch: how many of its WRs landed whole. */
+static unsigned int batch_flush(struct sv_dcache *dc, struct batch *b)
+{
+	ssize_t got;
+	uint64_t sum = 0;
+	unsigned int k = 0;
+
+	if (!b->nr)
+		return 0;
+	got = process_vm_writev(b->pid, dc->bl, b->nl, dc->br, b->nr, 0);
+	if (got >= 0 && (uint64_t)got == b->bytes) {
+		k = b->nr;
+	} else if (got > 0) {
+		while (k < b->nr && sum + dc->br[k].iov_len <= (uint64_t)got)
+			sum += dc->br[k++].iov_len;
+	}
+	return k;
+}
+
+unsigned int sv_direct_post_many(struct sv_qp *qp,
+				 struct ibv_send_wr *const *wrs,
+				 unsigned int n)
 {
 	struct sv_context *ctx = to_sv_ctx(qp->ex.qp_base.context);
 	struct sv_direct *d = ctx->direct;
 	struct sv_cq *cq = to_sv_cq(qp->ex.qp_base.send_cq);
+	struct sv_dcache *dc = qp->dcache;
 	struct sv_wq_ring *hdr = qp->sq.hdr;
-	bool signaled = (flags & IBV_SEND_SIGNALED) || qp->sq_sig_all;
-	bool read = op == IBV_WR_RDMA_READ;
-	bool inl = !read && (flags & IBV_SEND_INLINE);
 	struct sv_direct_guard *g;
-	uint64_t epoch;
-	struct dwr x;
-	ssize_t n = 0;
-	bool ok;
+	struct batch b = { 0 };
+	uint64_t epoch, total = 0, bytes = 0, mapped = 0;
+	unsigned int held = 0, done = 0, i;
+	uint32_t lens[SV_DIRECT_BATCH];
+	bool sig_all = qp->sq_sig_all;
 
-	if (!d || !cq || !cq->dring)
-		return -1;
+	if (!d || !cq || !cq->dring || !dc || !n)
+		return 0;
+	if (n > SV_DIRECT_BATCH)
+		n = SV_DIRECT_BATCH;
 	/* nothing of ours is with the daemon: each WQE posted is done
 	 * (acquire: pairs with the engine's release store of done, after
 	 * the completion, the QP's state and cq_mark) ... */
 	if (__atomic_load_n(&hdr->done, __ATOMIC_ACQUIRE) != qp->sq.prod)
-		return -1;
+		return 0;
 	/* ... each completion it wrote for them has been polled, and the
-	 * CQ has room for ours */
-	if (!cq_hold(cq, hdr, signaled))
-		return -1;
+	 * CQ has room for those of the signaled WRs (the first that finds
+	 * none ends the run) */
+	if (!cq_hold(cq, hdr, false))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!(sig_all || (wrs[i]->send_flags & IBV_SEND_SIGNALED)))
+			continue;
+		if (!cq_hold(cq, hdr, true))
+			break;
+		held++;
+	}
+	n = i;
+	if (!n)
+		goto out;
 	/* The guard: the epoch we start at, then a full fence, then the
 	 * entries (Dekker with the daemon's entry write, epoch increment,
 	 * guard scan; abi/sv_direct.h). */
@@ -608,33 +657,92 @@ int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 	epoch = __atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->epoch, epoch ? epoch : 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	ok = check(d, qp, wr, read, inl, &x);
-	if (ok && x.len && x.mapped) {
-		copy_mapped(&x, read);
-	} else if (ok && x.len) {
-		n = read ? process_vm_readv(x.rpid, x.liov, x.nl, &x.riov, 1, 0)
-			 : process_vm_writev(x.rpid, x.liov, x.nl, &x.riov, 1,
-					     0);
-		ok = n >= 0 && (uint64_t)n == x.len;
+	/* [0, done) ran; a batch, when it holds WRs, holds [done, i) */
+	for (i = 0; i < n; i++) {
+		const struct ibv_send_wr *wr = wrs[i];
+		bool read = wr->opcode == IBV_WR_RDMA_READ;
+		bool inl = !read && (wr->send_flags & IBV_SEND_INLINE);
+		bool ok, joins;
+		struct dwr x;
+
+		ok = check(d, qp, wr, read, inl, &x) &&
+		     total + x.len <= SV_DIRECT_MAX_MSG;
+		/* a WRITE by system call joins the batch (of one process,
+		 * with room for its pieces) */
+		joins = ok && x.len && !x.mapped && !read &&
+			(!b.nr || (x.rpid == b.pid && b.nr < SV_DIRECT_BATCH &&
+				   b.nl + x.nl <= SV_DIRECT_BATCH_IOV));
+		if (b.nr && !joins) {
+			unsigned int k = batch_flush(dc, &b);
+
+			done += k;
+			if (k < b.nr)
+				break;
+			memset(&b, 0, sizeof(b));
+		}
+		if (!ok)
+			break;
+		lens[i] = (uint32_t)x.len;
+		total += x.len;
+		if (joins) {
+			if (!b.nr)
+				b.pid = x.rpid;
+			memcpy(&dc->bl[b.nl], x.liov, x.nl * sizeof(x.liov[0]));
+			b.nl += x.nl;
+			dc->br[b.nr++] = x.riov;
+			b.bytes += x.len;
+			continue;
+		}
+		if (x.mapped && x.len) {
+			copy_mapped(&x, read);
+			mapped++;
+		} else if (x.len) {
+			/* a READ: one system call of its own */
+			ssize_t got = process_vm_readv(x.rpid, x.liov, x.nl,
+						       &x.riov, 1, 0);
+
+			if (got < 0 || (uint64_t)got != x.len)
+				break;
+		}
+		done = i + 1;
 	}
-	/* release: our copy ends before the daemon sees the guard clear */
+	if (b.nr)
+		done += batch_flush(dc, &b);
+	/* release: our copies end before the daemon sees the guard clear */
 	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
-	/* a memfd seen and not mapped yet: map it now, for the next WRs */
-	if (unlikely(qp->dcache && qp->dcache->want))
-		direct_want(ctx, d, qp->dcache);
-	if (!ok) {
-		/* EFAULT, EPERM (ptrace rules), ESRCH, a check: the daemon
-		 * runs it, with its own completion */
-		if (signaled)
-			cq_unhold(cq);
-		return -1;
-	}
+	for (i = 0; i < done; i++)
+		bytes += lens[i];
 	/* the daemon's counters add these up (one writer: this QP's poster) */
-	__atomic_store_n(&g->msgs, g->msgs + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&g->bytes, g->bytes + x.len, __ATOMIC_RELAXED);
-	if (x.mapped && x.len)
-		__atomic_store_n(&g->mapped, g->mapped + 1, __ATOMIC_RELAXED);
-	if (signaled)
-		cq_push(cq, wr->wr_id, op, qp->ex.qp_base.qp_num, x.len);
-	return 0;
+	__atomic_store_n(&g->msgs, g->msgs + done, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->bytes, g->bytes + bytes, __ATOMIC_RELAXED);
+	if (mapped)
+		__atomic_store_n(&g->mapped, g->mapped + mapped,
+				 __ATOMIC_RELAXED);
+	for (i = 0; i < done; i++) {
+		const struct ibv_send_wr *wr = wrs[i];
+
+		if (!(sig_all || (wr->send_flags & IBV_SEND_SIGNALED)))
+			continue;
+		cq_push(cq, wr->wr_id, (uint32_t)wr->opcode,
+			qp->ex.qp_base.qp_num, lens[i]);
+		held--;
+	}
+out:
+	/* the slots of WRs that go to the daemon after all */
+	while (held--)
+		cq_unhold(cq);
+	/* a memfd seen and not mapped yet: map it now, for the next WRs */
+	if (unlikely(dc->want))
+		direct_want(ctx, d, dc);
+	return done;
+}
+
+int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
+		   uint32_t op, unsigned int flags)
+{
+	struct ibv_send_wr *const one[1] = { (struct ibv_send_wr *)wr };
+
+	(void)op;
+	(void)flags;
+	return sv_direct_post_many(qp, one, 1) == 1 ? 0 : -1;
 }

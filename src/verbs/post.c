@@ -515,6 +515,36 @@ put_masked(struct ibv_context *ctx, enum ibv_qp_type type,
 	return 0;
 }
 
+/*
+ * The direct path (direct.c) for a list: wr (checked, a direct opcode) and
+ * the WRs after it that are checked and direct too, up to SV_DIRECT_LIST,
+ * run here as far as they can: the last WR that ran, or NULL when none did.
+ * (Those checked here and not run are checked again on their way to the
+ * ring.)
+ */
+static __attribute__((noinline)) struct ibv_send_wr *
+direct_run(struct sv_qp *qp, enum ibv_qp_type type, struct ibv_send_wr *wr,
+	   bool exp)
+{
+	struct ibv_send_wr *run[SV_DIRECT_LIST];
+	unsigned int n = 0, done;
+
+	run[n++] = wr;
+	for (wr = wr->next; wr && n < SV_DIRECT_LIST; wr = wr->next) {
+		uint32_t op = (uint32_t)wr->opcode;
+		uint32_t ilen = 0;
+
+		if (op >= 32 || !(qp->direct_ops & (1u << op)) ||
+		    check_send(qp, type, wr, op, wr->send_flags, wr->num_sge,
+			       wr->sg_list, wr_inline(op, wr->send_flags),
+			       &ilen, exp))
+			break;
+		run[n++] = wr;
+	}
+	done = sv_direct_post_many(qp, run, n);
+	return done ? run[done - 1] : NULL;
+}
+
 /* Any list of WRs (and the single WRs post_one leaves), under the SQ lock:
  * each checked and copied into the next free slot; one release store of
  * prod and one doorbell for all of them. exp: the list is of struct
@@ -546,9 +576,14 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 			break;
 		/* direct (direct.c) while nothing of this list is queued */
 		if (unlikely(qp->direct_ops) && prod == start && op < 32 &&
-		    (qp->direct_ops & (1u << op)) &&
-		    !sv_direct_post(qp, wr, op, flags))
-			continue;
+		    (qp->direct_ops & (1u << op))) {
+			struct ibv_send_wr *last = direct_run(qp, type, wr, exp);
+
+			if (last) {
+				wr = last;      /* the loop moves past it */
+				continue;
+			}
+		}
 		if (!room) {
 			room = sq_room(qp, prod);
 			if (!room) {

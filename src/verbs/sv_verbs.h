@@ -436,6 +436,13 @@ void sv_direct_cq_fini(struct sv_cq *cq);
  */
 int sv_direct_post(struct sv_qp *qp, const struct ibv_send_wr *wr,
 		   uint32_t op, unsigned int flags);
+/* The same for a list's WRs wrs[0 .. n) in order (each checked, each an
+ * opcode of qp->direct_ops): how many ran here, a prefix (the rest go to
+ * the ring). WRITEs that need the kernel share one process_vm_writev. */
+#define SV_DIRECT_LIST 64
+unsigned int sv_direct_post_many(struct sv_qp *qp,
+				 struct ibv_send_wr *const *wrs,
+				 unsigned int n);
 
 /* device.c */
 extern struct sv_device sv_device0;

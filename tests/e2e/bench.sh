@@ -14,7 +14,7 @@ err=$SV_TEST_DIR/bench.err
 # [THREAD,MSG]]: DOMAINS none (the default), one or per-qp
 check() {
 	python3 - "$@" <<'EOF'
-import json, math, sys
+import json, math, os, sys
 f, test, mode, qps, outst, events, sizes, iters = sys.argv[1:9]
 domains = sys.argv[9] if len(sys.argv) > 9 else "none"
 res_domain = sys.argv[10] if len(sys.argv) > 10 else \
@@ -26,8 +26,9 @@ def need(cond, what):
     if not cond:
         sys.exit("bad JSON (%s): %s" % (what, json.dumps(d)[:2000]))
 need(set(d) == {"tool", "test", "mode", "qps", "outstanding", "events",
-                "domains", "res_domain", "qp_db", "max_resource_domains",
-                "results"}, "top-level keys")
+                "memfd", "domains", "res_domain", "qp_db",
+                "max_resource_domains", "results"}, "top-level keys")
+need(d["memfd"] is (os.environ.get("BENCH_MEMFD") == "1"), "memfd")
 need(d["tool"] == "softverbs bench", "tool")
 need(d["test"] == test and d["mode"] == mode, "test and mode")
 need(d["qps"] == qps and d["outstanding"] == outst, "qps, outstanding")
@@ -101,6 +102,16 @@ for t in write read send atomic; do
 	done
 done
 pass "$n runs: every test and mode, busy polling and -e"
+
+# buffers in sealed memfds (the direct path's plain copies)
+for t in write read; do
+	for m in bw lat; do
+		run "$t $m --memfd" -t $t -m $m -s 4096 -n 200 --memfd
+		BENCH_MEMFD=1 check "$out" $t $m 1 $([ $m = bw ] && echo 64 || echo 1) \
+			false 4096 200 || fail "$t $m --memfd: bad output"
+	done
+done
+pass "--memfd: write and read, bw and lat"
 
 for t in write read send atomic; do
 	s=4096

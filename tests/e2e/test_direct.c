@@ -441,6 +441,86 @@ static void test_order(void **state)
 	pair_free(&p);
 }
 
+/* Lists: 48 WRITEs of 64 bytes (one system call for a batch), a READ, a
+ * WRITE with a bad rkey in the middle, more after it: the ones before run,
+ * the bad one fails as from the daemon, the rest are flushed; every
+ * completion in order. */
+static void test_list(void **state)
+{
+	struct ibv_send_wr wr[64];
+	struct ibv_sge sge[64];
+	struct ibv_wc wc[64];
+	struct pair p;
+	uint64_t before;
+	int n = 0, got;
+
+	(void)state;
+	pair_make(&p);
+	fill(p.abuf, LEN, 77);
+	before = direct_msgs();
+	for (int k = 0; k < 48; k++, n++)
+		make_wr(&wr[n], &sge[n], (uint64_t)n, IBV_WR_RDMA_WRITE,
+			p.abuf + 64 * k, 64, p.amr->lkey,
+			(uintptr_t)p.bbuf + 128 * k, p.bmr->rkey);
+	make_wr(&wr[n], &sge[n], (uint64_t)n, IBV_WR_RDMA_READ,
+		p.abuf + 65536, 4096, p.amr->lkey, (uintptr_t)p.bbuf,
+		p.bmr->rkey);
+	n++;
+	for (int k = 0; k < n; k++) {
+		wr[k].next = &wr[k + 1];
+		if (k % 5)
+			wr[k].send_flags = 0;
+	}
+	wr[n - 1].send_flags = IBV_SEND_SIGNALED;
+	wr[n - 1].next = NULL;
+	post_ok(p.a.qp, &wr[0]);
+	got = vu_poll(p.a.scq, wc, 11, WC_WAIT_MS);
+	assert_int_equal(got, 11);
+	for (int k = 0; k < got; k++) {
+		assert_int_equal(wc[k].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[k].wr_id, k < 10 ? 5u * (unsigned)k : 48u);
+	}
+	for (int k = 0; k < 48; k++)
+		assert_memory_equal(p.bbuf + 128 * k, p.abuf + 64 * k, 64);
+	assert_memory_equal(p.abuf + 65536, p.bbuf, 4096);
+	expect_direct(before, (uint64_t)n);
+	/* now a bad key after 20 good WRITEs, and 10 more behind it */
+	n = 0;
+	for (int k = 0; k < 31; k++, n++)
+		make_wr(&wr[n], &sge[n], 100u + (uint64_t)k, IBV_WR_RDMA_WRITE,
+			p.abuf, 64, p.amr->lkey,
+			(uintptr_t)p.bbuf + 200000 + 64 * k,
+			k == 20 ? p.bmr->rkey ^ 0x100 : p.bmr->rkey);
+	for (int k = 0; k < n - 1; k++)
+		wr[k].next = &wr[k + 1];
+	memset(p.bbuf + 200000, 0, 64 * 31);
+	post_ok(p.a.qp, &wr[0]);
+	got = vu_poll(p.a.scq, wc, 31, WC_WAIT_MS);
+	assert_int_equal(got, 31);
+	for (int k = 0; k < 31; k++) {
+		enum ibv_wc_status want = k < 20 ? IBV_WC_SUCCESS :
+					  k == 20 ? IBV_WC_REM_ACCESS_ERR :
+					  IBV_WC_WR_FLUSH_ERR;
+
+		assert_int_equal(wc[k].wr_id, 100u + (unsigned)k);
+		if (wc[k].status != want)
+			fail_msg("WR %d: %s, not %s", k,
+				 ibv_wc_status_str(wc[k].status),
+				 ibv_wc_status_str(want));
+	}
+	for (int k = 0; k < 31; k++) {
+		static const uint8_t zero[64];
+
+		if (k < 20)
+			assert_memory_equal(p.bbuf + 200000 + 64 * k, p.abuf,
+					    64);
+		else
+			assert_memory_equal(p.bbuf + 200000 + 64 * k, zero,
+					    64);
+	}
+	pair_free(&p);
+}
+
 /* The responder's QP loses its remote write right: what comes after the
  * modify is refused (REM_INV_REQ, as from the daemon) and writes nothing. */
 static void test_qp_access_revoked(void **state)
@@ -896,6 +976,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_write_read_memfd),
 		cmocka_unit_test(test_write_read_memfd_unsealed),
 		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_qp_access_revoked),
 		cmocka_unit_test(test_guard_scribbled),
 		cmocka_unit_test(test_forged_wqe),
