@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What exec.c (WQE execution against device objects) shares with the
- * RoCEv2 wire (src/device/roce/): the private copies of WQEs, the
- * resolved memory of a side of a copy, and the QP, CQ and receive-queue
- * steps both need. Private to the daemon; everything here runs under
- * sv_dev.lock.
+ * What WQE execution shares among its parts, whichever transport carries
+ * the message: the dispatcher (exec.c), the same-host requester and
+ * responder (loop_req.c, loop_resp.c) and the RoCEv2 wire (src/device/roce/).
+ * The private copies of WQEs, the resolved memory of a side of a copy
+ * (span.c), and the work-queue plumbing (wq.c): QP state changes and
+ * events, completions, the receive queue. Private to the daemon;
+ * everything here runs under sv_dev.lock.
  */
 #ifndef SV_DEVICE_EXEC_INT_H
 #define SV_DEVICE_EXEC_INT_H
@@ -173,7 +175,60 @@ static inline int sv_span_copy(const struct sv_exec *x,
 	return sv_span_copy_windows(x, d, doff, s, soff, len);
 }
 
-/* ---- the steps exec.c lends the wire (exec.c, at its end) ---- */
+/* ---- wq.c: the work-queue plumbing ---- */
+
+/* A reliable connection: RC, or XRC (here an XRC_SEND QP is only ever a
+ * requester, an XRC_RECV one only a responder). */
+static inline bool sv_qp_reliable(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* The QP goes to ERR; event (if not 0) says why. */
+void sv_qp_error(struct sv_qp *qp, uint32_t event);
+/* An async event of qp (to every process that has an XRC target open). */
+void sv_qp_event(struct sv_qp *qp, uint32_t type);
+/* May t take a message (RTR, RTS, SQD, SQE)? */
+bool sv_qp_can_receive(const struct sv_qp *t);
+/* The first message a connected QP takes in RTR establishes it
+ * (IBV_EVENT_COMM_EST). */
+void sv_comm_est(struct sv_qp *t);
+/* In SQD, with nothing left in flight: the drain is over (the
+ * SQ_DRAINED event if asked for), once per SQD. */
+void sv_sq_drained(struct sv_qp *qp);
+/* A copy into or out of t's memory failed: did its process go away? */
+bool sv_target_gone(const struct sv_qp *t);
+
+/* A CQE of status and opcode (enum ibv_wc_opcode) for qpn, the rest 0. */
+void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
+		 uint32_t opcode, uint32_t qpn);
+/* Push a CQE for qp into cq (NULL: none); an overrun puts qp in ERR. */
+void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
+		bool solicited);
+
+/* Copy the body of a send WQE (its header in w) from body, where room
+ * bytes are: false when the header is malformed for qp. */
+bool sv_swqe_body(const struct sv_qp *qp, struct swqe *w, const uint8_t *body,
+		  uint32_t room);
+/* Finish the head WQE of qp's SQ (w its copy) with status; errors move the
+ * QP to ERR (RC, XRC) or SQE. */
+void sv_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
+		    uint64_t len);
+
+/* The responder's receive queue: look at the next receive WQE of t (0,
+ * -ENOENT none, -EIO the ring is corrupt: t is in ERR already), resolve
+ * its buffers (a completion status), take it off the ring. */
+int sv_rq_peek(struct sv_qp *t, struct rwqe *r);
+uint32_t sv_rq_resolve(struct sv_qp *t, struct rwqe *r);
+void sv_rq_commit(struct rwqe *r);
+
+/* Flush the head WQE of qp's send queue, or of its own receive queue
+ * (IBV_WC_WR_FLUSH_ERR). */
+void sv_sq_flush_one(struct sv_qp *qp);
+void sv_rq_flush_one(struct sv_qp *qp);
+
+/* ---- the steps wq.c lends the wire ---- */
 
 
 /* Copy the body of send WQE slot (header in w) into w: false when the
@@ -216,7 +271,7 @@ void sv_x_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 		   uint32_t opcode, uint32_t qpn);
 void sv_x_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 		  bool solicited);
-/* Run the head send WQE on the loopback path (a wire QP's local
+/* exec.c: run the head send WQE on the same-host path (a wire QP's local
  * operations: LOCAL_INV, BIND_MW, FAST_REG_MR). true if it ran. */
 bool sv_exec_local_head(struct sv_exec *x, struct sv_qp *qp);
 /* Did t's process go away (a failed copy into it)? */

@@ -68,7 +68,7 @@ void sv_srqn_free(struct sv_srq *srq)
 		if (t->srq == srq) {
 			t->srq = NULL;
 			t->pd = NULL;
-			/* an unlocked copy into the SRQ (exec.c msg_copy) sees
+			/* an unlocked copy into the SRQ (loop_resp.c msg_copy) sees
 			 * its responder changed and drops the message before
 			 * the SRQ is freed (the caller quiesces) */
 			t->state_gen++;

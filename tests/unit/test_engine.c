@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of WQE execution (src/device/exec.c) and CQE production
- * (sv_cq_push in src/device/cq.c), without a daemon: the pure helpers, the
- * memory copier (on this process's own memory, through process_vm_* on our
- * own pid), and whole WQEs run against QPs, CQs and MRs built here by hand.
+ * Unit tests of WQE execution (src/device/exec.c, wq.c, loop_req.c,
+ * loop_resp.c) and CQE production (sv_cq_push in src/device/cq.c),
+ * without a daemon: the pure helpers, the memory copier (on this process's
+ * own memory, through process_vm_* on our own pid), and whole WQEs run
+ * against QPs, CQs and MRs built here by hand.
  * Time is whatever the test puts in struct sv_exec, never the clock.
  */
 #define _GNU_SOURCE

@@ -5,7 +5,7 @@
  * names a GID the device does not serve) is a "wire QP": its WQEs become
  * packets (req.c: requester and completer), and the packets that arrive for
  * it are served by resp.c (responder). QPs of the same daemon keep the
- * loopback path of exec.c, with no packets.
+ * same-host path (loop_req.c, loop_resp.c), with no packets.
  *
  * Threads: the requester runs in the QP's engine (sv_exec_step calls
  * sv_roce_step); one wire thread (dev.c) receives packets and runs the
