@@ -223,58 +223,20 @@ int sv_rq_peek(struct sv_qp *t, struct rwqe *r);
 uint32_t sv_rq_resolve(struct sv_qp *t, struct rwqe *r);
 void sv_rq_commit(struct rwqe *r);
 
+/* The CQ of a receive at t from r: an XRC SRQ's own, else t's. */
+static inline struct sv_cq *sv_recv_cq(const struct sv_qp *t,
+				       const struct rwqe *r)
+{
+	return r->srq && r->srq->cq ? r->srq->cq : t->recv_cq;
+}
+
 /* Flush the head WQE of qp's send queue, or of its own receive queue
  * (IBV_WC_WR_FLUSH_ERR). */
 void sv_sq_flush_one(struct sv_qp *qp);
 void sv_rq_flush_one(struct sv_qp *qp);
 
-/* ---- the steps wq.c lends the wire ---- */
-
-
-/* Copy the body of send WQE slot (header in w) into w: false when the
- * header is malformed for qp. */
-bool sv_x_swqe_body(const struct sv_qp *qp, const void *slot, struct swqe *w);
-/* Finish the head WQE of qp's SQ (w its copy) with status; errors move the
- * QP to ERR (RC) or SQE. */
-void sv_x_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
-		      uint64_t len);
-
-/* Opcode facts: does the WQE opcode take data into the local SGEs (READ,
- * atomics), is it an atomic, carries it immediate data, does the
- * responder invalidate? Its completion opcode. */
-bool sv_x_op_sink(uint32_t op);
-bool sv_x_op_atomic(uint32_t op);
-uint32_t sv_x_wc_opcode(uint32_t op);
-
-/* The responder's receive queue: look at the next receive WQE of t (0,
- * -ENOENT none, -EIO the ring is corrupt: t is in ERR already), resolve
- * its buffers (a completion status), take it off the ring. */
-int sv_x_rq_peek(struct sv_qp *t, struct rwqe *r);
-uint32_t sv_x_rq_resolve(struct sv_qp *t, struct rwqe *r);
-void sv_x_rq_commit(struct rwqe *r);
-
-/* The CQ of a receive at t from r: an XRC SRQ's own, else t's. */
-static inline struct sv_cq *sv_x_recv_cq(const struct sv_qp *t,
-					 const struct rwqe *r)
-{
-	return r->srq && r->srq->cq ? r->srq->cq : t->recv_cq;
-}
-
-/* QP and CQ steps */
-bool sv_x_can_receive(const struct sv_qp *t);
-void sv_x_comm_est(struct sv_qp *t);
-void sv_x_qp_error(struct sv_qp *qp, uint32_t event);
-/* In SQD, with nothing left in flight: the drain is over (the
- * SQ_DRAINED event if asked for), once per SQD. */
-void sv_x_sq_drained(struct sv_qp *qp);
-void sv_x_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
-		   uint32_t opcode, uint32_t qpn);
-void sv_x_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
-		  bool solicited);
 /* exec.c: run the head send WQE on the same-host path (a wire QP's local
  * operations: LOCAL_INV, BIND_MW, FAST_REG_MR). true if it ran. */
 bool sv_exec_local_head(struct sv_exec *x, struct sv_qp *qp);
-/* Did t's process go away (a failed copy into it)? */
-bool sv_x_target_gone(const struct sv_qp *t);
 
 #endif

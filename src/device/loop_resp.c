@@ -287,7 +287,7 @@ static void rq_complete(struct sv_qp *t, struct rwqe *r, uint32_t status,
 	} else {
 		e.sl = m->qp->attr.ah_attr.sl;
 	}
-	sv_qp_push(t, sv_x_recv_cq(t, r), &e, solicited);
+	sv_qp_push(t, sv_recv_cq(t, r), &e, solicited);
 	if (status != IBV_WC_SUCCESS)
 		sv_qp_error(t, 0);
 }

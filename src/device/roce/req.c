@@ -29,6 +29,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "abi/sv_op.h"
 #include "device/roce/roce_int.h"
 
 static inline struct sv_rwin *rwin(const struct sv_roce_qp *rq, uint32_t n)
@@ -67,7 +68,7 @@ static void complete_head(struct sv_qp *qp, uint32_t status)
 		rq->cur = rq->head;
 		rq->cur_pkt = 0;
 	}
-	sv_x_sq_complete(qp, &e->w, status,
+	sv_sq_complete(qp, &e->w, status,
 			 status == IBV_WC_SUCCESS ? len : 0);
 	if (status != IBV_WC_SUCCESS) {
 		/* the QP is in ERR (RC) or SQE (UC): the window is gone,
@@ -398,7 +399,7 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	if (e->got + p->paylen > e->len ||
 	    (e->got + p->paylen < e->len && p->paylen != rq->mtu) ||
 	    (e->got + p->paylen == e->len && e->len && !last)) {
-		sv_x_qp_error(qp, 0);   /* the peer broke the protocol */
+		sv_qp_error(qp, 0);   /* the peer broke the protocol */
 		return;
 	}
 	if (p->paylen && !land_later(qp, e, e->got, p->payload, p->paylen)) {
@@ -446,7 +447,8 @@ static void comp_atomic_ack(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	uint64_t orig = p->orig;
 	uint32_t gap;
 
-	if (!e || !e->rd || e->done || !sv_x_op_atomic(e->w.h.opcode))
+	if (!e || !e->rd || e->done ||
+	    !(sv_op_flags(e->w.h.opcode) & SV_OPF_ATOMIC))
 		return;
 	if (!land(qp, e, 0, &orig, sizeof(orig))) {
 		complete_head(qp, IBV_WC_LOC_PROT_ERR);
@@ -569,12 +571,12 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_rwin *e;
 	bool corrupt;
-	uint32_t pending = wq_pending(&qp->sq, &corrupt), op;
+	uint32_t pending = wq_pending(&qp->sq, &corrupt), op, f;
 	const void *slot;
 	uint64_t total = 0;
 
 	if (corrupt) {
-		sv_x_qp_error(qp, IBV_EVENT_QP_FATAL);
+		sv_qp_error(qp, IBV_EVENT_QP_FATAL);
 		return TAKE_NONE;
 	}
 	if (rq->tail - qp->sq.cons >= pending || rq->tail - rq->head >= SV_RQ_WIN)
@@ -613,9 +615,11 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	default:
 		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 	}
-	if (!sv_x_swqe_body(qp, slot, &e->w))
+	if (!sv_swqe_body(qp, &e->w, (const uint8_t *)slot + SV_SEND_WQE_HDR,
+			  qp->sq.stride - SV_SEND_WQE_HDR))
 		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
-	e->rd = sv_x_op_sink(op);
+	f = sv_op_flags(op);
+	e->rd = (f & SV_OPF_SINK) != 0;
 	if (e->w.h.flags & IBV_SEND_INLINE) {
 		if (e->rd)
 			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
@@ -624,7 +628,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 		for (uint32_t i = 0; i < e->w.h.num_sge; i++)
 			total += e->w.u.sge[i].length;
 	}
-	if (e->rd && sv_x_op_atomic(op) && (e->w.h.num_sge != 1 || total != 8))
+	if (e->rd && (f & SV_OPF_ATOMIC) && (e->w.h.num_sge != 1 || total != 8))
 		return refuse(status, IBV_WC_LOC_LEN_ERR);
 	if (total > SV_MAX_MSG_SZ)
 		return refuse(status, IBV_WC_LOC_LEN_ERR);
@@ -632,7 +636,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	e->got = 0;
 	e->done = false;
 	e->psn = rq->next_psn;
-	e->npkts = sv_x_op_atomic(op) ? 1 : pkts_of(total, rq->mtu);
+	e->npkts = (f & SV_OPF_ATOMIC) ? 1 : pkts_of(total, rq->mtu);
 	rq->next_psn = sv_psn_add(rq->next_psn, e->npkts);
 	rq->tail++;
 	return TAKE_ONE;
@@ -771,7 +775,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	size_t hdr;
 
 	if (e->rd && (e->done || (e->len && (uint64_t)k * rq->mtu >= e->len &&
-				  !sv_x_op_atomic(e->w.h.opcode)))) {
+				  !(sv_op_flags(op) & SV_OPF_ATOMIC)))) {
 		/* its answer is in (a rewind went back past it) */
 		rq->cur++;
 		rq->cur_pkt = 0;
@@ -1054,7 +1058,7 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 			struct swqe w;
 
 			memcpy(&w.h, wq_head(&qp->sq), sizeof(w.h));
-			sv_x_sq_complete(qp, &w, st, 0);
+			sv_sq_complete(qp, &w, st, 0);
 			did = true;
 		}
 		/* the window follows the ring past it */
@@ -1090,7 +1094,7 @@ bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 		complete_head(qp, st);
 	sv_roce_tx_flush(tx);
 	if (qp->roce == rq && sqd_done(qp) && !qp->sq_drained_sent) {
-		sv_x_sq_drained(qp);
+		sv_sq_drained(qp);
 		did = true;
 	}
 	/* the timer runs while a WQE that was sent is not complete */

@@ -84,7 +84,7 @@ static void fatal_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint8_t syn,
 		sv_roce_send_ack(tx, rq, syn, psn);
 		sv_roce_stats.naks_sent++;
 	}
-	sv_x_qp_error(t, event);
+	sv_qp_error(t, event);
 }
 
 /* Complete receive WQE r (taken off t's ring by rx_take). */
@@ -95,7 +95,7 @@ static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 	struct sv_cqe e;
 	bool solicited = false;
 
-	sv_x_cqe_init(&e, r->h.wr_id, status, opcode, t->qpn);
+	sv_cqe_init(&e, r->h.wr_id, status, opcode, t->qpn);
 	e.byte_len = byte_len;
 	e.src_qp = src_qp;
 	if (status == IBV_WC_SUCCESS && p) {
@@ -113,9 +113,9 @@ static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 		}
 		solicited = p->se;
 	}
-	sv_x_qp_push(t, sv_x_recv_cq(t, r), &e, solicited);
+	sv_qp_push(t, sv_recv_cq(t, r), &e, solicited);
 	if (status != IBV_WC_SUCCESS)
-		sv_x_qp_error(t, 0);
+		sv_qp_error(t, 0);
 }
 
 /* The connected QP's message in progress completes its receive WQE. */
@@ -132,11 +132,11 @@ static void msg_rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
  * is corrupt (-EIO). */
 static int rx_take(struct sv_qp *t, struct rwqe *r)
 {
-	int ret = sv_x_rq_peek(t, r);
+	int ret = sv_rq_peek(t, r);
 
 	if (ret)
 		return ret;
-	sv_x_rq_commit(r);
+	sv_rq_commit(r);
 	return 0;
 }
 
@@ -162,7 +162,7 @@ static uint32_t rx_put(struct sv_qp *t, struct rwqe *r, uint64_t off,
 	uint32_t st;
 
 	/* checked again for every packet: the lock was let go between */
-	st = sv_x_rq_resolve(t, r);
+	st = sv_rq_resolve(t, r);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	if (off + len > r->cap)
@@ -372,7 +372,7 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 		rq->in = SV_IN_SEND;
 	}
 	st = rx_put(t, &rq->rx, rq->rx_off, p->payload, p->paylen);
-	if (st == IBV_WC_LOC_PROT_ERR && sv_x_target_gone(t)) {
+	if (st == IBV_WC_LOC_PROT_ERR && sv_target_gone(t)) {
 		/* no answer, as a vanished host (write_fail): not taken */
 		rq->ack_due = false;
 		return;
@@ -410,7 +410,7 @@ static bool write_fail(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 
 	if (copy == SV_COPY_OK)
 		return true;
-	if (sv_x_target_gone(t)) {
+	if (sv_target_gone(t)) {
 		/* no answer, as a vanished host: the packet was not taken */
 		rq->epsn = psn;
 		rq->ack_due = false;
@@ -590,7 +590,7 @@ static void rc_read(struct sv_qp *t, const struct sv_roce_pkt *p,
 	rq->epsn = sv_psn_add(rq->epsn, n);
 	rq->msn = sv_psn_add(rq->msn, 1);
 	if (!read_respond(t, tx, p->psn, p->va, p->rkey, p->dmalen)) {
-		if (sv_x_target_gone(t))
+		if (sv_target_gone(t))
 			return;
 		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
 			  IBV_EVENT_QP_ACCESS_ERR);
@@ -656,7 +656,7 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 	atomic_ack(t, tx, p->psn, orig);
 	return;
 fault:
-	if (sv_x_target_gone(t))
+	if (sv_target_gone(t))
 		return;
 	fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn, IBV_EVENT_QP_ACCESS_ERR);
 }
@@ -710,10 +710,10 @@ void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
 		 * an SRQ that is gone: NAK, the initiator fails) */
 		rq->in = SV_IN_NONE;
 		rq->rx_taken = false;
-		sv_x_cqe_init(&e, rq->rx.h.wr_id, IBV_WC_WR_FLUSH_ERR,
+		sv_cqe_init(&e, rq->rx.h.wr_id, IBV_WC_WR_FLUSH_ERR,
 			      IBV_WC_RECV, t->qpn);
 		e.src_qp = rq->dqpn;
-		sv_x_qp_push(t, sv_x_recv_cq(t, &rq->rx), &e, false);
+		sv_qp_push(t, sv_recv_cq(t, &rq->rx), &e, false);
 	}
 }
 
@@ -726,7 +726,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	/* what waits is placed before anything that could see it */
 	if (wb.t && (wb.t != t || !(p->flags & SV_RF_WRITE)))
 		(void)sv_roce_resp_place(tx);
-	if (!sv_x_can_receive(t)) {
+	if (!sv_qp_can_receive(t)) {
 		sv_roce_drop(SV_RX_DROP_STATE);
 		return;
 	}
@@ -805,7 +805,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		return;
 	}
 	rq->nak_sent = false;
-	sv_x_comm_est(t);
+	sv_comm_est(t);
 	/* in-message order: a MIDDLE or LAST continues a message of its kind,
 	 * a FIRST or ONLY starts one */
 	if (p->flags & SV_RF_FIRST) {
@@ -885,7 +885,7 @@ void sv_roce_resp_unknown(struct sv_qp *t, const struct sv_roce_pkt *p,
 
 	if (wb.t)
 		(void)sv_roce_resp_place(tx);
-	if (!sv_x_can_receive(t) || !rq || !is_rc(t) ||
+	if (!sv_qp_can_receive(t) || !rq || !is_rc(t) ||
 	    memcmp(ip->src, rq->dgid, 16) ||
 	    sv_psn_diff(p->psn, rq->epsn) != 0)
 		return;
