@@ -63,7 +63,5 @@ void sv_grant_fence_wait(struct sv_exec *x, const uint32_t seen[SV_DB_PAGES]);
 /* LOCAL_INV, and the invalidation of RDMA_READ_INV: a completion status,
  * or RES_LOST (the fence let the lock go and the WQE is no longer ours). */
 int sv_loop_local_inv(struct sv_exec *x, struct sv_qp *qp, uint32_t key);
-/* Execute (or retry) the head WQE of qp's send queue. */
-void sq_execute(struct sv_exec *x, struct sv_qp *qp);
 
 #endif /* SV_DEVICE_LOOP_H */

@@ -6,7 +6,9 @@
  * the QP, its local SGEs resolved, and handed to the same-host responder
  * (loop_resp.c) as one message. Its answer decides the WQE: complete it,
  * wait the target's RNR timer or the transport timeout (retry_cnt,
- * rnr_retry), or leave it at the head (RES_BUSY, RES_LOST).
+ * rnr_retry), or leave it at the head (RES_BUSY, RES_LOST). This is the
+ * same-host transport's requester (sv_loop_transport, transport.h, at the
+ * end), SQD's drain included.
  *
  * The operations that run at the requester alone (LOCAL_INV, BIND_MW,
  * FAST_REG_MR) run here for every transport: a wire QP's requester hands
@@ -34,6 +36,7 @@
 #include "device/mm.h"
 #include "device/roce/roce.h"
 #include "device/sv_dev.h"
+#include "device/transport.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -187,7 +190,7 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 			/* a peer on another host: one datagram on the wire */
 			const struct sv_send_wqe *h = &w->h;
 
-			return (int)sv_roce_ud_send(x, qp, m->ah,
+			return sv_roce_transport.ud_send(x, qp, m->ah,
 				h->remote_qpn,
 				(h->ud.remote_qkey & 0x80000000u) ?
 					qp->attr.qkey : h->ud.remote_qkey,
@@ -203,7 +206,7 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 #define RETRY_FINAL UINT32_MAX
 
 /* Execute (or retry) the head WQE of qp's send queue. */
-void sq_execute(struct sv_exec *x, struct sv_qp *qp)
+static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 {
 	struct swqe w;
 	struct msg m;
@@ -261,3 +264,118 @@ void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	}
 	sv_sq_complete(qp, &w, (uint32_t)res, res == IBV_WC_SUCCESS ? m.len : 0);
 }
+
+/* ---- the same-host transport (transport.h) ---- */
+
+/* Is the head WQE free to run at now? (not waiting on RNR or a timeout) */
+static bool head_due(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
+{
+	if (!qp->head_started || !qp->wait_until_ns)
+		return true;
+	if (qp->wait_until_ns == UINT64_MAX)
+		return false;
+	if (now >= qp->wait_until_ns)
+		return true;
+	if (timer && qp->wait_until_ns < *timer)
+		*timer = qp->wait_until_ns;
+	return false;
+}
+
+/* In SQD: may the head WQE start? (it was posted before the drain began,
+ * sv_exec_enter_sqd) */
+static bool sqd_may_start(const struct sv_qp *qp, uint32_t pending)
+{
+	uint32_t n;
+
+	if (!qp->sqd_armed)
+		return false;
+	n = qp->sqd_prod - qp->sq.cons;
+	return n && n <= pending;
+}
+
+static int loop_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
+{
+	bool corrupt;
+	uint32_t n = wq_pending(&qp->sq, &corrupt);
+
+	if (qp->state == IBV_QPS_SQD) {
+		if (n && (qp->head_started || sqd_may_start(qp, n)))
+			return head_due(qp, now, timer);
+		return !qp->sq_drained_sent;
+	}
+	if (corrupt)
+		return true;
+	return n && head_due(qp, now, timer);
+}
+
+static int loop_step(struct sv_exec *x, struct sv_qp *qp)
+{
+	bool corrupt;
+	uint32_t n = wq_pending(&qp->sq, &corrupt);
+
+	if (qp->state == IBV_QPS_SQD) {
+		/* finish what is in flight and what was posted before the
+		 * drain began; start nothing newer */
+		if (n && (qp->head_started || sqd_may_start(qp, n))) {
+			if (!head_due(qp, x->now, NULL))
+				return false;
+			sq_execute(x, qp);
+			return true;
+		}
+		qp->head_started = false;
+		if (qp->sq_drained_sent)
+			return false;
+		sv_sq_drained(qp);
+		return true;
+	}
+	if (corrupt) {
+		sv_qp_error(qp, IBV_EVENT_QP_FATAL);
+		return true;
+	}
+	if (!n || !head_due(qp, x->now, NULL))
+		return false;
+	sq_execute(x, qp);
+	return true;
+}
+
+static int loop_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now)
+{
+	bool corrupt;
+	uint32_t n = wq_pending(&qp->sq, &corrupt), owed = upto - qp->sq.cons;
+
+	(void)now;
+	/* upto reached, or not ahead of cons within what is posted */
+	if (corrupt || !owed || owed > n)
+		return false;
+	/* the head waits out an RNR NAK or a transport timeout: the
+	 * network's business, not the device's */
+	if (qp->head_started && qp->wait_until_ns)
+		return false;
+	if (qp->state == IBV_QPS_SQD)
+		return qp->head_started || sqd_may_start(qp, n);
+	return true;
+}
+
+bool sv_exec_local_head(struct sv_exec *x, struct sv_qp *qp)
+{
+	bool corrupt;
+
+	if (!wq_pending(&qp->sq, &corrupt) || !head_due(qp, x->now, NULL))
+		return false;
+	sq_execute(x, qp);
+	return true;
+}
+
+/* Same-host QPs hold nothing between two steps (a receive WQE is taken
+ * and completed in one), and a datagram to another host goes on the wire
+ * (sq_run). */
+const struct sv_transport sv_loop_transport = {
+	.name = "loop",
+	.ready = loop_ready,
+	.step = loop_step,
+	.sq_owes = loop_sq_owes,
+	.flush_pending = sv_tr_nosup_flush_pending,
+	.flush = sv_tr_nosup_flush,
+	.srq_gone = sv_tr_nosup_srq_gone,
+	.ud_send = sv_tr_nosup_ud_send,
+};

@@ -42,6 +42,7 @@
 #include "device/mm.h"
 #include "device/roce/roce.h"
 #include "device/sv_dev.h"
+#include "device/transport.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -616,7 +617,7 @@ __attribute__((noinline)) int sv_loop_mcast(struct sv_exec *x, struct msg *m,
 			return RES_LOST;
 	}
 	if (sv_roce_running())
-		return (int)sv_roce_ud_send(x, qp, m->ah, SV_MCAST_QPN, qkey,
+		return sv_roce_transport.ud_send(x, qp, m->ah, SV_MCAST_QPN, qkey,
 			(f & SV_OPF_IMM) != 0, h->imm,
 			(h->flags & IBV_SEND_SOLICITED) != 0, &m->local,
 			m->len);

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "device/sv_dev.h"
-#include "device/roce/roce.h"
+#include "device/transport.h"
 
 #define SV_SRQN_BITS 13
 #define SRQN_MASK ((1u << SV_SRQN_BITS) - 1)
@@ -64,13 +64,13 @@ void sv_srqn_free(struct sv_srq *srq)
 
 		if (!t || t->type != IBV_QPT_XRC_RECV)
 			continue;
-		sv_roce_srq_gone(t, srq);
+		(void)sv_transport_of(t)->srq_gone(t, srq);
 		if (t->srq == srq) {
 			t->srq = NULL;
 			t->pd = NULL;
-			/* an unlocked copy into the SRQ (loop_resp.c msg_copy) sees
-			 * its responder changed and drops the message before
-			 * the SRQ is freed (the caller quiesces) */
+			/* an unlocked copy into the SRQ (msg_copy, loop_resp.c)
+			 * sees its responder changed and drops the message
+			 * before the SRQ is freed (the caller quiesces) */
 			t->state_gen++;
 		}
 	}

@@ -23,6 +23,7 @@
 
 #include "device/engine.h"
 #include "device/sv_dev.h"
+#include "device/transport.h"
 
 /* ---- what exec.c and cq.c need from the rest of the daemon ---- */
 
@@ -274,6 +275,39 @@ static void test_iov_walk(void **state)
 	assert_int_equal(cur.off, 2);
 	assert_true(sv_iov_seek(v, 4, &cur, 19));
 	assert_false(sv_iov_seek(v, 4, &cur, 2));
+}
+
+/* Every op of every transport is set (a default stub where it has none):
+ * the dispatcher calls them without testing for NULL. */
+static void test_transport_ops(void **state)
+{
+	const struct sv_transport *tr[] = {
+		&sv_loop_transport, &sv_roce_transport,
+	};
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(tr) / sizeof(tr[0]); i++) {
+		assert_non_null(tr[i]->name);
+		assert_non_null(tr[i]->ready);
+		assert_non_null(tr[i]->step);
+		assert_non_null(tr[i]->sq_owes);
+		assert_non_null(tr[i]->flush_pending);
+		assert_non_null(tr[i]->flush);
+		assert_non_null(tr[i]->srq_gone);
+		assert_non_null(tr[i]->ud_send);
+	}
+	/* the stubs say so */
+	assert_int_equal(sv_loop_transport.flush(NULL), -EOPNOTSUPP);
+	assert_int_equal(sv_loop_transport.ud_send(NULL, NULL, NULL, 0, 0,
+						   false, 0, false, NULL, 0),
+			 -EOPNOTSUPP);
+	/* the same-host transport is every QP's but a wire QP's */
+	{
+		struct sv_qp qp;
+
+		memset(&qp, 0, sizeof(qp));
+		assert_ptr_equal(sv_transport_of(&qp), &sv_loop_transport);
+	}
 }
 
 static void test_mem_copy(void **state)
@@ -2321,6 +2355,7 @@ int main(void)
 		cmocka_unit_test(test_grh_v6),
 		cmocka_unit_test(test_iov_walk),
 		cmocka_unit_test(test_mem_copy),
+		cmocka_unit_test(test_transport_ops),
 		FT(test_rc_send),
 		FT(test_rc_rnr),
 		FT(test_rc_rnr_forever_then_recv),

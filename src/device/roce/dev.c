@@ -765,11 +765,10 @@ void sv_roce_qp_destroy(struct sv_qp *qp)
 
 /* ---- UD over the wire ---- */
 
-uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
-			 const struct sv_ah *ah, uint32_t remote_qpn,
-			 uint32_t qkey, bool imm, uint32_t imm_data,
-			 bool solicited, const struct span *payload,
-			 uint64_t len)
+int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
+		    const struct sv_ah *ah, uint32_t remote_qpn, uint32_t qkey,
+		    bool imm, uint32_t imm_data, bool solicited,
+		    const struct span *payload, uint64_t len)
 {
 	struct sv_roce_tx *tx = sv_roce_tx_get();
 	const struct sv_wire_ah *a = &ah->attr;
@@ -814,3 +813,16 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 	sv_roce_tx_flush(tx);
 	return IBV_WC_SUCCESS;
 }
+
+/* ---- the transport (transport.h) ---- */
+
+const struct sv_transport sv_roce_transport = {
+	.name = "roce",
+	.ready = sv_roce_ready,
+	.step = sv_roce_step,
+	.sq_owes = sv_roce_sq_owes,
+	.flush_pending = sv_roce_flush_pending,
+	.flush = sv_roce_flush,
+	.srq_gone = sv_roce_srq_gone,
+	.ud_send = sv_roce_ud_send,
+};

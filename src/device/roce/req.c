@@ -68,8 +68,7 @@ static void complete_head(struct sv_qp *qp, uint32_t status)
 		rq->cur = rq->head;
 		rq->cur_pkt = 0;
 	}
-	sv_sq_complete(qp, &e->w, status,
-			 status == IBV_WC_SUCCESS ? len : 0);
+	sv_sq_complete(qp, &e->w, status, status == IBV_WC_SUCCESS ? len : 0);
 	if (status != IBV_WC_SUCCESS) {
 		/* the QP is in ERR (RC) or SQE (UC): the window is gone,
 		 * the ring's flush completes the rest */
@@ -958,7 +957,7 @@ static bool sqd_done(const struct sv_qp *qp)
 	       !(qp->sqd_armed && (int32_t)(qp->sqd_prod - rq->tail) > 0);
 }
 
-bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
+int sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 {
 	const struct sv_roce_qp *rq = qp->roce;
 
@@ -980,7 +979,7 @@ bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 	return ring_has_more(qp) || may_send(qp, now);
 }
 
-bool sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now)
+int sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now)
 {
 	const struct sv_roce_qp *rq = qp->roce;
 	bool corrupt;
@@ -1026,7 +1025,7 @@ static void timed_out(struct sv_qp *qp)
 	rq->rewound = false;
 }
 
-bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
+int sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 {
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_roce_tx *tx;

@@ -697,7 +697,7 @@ static bool xrc_srq(struct sv_qp *t, const struct sv_roce_pkt *p)
 	return sv_xrc_bind(t, p->xrcsrq);
 }
 
-void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
+int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
 {
 	struct sv_roce_qp *rq = t->roce;
 
@@ -711,10 +711,12 @@ void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
 		rq->in = SV_IN_NONE;
 		rq->rx_taken = false;
 		sv_cqe_init(&e, rq->rx.h.wr_id, IBV_WC_WR_FLUSH_ERR,
-			      IBV_WC_RECV, t->qpn);
+			    IBV_WC_RECV, t->qpn);
 		e.src_qp = rq->dqpn;
 		sv_qp_push(t, sv_recv_cq(t, &rq->rx), &e, false);
+		return 1;
 	}
+	return 0;
 }
 
 void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
@@ -904,7 +906,7 @@ void sv_roce_resp_flush_ack(struct sv_qp *t, struct sv_roce_tx *tx)
 	sv_roce_send_ack(tx, rq, SV_AETH_ACK, rq->ack_psn);
 }
 
-bool sv_roce_flush(struct sv_qp *qp)
+int sv_roce_flush(struct sv_qp *qp)
 {
 	struct sv_roce_qp *rq = qp->roce;
 
@@ -915,7 +917,7 @@ bool sv_roce_flush(struct sv_qp *qp)
 	return true;
 }
 
-bool sv_roce_has_flush(const struct sv_qp *qp)
+int sv_roce_flush_pending(const struct sv_qp *qp)
 {
 	return qp->roce && qp->roce->rx_taken;
 }

@@ -13,6 +13,7 @@
 #include "device/roce/net.h"
 #include "device/roce/roce.h"
 #include "device/roce/wire.h"
+#include "device/transport.h"
 
 /* WQEs in flight per QP (copied out of the ring until they complete) and
  * unacknowledged packets per QP at most: the bounded window of the issue.
@@ -106,6 +107,28 @@ struct sv_roce_tx {
 	uint8_t *buf;              /* SV_TX_BATCH * SV_PKT_BYTES */
 	unsigned int n;
 };
+
+/* The ops of sv_roce_transport (transport.h, dev.c). req.c: the
+ * requester's readiness (as sv_exec_ready), one step of it (as
+ * sv_exec_step), and sv_exec_sq_owes for a wire QP: WQEs below upto not
+ * yet taken, or taken with packets not yet sent, and no RNR hold or
+ * retransmission timeout since the last acknowledged progress. */
+int sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
+int sv_roce_step(struct sv_exec *x, struct sv_qp *qp);
+int sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
+/* resp.c: in ERR, what the wire holds of qp (a receive taken by a message
+ * in progress): is there any, finish it. XRC: srq goes; a message target
+ * t was receiving into it ends (a flush completion on srq's CQ). */
+int sv_roce_flush_pending(const struct sv_qp *qp);
+int sv_roce_flush(struct sv_qp *qp);
+int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
+/* dev.c: a UD datagram to a peer of another host: one packet. payload:
+ * the message as a span (exec_int.h) of len <= path MTU. A completion
+ * status. */
+int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
+		    const struct sv_ah *ah, uint32_t remote_qpn, uint32_t qkey,
+		    bool imm, uint32_t imm_data, bool solicited,
+		    const struct span *payload, uint64_t len);
 
 /* dev.c */
 extern struct sv_roce_stats sv_roce_stats;
