@@ -19,6 +19,7 @@
 #include "abi/sv_ring.h"
 #include "device/engine.h"
 #include "device/mm.h"
+#include "device/roce/wire.h"
 #include "device/sv_dev.h"
 #include "device/wq.h"
 
@@ -174,6 +175,62 @@ static inline int sv_span_copy(const struct sv_exec *x,
 				   x->bounce, x->bounce_bytes);
 	return sv_span_copy_windows(x, d, doff, s, soff, len);
 }
+
+/* ---- wq.c: the outcome of a request at its responder ---- */
+
+/*
+ * What a responder makes of a request, whichever transport brought it,
+ * and the one table (sv_outcome_tab, wq.c) that says what each outcome is
+ * to everyone: the requester's completion status (for RNR, NOACK and SEQ,
+ * once its retries are spent), the AETH syndrome that carries it on the
+ * wire (RoCEv2), and the responder's QP: whether it goes to ERR, and the
+ * async event that says why (0: none; for RECV_*, the receive WQE's own
+ * error completion says why). The same-host responder (loop_resp.c) and
+ * the wire's (roce/resp.c) answer with an outcome; the wire's completer
+ * (roce/req.c) turns a NAK back into the status (sv_nak_status).
+ */
+enum sv_outcome {
+	SV_OUTCOME_OK,             /* done */
+	SV_OUTCOME_RNR,            /* no receive WQE posted: RNR NAK (with the
+				    * responder's timer), try again */
+	SV_OUTCOME_NOACK,          /* no answer (the target gone, not ready,
+				    * in error): the transport timeout */
+	SV_OUTCOME_SEQ,            /* wire: a PSN ahead of the expected one */
+	SV_OUTCOME_INV_REQ,        /* malformed, not allowed by the QP's
+				    * access flags, or unsupported */
+	SV_OUTCOME_ACCESS,         /* the rkey, its bounds or rights; the
+				    * target's memory */
+	SV_OUTCOME_RECV_LEN,       /* the receive WQE is too small (it
+				    * completes with IBV_WC_LOC_LEN_ERR) */
+	SV_OUTCOME_RECV_ERR,       /* the receive WQE failed otherwise (its
+				    * buffers, its ring, a key it may not
+				    * invalidate) */
+	SV_OUTCOME_NO_SRQ,         /* XRC: no such SRQ in the target's domain
+				    * (the target, which the domain shares,
+				    * stays) */
+	SV_OUTCOME_MAX
+};
+
+struct sv_outcome_info {
+	const char *name;
+	uint32_t status;           /* enum ibv_wc_status, at the requester */
+	uint8_t aeth;              /* AETH syndrome; SV_AETH_NONE: no answer */
+	uint32_t event;            /* enum ibv_event_type of the responder's
+				    * QP as it goes to ERR; 0: none */
+	bool qp_err;               /* the responder's QP goes to ERR */
+};
+
+extern const struct sv_outcome_info sv_outcome_tab[SV_OUTCOME_MAX];
+
+static inline const struct sv_outcome_info *sv_outcome(enum sv_outcome o)
+{
+	return &sv_outcome_tab[o];
+}
+
+/* The requester's completion status for a NAK of syndrome syn: the
+ * status of the outcomes that send it; IBV_WC_REM_OP_ERR for one that
+ * none sends (a reserved code, an invalid RD request). */
+uint32_t sv_nak_status(uint8_t syn);
 
 /* ---- wq.c: the work-queue plumbing ---- */
 

@@ -219,7 +219,8 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	} else if (qp->retry_left == RETRY_FINAL) {
 		/* the last transmission timed out too */
 		memcpy(&w.h, wq_head(&qp->sq), sizeof(w.h));
-		sv_sq_complete(qp, &w, IBV_WC_RETRY_EXC_ERR, 0);
+		sv_sq_complete(qp, &w, sv_outcome(SV_OUTCOME_NOACK)->status,
+			       0);
 		return;
 	}
 	qp->wait_until_ns = 0;
@@ -239,8 +240,8 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	if (res == RES_RNR) {
 		if (qp->attr.rnr_retry != 7) {
 			if (!qp->rnr_left) {
-				sv_sq_complete(qp, &w, IBV_WC_RNR_RETRY_EXC_ERR,
-					       0);
+				sv_sq_complete(qp, &w,
+					sv_outcome(SV_OUTCOME_RNR)->status, 0);
 				return;
 			}
 			qp->rnr_left--;

@@ -238,21 +238,16 @@ sv_grant_fence_wait(struct sv_exec *x, const uint32_t seen[SV_DB_PAGES])
 	*x->fencing = false;
 }
 
-
-/* RC: the responder refuses the request as invalid; its QP goes to ERR. */
-static int resp_inv_req(struct sv_qp *t)
+/* The responder t answers with outcome o (exec_int.h's table): a reliable
+ * responder's QP goes to ERR where o says so, with o's event; the
+ * requester's completion status. */
+static int answer(struct sv_qp *t, enum sv_outcome o)
 {
-	if (sv_qp_reliable(t))
-		sv_qp_error(t, IBV_EVENT_QP_REQ_ERR);
-	return IBV_WC_REM_INV_REQ_ERR;
-}
+	const struct sv_outcome_info *oi = sv_outcome(o);
 
-/* RC: a remote access violation; the responder's QP goes to ERR. */
-static int resp_access(struct sv_qp *t)
-{
-	if (sv_qp_reliable(t))
-		sv_qp_error(t, IBV_EVENT_QP_ACCESS_ERR);
-	return IBV_WC_REM_ACCESS_ERR;
+	if (oi->qp_err && sv_qp_reliable(t))
+		sv_qp_error(t, oi->event);
+	return (int)oi->status;
 }
 
 
@@ -336,6 +331,22 @@ remote_inv(struct sv_exec *x, struct msg *m, struct sv_qp *t)
 	return m->lost ? lost_res(m) : 0;
 }
 
+/* A copy into or out of t's memory failed: no answer when its process is
+ * gone (sv_target_gone), else a remote access error. */
+static int target_fault(struct sv_qp *t)
+{
+	return sv_target_gone(t) ? RES_NOACK : answer(t, SV_OUTCOME_ACCESS);
+}
+
+/* The receive WQE r of t, taken for m, fails with status st (t goes to
+ * ERR): the responder answers with outcome o. */
+static int recv_fail(struct sv_qp *t, struct rwqe *r, uint32_t st,
+		     const struct msg *m, enum sv_outcome o)
+{
+	rq_complete(t, r, st, IBV_WC_RECV, m, 0);
+	return answer(t, o);
+}
+
 /* Take a receive WQE and fill it with the message (SEND, SEND_WITH_IMM,
  * SEND_WITH_INV). */
 static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
@@ -350,20 +361,16 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	if (ret)
 		return ret;
 	st = sv_rq_resolve(t, &r);
-	if (st != IBV_WC_SUCCESS) {
-		rq_complete(t, &r, st, IBV_WC_RECV, m, 0);
-		return IBV_WC_REM_OP_ERR;
-	}
-	if (r.cap < hdr + m->len) {
-		rq_complete(t, &r, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, m, 0);
-		return IBV_WC_REM_INV_REQ_ERR;
-	}
+	if (st != IBV_WC_SUCCESS)
+		return recv_fail(t, &r, st, m, SV_OUTCOME_RECV_ERR);
+	if (r.cap < hdr + m->len)
+		return recv_fail(t, &r, IBV_WC_LOC_LEN_ERR, m,
+				 SV_OUTCOME_RECV_LEN);
 	/* a key t may not invalidate: refused before anything lands */
 	if (unlikely(m->opcode == IBV_WR_SEND_WITH_INV) &&
-	    !sv_mm_remote_inv_ok(t, m->w->h.imm)) {
-		rq_complete(t, &r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, m, 0);
-		return IBV_WC_REM_OP_ERR;
-	}
+	    !sv_mm_remote_inv_ok(t, m->w->h.imm))
+		return recv_fail(t, &r, IBV_WC_LOC_PROT_ERR, m,
+				 SV_OUTCOME_RECV_ERR);
 	if (m->ah) {
 		const struct sv_wire_ah *ah = &m->ah->attr;
 		const uint8_t *sgid = sv_dev.gid[ah->sgid_index %
@@ -375,11 +382,9 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 			     (sv_op_flags(m->opcode) & SV_OPF_IMM) != 0);
 		sv_span_raw(&g, grh, sizeof(grh));
 		if (sv_span_copy(x, &r.mem, 0, &g, 0, sizeof(grh)) !=
-		    SV_COPY_OK) {
-			rq_complete(t, &r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV,
-				    m, 0);
-			return IBV_WC_REM_OP_ERR;
-		}
+		    SV_COPY_OK)
+			return recv_fail(t, &r, IBV_WC_LOC_PROT_ERR, m,
+					 SV_OUTCOME_RECV_ERR);
 	}
 	ret = msg_copy(x, m, t, true, &r.mem, hdr, &m->local, 0, m->len);
 	if (m->lost)
@@ -391,8 +396,8 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	case SV_COPY_DST_FAULT:
 		if (sv_target_gone(t))
 			return RES_NOACK;
-		rq_complete(t, &r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, m, 0);
-		return IBV_WC_REM_OP_ERR;
+		return recv_fail(t, &r, IBV_WC_LOC_PROT_ERR, m,
+				 SV_OUTCOME_RECV_ERR);
 	default:
 		break;
 	}
@@ -415,7 +420,7 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	int ret;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
-		return resp_inv_req(t);
+		return answer(t, SV_OUTCOME_INV_REQ);
 	if (imm) {
 		ret = rq_next(t, &r, m);
 		if (ret)
@@ -424,7 +429,7 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	if (m->len) {
 		if (!sv_span_remote(&rmem, h->rkey, t, h->remote_addr,
 				 m->len, IBV_ACCESS_REMOTE_WRITE))
-			return resp_access(t);
+			return answer(t, SV_OUTCOME_ACCESS);
 		ret = msg_copy(x, m, t, imm, &rmem.s, 0, &m->local, 0, m->len);
 		if (m->lost)
 			return lost_res(m);
@@ -432,7 +437,7 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		case SV_COPY_SRC_FAULT:
 			return IBV_WC_LOC_PROT_ERR;
 		case SV_COPY_DST_FAULT:
-			return sv_target_gone(t) ? RES_NOACK : resp_access(t);
+			return target_fault(t);
 		default:
 			break;
 		}
@@ -450,17 +455,17 @@ static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	int ret;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
-		return resp_inv_req(t);
+		return answer(t, SV_OUTCOME_INV_REQ);
 	if (m->len) {
 		if (!sv_span_remote(&rmem, h->rkey, t, h->remote_addr,
 				 m->len, IBV_ACCESS_REMOTE_READ))
-			return resp_access(t);
+			return answer(t, SV_OUTCOME_ACCESS);
 		ret = msg_copy(x, m, t, false, &m->local, 0, &rmem.s, 0, m->len);
 		if (m->lost)
 			return lost_res(m);
 		switch (ret) {
 		case SV_COPY_SRC_FAULT:
-			return sv_target_gone(t) ? RES_NOACK : resp_access(t);
+			return target_fault(t);
 		case SV_COPY_DST_FAULT:
 			return IBV_WC_LOC_PROT_ERR;
 		default:
@@ -513,19 +518,19 @@ static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (h->remote_addr & 7))
-		return resp_inv_req(t);
+		return answer(t, SV_OUTCOME_INV_REQ);
 	if (!sv_span_remote(&rmem, rkey, t, h->remote_addr,
 			 sizeof(uint64_t), IBV_ACCESS_REMOTE_ATOMIC))
-		return resp_access(t);
+		return answer(t, SV_OUTCOME_ACCESS);
 	sv_span_raw(&lmem, &orig, sizeof(orig));
 	sv_span_raw(&vmem, &val, sizeof(val));
 	/* atomic with respect to every other atomic: we hold sv_dev.lock */
 	if (sv_span_copy(x, &lmem, 0, &rmem.s, 0, sizeof(orig)) != SV_COPY_OK)
-		return sv_target_gone(t) ? RES_NOACK : resp_access(t);
+		return target_fault(t);
 	store = sv_atomic_apply(&op, orig, &val);
 	if (store && sv_span_copy(x, &rmem.s, 0, &vmem, 0, sizeof(val)) !=
 	    SV_COPY_OK)
-		return sv_target_gone(t) ? RES_NOACK : resp_access(t);
+		return target_fault(t);
 	if (sv_span_copy(x, &m->local, 0, &lmem, 0, sizeof(orig)) != SV_COPY_OK)
 		return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;
@@ -561,7 +566,7 @@ int sv_loop_deliver(struct sv_exec *x, struct msg *m)
 		/* XRC: the SRQ the message names, of the target's domain */
 		if (unlikely(qp->type == IBV_QPT_XRC_SEND) &&
 		    !sv_xrc_bind(t, m->w->h.remote_qpn))
-			return IBV_WC_REM_INV_REQ_ERR;
+			return answer(t, SV_OUTCOME_NO_SRQ);
 	}
 	sv_comm_est(t);
 	sv_dev.lo_msgs++;

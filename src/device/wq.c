@@ -35,6 +35,46 @@ bool sv_target_gone(const struct sv_qp *t)
 	return c->dead || sv_proc_gone(c->pid, c->pidfd);
 }
 
+/* ---- the outcome table (exec_int.h) ---- */
+
+#define OUTCOME(n, st, syn, ev, err)                                       \
+	[SV_OUTCOME_##n] = { .name = #n, .status = st, .aeth = syn,        \
+			     .event = ev, .qp_err = err }
+
+const struct sv_outcome_info sv_outcome_tab[SV_OUTCOME_MAX] = {
+	/*      outcome   requester's status        AETH syndrome
+	 *                responder's event         responder to ERR */
+	OUTCOME(OK,       IBV_WC_SUCCESS,           SV_AETH_ACK,
+			  0,                        false),
+	OUTCOME(RNR,      IBV_WC_RNR_RETRY_EXC_ERR, SV_AETH_RNR(0),
+			  0,                        false),
+	OUTCOME(NOACK,    IBV_WC_RETRY_EXC_ERR,     SV_AETH_NONE,
+			  0,                        false),
+	OUTCOME(SEQ,      IBV_WC_RETRY_EXC_ERR,     SV_AETH_NAK_SEQ,
+			  0,                        false),
+	OUTCOME(INV_REQ,  IBV_WC_REM_INV_REQ_ERR,   SV_AETH_NAK_INV,
+			  IBV_EVENT_QP_REQ_ERR,     true),
+	OUTCOME(ACCESS,   IBV_WC_REM_ACCESS_ERR,    SV_AETH_NAK_ACCESS,
+			  IBV_EVENT_QP_ACCESS_ERR,  true),
+	OUTCOME(RECV_LEN, IBV_WC_REM_INV_REQ_ERR,   SV_AETH_NAK_INV,
+			  0,                        true),
+	OUTCOME(RECV_ERR, IBV_WC_REM_OP_ERR,        SV_AETH_NAK_OP,
+			  0,                        true),
+	OUTCOME(NO_SRQ,   IBV_WC_REM_INV_REQ_ERR,   SV_AETH_NAK_INV,
+			  0,                        false),
+};
+
+#undef OUTCOME
+
+uint32_t sv_nak_status(uint8_t syn)
+{
+	if (SV_AETH_KIND(syn) == SV_AETH_KIND_NAK)
+		for (unsigned int o = 0; o < SV_OUTCOME_MAX; o++)
+			if (sv_outcome_tab[o].aeth == syn)
+				return sv_outcome_tab[o].status;
+	return IBV_WC_REM_OP_ERR;
+}
+
 /* ---- the QP's state and events ---- */
 
 static void qp_set_state(struct sv_qp *qp, uint32_t state)

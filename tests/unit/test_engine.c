@@ -22,6 +22,7 @@
 #include <infiniband/verbs.h>
 
 #include "device/engine.h"
+#include "device/exec_int.h"
 #include "device/sv_dev.h"
 #include "device/transport.h"
 
@@ -308,6 +309,29 @@ static void test_transport_ops(void **state)
 		memset(&qp, 0, sizeof(qp));
 		assert_ptr_equal(sv_transport_of(&qp), &sv_loop_transport);
 	}
+}
+
+/* The outcome table: every outcome has its row, and a NAK brings the
+ * requester on the wire the status the same outcome gives it on this
+ * host (roce/req.c's sv_nak_status against loop_resp.c's answer). */
+static void test_outcome_table(void **state)
+{
+	(void)state;
+	for (unsigned int o = 0; o < SV_OUTCOME_MAX; o++) {
+		const struct sv_outcome_info *oi = sv_outcome(o);
+
+		assert_non_null(oi->name);
+		if (SV_AETH_KIND(oi->aeth) == SV_AETH_KIND_NAK)
+			assert_int_equal(sv_nak_status(oi->aeth), oi->status);
+		/* an event only where the QP goes to ERR */
+		if (oi->event)
+			assert_true(oi->qp_err);
+	}
+	assert_int_equal(sv_outcome(SV_OUTCOME_OK)->status, IBV_WC_SUCCESS);
+	assert_int_equal(sv_outcome(SV_OUTCOME_NOACK)->aeth, SV_AETH_NONE);
+	/* NAK codes nobody sends */
+	assert_int_equal(sv_nak_status(0x64), IBV_WC_REM_OP_ERR);
+	assert_int_equal(sv_nak_status(0x7f), IBV_WC_REM_OP_ERR);
 }
 
 static void test_mem_copy(void **state)
@@ -2356,6 +2380,7 @@ int main(void)
 		cmocka_unit_test(test_iov_walk),
 		cmocka_unit_test(test_mem_copy),
 		cmocka_unit_test(test_transport_ops),
+		cmocka_unit_test(test_outcome_table),
 		FT(test_rc_send),
 		FT(test_rc_rnr),
 		FT(test_rc_rnr_forever_then_recv),

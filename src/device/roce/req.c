@@ -226,18 +226,6 @@ static void kick(struct sv_qp *qp)
 	sv_engine_kick(qp->engine);
 }
 
-static uint32_t nak_status(uint8_t syn)
-{
-	switch (syn) {
-	case SV_AETH_NAK_INV:
-		return IBV_WC_REM_INV_REQ_ERR;
-	case SV_AETH_NAK_ACCESS:
-		return IBV_WC_REM_ACCESS_ERR;
-	default:
-		return IBV_WC_REM_OP_ERR;
-	}
-}
-
 /* Find the in-flight WQE that PSN p belongs to (NULL: none). */
 static struct sv_rwin *find_psn(struct sv_roce_qp *rq, uint32_t p)
 {
@@ -507,15 +495,14 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 			kick(qp);
 			return;
 		}
-		if (qp->attr.rnr_retry != 7) {
-			if (!rq->rnr_left) {
-				if (rq->head != rq->tail)
-					complete_head(qp,
-						      IBV_WC_RNR_RETRY_EXC_ERR);
-				return;
-			}
-			rq->rnr_left--;
+		if (qp->attr.rnr_retry != 7 && !rq->rnr_left) {
+			if (rq->head != rq->tail)
+				complete_head(qp,
+					sv_outcome(SV_OUTCOME_RNR)->status);
+			return;
 		}
+		if (qp->attr.rnr_retry != 7)
+			rq->rnr_left--;
 		rq->hold_until = sv_now_ns() + sv_rnr_timer_ns(syn & 0x1f);
 		rewind_to(rq, p->psn);
 		kick(qp);
@@ -532,7 +519,7 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 			rewind_to(rq, p->psn);
 		} else if (rq->head != rq->tail && find_psn(rq, p->psn) ==
 						       rwin(rq, rq->head)) {
-			complete_head(qp, nak_status(syn));
+			complete_head(qp, sv_nak_status(syn));
 		}
 		kick(qp);
 		return;
@@ -1014,7 +1001,7 @@ static void timed_out(struct sv_qp *qp)
 		       h->npkts, (unsigned long long)h->got, h->done, rq->una,
 		       rq->snd, rq->cur, rq->cur_pkt, rq->tail);
 		sv_roce_stats.retry_exceeded++;
-		complete_head(qp, IBV_WC_RETRY_EXC_ERR);
+		complete_head(qp, sv_outcome(SV_OUTCOME_NOACK)->status);
 		return;
 	}
 	rq->retry_left--;

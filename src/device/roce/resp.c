@@ -74,17 +74,20 @@ static struct wbatch {
 	struct iovec rem[WB_IOVS];
 } wb;
 
-/* Answer (RC) and fail the QP: the NAK, then ERR. */
-static void fatal_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint8_t syn,
-		      uint32_t psn, uint32_t event)
+/* Answer request psn with outcome o (exec_int.h's table): its NAK (RC;
+ * UC has no responses), then, where o says so, t goes to ERR with o's
+ * event. */
+static void nak(struct sv_qp *t, struct sv_roce_tx *tx, enum sv_outcome o,
+		uint32_t psn)
 {
-	struct sv_roce_qp *rq = t->roce;
+	const struct sv_outcome_info *oi = sv_outcome(o);
 
 	if (is_rc(t)) {
-		sv_roce_send_ack(tx, rq, syn, psn);
+		sv_roce_send_ack(tx, t->roce, oi->aeth, psn);
 		sv_roce_stats.naks_sent++;
 	}
-	sv_qp_error(t, event);
+	if (oi->qp_err)
+		sv_qp_error(t, oi->event);
 }
 
 /* Complete receive WQE r (taken off t's ring by rx_take). */
@@ -354,7 +357,7 @@ static bool take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
 		return false;
 	}
 	if (ret) {
-		fatal_nak(t, tx, SV_AETH_NAK_OP, psn, 0);
+		nak(t, tx, SV_OUTCOME_RECV_ERR, psn);
 		return false;
 	}
 	return true;
@@ -380,8 +383,8 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 	if (st != IBV_WC_SUCCESS) {
 		rq->in = SV_IN_NONE;
 		msg_rx_done(t, st, IBV_WC_RECV, 0, NULL);
-		fatal_nak(t, tx, st == IBV_WC_LOC_LEN_ERR ? SV_AETH_NAK_INV :
-			  SV_AETH_NAK_OP, p->psn, 0);
+		nak(t, tx, st == IBV_WC_LOC_LEN_ERR ? SV_OUTCOME_RECV_LEN :
+			   SV_OUTCOME_RECV_ERR, p->psn);
 		return;
 	}
 	rq->rx_off += p->paylen;
@@ -391,7 +394,7 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 	rq->in = SV_IN_NONE;
 	if ((p->flags & SV_RF_IETH) && !sv_mm_remote_inv_ok(t, p->ieth_rkey)) {
 		msg_rx_done(t, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, NULL);
-		fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
+		nak(t, tx, SV_OUTCOME_RECV_ERR, p->psn);
 		return;
 	}
 	if (p->flags & SV_RF_IETH)
@@ -417,7 +420,7 @@ static bool write_fail(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 		return false;
 	}
 	rq->in = SV_IN_NONE;
-	fatal_nak(t, tx, SV_AETH_NAK_ACCESS, psn, IBV_EVENT_QP_ACCESS_ERR);
+	nak(t, tx, SV_OUTCOME_ACCESS, psn);
 	return false;
 }
 
@@ -506,8 +509,7 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 
 	if (p->flags & SV_RF_FIRST) {
 		if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 			return;
 		}
 		rq->wr_va = p->va;
@@ -519,15 +521,14 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 	if (rq->wr_off + p->paylen > rq->wr_len ||
 	    ((p->flags & SV_RF_LAST) && rq->wr_off + p->paylen != rq->wr_len)) {
 		rq->in = SV_IN_NONE;
-		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		return;
 	}
 	if (p->paylen) {
 		if (!sv_span_remote(&r, rq->wr_rkey, t, rq->wr_va + rq->wr_off,
 				      p->paylen, IBV_ACCESS_REMOTE_WRITE)) {
 			rq->in = SV_IN_NONE;
-			fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-				  IBV_EVENT_QP_ACCESS_ERR);
+			nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 			return;
 		}
 		if (!wb_add(t, p, rq->wr_rkey, rq->wr_va + rq->wr_off, &r) &&
@@ -572,13 +573,12 @@ static void rc_read(struct sv_qp *t, const struct sv_roce_pkt *p,
 	uint32_t n = p->dmalen ? (p->dmalen + rq->mtu - 1) / rq->mtu : 1;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
-		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		return;
 	}
 	if (p->dmalen && !sv_span_remote(&probe, p->rkey, t, p->va,
 					   p->dmalen, IBV_ACCESS_REMOTE_READ)) {
-		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-			  IBV_EVENT_QP_ACCESS_ERR);
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 		return;
 	}
 	r = res_new(rq);
@@ -592,8 +592,7 @@ static void rc_read(struct sv_qp *t, const struct sv_roce_pkt *p,
 	if (!read_respond(t, tx, p->psn, p->va, p->rkey, p->dmalen)) {
 		if (sv_target_gone(t))
 			return;
-		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-			  IBV_EVENT_QP_ACCESS_ERR);
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 	}
 }
 
@@ -628,13 +627,12 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 	}
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (p->va & 7)) {
-		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		return;
 	}
 	if (!sv_span_remote(&r, p->rkey, t, p->va, 8,
 			      IBV_ACCESS_REMOTE_ATOMIC)) {
-		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-			  IBV_EVENT_QP_ACCESS_ERR);
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 		return;
 	}
 	sv_roce_exec(&x);
@@ -658,7 +656,7 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 fault:
 	if (sv_target_gone(t))
 		return;
-	fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn, IBV_EVENT_QP_ACCESS_ERR);
+	nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 }
 
 /* UD: one datagram; trouble drops it silently. */
@@ -770,13 +768,11 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	if (t->type == IBV_QPT_XRC_RECV && d == 0 && !xrc_srq(t, p)) {
 		if (rq->in != SV_IN_NONE) {
 			/* another SRQ inside a message */
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		} else {
 			/* no such SRQ here: the initiator fails, the target
 			 * (shared by the domain) stays */
-			sv_roce_send_ack(tx, rq, SV_AETH_NAK_INV, p->psn);
-			sv_roce_stats.naks_sent++;
+			nak(t, tx, SV_OUTCOME_NO_SRQ, p->psn);
 		}
 		return;
 	}
@@ -797,8 +793,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		sv_roce_drop(SV_RX_DROP_PSN);
 		if (!rq->nak_sent) {
 			rq->nak_sent = true;
-			sv_roce_send_ack(tx, rq, SV_AETH_NAK_SEQ, rq->epsn);
-			sv_roce_stats.naks_sent++;
+			nak(t, tx, SV_OUTCOME_SEQ, rq->epsn);
 		}
 		return;
 	}
@@ -812,8 +807,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	 * a FIRST or ONLY starts one */
 	if (p->flags & SV_RF_FIRST) {
 		if (rq->in != SV_IN_NONE && is_rc(t)) {
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 			return;
 		}
 		if (rq->in == SV_IN_SEND && rq->rx_taken)
@@ -822,16 +816,14 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		   rq->in != ((p->flags & SV_RF_SEND) ? SV_IN_SEND :
 							SV_IN_WRITE)) {
 		if (is_rc(t))
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else
 			sv_roce_drop(SV_RX_DROP_PSN);
 		return;
 	}
 	if ((p->flags & (SV_RF_SEND | SV_RF_WRITE)) && !size_ok(rq, p)) {
 		if (is_rc(t))
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else
 			sv_roce_drop(SV_RX_DROP_MALFORMED);
 		return;
@@ -855,8 +847,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	} else if (p->flags & (SV_RF_READ | SV_RF_ATOMIC)) {
 		/* never inside another message */
 		if (rq->in != SV_IN_NONE)
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else if (p->flags & SV_RF_READ)
 			rc_read(t, p, tx);
 		else
@@ -891,7 +882,7 @@ void sv_roce_resp_unknown(struct sv_qp *t, const struct sv_roce_pkt *p,
 	    memcmp(ip->src, rq->dgid, 16) ||
 	    sv_psn_diff(p->psn, rq->epsn) != 0)
 		return;
-	fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+	nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 }
 
 void sv_roce_resp_flush_ack(struct sv_qp *t, struct sv_roce_tx *tx)

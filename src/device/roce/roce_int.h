@@ -197,15 +197,6 @@ bool sv_roce_resp_place(struct sv_roce_tx *tx);
 /* resp.c: the end of a receive batch: the ACKs it owes */
 void sv_roce_resp_flush_ack(struct sv_qp *qp, struct sv_roce_tx *tx);
 
-/* AETH syndromes */
-#define SV_AETH_ACK         0x1f   /* ACK, no credit count (as rxe) */
-#define SV_AETH_RNR(t)      (0x20u | ((t) & 0x1fu))
-#define SV_AETH_NAK_SEQ     0x60
-#define SV_AETH_NAK_INV     0x61
-#define SV_AETH_NAK_ACCESS  0x62
-#define SV_AETH_NAK_OP      0x63
-#define SV_AETH_KIND(s)     ((s) >> 5)   /* 0 ACK, 1 RNR, 3 NAK */
-
 static inline uint32_t sv_psn_add(uint32_t psn, uint32_t n)
 {
 	return (psn + n) & 0xffffffu;
