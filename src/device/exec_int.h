@@ -187,7 +187,7 @@ static inline int sv_span_copy(const struct sv_exec *x,
  * async event that says why (0: none; for RECV_*, the receive WQE's own
  * error completion says why). The same-host responder (loop_resp.c) and
  * the wire's (roce/resp.c) answer with an outcome; the wire's completer
- * (roce/req.c) turns a NAK back into the status (sv_nak_status).
+ * (roce/comp.c) turns a NAK back into the status (sv_nak_status).
  */
 enum sv_outcome {
 	SV_OUTCOME_OK,             /* done */

@@ -313,7 +313,7 @@ static void test_transport_ops(void **state)
 
 /* The outcome table: every outcome has its row, and a NAK brings the
  * requester on the wire the status the same outcome gives it on this
- * host (roce/req.c's sv_nak_status against loop_resp.c's answer). */
+ * host (roce/comp.c's sv_nak_status against loop_resp.c's answer). */
 static void test_outcome_table(void **state)
 {
 	(void)state;

@@ -3,13 +3,14 @@
  * The RoCEv2 wire of softverbsd (daemon-private): what the rest of the
  * daemon calls. A QP whose peer is not on this daemon (its address vector
  * names a GID the device does not serve) is a "wire QP": its WQEs become
- * packets (req.c: requester and completer), and the packets that arrive for
- * it are served by resp.c (responder). QPs of the same daemon keep the
- * same-host path (loop_req.c, loop_resp.c), with no packets.
+ * packets (req.c: requester), what comes back is the completer's
+ * (comp.c), and the packets that arrive for it are served by resp.c
+ * (responder). QPs of the same daemon keep the same-host path (loop_req.c,
+ * loop_resp.c), with no packets.
  *
  * Threads: the requester runs in the QP's engine (sv_exec_step calls
- * sv_roce_transport.step); one wire thread (dev.c) receives packets and runs the
- * responder and the completer. Both under sv_dev.lock.
+ * sv_roce_transport.step); one wire thread (dev.c) receives packets and
+ * runs the responder and the completer. Both under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ROCE_H
 #define SV_DEVICE_ROCE_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the RoCEv2 wire: a wire QP's state and what dev.c, req.c and
- * resp.c share. Everything here is under sv_dev.lock.
+ * Inside the RoCEv2 wire: a wire QP's state and what dev.c, req.c
+ * (requester), comp.c (completer) and resp.c (responder) share. Everything here is under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ROCE_INT_H
 #define SV_DEVICE_ROCE_INT_H
@@ -35,7 +35,7 @@
 /* Room of one packet buffer: headers + 4096 + pad + ICRC. */
 #define SV_PKT_BYTES    (4096u + 128u)
 
-/* One send WQE in flight. */
+/* One send WQE in flight (the requester's window; req.c, comp.c). */
 struct sv_rwin {
 	struct swqe w;
 	uint32_t psn;              /* its first PSN */
@@ -99,6 +99,24 @@ struct sv_roce_qp {
 	bool ack_due;              /* an ACK to send at the end of the batch */
 	uint32_t ack_psn;
 };
+
+/* WQE n of rq's window. */
+static inline struct sv_rwin *sv_rwin(const struct sv_roce_qp *rq, uint32_t n)
+{
+	return &rq->win[n & (SV_RQ_WIN - 1)];
+}
+
+/* RC and XRC initiators: acknowledged, retried */
+static inline bool sv_roce_reliable(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND;
+}
+
+/* qp's local ACK timeout in ns (UINT64_MAX: none) */
+static inline uint64_t sv_roce_timeout_ns(const struct sv_qp *qp)
+{
+	return sv_ack_timeout_ns(qp->attr.timeout);
+}
 
 /* A batch of packets to send (one per thread). */
 struct sv_roce_tx {
@@ -180,12 +198,18 @@ void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 		      uint8_t syndrome, uint32_t psn);
 
-/* req.c: the completer's packets (ACK, NAK, READ response, atomic ACK) */
+/* comp.c: the completer's packets (ACK, NAK, READ response, atomic ACK) */
 void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p);
-/* Land the READ response payloads gathered in this receive batch (req.c):
+/* Land the READ response payloads gathered in this receive batch (comp.c):
  * before the batch's buffers are used again. */
 void sv_roce_comp_flush(void);
-/* resp.c: a request packet for qp from src */
+/* comp.c: complete the head WQE of qp's window with status (the ring's
+ * head is the window's); an error empties the window (the QP is in ERR or
+ * SQE: the ring's flush completes the rest). */
+void sv_roce_complete_head(struct sv_qp *qp, uint32_t status);
+/* comp.c: qp's retransmission timer expired (the requester's step): go
+ * back to the oldest unacknowledged PSN, or retry exceeded. */
+void sv_roce_timed_out(struct sv_qp *qp);
 /* resp.c: a request whose opcode is unknown (BTH only): NAK or drop */
 void sv_roce_resp_unknown(struct sv_qp *qp, const struct sv_roce_pkt *p,
 			  const struct sv_roce_ip *ip, struct sv_roce_tx *tx);
