@@ -42,6 +42,14 @@ struct msg {
 	int lost;                  /* out: see msg_copy (loop_resp.c) */
 };
 
+/* The Q_Key a UD send WQE h of qp sends. */
+static inline uint32_t sv_ud_qkey(const struct sv_qp *qp,
+				  const struct sv_send_wqe *h)
+{
+	return (h->ud.remote_qkey & SV_QKEY_USE_QP) ? qp->attr.qkey :
+						      h->ud.remote_qkey;
+}
+
 /* ---- loop_resp.c: the responder ---- */
 
 /* Hand message m to the QP it is addressed to: the requester's completion

@@ -192,8 +192,7 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 
 			return sv_roce_transport.ud_send(x, qp, m->ah,
 				h->remote_qpn,
-				(h->ud.remote_qkey & 0x80000000u) ?
-					qp->attr.qkey : h->ud.remote_qkey,
+				sv_ud_qkey(qp, h),
 				(f & SV_OPF_IMM) != 0, h->imm,
 				(h->flags & IBV_SEND_SOLICITED) != 0,
 				&m->local, m->len);

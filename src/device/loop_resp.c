@@ -549,10 +549,9 @@ int sv_loop_deliver(struct sv_exec *x, struct msg *m)
 
 	if (qp->type == IBV_QPT_UD) {
 		const struct sv_send_wqe *h = &m->w->h;
-		uint32_t qkey = (h->ud.remote_qkey & 0x80000000u) ?
-				qp->attr.qkey : h->ud.remote_qkey;
+		uint32_t qkey = sv_ud_qkey(qp, h);
 
-		t = sv_qp_lookup(h->remote_qpn & 0xffffff);
+		t = sv_qp_lookup(h->remote_qpn & SV_QPN_MASK);
 		if (!t || t->type != IBV_QPT_UD || !sv_qp_can_receive(t) ||
 		    t->attr.qkey != qkey)
 			return IBV_WC_SUCCESS;  /* a datagram is just lost */
@@ -602,11 +601,10 @@ __attribute__((noinline)) int sv_loop_mcast(struct sv_exec *x, struct msg *m,
 {
 	struct sv_qp *qp = m->qp;
 	const struct sv_send_wqe *h = &m->w->h;
-	uint32_t qkey = (h->ud.remote_qkey & 0x80000000u) ?
-			qp->attr.qkey : h->ud.remote_qkey;
+	uint32_t qkey = sv_ud_qkey(qp, h);
 	const struct sv_mcast_grp *g;
 
-	if ((h->remote_qpn & 0xffffff) != SV_MCAST_QPN)
+	if ((h->remote_qpn & SV_QPN_MASK) != SV_MCAST_QPN)
 		return IBV_WC_SUCCESS;  /* nobody takes it: lost */
 	g = sv_mcast_find(m->ah->attr.dgid);
 	for (uint32_t i = 0; g && i < g->nqp; i++) {

@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_cmd.h"
+#include "abi/sv_ib.h"
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
 #include "device/keys.h"
@@ -67,7 +68,6 @@
 #define SV_MAX_MCAST_GRP       256
 #define SV_MAX_MCAST_QP_ATTACH 64
 #define SV_MAX_MCAST_TOTAL     4096
-#define SV_MCAST_QPN           0xffffffu  /* the multicast destination QPN */
 /* What one process may hold (client.c, docs/DESIGN.md "Exhaustion"): the
  * device's limits above are shared by every process; a process gets at most
  * 1/SV_PROC_SHARE of each kind of object (and that is what ibv_query_device

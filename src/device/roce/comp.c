@@ -136,7 +136,7 @@ static bool ack_upto(struct sv_qp *qp, uint32_t p, uint32_t *gap)
 		/* p passes a READ's missing responses: they were lost */
 		lost = sv_psn_diff(lim, rq->snd) < 0;
 		*gap = lim;
-		p = sv_psn_add(lim, 0xffffff);
+		p = sv_psn_prev(lim);
 	}
 	if (sv_psn_diff(sv_psn_add(p, 1), rq->una) > 0 &&
 	    sv_psn_diff(sv_psn_add(p, 1), rq->snd) <= 0) {
@@ -367,7 +367,7 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	/* a response acknowledges what was sent before the READ, and itself:
 	 * the window moves with a long READ's responses */
 	if (sv_psn_diff(e->psn, rq->una) > 0 &&
-	    ack_upto(qp, sv_psn_add(e->psn, 0xffffff), &gap)) {
+	    ack_upto(qp, sv_psn_prev(e->psn), &gap)) {
 		rewind_to(rq, gap);
 		kick(qp);
 		return;
@@ -390,7 +390,7 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	}
 	e->done = true;
 	rq->rewound = false;
-	if (ack_upto(qp, sv_psn_add(end_psn(e), 0xffffff), &gap)) {
+	if (ack_upto(qp, sv_psn_prev(end_psn(e)), &gap)) {
 		rewind_to(rq, gap);
 		kick(qp);
 	}
@@ -460,7 +460,7 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 		return;
 	case 1:                         /* RNR NAK: p->psn waits */
 		sv_roce_stats.rnr_naks_rcvd++;
-		if (ack_upto(qp, sv_psn_add(p->psn, 0xffffff), &gap)) {
+		if (ack_upto(qp, sv_psn_prev(p->psn), &gap)) {
 			rewind_to(rq, gap);
 			kick(qp);
 			return;
@@ -479,7 +479,7 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 		return;
 	case 3:                         /* NAK */
 		sv_roce_stats.naks_rcvd++;
-		if (ack_upto(qp, sv_psn_add(p->psn, 0xffffff), &gap)) {
+		if (ack_upto(qp, sv_psn_prev(p->psn), &gap)) {
 			rewind_to(rq, gap);
 			kick(qp);
 			return;

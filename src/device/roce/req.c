@@ -274,7 +274,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	psn = sv_psn_add(e->psn, k);
 	p.psn = psn;
 	p.dqpn = rq->dqpn;
-	p.pkey = 0xffff;
+	p.pkey = SV_PKEY_DEFAULT;
 	last = k + 1 >= e->npkts;
 	switch (op) {
 	case IBV_WR_RDMA_READ:
@@ -379,7 +379,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	}
 	}
 	/* XRC: every request names the responder's SRQ */
-	p.xrcsrq = e->w.h.remote_qpn & 0xffffffu;
+	p.xrcsrq = e->w.h.remote_qpn & SV_SRQN_MASK;
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
 	if (!payload(x, qp, e, off, len, buf + hdr, tx, g))

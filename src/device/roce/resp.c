@@ -248,7 +248,7 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 					      k + i + 1 == n ? SV_OP_RC_READ_RESP_LAST :
 					      SV_OP_RC_READ_RESP_MIDDLE);
 			p.dqpn = rq->dqpn;
-			p.pkey = 0xffff;
+			p.pkey = SV_PKEY_DEFAULT;
 			p.psn = sv_psn_add(psn, k + i);
 			p.syndrome = SV_AETH_ACK;
 			p.msn = rq->msn;
@@ -329,7 +329,7 @@ static void duplicate(struct sv_qp *t, const struct sv_roce_pkt *p,
 	}
 	/* SEND, WRITE: say again how far we are */
 	rq->ack_due = true;
-	rq->ack_psn = sv_psn_add(rq->epsn, 0xffffff);
+	rq->ack_psn = sv_psn_prev(rq->epsn);
 }
 
 /* The packet's size rules within a message. */

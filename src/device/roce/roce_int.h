@@ -223,7 +223,13 @@ void sv_roce_resp_flush_ack(struct sv_qp *qp, struct sv_roce_tx *tx);
 
 static inline uint32_t sv_psn_add(uint32_t psn, uint32_t n)
 {
-	return (psn + n) & 0xffffffu;
+	return (psn + n) & SV_PSN_MASK;
+}
+
+/* The PSN before psn. */
+static inline uint32_t sv_psn_prev(uint32_t psn)
+{
+	return sv_psn_add(psn, SV_PSN_MASK);
 }
 
 #endif

@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "abi/sv_ib.h"
+
 #define SV_ROCE_PORT 4791
 
 /* Header sizes in bytes. */
