@@ -233,101 +233,96 @@ static bool land(struct sv_qp *qp, struct sv_rwin *e, uint64_t off,
  * until the batch ends) and written with one copy (land_flush) before
  * anything could see them or change the READ: another packet for the
  * completer, a response of another READ, the READ's completion, the end of
- * the batch (sv_roce_comp_flush, dev.c). Only the wire thread completes, so
- * one gathering serves the device.
+ * the batch (sv_roce_comp_flush, dev.c). The gathering is the receiving
+ * thread's (struct sv_roce_land in its struct sv_roce_tx).
+ *
+ * land_flush: write the gathered payloads: false if they cannot land (the
+ * READ then completes with a local protection error, as one payload that
+ * fails).
  */
-static struct {
-	struct sv_qp *qp;
-	struct sv_roce_qp *rq;
-	struct sv_rwin *e;
-	uint32_t psn;              /* e's, to know it is still the same */
-	uint64_t off, len;         /* where the first payload goes; bytes */
-	unsigned int n;
-	struct iovec v[SV_IOV_WINDOW];
-} pend;
-
-/* Write the gathered payloads: false if they cannot land (the READ then
- * completes with a local protection error, as one payload that fails). */
-static bool land_flush(void)
+static bool land_flush(struct sv_roce_land *pend)
 {
-	struct sv_qp *qp = pend.qp;
-	struct sv_rwin *e = pend.e;
+	struct sv_qp *qp = pend->qp;
+	struct sv_rwin *e = pend->e;
 	struct sv_map map[SV_MAX_SGE];
 	struct iovec iov[SV_IOV_WINDOW];
 	struct span d, s;
 	struct sv_exec x;
-	uint64_t total, off = pend.off;
-	unsigned int n = pend.n;
+	uint64_t total, off = pend->off;
+	unsigned int n = pend->n;
 
 	if (!n)
 		return true;
-	pend.n = 0;
+	pend->n = 0;
 	/* the READ may have gone meanwhile (the QP's error, a reset): its
 	 * buffers are the application's again */
-	if (qp->roce != pend.rq || e->done || e->psn != pend.psn ||
+	if (qp->roce != pend->rq || e->done || e->psn != pend->psn ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return true;
 	if (sv_span_sges(&d, map, iov, e->w.u.sge, e->w.h.num_sge, qp->pd,
 			 true, &total) != IBV_WC_SUCCESS ||
-	    off + pend.len > total)
+	    off + pend->len > total)
 		return false;
 	sv_roce_exec(&x);
 	if (d.whole) {
-		s = (struct span){ .mem = { .pid = 0, .iov = pend.v,
+		s = (struct span){ .mem = { .pid = 0, .iov = pend->v,
 					    .niov = n }, .whole = true };
-		return sv_span_copy(&x, &d, off, &s, 0, pend.len) ==
+		return sv_span_copy(&x, &d, off, &s, 0, pend->len) ==
 		       SV_COPY_OK;
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		sv_span_raw(&s, pend.v[i].iov_base, pend.v[i].iov_len);
-		if (sv_span_copy(&x, &d, off, &s, 0, pend.v[i].iov_len) !=
+		sv_span_raw(&s, pend->v[i].iov_base, pend->v[i].iov_len);
+		if (sv_span_copy(&x, &d, off, &s, 0, pend->v[i].iov_len) !=
 		    SV_COPY_OK)
 			return false;
-		off += pend.v[i].iov_len;
+		off += pend->v[i].iov_len;
 	}
 	return true;
 }
 
 /* Flush the gathering; on failure the READ's QP completes its head with a
  * local protection error. */
-static void land_now(void)
+static void land_now(struct sv_roce_land *pend)
 {
-	struct sv_qp *qp = pend.qp;
+	struct sv_qp *qp = pend->qp;
 
-	if (pend.n && !land_flush())
+	if (pend->n && !land_flush(pend))
 		sv_roce_complete_head(qp, IBV_WC_LOC_PROT_ERR);
 }
 
-void sv_roce_comp_flush(void)
+void sv_roce_comp_flush(struct sv_roce_tx *tx)
 {
-	land_now();
+	land_now(&tx->land);
 }
 
 /* Gather len bytes of payload for byte off of e's buffers: false when they
  * could not land (the gathering before them failed). */
-static bool land_later(struct sv_qp *qp, struct sv_rwin *e, uint64_t off,
-		       const void *data, uint32_t len)
+static bool land_later(struct sv_roce_land *pend, struct sv_qp *qp,
+		       struct sv_rwin *e, uint64_t off, const void *data,
+		       uint32_t len)
 {
-	if (pend.n && (pend.e != e || pend.qp != qp ||
-		       pend.off + pend.len != off || pend.n == SV_IOV_WINDOW)) {
-		if (!land_flush())
+	if (pend->n && (pend->e != e || pend->qp != qp ||
+			pend->off + pend->len != off ||
+			pend->n == SV_IOV_WINDOW)) {
+		if (!land_flush(pend))
 			return false;
 	}
-	if (!pend.n) {
-		pend.qp = qp;
-		pend.rq = qp->roce;
-		pend.e = e;
-		pend.psn = e->psn;
-		pend.off = off;
-		pend.len = 0;
+	if (!pend->n) {
+		pend->qp = qp;
+		pend->rq = qp->roce;
+		pend->e = e;
+		pend->psn = e->psn;
+		pend->off = off;
+		pend->len = 0;
 	}
-	pend.v[pend.n].iov_base = (void *)data;
-	pend.v[pend.n++].iov_len = len;
-	pend.len += len;
+	pend->v[pend->n].iov_base = (void *)data;
+	pend->v[pend->n++].iov_len = len;
+	pend->len += len;
 	return true;
 }
 
-static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
+static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p,
+			   struct sv_roce_land *pend)
 {
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_rwin *e = find_psn(rq, p->psn);
@@ -359,7 +354,8 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 		sv_qp_error(qp, 0);   /* the peer broke the protocol */
 		return;
 	}
-	if (p->paylen && !land_later(qp, e, e->got, p->payload, p->paylen)) {
+	if (p->paylen &&
+	    !land_later(pend, qp, e, e->got, p->payload, p->paylen)) {
 		sv_roce_complete_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -384,7 +380,7 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	if (e->got != e->len)
 		return;
 	/* the data in place before anything says the READ is done */
-	if (pend.n && !land_flush()) {
+	if (pend->n && !land_flush(pend)) {
 		sv_roce_complete_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -417,16 +413,18 @@ static void comp_atomic_ack(struct sv_qp *qp, const struct sv_roce_pkt *p)
 	kick(qp);
 }
 
-void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
+void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
+		     struct sv_roce_tx *tx)
 {
+	struct sv_roce_land *pend = &tx->land;
 	struct sv_roce_qp *rq = qp->roce;
 	uint32_t gap;
 	uint8_t syn;
 
 	/* what was gathered lands before anything else is looked at, but
 	 * the next response of the same READ */
-	if (pend.n && (pend.qp != qp || !(p->flags & SV_RF_READ)))
-		land_now();
+	if (pend->n && (pend->qp != qp || !(p->flags & SV_RF_READ)))
+		land_now(pend);
 	/* responses of our transport only (XRC's to an XRC initiator) */
 	if (!rq || !sv_roce_reliable(qp) ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) ||
@@ -442,7 +440,7 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p)
 		return;
 	}
 	if (p->flags & SV_RF_READ) {
-		comp_read_resp(qp, p);
+		comp_read_resp(qp, p, pend);
 		return;
 	}
 	if (p->flags & SV_RF_ATMACK) {

@@ -409,7 +409,7 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 		return;
 	}
 	if (p.flags & SV_RF_RESP) {
-		sv_roce_comp_rx(qp, &p);
+		sv_roce_comp_rx(qp, &p, tx);
 		return;
 	}
 	sv_roce_resp_rx(qp, &p, &rx->ip, tx);
@@ -433,7 +433,7 @@ void sv_roce_rx_batch(const struct sv_net_rx *rx, unsigned int n,
 	for (unsigned int i = 0; i < n; i++)
 		rx_one(&rx[i], tx, touched, &nt);
 	/* the data in place, then the ACKs that say so */
-	sv_roce_comp_flush();
+	sv_roce_comp_flush(tx);
 	(void)sv_roce_resp_place(tx);
 	/* ACKs coalesced: one per QP and batch */
 	for (unsigned int i = 0; i < nt; i++)

@@ -26,11 +26,15 @@
  * WRITE payloads are placed a receive batch at a time: each packet is
  * checked when it arrives (its key resolved to the target's iovecs), and
  * the payloads of one QP's run of WRITE packets go with one
- * process_vm_writev (struct wbatch) before anything that could see them:
- * another QP's or another kind of packet, a completion (WRITE with
- * immediate), the ACKs of the batch. A placement that fails is done again
- * packet by packet to find the packet that failed, which is answered as
- * if it had failed alone.
+ * process_vm_writev (struct sv_roce_wbatch, the receiving thread's, in its
+ * struct sv_roce_tx) before anything that could see them: another QP's or
+ * another kind of packet, a completion (WRITE with immediate), the ACKs of
+ * the batch. A placement that fails is done again packet by packet to find
+ * the packet that failed, which is answered as if it had failed alone.
+ *
+ * The responder keeps no state of its own: what it knows of a QP is in the
+ * QP (struct sv_roce_qp), what a receive batch leaves to do in the
+ * thread's struct sv_roce_tx.
  *
  * UC: the same in-order rules without ACKs; a gap drops the rest of the
  * message, and the next FIRST or ONLY starts afresh. UD: one packet, the
@@ -57,22 +61,6 @@ static uint8_t resp_op(const struct sv_qp *t, uint8_t rc_op)
 	return t->type == IBV_QPT_XRC_RECV ? (uint8_t)(rc_op | SV_OP_XRC_BASE)
 					   : rc_op;
 }
-
-#define WB_PKTS SV_NET_RX_BATCH
-#define WB_IOVS 256u
-
-/* The WRITE payloads of one QP waiting to be placed (wire thread only). */
-static struct wbatch {
-	struct sv_qp *t;           /* NULL: nothing waits */
-	pid_t pid;                 /* the target's process */
-	unsigned int n, nrem;
-	struct {
-		uint32_t psn, rkey;
-		uint64_t va;
-	} pkt[WB_PKTS];            /* each packet's key, to copy it alone */
-	struct iovec loc[WB_PKTS]; /* its payload */
-	struct iovec rem[WB_IOVS];
-} wb;
 
 /* Answer request psn with outcome o (exec_int.h's table): its NAK (RC;
  * UC has no responses), then, where o says so, t goes to ERR with o's
@@ -425,59 +413,61 @@ static bool write_fail(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 }
 
 /* Add a WRITE packet of t (its target memory resolved in r, from its key
- * rkey at va) to the batch: false when it does not fit (place what waits
- * first) or must go alone. */
-static bool wb_add(struct sv_qp *t, const struct sv_roce_pkt *p,
-		   uint32_t rkey, uint64_t va, const struct rspan *r)
+ * rkey at va) to the batch wb: false when it does not fit (place what
+ * waits first) or must go alone. */
+static bool wb_add(struct sv_roce_wbatch *wb, struct sv_qp *t,
+		   const struct sv_roce_pkt *p, uint32_t rkey, uint64_t va,
+		   const struct rspan *r)
 {
 	const struct sv_mem *m = &r->s.mem;
 	unsigned int k;
 
 	if (!r->s.whole || m->pid == 0)
 		return false;
-	if (wb.t && (wb.t != t || wb.pid != m->pid || wb.n == WB_PKTS ||
-		     wb.nrem + m->niov > WB_IOVS))
+	if (wb->t && (wb->t != t || wb->pid != m->pid ||
+		      wb->n == SV_WB_PKTS || wb->nrem + m->niov > SV_WB_IOVS))
 		return false;
-	if (!wb.t) {
-		wb.t = t;
-		wb.pid = m->pid;
-		wb.n = wb.nrem = 0;
+	if (!wb->t) {
+		wb->t = t;
+		wb->pid = m->pid;
+		wb->n = wb->nrem = 0;
 	}
-	k = wb.n++;
-	wb.pkt[k].psn = p->psn;
-	wb.pkt[k].rkey = rkey;
-	wb.pkt[k].va = va;
-	wb.loc[k].iov_base = (void *)p->payload;
-	wb.loc[k].iov_len = p->paylen;
+	k = wb->n++;
+	wb->pkt[k].psn = p->psn;
+	wb->pkt[k].rkey = rkey;
+	wb->pkt[k].va = va;
+	wb->loc[k].iov_base = (void *)p->payload;
+	wb->loc[k].iov_len = p->paylen;
 	for (unsigned int i = 0; i < m->niov; i++) {
-		struct iovec *last = wb.nrem ? &wb.rem[wb.nrem - 1] : NULL;
+		struct iovec *last = wb->nrem ? &wb->rem[wb->nrem - 1] : NULL;
 
 		if (last && (char *)last->iov_base + last->iov_len ==
 			    (char *)m->iov[i].iov_base)
 			last->iov_len += m->iov[i].iov_len;
 		else
-			wb.rem[wb.nrem++] = m->iov[i];
+			wb->rem[wb->nrem++] = m->iov[i];
 	}
 	return true;
 }
 
 bool sv_roce_resp_place(struct sv_roce_tx *tx)
 {
-	struct sv_qp *t = wb.t;
+	struct sv_roce_wbatch *wb = &tx->wb;
+	struct sv_qp *t = wb->t;
 	size_t bytes = 0;
 	ssize_t r;
 
 	if (!t)
 		return true;
-	wb.t = NULL;
-	for (unsigned int i = 0; i < wb.n; i++)
-		bytes += wb.loc[i].iov_len;
-	r = process_vm_writev(wb.pid, wb.loc, wb.n, wb.rem, wb.nrem, 0);
+	wb->t = NULL;
+	for (unsigned int i = 0; i < wb->n; i++)
+		bytes += wb->loc[i].iov_len;
+	r = process_vm_writev(wb->pid, wb->loc, wb->n, wb->rem, wb->nrem, 0);
 	if (r >= 0 && (size_t)r == bytes)
 		return true;
 	/* packet by packet, as they came: the first that fails is
 	 * answered; those after it were not taken */
-	for (unsigned int i = 0; i < wb.n; i++) {
+	for (unsigned int i = 0; i < wb->n; i++) {
 		struct sv_exec x;
 		struct rspan rs;
 		struct span s;
@@ -485,15 +475,15 @@ bool sv_roce_resp_place(struct sv_roce_tx *tx)
 
 		if (t->state == IBV_QPS_ERR || !t->roce)
 			return false;
-		const struct iovec *l = &wb.loc[i];
+		const struct iovec *l = &wb->loc[i];
 
-		if (sv_span_remote(&rs, wb.pkt[i].rkey, t, wb.pkt[i].va,
+		if (sv_span_remote(&rs, wb->pkt[i].rkey, t, wb->pkt[i].va,
 				   l->iov_len, IBV_ACCESS_REMOTE_WRITE)) {
 			sv_roce_exec(&x);
 			sv_span_raw(&s, l->iov_base, l->iov_len);
 			copy = sv_span_copy(&x, &rs.s, 0, &s, 0, l->iov_len);
 		}
-		if (!write_fail(t, tx, wb.pkt[i].psn, copy))
+		if (!write_fail(t, tx, wb->pkt[i].psn, copy))
 			return false;
 	}
 	return true;
@@ -525,15 +515,17 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 		return;
 	}
 	if (p->paylen) {
-		if (!sv_span_remote(&r, rq->wr_rkey, t, rq->wr_va + rq->wr_off,
-				      p->paylen, IBV_ACCESS_REMOTE_WRITE)) {
+		uint64_t va = rq->wr_va + rq->wr_off;
+
+		if (!sv_span_remote(&r, rq->wr_rkey, t, va, p->paylen,
+				    IBV_ACCESS_REMOTE_WRITE)) {
 			rq->in = SV_IN_NONE;
 			nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 			return;
 		}
-		if (!wb_add(t, p, rq->wr_rkey, rq->wr_va + rq->wr_off, &r) &&
+		if (!wb_add(&tx->wb, t, p, rq->wr_rkey, va, &r) &&
 		    (!sv_roce_resp_place(tx) ||
-		     !wb_add(t, p, rq->wr_rkey, rq->wr_va + rq->wr_off, &r))) {
+		     !wb_add(&tx->wb, t, p, rq->wr_rkey, va, &r))) {
 			/* it goes alone, now (if what waited went well) */
 			if (t->state == IBV_QPS_ERR ||
 			    sv_psn_diff(rq->epsn, p->psn) != 0)
@@ -724,7 +716,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	int32_t d;
 
 	/* what waits is placed before anything that could see it */
-	if (wb.t && (wb.t != t || !(p->flags & SV_RF_WRITE)))
+	if (tx->wb.t && (tx->wb.t != t || !(p->flags & SV_RF_WRITE)))
 		(void)sv_roce_resp_place(tx);
 	if (!sv_qp_can_receive(t)) {
 		sv_roce_drop(SV_RX_DROP_STATE);
@@ -876,7 +868,7 @@ void sv_roce_resp_unknown(struct sv_qp *t, const struct sv_roce_pkt *p,
 {
 	struct sv_roce_qp *rq = t->roce;
 
-	if (wb.t)
+	if (tx->wb.t)
 		(void)sv_roce_resp_place(tx);
 	if (!sv_qp_can_receive(t) || !rq || !is_rc(t) ||
 	    memcmp(ip->src, rq->dgid, 16) ||

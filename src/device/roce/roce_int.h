@@ -118,12 +118,49 @@ static inline uint64_t sv_roce_timeout_ns(const struct sv_qp *qp)
 	return sv_ack_timeout_ns(qp->attr.timeout);
 }
 
-/* A batch of packets to send (one per thread). */
+/* resp.c: the WRITE payloads of one QP that a receive batch gathered, to
+ * be placed with one process_vm_writev before anything could see them. */
+#define SV_WB_PKTS SV_NET_RX_BATCH
+#define SV_WB_IOVS 256u
+struct sv_roce_wbatch {
+	struct sv_qp *t;           /* NULL: nothing waits */
+	pid_t pid;                 /* the target's process */
+	unsigned int n, nrem;
+	struct {
+		uint32_t psn, rkey;
+		uint64_t va;
+	} pkt[SV_WB_PKTS];         /* each packet's key, to copy it alone */
+	struct iovec loc[SV_WB_PKTS]; /* its payload */
+	struct iovec rem[SV_WB_IOVS];
+};
+
+/* comp.c: the in-order response payloads of one READ that a receive batch
+ * gathered, to be landed with one copy before anything could see them. */
+struct sv_roce_land {
+	struct sv_qp *qp;
+	struct sv_roce_qp *rq;
+	struct sv_rwin *e;
+	uint32_t psn;              /* e's, to know it is still the same */
+	uint64_t off, len;         /* where the first payload goes; bytes */
+	unsigned int n;
+	struct iovec v[SV_IOV_WINDOW];
+};
+
+/*
+ * A thread's batches (one per thread, sv_roce_tx_get): the packets it
+ * sends; and in the thread that receives (the wire thread), what a receive
+ * batch leaves to do before its packet buffers are used again: WRITE
+ * payloads to place (resp.c) and READ response payloads to land (comp.c).
+ * The responder and the completer keep no state of their own beyond the
+ * QPs'.
+ */
 struct sv_roce_tx {
 	struct sv_net_tx pkt[SV_TX_BATCH];
 	uint8_t sgid[SV_TX_BATCH][16];
 	uint8_t *buf;              /* SV_TX_BATCH * SV_PKT_BYTES */
 	unsigned int n;
+	struct sv_roce_wbatch wb;
+	struct sv_roce_land land;
 };
 
 /* The ops of sv_roce_transport (transport.h, dev.c). req.c: the
@@ -198,11 +235,13 @@ void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 		      uint8_t syndrome, uint32_t psn);
 
-/* comp.c: the completer's packets (ACK, NAK, READ response, atomic ACK) */
-void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p);
+/* comp.c: the completer's packets (ACK, NAK, READ response, atomic ACK);
+ * READ payloads wait in tx->land */
+void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
+		     struct sv_roce_tx *tx);
 /* Land the READ response payloads gathered in this receive batch (comp.c):
  * before the batch's buffers are used again. */
-void sv_roce_comp_flush(void);
+void sv_roce_comp_flush(struct sv_roce_tx *tx);
 /* comp.c: complete the head WQE of qp's window with status (the ring's
  * head is the window's); an error empties the window (the QP is in ERR or
  * SQE: the ring's flush completes the rest). */
