@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "abi/sv_qp.h"
@@ -246,11 +247,30 @@ static inline bool sv_qp_reliable(const struct sv_qp *qp)
 void sv_qp_error(struct sv_qp *qp, uint32_t event);
 /* An async event of qp (to every process that has an XRC target open). */
 void sv_qp_event(struct sv_qp *qp, uint32_t type);
-/* May t take a message (RTR, RTS, SQD, SQE)? */
-bool sv_qp_can_receive(const struct sv_qp *t);
-/* The first message a connected QP takes in RTR establishes it
- * (IBV_EVENT_COMM_EST). */
-void sv_comm_est(struct sv_qp *t);
+/* May t take a message (in a state with a receive queue at work)?
+ * (Inline, with sv_comm_est and sv_swqe_body: every WQE asks.) */
+static inline bool sv_qp_can_receive(const struct sv_qp *t)
+{
+	switch (t->state) {
+	case IBV_QPS_RTR:
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The first message a connected QP takes in RTR establishes it. */
+static inline void sv_comm_est(struct sv_qp *t)
+{
+	if (t->state == IBV_QPS_RTR && !t->comm_est_sent &&
+	    t->type != IBV_QPT_UD) {
+		t->comm_est_sent = true;
+		sv_qp_event(t, IBV_EVENT_COMM_EST);
+	}
+}
 /* In SQD, with nothing left in flight: the drain is over (the
  * SQ_DRAINED event if asked for), once per SQD. */
 void sv_sq_drained(struct sv_qp *qp);
@@ -264,10 +284,30 @@ void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 		bool solicited);
 
-/* Copy the body of a send WQE (its header in w) from body, where room
- * bytes are: false when the header is malformed for qp. */
-bool sv_swqe_body(const struct sv_qp *qp, struct swqe *w, const uint8_t *body,
-		  uint32_t room);
+/* Copy the body of the head send WQE (its header is in w) from body, where
+ * room bytes are (its slot, or the mailbox's copy): as much as the header
+ * says, bounded by the QP's private limits. false: the WQE is malformed. */
+static inline bool sv_swqe_body(const struct sv_qp *qp, struct swqe *w,
+				const uint8_t *body, uint32_t room)
+{
+	size_t need;
+
+	if (w->h.flags & IBV_SEND_INLINE) {
+		if (w->h.num_sge > qp->sq.max_inline ||
+		    w->h.num_sge > SV_MAX_INLINE)
+			return false;
+		need = w->h.num_sge;
+	} else {
+		if (w->h.num_sge > qp->sq.max_sge ||
+		    w->h.num_sge > SV_MAX_SGE)
+			return false;
+		need = (size_t)w->h.num_sge * sizeof(struct sv_wqe_sge);
+	}
+	if (need > room)
+		return false;
+	memcpy(&w->u, body, need);
+	return true;
+}
 /* Finish the head WQE of qp's SQ (w its copy) with status; errors move the
  * QP to ERR (RC, XRC) or SQE. */
 void sv_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,

@@ -411,7 +411,13 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	return IBV_WC_SUCCESS;
 }
 
-static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
+/* deliver_write, deliver_read and deliver_atomic are inlined into
+ * sv_loop_deliver, as they were into the requester before the two halves
+ * became two files: GCC's stack-frame growth limit declines it otherwise,
+ * and each WQE would pay some 30 instructions more (bench/budgets.sh,
+ * engine_wqe_ir). */
+static inline __attribute__((always_inline)) int
+deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
 	bool imm = m->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -448,7 +454,8 @@ static int deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	return IBV_WC_SUCCESS;
 }
 
-static int deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
+static inline __attribute__((always_inline)) int
+deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
 	struct rspan rmem;
@@ -506,7 +513,8 @@ static uint32_t atomic_of(const struct sv_send_wqe *h, struct sv_atomic_op *op)
 	}
 }
 
-static int deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
+static inline __attribute__((always_inline)) int
+deliver_atomic(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
 	struct sv_atomic_op op;

@@ -169,56 +169,7 @@ void sv_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
 		qp_set_state(qp, IBV_QPS_SQE);
 }
 
-/* Copy the body of the head send WQE (its header is in w) from body, where
- * room bytes are (its slot, or the mailbox's copy): as much as the header
- * says, bounded by the QP's private limits. false: the WQE is malformed. */
-bool sv_swqe_body(const struct sv_qp *qp, struct swqe *w, const uint8_t *body,
-		  uint32_t room)
-{
-	size_t need;
-
-	if (w->h.flags & IBV_SEND_INLINE) {
-		if (w->h.num_sge > qp->sq.max_inline ||
-		    w->h.num_sge > SV_MAX_INLINE)
-			return false;
-		need = w->h.num_sge;
-	} else {
-		if (w->h.num_sge > qp->sq.max_sge ||
-		    w->h.num_sge > SV_MAX_SGE)
-			return false;
-		need = (size_t)w->h.num_sge * sizeof(struct sv_wqe_sge);
-	}
-	if (need > room)
-		return false;
-	memcpy(&w->u, body, need);
-	return true;
-}
-
 /* ---- the receive queue ---- */
-
-/* May t take a message (in a state with a receive queue at work)? */
-bool sv_qp_can_receive(const struct sv_qp *t)
-{
-	switch (t->state) {
-	case IBV_QPS_RTR:
-	case IBV_QPS_RTS:
-	case IBV_QPS_SQD:
-	case IBV_QPS_SQE:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* The first message a connected QP takes in RTR establishes it. */
-void sv_comm_est(struct sv_qp *t)
-{
-	if (t->state == IBV_QPS_RTR && !t->comm_est_sent &&
-	    t->type != IBV_QPT_UD) {
-		t->comm_est_sent = true;
-		sv_qp_event(t, IBV_EVENT_COMM_EST);
-	}
-}
 
 /*
  * Look at (do not take) the next receive WQE of t: 0, -ENOENT when there is
