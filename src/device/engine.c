@@ -14,8 +14,8 @@
  * step, and lets the control thread in between two steps whenever that one
  * waits for the lock (sv_dev.ctl_wait), so commands are never starved by a
  * busy engine; other engines get it between two passes (sv_dev.eng_wait).
- * The bytes of a large message are copied without the lock (exec.c), which
- * is where engines of different domains really run in parallel.
+ * The bytes of a large message are copied without the lock (loop_resp.c),
+ * which is where engines of different domains really run in parallel.
  *
  * Sleeping: with nothing to do, an engine spins for a few tens of
  * microseconds, then announces it sleeps (doorbell->sleeping), looks at every

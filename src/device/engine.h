@@ -13,8 +13,9 @@
  *   - the memory of a side of a copy (span.c, exec_int.h): SGEs and remote
  *     ranges resolved through their keys into iovecs, copied a window at a
  *     time;
- *   - WQE execution against the device objects (exec.c, and the RoCEv2
- *     wire in roce/), under sv_dev.lock.
+ *   - WQE execution against the device objects (exec.c: the dispatcher;
+ *     wq.c: the work-queue plumbing; loop_req.c, loop_resp.c: the same-host
+ *     requester and responder; the RoCEv2 wire in roce/), under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ENGINE_H
 #define SV_DEVICE_ENGINE_H
@@ -34,8 +35,8 @@ struct sv_engine {
 	unsigned int index;        /* its doorbell page in sv_dev.db_map */
 	bool started;              /* a thread serves it */
 	struct sv_doorbell *db;
-	/* odd while the engine copies bytes without sv_dev.lock (exec.c), or
-	 * waits without it in a fence (then `fencing` is set too, under the
+	/* odd while the engine copies bytes without sv_dev.lock (loop_resp.c),
+	 * or waits without it in a fence (then `fencing` is set too, under the
 	 * lock); written by the engine, read by sv_engine_quiesce and by other
 	 * engines' fences */
 	uint32_t copy_seq;

@@ -1,22 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What exec.c (WQE execution against device objects) shares with the
- * RoCEv2 wire (src/device/roce/): the private copies of WQEs, the
- * resolved memory of a side of a copy, and the QP, CQ and receive-queue
- * steps both need. Private to the daemon; everything here runs under
- * sv_dev.lock.
+ * What WQE execution shares among its parts, whichever transport carries
+ * the message: the dispatcher (exec.c), the same-host requester and
+ * responder (loop_req.c, loop_resp.c) and the RoCEv2 wire (src/device/roce/).
+ * The private copies of WQEs, the resolved memory of a side of a copy
+ * (span.c), and the work-queue plumbing (wq.c): QP state changes and
+ * events, completions, the receive queue. Private to the daemon;
+ * everything here runs under sv_dev.lock.
  */
 #ifndef SV_DEVICE_EXEC_INT_H
 #define SV_DEVICE_EXEC_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
+#include "device/direct.h"
 #include "device/engine.h"
 #include "device/mm.h"
+#include "device/roce/wire.h"
 #include "device/sv_dev.h"
 #include "device/wq.h"
 
@@ -173,53 +178,164 @@ static inline int sv_span_copy(const struct sv_exec *x,
 	return sv_span_copy_windows(x, d, doff, s, soff, len);
 }
 
-/* ---- the steps exec.c lends the wire (exec.c, at its end) ---- */
+/* ---- wq.c: the outcome of a request at its responder ---- */
 
+/*
+ * What a responder makes of a request, whichever transport brought it,
+ * and the one table (sv_outcome_tab, wq.c) that says what each outcome is
+ * to everyone: the requester's completion status (for RNR, NOACK and SEQ,
+ * once its retries are spent), the AETH syndrome that carries it on the
+ * wire (RoCEv2), and the responder's QP: whether it goes to ERR, and the
+ * async event that says why (0: none; for RECV_*, the receive WQE's own
+ * error completion says why). The same-host responder (loop_resp.c) and
+ * the wire's (roce/resp.c) answer with an outcome; the wire's completer
+ * (roce/comp.c) turns a NAK back into the status (sv_nak_status).
+ */
+enum sv_outcome {
+	SV_OUTCOME_OK,             /* done */
+	SV_OUTCOME_RNR,            /* no receive WQE posted: RNR NAK (with the
+				    * responder's timer), try again */
+	SV_OUTCOME_NOACK,          /* no answer (the target gone, not ready,
+				    * in error): the transport timeout */
+	SV_OUTCOME_SEQ,            /* wire: a PSN ahead of the expected one */
+	SV_OUTCOME_INV_REQ,        /* malformed, not allowed by the QP's
+				    * access flags, or unsupported */
+	SV_OUTCOME_ACCESS,         /* the rkey, its bounds or rights; the
+				    * target's memory */
+	SV_OUTCOME_RECV_LEN,       /* the receive WQE is too small (it
+				    * completes with IBV_WC_LOC_LEN_ERR) */
+	SV_OUTCOME_RECV_ERR,       /* the receive WQE failed otherwise (its
+				    * buffers, its ring, a key it may not
+				    * invalidate) */
+	SV_OUTCOME_NO_SRQ,         /* XRC: no such SRQ in the target's domain
+				    * (the target, which the domain shares,
+				    * stays) */
+	SV_OUTCOME_MAX
+};
 
-/* Copy the body of send WQE slot (header in w) into w: false when the
- * header is malformed for qp. */
-bool sv_x_swqe_body(const struct sv_qp *qp, const void *slot, struct swqe *w);
+struct sv_outcome_info {
+	const char *name;
+	uint32_t status;           /* enum ibv_wc_status, at the requester */
+	uint8_t aeth;              /* AETH syndrome; SV_AETH_NONE: no answer */
+	uint32_t event;            /* enum ibv_event_type of the responder's
+				    * QP as it goes to ERR; 0: none */
+	bool qp_err;               /* the responder's QP goes to ERR */
+};
+
+extern const struct sv_outcome_info sv_outcome_tab[SV_OUTCOME_MAX];
+
+static inline const struct sv_outcome_info *sv_outcome(enum sv_outcome o)
+{
+	return &sv_outcome_tab[o];
+}
+
+/* The requester's completion status for a NAK of syndrome syn: the
+ * status of the outcomes that send it; IBV_WC_REM_OP_ERR for one that
+ * none sends (a reserved code, an invalid RD request). */
+uint32_t sv_nak_status(uint8_t syn);
+
+/* ---- wq.c: the work-queue plumbing ---- */
+
+/* A reliable connection: RC, or XRC (here an XRC_SEND QP is only ever a
+ * requester, an XRC_RECV one only a responder). */
+static inline bool sv_qp_reliable(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* The QP goes to ERR; event (if not 0) says why. */
+void sv_qp_error(struct sv_qp *qp, uint32_t event);
+/* An async event of qp (to every process that has an XRC target open). */
+void sv_qp_event(struct sv_qp *qp, uint32_t type);
+/* May t take a message (in a state with a receive queue at work)?
+ * (Inline, with sv_comm_est and sv_swqe_body: every WQE asks.) */
+static inline bool sv_qp_can_receive(const struct sv_qp *t)
+{
+	switch (t->state) {
+	case IBV_QPS_RTR:
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The first message a connected QP takes in RTR establishes it. */
+static inline void sv_comm_est(struct sv_qp *t)
+{
+	if (t->state == IBV_QPS_RTR && !t->comm_est_sent &&
+	    t->type != IBV_QPT_UD) {
+		t->comm_est_sent = true;
+		sv_direct_qp(t);
+		sv_qp_event(t, IBV_EVENT_COMM_EST);
+	}
+}
+/* In SQD, with nothing left in flight: the drain is over (the
+ * SQ_DRAINED event if asked for), once per SQD. */
+void sv_sq_drained(struct sv_qp *qp);
+/* A copy into or out of t's memory failed: did its process go away? */
+bool sv_target_gone(const struct sv_qp *t);
+
+/* A CQE of status and opcode (enum ibv_wc_opcode) for qpn, the rest 0. */
+void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
+		 uint32_t opcode, uint32_t qpn);
+/* Push a CQE for qp into cq (NULL: none); an overrun puts qp in ERR. */
+void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
+		bool solicited);
+
+/* Copy the body of the head send WQE (its header is in w) from body, where
+ * room bytes are (its slot, or the mailbox's copy): as much as the header
+ * says, bounded by the QP's private limits. false: the WQE is malformed. */
+static inline bool sv_swqe_body(const struct sv_qp *qp, struct swqe *w,
+				const uint8_t *body, uint32_t room)
+{
+	size_t need;
+
+	if (w->h.flags & IBV_SEND_INLINE) {
+		if (w->h.num_sge > qp->sq.max_inline ||
+		    w->h.num_sge > SV_MAX_INLINE)
+			return false;
+		need = w->h.num_sge;
+	} else {
+		if (w->h.num_sge > qp->sq.max_sge ||
+		    w->h.num_sge > SV_MAX_SGE)
+			return false;
+		need = (size_t)w->h.num_sge * sizeof(struct sv_wqe_sge);
+	}
+	if (need > room)
+		return false;
+	memcpy(&w->u, body, need);
+	return true;
+}
 /* Finish the head WQE of qp's SQ (w its copy) with status; errors move the
- * QP to ERR (RC) or SQE. */
-void sv_x_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
-		      uint64_t len);
-
-/* Opcode facts: does the WQE opcode take data into the local SGEs (READ,
- * atomics), is it an atomic, carries it immediate data, does the
- * responder invalidate? Its completion opcode. */
-bool sv_x_op_sink(uint32_t op);
-bool sv_x_op_atomic(uint32_t op);
-uint32_t sv_x_wc_opcode(uint32_t op);
+ * QP to ERR (RC, XRC) or SQE. */
+void sv_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
+		    uint64_t len);
 
 /* The responder's receive queue: look at the next receive WQE of t (0,
  * -ENOENT none, -EIO the ring is corrupt: t is in ERR already), resolve
  * its buffers (a completion status), take it off the ring. */
-int sv_x_rq_peek(struct sv_qp *t, struct rwqe *r);
-uint32_t sv_x_rq_resolve(struct sv_qp *t, struct rwqe *r);
-void sv_x_rq_commit(struct rwqe *r);
+int sv_rq_peek(struct sv_qp *t, struct rwqe *r);
+uint32_t sv_rq_resolve(struct sv_qp *t, struct rwqe *r);
+void sv_rq_commit(struct rwqe *r);
 
 /* The CQ of a receive at t from r: an XRC SRQ's own, else t's. */
-static inline struct sv_cq *sv_x_recv_cq(const struct sv_qp *t,
-					 const struct rwqe *r)
+static inline struct sv_cq *sv_recv_cq(const struct sv_qp *t,
+				       const struct rwqe *r)
 {
 	return r->srq && r->srq->cq ? r->srq->cq : t->recv_cq;
 }
 
-/* QP and CQ steps */
-bool sv_x_can_receive(const struct sv_qp *t);
-void sv_x_comm_est(struct sv_qp *t);
-void sv_x_qp_error(struct sv_qp *qp, uint32_t event);
-/* In SQD, with nothing left in flight: the drain is over (the
- * SQ_DRAINED event if asked for), once per SQD. */
-void sv_x_sq_drained(struct sv_qp *qp);
-void sv_x_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
-		   uint32_t opcode, uint32_t qpn);
-void sv_x_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
-		  bool solicited);
-/* Run the head send WQE on the loopback path (a wire QP's local
+/* Flush the head WQE of qp's send queue, or of its own receive queue
+ * (IBV_WC_WR_FLUSH_ERR). */
+void sv_sq_flush_one(struct sv_qp *qp);
+void sv_rq_flush_one(struct sv_qp *qp);
+
+/* exec.c: run the head send WQE on the same-host path (a wire QP's local
  * operations: LOCAL_INV, BIND_MW, FAST_REG_MR). true if it ran. */
 bool sv_exec_local_head(struct sv_exec *x, struct sv_qp *qp);
-/* Did t's process go away (a failed copy into it)? */
-bool sv_x_target_gone(const struct sv_qp *t);
 
 #endif

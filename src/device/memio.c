@@ -5,7 +5,7 @@
  * scatter/gather walker) and memory access (sv_mem_copy: bytes between
  * iovec lists of any two processes through a bounce buffer), plus the
  * clock and the wait on another engine's sequence word. Nothing here knows
- * a device object; exec.c builds WQE execution on top.
+ * a device object; WQE execution (exec_int.h) is built on top.
  */
 #define _GNU_SOURCE
 #include <errno.h>

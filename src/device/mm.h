@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Memory-management extensions inside softverbsd: how a key becomes memory,
- * and the operations that change what a key grants (mem.c, mw.c). exec.c
- * calls these while it executes WQEs; every function here runs under
+ * and the operations that change what a key grants (mem.c, mw.c). WQE
+ * execution calls these while it runs WQEs; every function here runs under
  * sv_dev.lock and never allocates (fast-register MRs get their block array
  * at ALLOC_MR).
  *

@@ -54,7 +54,7 @@ static int qpn_alloc(struct sv_qp *qp)
 		if (slot < 2 || sv_dev.qpn_tab[slot])
 			continue;
 		sv_dev.qpn_gen++;
-		qp->qpn = ((sv_dev.qpn_gen << SV_MAX_QP_BITS) | slot) & 0xffffffu;
+		qp->qpn = ((sv_dev.qpn_gen << SV_MAX_QP_BITS) | slot) & SV_QPN_MASK;
 		sv_dev.qpn_tab[slot] = qp;
 		qpn_cursor = slot + 1;
 		return 0;
@@ -66,7 +66,7 @@ struct sv_qp *sv_qp_lookup(uint32_t qpn)
 {
 	struct sv_qp *qp;
 
-	if (qpn > 0xffffffu)
+	if (qpn > SV_QPN_MASK)
 		return NULL;
 	qp = sv_dev.qpn_tab[qpn & QPN_MASK];
 	return qp && qp->qpn == qpn ? qp : NULL;
@@ -473,7 +473,7 @@ static int check_attr_values(const struct sv_qp *qp,
 		*why = "max_dest_rd_atomic above max_qp_rd_atom";
 		return -EINVAL;
 	}
-	if ((mask & IBV_QP_DEST_QPN) && at->dest_qp_num > 0xffffffu) {
+	if ((mask & IBV_QP_DEST_QPN) && at->dest_qp_num > SV_QPN_MASK) {
 		*why = "dest_qp_num is not 24 bits";
 		return -EINVAL;
 	}
@@ -514,7 +514,7 @@ static void apply_attrs(struct sv_qp *qp, const struct sv_wire_qp_attr *at,
 	if (mask & IBV_QP_RNR_RETRY)
 		q->rnr_retry = at->rnr_retry;
 	if (mask & IBV_QP_RQ_PSN)
-		q->rq_psn = at->rq_psn & 0xffffffu;
+		q->rq_psn = at->rq_psn & SV_PSN_MASK;
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		q->max_rd_atomic = at->max_rd_atomic;
 	if (mask & IBV_QP_ALT_PATH) {
@@ -526,7 +526,7 @@ static void apply_attrs(struct sv_qp *qp, const struct sv_wire_qp_attr *at,
 	if (mask & IBV_QP_MIN_RNR_TIMER)
 		q->min_rnr_timer = at->min_rnr_timer;
 	if (mask & IBV_QP_SQ_PSN)
-		q->sq_psn = at->sq_psn & 0xffffffu;
+		q->sq_psn = at->sq_psn & SV_PSN_MASK;
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		q->max_dest_rd_atomic = at->max_dest_rd_atomic;
 	if (mask & IBV_QP_PATH_MIG_STATE)

@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_cmd.h"
+#include "abi/sv_ib.h"
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
 #include "device/keys.h"
@@ -67,7 +68,6 @@
 #define SV_MAX_MCAST_GRP       256
 #define SV_MAX_MCAST_QP_ATTACH 64
 #define SV_MAX_MCAST_TOTAL     4096
-#define SV_MCAST_QPN           0xffffffu  /* the multicast destination QPN */
 /* What one process may hold (client.c, docs/DESIGN.md "Exhaustion"): the
  * device's limits above are shared by every process; a process gets at most
  * 1/SV_PROC_SHARE of each kind of object (and that is what ibv_query_device
@@ -288,8 +288,8 @@ struct sv_qp {
 
 	/* engine state */
 	struct sv_engine *engine;
-	/* An engine may copy a message's bytes without sv_dev.lock (exec.c):
-	 * what it finds changed when it takes the lock back. */
+	/* An engine may copy a message's bytes without sv_dev.lock
+	 * (loop_resp.c): what it finds changed when it takes the lock back. */
 	bool dead;                 /* destroyed: freed once engines are quiet */
 	uint32_t state_gen;        /* bumped by every state change */
 	bool rx_busy;              /* a receive WQE is being filled unlocked */
@@ -367,7 +367,7 @@ struct sv_device {
 	/* Held by the control thread around every command and teardown, and by
 	 * an engine around each step that reads objects: one lock, so no
 	 * object changes under a running WQE. The one exception: an engine
-	 * copies a large message's bytes without it (exec.c), and whoever
+	 * copies a large message's bytes without it (loop_resp.c), and whoever
 	 * frees an object an engine may hold waits for that copy to end
 	 * (sv_engine_quiesce). Take it with sv_dev_lock(). */
 	pthread_mutex_t lock;

@@ -275,7 +275,7 @@ static int write_tables(const char *v, const char *dev)
 	}
 	for (unsigned int i = 0; i < p->pkey_tbl_len && !ret; i++) {
 		snprintf(rel, sizeof(rel), "%s/pkeys/%u", d, i);
-		ret = put(v, rel, 0444, "0x%04x\n", i == 0 ? 0xffffu : 0u);
+		ret = put(v, rel, 0444, "0x%04x\n", i == 0 ? SV_PKEY_DEFAULT : 0u);
 	}
 	/* what a reader without the preload sees; through it, each open
 	 * renders the live value */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The daemon's side of a work queue ring (struct sv_wq): what is posted,
- * which slot holds WQE n, consuming the head. Shared by the same-host
- * execution (exec.c) and the RoCEv2 requester (roce/req.c). The library
- * writes the slots and prod; nothing read here is trusted until copied out.
+ * which slot holds WQE n, consuming the head. The ring steps under the
+ * work-queue plumbing (wq.c, exec_int.h), the same-host path and the
+ * RoCEv2 requester (roce/req.c). The library writes the slots and prod;
+ * nothing read here is trusted until copied out.
  */
 #ifndef SV_DEVICE_WQ_H
 #define SV_DEVICE_WQ_H

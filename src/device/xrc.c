@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "device/sv_dev.h"
-#include "device/roce/roce.h"
+#include "device/transport.h"
 
 #define SV_SRQN_BITS 13
 #define SRQN_MASK ((1u << SV_SRQN_BITS) - 1)
@@ -42,7 +42,7 @@ int sv_srqn_alloc(struct sv_srq *srq)
 		if (!slot || srqn_tab[slot])
 			continue;
 		srqn_gen++;
-		srq->srqn = ((srqn_gen << SV_SRQN_BITS) | slot) & 0xffffffu;
+		srq->srqn = ((srqn_gen << SV_SRQN_BITS) | slot) & SV_SRQN_MASK;
 		srqn_tab[slot] = srq;
 		srqn_cursor = slot + 1;
 		return 0;
@@ -64,13 +64,13 @@ void sv_srqn_free(struct sv_srq *srq)
 
 		if (!t || t->type != IBV_QPT_XRC_RECV)
 			continue;
-		sv_roce_srq_gone(t, srq);
+		(void)sv_transport_of(t)->srq_gone(t, srq);
 		if (t->srq == srq) {
 			t->srq = NULL;
 			t->pd = NULL;
-			/* an unlocked copy into the SRQ (exec.c msg_copy) sees
-			 * its responder changed and drops the message before
-			 * the SRQ is freed (the caller quiesces) */
+			/* an unlocked copy into the SRQ (msg_copy, loop_resp.c)
+			 * sees its responder changed and drops the message
+			 * before the SRQ is freed (the caller quiesces) */
 			t->state_gen++;
 		}
 	}
@@ -80,7 +80,7 @@ struct sv_srq *sv_srq_lookup(uint32_t srqn)
 {
 	struct sv_srq *srq;
 
-	if (srqn > 0xffffffu)
+	if (srqn > SV_SRQN_MASK)
 		return NULL;
 	srq = srqn_tab[srqn & SRQN_MASK];
 	return srq && srq->srqn == srqn ? srq : NULL;
@@ -88,7 +88,7 @@ struct sv_srq *sv_srq_lookup(uint32_t srqn)
 
 bool sv_xrc_bind(struct sv_qp *t, uint32_t srqn)
 {
-	struct sv_srq *srq = sv_srq_lookup(srqn & 0xffffffu);
+	struct sv_srq *srq = sv_srq_lookup(srqn & SV_SRQN_MASK);
 
 	if (!srq || srq->type != IBV_SRQT_XRC || !t->xrcd ||
 	    srq->xrcd->dom != t->xrcd->dom)

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "abi/sv_ib.h"
 #include "verbs/sv_verbs.h"
 
 #undef ibv_query_port
@@ -291,8 +292,6 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
-#define SV_DEFAULT_PKEY 0xffff
-
 SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 			     int index, __be16 *pkey)
 {
@@ -301,7 +300,7 @@ SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 		errno = EINVAL;
 		return -1;
 	}
-	*pkey = htobe16(SV_DEFAULT_PKEY);
+	*pkey = htobe16(SV_PKEY_DEFAULT);
 	return 0;
 }
 
@@ -309,7 +308,7 @@ SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
 				 __be16 pkey)
 {
 	(void)context;
-	if (port_num != 1 || be16toh(pkey) != SV_DEFAULT_PKEY) {
+	if (port_num != 1 || be16toh(pkey) != SV_PKEY_DEFAULT) {
 		errno = EINVAL;
 		return -1;
 	}

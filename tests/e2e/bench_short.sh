@@ -75,6 +75,9 @@ if st.get("budgets") == "ok":
     b = R.get("budgets") or {}
     need(all(b.get(k, 0) > 0 for k in ("post_send_ir", "poll_cq_ir",
                                        "engine_wqe_ir")), "budgets")
+    dr = b.get("direct") or {}
+    need((dr.get("post_send_ir") or 0) > 0 and
+         (dr.get("poll_cq_ir") or 0) > 0, "budgets: the direct path's")
     rd = b.get("res_domains") or {}
     need("error" not in rd, "budgets: resource domains measured")
     for m in ("plain", "safe", "unsafe", "single"):
@@ -90,6 +93,14 @@ if st.get("budgets") == "ok":
          "budgets: SINGLE against SAFE")
 else:
     need(st.get("budgets") in ("skipped", "missing"), "budgets step")
+
+# issue 22's table: every target named, a figure where its runs ran
+T = R.get("targets_issue22") or []
+need(len(T) >= 10 and all("target" in t and "met" in t for t in T),
+     "targets_issue22")
+if has_bench:
+    mf = (R["softverbs"].get("write_bw_memfd") or {}).get("results")
+    rows_ok(mf, "bw_MBps", "softverbs write bw --memfd")
 
 # resource domains (issue 5): every comparison there, the runs as asked
 if has_bench:

@@ -3,11 +3,11 @@
  * libFuzzer target for the RoCEv2 receive path of the device: the packet
  * parser and ICRC check (roce/wire.c, icrc.c), the dispatch of the wire
  * thread (roce/dev.c, sv_roce_rx_batch), the responder (resp.c) and the
- * completer and requester (req.c), fed packets for a QP of any type (RC,
- * UC, UD, XRC target) in any state (RESET, INIT, RTR, RTS, SQD, ERR), with
- * real registered memory behind its MRs, so that WRITE, READ and atomic
- * requests really land, and with requests of its own in flight, so that
- * ACKs, NAKs, READ responses and atomic ACKs are answered too.
+ * completer and requester (comp.c, req.c), fed packets for a QP of any
+ * type (RC, UC, UD, XRC target) in any state (RESET, INIT, RTR, RTS, SQD,
+ * ERR), with real registered memory behind its MRs, so that WRITE, READ
+ * and atomic requests really land, and with requests of its own in flight,
+ * so that ACKs, NAKs, READ responses and atomic ACKs are answered too.
  *
  * The device runs in this process (fuzz_dev.c) on a transport in memory
  * (fake_net.c), which checks every packet the device sends back: it

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of WQE execution (src/device/exec.c) and CQE production
- * (sv_cq_push in src/device/cq.c), without a daemon: the pure helpers, the
- * memory copier (on this process's own memory, through process_vm_* on our
- * own pid), and whole WQEs run against QPs, CQs and MRs built here by hand.
+ * Unit tests of WQE execution (src/device/exec.c, wq.c, loop_req.c,
+ * loop_resp.c) and CQE production (sv_cq_push in src/device/cq.c),
+ * without a daemon: the pure helpers, the memory copier (on this process's
+ * own memory, through process_vm_* on our own pid), and whole WQEs run
+ * against QPs, CQs and MRs built here by hand.
  * Time is whatever the test puts in struct sv_exec, never the clock.
  */
 #define _GNU_SOURCE
@@ -21,7 +22,9 @@
 #include <infiniband/verbs.h>
 
 #include "device/engine.h"
+#include "device/exec_int.h"
 #include "device/sv_dev.h"
+#include "device/transport.h"
 
 /* ---- what exec.c and cq.c need from the rest of the daemon ---- */
 
@@ -273,6 +276,62 @@ static void test_iov_walk(void **state)
 	assert_int_equal(cur.off, 2);
 	assert_true(sv_iov_seek(v, 4, &cur, 19));
 	assert_false(sv_iov_seek(v, 4, &cur, 2));
+}
+
+/* Every op of every transport is set (a default stub where it has none):
+ * the dispatcher calls them without testing for NULL. */
+static void test_transport_ops(void **state)
+{
+	const struct sv_transport *tr[] = {
+		&sv_loop_transport, &sv_roce_transport,
+	};
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(tr) / sizeof(tr[0]); i++) {
+		assert_non_null(tr[i]->name);
+		assert_non_null(tr[i]->ready);
+		assert_non_null(tr[i]->step);
+		assert_non_null(tr[i]->sq_owes);
+		assert_non_null(tr[i]->flush_pending);
+		assert_non_null(tr[i]->flush);
+		assert_non_null(tr[i]->srq_gone);
+		assert_non_null(tr[i]->ud_send);
+	}
+	/* the stubs say so */
+	assert_int_equal(sv_loop_transport.flush(NULL), -EOPNOTSUPP);
+	assert_int_equal(sv_loop_transport.ud_send(NULL, NULL, NULL, 0, 0,
+						   false, 0, false, NULL, 0),
+			 -EOPNOTSUPP);
+	/* the same-host transport is every QP's but a wire QP's */
+	{
+		struct sv_qp qp;
+
+		memset(&qp, 0, sizeof(qp));
+		assert_ptr_equal(sv_transport_of(&qp), &sv_loop_transport);
+	}
+}
+
+/* The outcome table: every outcome has its row, and a NAK brings the
+ * requester on the wire the status the same outcome gives it on this
+ * host (roce/comp.c's sv_nak_status against loop_resp.c's answer). */
+static void test_outcome_table(void **state)
+{
+	(void)state;
+	for (unsigned int o = 0; o < SV_OUTCOME_MAX; o++) {
+		const struct sv_outcome_info *oi = sv_outcome(o);
+
+		assert_non_null(oi->name);
+		if (SV_AETH_KIND(oi->aeth) == SV_AETH_KIND_NAK)
+			assert_int_equal(sv_nak_status(oi->aeth), oi->status);
+		/* an event only where the QP goes to ERR */
+		if (oi->event)
+			assert_true(oi->qp_err);
+	}
+	assert_int_equal(sv_outcome(SV_OUTCOME_OK)->status, IBV_WC_SUCCESS);
+	assert_int_equal(sv_outcome(SV_OUTCOME_NOACK)->aeth, SV_AETH_NONE);
+	/* NAK codes nobody sends */
+	assert_int_equal(sv_nak_status(0x64), IBV_WC_REM_OP_ERR);
+	assert_int_equal(sv_nak_status(0x7f), IBV_WC_REM_OP_ERR);
 }
 
 static void test_mem_copy(void **state)
@@ -2320,6 +2379,8 @@ int main(void)
 		cmocka_unit_test(test_grh_v6),
 		cmocka_unit_test(test_iov_walk),
 		cmocka_unit_test(test_mem_copy),
+		cmocka_unit_test(test_transport_ops),
+		cmocka_unit_test(test_outcome_table),
 		FT(test_rc_send),
 		FT(test_rc_rnr),
 		FT(test_rc_rnr_forever_then_recv),

@@ -173,7 +173,7 @@ void sv_cm_route(const struct sv_cm_id *id, struct rdma_ucm_query_route_resp *r)
 		if (id->dst.ss_family)
 			sv_cm_gid((const void *)&id->dst, p->dgid);
 	}
-	p->pkey = htons(0xffff);
+	p->pkey = htons(SV_PKEY_DEFAULT);
 	if (id->state == CM_ROUTE_RESOLVED || id->state == CM_CONNECT ||
 	    id->state == CM_DISCONNECT) {
 		r->num_paths = 1;

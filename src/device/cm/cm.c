@@ -50,7 +50,6 @@ static uint32_t id_cursor;
 static uint32_t ntimers;           /* ids with a deadline */
 static struct sv_cm_id *bound;     /* every id holding a port */
 
-#define PSN_MASK 0xffffffu
 #define PORT_LO 32768              /* the kernel's ip_local_port_range */
 #define PORT_HI 60999
 
@@ -118,7 +117,7 @@ int sv_cm_id_new(struct sv_cm_file *f, uint64_t uid, uint16_t ps, uint8_t qp_typ
 	id->uid = uid;
 	id->ps = ps;
 	id->qp_type = qp_type;
-	id->psn = rand32() & PSN_MASK;
+	id->psn = rand32() & SV_PSN_MASK;
 	id->qkey = SV_CM_UDP_QKEY;
 	id->mtu = sv_dev.port.active_mtu;
 	id->file_next = f->ids;
@@ -1268,7 +1267,7 @@ int sv_cm_connect(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p)
 	if (!p->valid || id->state != CM_ROUTE_RESOLVED || p->private_data_len > room)
 		return -EINVAL;
 	id->state = CM_CONNECT;
-	id->qpn = p->qp_num & PSN_MASK;
+	id->qpn = p->qp_num & SV_QPN_MASK;
 	id->srq = p->srq;
 	id->resp_res = p->responder_resources;
 	id->init_depth = p->initiator_depth;
@@ -1319,7 +1318,7 @@ int sv_cm_accept(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p,
 		    (p->qkey && p->qkey != id->qkey))
 			return -EINVAL;
 		msg_init(&m, CM_MSG_SIDR_REP, id);
-		m.qpn = p->qp_num & PSN_MASK;
+		m.qpn = p->qp_num & SV_QPN_MASK;
 		m.qkey = id->qkey;
 		m.ps = id->ps;
 		m.src = id->src;
@@ -1327,7 +1326,7 @@ int sv_cm_accept(struct sv_cm_id *id, const struct rdma_ucm_conn_param *p,
 	} else {
 		if (id->conn != CONN_REQ_RCVD || p->private_data_len > SV_CM_REP_PDATA)
 			return -EINVAL;
-		id->qpn = p->qp_num & PSN_MASK;
+		id->qpn = p->qp_num & SV_QPN_MASK;
 		id->srq = p->srq;
 		id->resp_res = p->responder_resources;
 		id->init_depth = p->initiator_depth;

@@ -588,7 +588,7 @@ size_t sv_cm_dgram_build(uint8_t *buf, const uint8_t mad[SV_MAD_BYTES],
 		.opcode = SV_OP_UD_SEND_ONLY,
 		.pkey = pkey,
 		.dqpn = SV_GSI_QPN,
-		.psn = psn & 0xffffff,
+		.psn = psn & SV_PSN_MASK,
 		.qkey = SV_GSI_QKEY,
 		.sqpn = SV_GSI_QPN,
 	};

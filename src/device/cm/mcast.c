@@ -37,7 +37,6 @@
 #include "device/cm/cm.h"
 #include "device/sv_dev.h"
 
-#define MC_QPN       0xffffffu
 #define MC_PROBE_PORT 4791         /* any port: a route lookup sends nothing */
 
 struct sv_cm_mc {
@@ -264,7 +263,7 @@ int sv_cm_mc_join(struct sv_cm_file *f, uint32_t handle, uint64_t uid,
 	u->ah_attr.grh.hop_limit = SV_CM_HOP_LIMIT;
 	u->ah_attr.is_global = 1;
 	u->ah_attr.port_num = 1;
-	u->qp_num = MC_QPN;
+	u->qp_num = SV_MCAST_QPN;
 	u->qkey = id->qkey ? id->qkey : SV_CM_UDP_QKEY;
 	sv_cm_event_queue(f, e);
 	sv_log(SV_LOG_INFO, "cm: id %u (pid %d) joins multicast %s%s, handle %u",

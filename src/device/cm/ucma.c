@@ -539,7 +539,7 @@ static void addr_kss(struct __kernel_sockaddr_storage *dst, uint16_t *size,
 static void gid_sib(struct __kernel_sockaddr_storage *dst,
 		    const struct sockaddr_storage *src)
 {
-	struct sockaddr_ib sib = { .sib_family = AF_IB, .sib_pkey = htons(0xffff) };
+	struct sockaddr_ib sib = { .sib_family = AF_IB, .sib_pkey = htons(SV_PKEY_DEFAULT) };
 
 	if (src->ss_family)
 		sv_cm_gid((const void *)src, sib.sib_addr.sib_raw);
@@ -571,7 +571,7 @@ static int cmd_query(struct ctx *c)
 		if (id->has_dev) {
 			resp.node_guid = sv_dev.attr.node_guid;
 			resp.port_num = 1;
-			resp.pkey = 0xffff;
+			resp.pkey = SV_PKEY_DEFAULT;
 		}
 		return respond(c, cmd.response, &resp, sizeof(resp));
 	}

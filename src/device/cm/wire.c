@@ -103,16 +103,16 @@ static int to_mad(const struct sv_cm_msg *m, struct sv_cm_mad *d)
 		r->local_comm_id = m->local_comm;
 		r->service_id = sv_cm_service_id(m->ps, port);
 		r->local_ca_guid = ca_guid();
-		r->local_qpn = m->qpn & 0xffffff;
+		r->local_qpn = m->qpn & SV_QPN_MASK;
 		r->responder_resources = m->resp_res;
 		r->initiator_depth = m->init_depth;
 		r->remote_cm_response_timeout = sv_cm_cfg.response_timeout;
 		r->transport_service_type = SV_CM_TRANSPORT_RC;
 		r->end_to_end_flow_control = m->flow_control;
-		r->starting_psn = m->psn & 0xffffff;
+		r->starting_psn = m->psn & SV_PSN_MASK;
 		r->local_cm_response_timeout = sv_cm_cfg.response_timeout;
 		r->retry_count = m->retry & 7;
-		r->pkey = 0xffff;
+		r->pkey = SV_PKEY_DEFAULT;
 		r->path_mtu = m->mtu;
 		r->rnr_retry_count = m->rnr_retry & 7;
 		r->max_cm_retries = sv_cm_cfg.max_retries & 15;
@@ -125,7 +125,7 @@ static int to_mad(const struct sv_cm_msg *m, struct sv_cm_mad *d)
 
 		sv_cm_mad_init(d, SV_CM_ATTR_SIDR_REQ, m->tid);
 		r->request_id = m->local_comm;
-		r->pkey = 0xffff;
+		r->pkey = SV_PKEY_DEFAULT;
 		r->service_id = sv_cm_service_id(m->ps, port);
 		return cma_fill(r->private_data, m, SV_CM_SIDR_REQ_PRIV);
 	}
@@ -135,8 +135,8 @@ static int to_mad(const struct sv_cm_msg *m, struct sv_cm_mad *d)
 		sv_cm_mad_init(d, SV_CM_ATTR_REP, m->tid);
 		r->local_comm_id = m->local_comm;
 		r->remote_comm_id = m->remote_comm;
-		r->local_qpn = m->qpn & 0xffffff;
-		r->starting_psn = m->psn & 0xffffff;
+		r->local_qpn = m->qpn & SV_QPN_MASK;
+		r->starting_psn = m->psn & SV_PSN_MASK;
 		r->responder_resources = m->resp_res;
 		r->initiator_depth = m->init_depth;
 		r->target_ack_delay = TARGET_ACK_DELAY;
@@ -171,7 +171,7 @@ static int to_mad(const struct sv_cm_msg *m, struct sv_cm_mad *d)
 		sv_cm_mad_init(d, SV_CM_ATTR_DREQ, m->tid);
 		d->dreq.local_comm_id = m->local_comm;
 		d->dreq.remote_comm_id = m->remote_comm;
-		d->dreq.remote_qpn_eecn = m->qpn & 0xffffff;
+		d->dreq.remote_qpn_eecn = m->qpn & SV_QPN_MASK;
 		return 0;
 	case CM_MSG_DREP:
 		sv_cm_mad_init(d, SV_CM_ATTR_DREP, m->tid);
@@ -184,7 +184,7 @@ static int to_mad(const struct sv_cm_msg *m, struct sv_cm_mad *d)
 		sv_cm_mad_init(d, SV_CM_ATTR_SIDR_REP, m->tid);
 		r->request_id = m->remote_comm;
 		r->status = m->reason;
-		r->qpn = m->qpn & 0xffffff;
+		r->qpn = m->qpn & SV_QPN_MASK;
 		r->service_id = sv_cm_service_id(m->ps,
 						 sv_cm_port((const void *)&m->src));
 		r->qkey = m->qkey;

@@ -208,7 +208,7 @@ void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 	memset(&p, 0, sizeof(p));
 	p.opcode = opcode;
 	p.dqpn = rq->dqpn;
-	p.pkey = 0xffff;
+	p.pkey = SV_PKEY_DEFAULT;
 	p.psn = psn;
 	p.syndrome = syndrome;
 	p.msn = rq->msn;
@@ -340,7 +340,7 @@ int sv_roce_gsi_send(const uint8_t sgid[16], const uint8_t dgid[16],
 	}
 	memset(&p, 0, sizeof(p));
 	p.opcode = SV_OP_UD_SEND_ONLY;
-	p.pkey = 0xffff;
+	p.pkey = SV_PKEY_DEFAULT;
 	p.dqpn = SV_GSI_QPN;
 	p.psn = gsi.psn;
 	gsi.psn = sv_psn_add(gsi.psn, 1);
@@ -379,7 +379,7 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 		sv_roce_drop(SV_RX_DROP_MALFORMED);
 		return;
 	}
-	if (p.pkey != 0xffff) {
+	if (p.pkey != SV_PKEY_DEFAULT) {
 		sv_roce_drop(SV_RX_DROP_PKEY);
 		return;
 	}
@@ -409,7 +409,7 @@ static void rx_one(const struct sv_net_rx *rx, struct sv_roce_tx *tx,
 		return;
 	}
 	if (p.flags & SV_RF_RESP) {
-		sv_roce_comp_rx(qp, &p);
+		sv_roce_comp_rx(qp, &p, tx);
 		return;
 	}
 	sv_roce_resp_rx(qp, &p, &rx->ip, tx);
@@ -433,7 +433,7 @@ void sv_roce_rx_batch(const struct sv_net_rx *rx, unsigned int n,
 	for (unsigned int i = 0; i < n; i++)
 		rx_one(&rx[i], tx, touched, &nt);
 	/* the data in place, then the ACKs that say so */
-	sv_roce_comp_flush();
+	sv_roce_comp_flush(tx);
 	(void)sv_roce_resp_place(tx);
 	/* ACKs coalesced: one per QP and batch */
 	for (unsigned int i = 0; i < nt; i++)
@@ -711,7 +711,7 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 		memcpy(rq->sgid, sv_dev.gid[qp->attr.ah_attr.sgid_index %
 					    SV_GID_TBL_LEN].gid, 16);
 		memcpy(rq->dgid, qp->attr.ah_attr.dgid, 16);
-		rq->dqpn = qp->attr.dest_qp_num & 0xffffff;
+		rq->dqpn = qp->attr.dest_qp_num & SV_QPN_MASK;
 		net = net_of(rq->sgid);
 		if (!net) {
 			*why = "the source GID has no RoCEv2 port";
@@ -733,14 +733,14 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 		if (!mtu || mtu > sv_mtu_bytes(sv_dev.port.active_mtu))
 			mtu = sv_mtu_bytes(sv_dev.port.active_mtu);
 		rq->mtu = mtu;
-		rq->epsn = qp->attr.rq_psn & 0xffffff;
+		rq->epsn = qp->attr.rq_psn & SV_PSN_MASK;
 		rq->msn = 0;
 		return 0;
 	}
 	if (!rq)
 		return 0;
 	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
-		rq->next_psn = rq->una = rq->snd = qp->attr.sq_psn & 0xffffff;
+		rq->next_psn = rq->una = rq->snd = qp->attr.sq_psn & SV_PSN_MASK;
 		rq->head = rq->tail = rq->cur = qp->sq.cons;
 		rq->cur_pkt = 0;
 		rq->retry_left = qp->attr.retry_cnt;
@@ -765,11 +765,10 @@ void sv_roce_qp_destroy(struct sv_qp *qp)
 
 /* ---- UD over the wire ---- */
 
-uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
-			 const struct sv_ah *ah, uint32_t remote_qpn,
-			 uint32_t qkey, bool imm, uint32_t imm_data,
-			 bool solicited, const struct span *payload,
-			 uint64_t len)
+int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
+		    const struct sv_ah *ah, uint32_t remote_qpn, uint32_t qkey,
+		    bool imm, uint32_t imm_data, bool solicited,
+		    const struct span *payload, uint64_t len)
 {
 	struct sv_roce_tx *tx = sv_roce_tx_get();
 	const struct sv_wire_ah *a = &ah->attr;
@@ -787,14 +786,14 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 		    sv_gid_is_v4(sv_dev.gid[a->sgid_index % SV_GID_TBL_LEN].gid))
 		return IBV_WC_SUCCESS;  /* no way there: lost, as on a wire */
 	sport = sv_net_sport(net, sv_roce_sport(qp->qpn,
-					       remote_qpn & 0xffffff));
+					       remote_qpn & SV_QPN_MASK));
 	if (sport < 0)
 		return IBV_WC_SUCCESS;  /* no socket: lost, as on a wire */
 	memset(&p, 0, sizeof(p));
 	p.opcode = imm ? SV_OP_UD_SEND_ONLY_IMM : SV_OP_UD_SEND_ONLY;
 	p.se = solicited;
-	p.pkey = 0xffff;
-	p.dqpn = remote_qpn & 0xffffff;
+	p.pkey = SV_PKEY_DEFAULT;
+	p.dqpn = remote_qpn & SV_QPN_MASK;
 	p.psn = qp->ud_psn;
 	qp->ud_psn = sv_psn_add(qp->ud_psn, 1);
 	p.qkey = qkey;
@@ -814,3 +813,16 @@ uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 	sv_roce_tx_flush(tx);
 	return IBV_WC_SUCCESS;
 }
+
+/* ---- the transport (transport.h) ---- */
+
+const struct sv_transport sv_roce_transport = {
+	.name = "roce",
+	.ready = sv_roce_ready,
+	.step = sv_roce_step,
+	.sq_owes = sv_roce_sq_owes,
+	.flush_pending = sv_roce_flush_pending,
+	.flush = sv_roce_flush,
+	.srq_gone = sv_roce_srq_gone,
+	.ud_send = sv_roce_ud_send,
+};

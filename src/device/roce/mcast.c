@@ -225,7 +225,7 @@ static void mc_one(unsigned int idx, const uint8_t *buf, size_t len,
 		sv_roce_drop(SV_RX_DROP_MALFORMED);
 		return;
 	}
-	if (p.pkey != 0xffff) {
+	if (p.pkey != SV_PKEY_DEFAULT) {
 		sv_roce_drop(SV_RX_DROP_PKEY);
 		return;
 	}

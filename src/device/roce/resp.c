@@ -26,11 +26,15 @@
  * WRITE payloads are placed a receive batch at a time: each packet is
  * checked when it arrives (its key resolved to the target's iovecs), and
  * the payloads of one QP's run of WRITE packets go with one
- * process_vm_writev (struct wbatch) before anything that could see them:
- * another QP's or another kind of packet, a completion (WRITE with
- * immediate), the ACKs of the batch. A placement that fails is done again
- * packet by packet to find the packet that failed, which is answered as
- * if it had failed alone.
+ * process_vm_writev (struct sv_roce_wbatch, the receiving thread's, in its
+ * struct sv_roce_tx) before anything that could see them: another QP's or
+ * another kind of packet, a completion (WRITE with immediate), the ACKs of
+ * the batch. A placement that fails is done again packet by packet to find
+ * the packet that failed, which is answered as if it had failed alone.
+ *
+ * The responder keeps no state of its own: what it knows of a QP is in the
+ * QP (struct sv_roce_qp), what a receive batch leaves to do in the
+ * thread's struct sv_roce_tx.
  *
  * UC: the same in-order rules without ACKs; a gap drops the rest of the
  * message, and the next FIRST or ONLY starts afresh. UD: one packet, the
@@ -58,33 +62,20 @@ static uint8_t resp_op(const struct sv_qp *t, uint8_t rc_op)
 					   : rc_op;
 }
 
-#define WB_PKTS SV_NET_RX_BATCH
-#define WB_IOVS 256u
-
-/* The WRITE payloads of one QP waiting to be placed (wire thread only). */
-static struct wbatch {
-	struct sv_qp *t;           /* NULL: nothing waits */
-	pid_t pid;                 /* the target's process */
-	unsigned int n, nrem;
-	struct {
-		uint32_t psn, rkey;
-		uint64_t va;
-	} pkt[WB_PKTS];            /* each packet's key, to copy it alone */
-	struct iovec loc[WB_PKTS]; /* its payload */
-	struct iovec rem[WB_IOVS];
-} wb;
-
-/* Answer (RC) and fail the QP: the NAK, then ERR. */
-static void fatal_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint8_t syn,
-		      uint32_t psn, uint32_t event)
+/* Answer request psn with outcome o (exec_int.h's table): its NAK (RC;
+ * UC has no responses), then, where o says so, t goes to ERR with o's
+ * event. */
+static void nak(struct sv_qp *t, struct sv_roce_tx *tx, enum sv_outcome o,
+		uint32_t psn)
 {
-	struct sv_roce_qp *rq = t->roce;
+	const struct sv_outcome_info *oi = sv_outcome(o);
 
 	if (is_rc(t)) {
-		sv_roce_send_ack(tx, rq, syn, psn);
+		sv_roce_send_ack(tx, t->roce, oi->aeth, psn);
 		sv_roce_stats.naks_sent++;
 	}
-	sv_x_qp_error(t, event);
+	if (oi->qp_err)
+		sv_qp_error(t, oi->event);
 }
 
 /* Complete receive WQE r (taken off t's ring by rx_take). */
@@ -95,7 +86,7 @@ static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 	struct sv_cqe e;
 	bool solicited = false;
 
-	sv_x_cqe_init(&e, r->h.wr_id, status, opcode, t->qpn);
+	sv_cqe_init(&e, r->h.wr_id, status, opcode, t->qpn);
 	e.byte_len = byte_len;
 	e.src_qp = src_qp;
 	if (status == IBV_WC_SUCCESS && p) {
@@ -113,9 +104,9 @@ static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 		}
 		solicited = p->se;
 	}
-	sv_x_qp_push(t, sv_x_recv_cq(t, r), &e, solicited);
+	sv_qp_push(t, sv_recv_cq(t, r), &e, solicited);
 	if (status != IBV_WC_SUCCESS)
-		sv_x_qp_error(t, 0);
+		sv_qp_error(t, 0);
 }
 
 /* The connected QP's message in progress completes its receive WQE. */
@@ -132,11 +123,11 @@ static void msg_rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
  * is corrupt (-EIO). */
 static int rx_take(struct sv_qp *t, struct rwqe *r)
 {
-	int ret = sv_x_rq_peek(t, r);
+	int ret = sv_rq_peek(t, r);
 
 	if (ret)
 		return ret;
-	sv_x_rq_commit(r);
+	sv_rq_commit(r);
 	return 0;
 }
 
@@ -162,7 +153,7 @@ static uint32_t rx_put(struct sv_qp *t, struct rwqe *r, uint64_t off,
 	uint32_t st;
 
 	/* checked again for every packet: the lock was let go between */
-	st = sv_x_rq_resolve(t, r);
+	st = sv_rq_resolve(t, r);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	if (off + len > r->cap)
@@ -245,7 +236,7 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 					      k + i + 1 == n ? SV_OP_RC_READ_RESP_LAST :
 					      SV_OP_RC_READ_RESP_MIDDLE);
 			p.dqpn = rq->dqpn;
-			p.pkey = 0xffff;
+			p.pkey = SV_PKEY_DEFAULT;
 			p.psn = sv_psn_add(psn, k + i);
 			p.syndrome = SV_AETH_ACK;
 			p.msn = rq->msn;
@@ -326,7 +317,7 @@ static void duplicate(struct sv_qp *t, const struct sv_roce_pkt *p,
 	}
 	/* SEND, WRITE: say again how far we are */
 	rq->ack_due = true;
-	rq->ack_psn = sv_psn_add(rq->epsn, 0xffffff);
+	rq->ack_psn = sv_psn_prev(rq->epsn);
 }
 
 /* The packet's size rules within a message. */
@@ -354,7 +345,7 @@ static bool take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
 		return false;
 	}
 	if (ret) {
-		fatal_nak(t, tx, SV_AETH_NAK_OP, psn, 0);
+		nak(t, tx, SV_OUTCOME_RECV_ERR, psn);
 		return false;
 	}
 	return true;
@@ -372,7 +363,7 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 		rq->in = SV_IN_SEND;
 	}
 	st = rx_put(t, &rq->rx, rq->rx_off, p->payload, p->paylen);
-	if (st == IBV_WC_LOC_PROT_ERR && sv_x_target_gone(t)) {
+	if (st == IBV_WC_LOC_PROT_ERR && sv_target_gone(t)) {
 		/* no answer, as a vanished host (write_fail): not taken */
 		rq->ack_due = false;
 		return;
@@ -380,8 +371,8 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 	if (st != IBV_WC_SUCCESS) {
 		rq->in = SV_IN_NONE;
 		msg_rx_done(t, st, IBV_WC_RECV, 0, NULL);
-		fatal_nak(t, tx, st == IBV_WC_LOC_LEN_ERR ? SV_AETH_NAK_INV :
-			  SV_AETH_NAK_OP, p->psn, 0);
+		nak(t, tx, st == IBV_WC_LOC_LEN_ERR ? SV_OUTCOME_RECV_LEN :
+			   SV_OUTCOME_RECV_ERR, p->psn);
 		return;
 	}
 	rq->rx_off += p->paylen;
@@ -391,7 +382,7 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 	rq->in = SV_IN_NONE;
 	if ((p->flags & SV_RF_IETH) && !sv_mm_remote_inv_ok(t, p->ieth_rkey)) {
 		msg_rx_done(t, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, NULL);
-		fatal_nak(t, tx, SV_AETH_NAK_OP, p->psn, 0);
+		nak(t, tx, SV_OUTCOME_RECV_ERR, p->psn);
 		return;
 	}
 	if (p->flags & SV_RF_IETH)
@@ -410,71 +401,73 @@ static bool write_fail(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 
 	if (copy == SV_COPY_OK)
 		return true;
-	if (sv_x_target_gone(t)) {
+	if (sv_target_gone(t)) {
 		/* no answer, as a vanished host: the packet was not taken */
 		rq->epsn = psn;
 		rq->ack_due = false;
 		return false;
 	}
 	rq->in = SV_IN_NONE;
-	fatal_nak(t, tx, SV_AETH_NAK_ACCESS, psn, IBV_EVENT_QP_ACCESS_ERR);
+	nak(t, tx, SV_OUTCOME_ACCESS, psn);
 	return false;
 }
 
 /* Add a WRITE packet of t (its target memory resolved in r, from its key
- * rkey at va) to the batch: false when it does not fit (place what waits
- * first) or must go alone. */
-static bool wb_add(struct sv_qp *t, const struct sv_roce_pkt *p,
-		   uint32_t rkey, uint64_t va, const struct rspan *r)
+ * rkey at va) to the batch wb: false when it does not fit (place what
+ * waits first) or must go alone. */
+static bool wb_add(struct sv_roce_wbatch *wb, struct sv_qp *t,
+		   const struct sv_roce_pkt *p, uint32_t rkey, uint64_t va,
+		   const struct rspan *r)
 {
 	const struct sv_mem *m = &r->s.mem;
 	unsigned int k;
 
 	if (!r->s.whole || m->pid == 0)
 		return false;
-	if (wb.t && (wb.t != t || wb.pid != m->pid || wb.n == WB_PKTS ||
-		     wb.nrem + m->niov > WB_IOVS))
+	if (wb->t && (wb->t != t || wb->pid != m->pid ||
+		      wb->n == SV_WB_PKTS || wb->nrem + m->niov > SV_WB_IOVS))
 		return false;
-	if (!wb.t) {
-		wb.t = t;
-		wb.pid = m->pid;
-		wb.n = wb.nrem = 0;
+	if (!wb->t) {
+		wb->t = t;
+		wb->pid = m->pid;
+		wb->n = wb->nrem = 0;
 	}
-	k = wb.n++;
-	wb.pkt[k].psn = p->psn;
-	wb.pkt[k].rkey = rkey;
-	wb.pkt[k].va = va;
-	wb.loc[k].iov_base = (void *)p->payload;
-	wb.loc[k].iov_len = p->paylen;
+	k = wb->n++;
+	wb->pkt[k].psn = p->psn;
+	wb->pkt[k].rkey = rkey;
+	wb->pkt[k].va = va;
+	wb->loc[k].iov_base = (void *)p->payload;
+	wb->loc[k].iov_len = p->paylen;
 	for (unsigned int i = 0; i < m->niov; i++) {
-		struct iovec *last = wb.nrem ? &wb.rem[wb.nrem - 1] : NULL;
+		struct iovec *last = wb->nrem ? &wb->rem[wb->nrem - 1] : NULL;
 
 		if (last && (char *)last->iov_base + last->iov_len ==
 			    (char *)m->iov[i].iov_base)
 			last->iov_len += m->iov[i].iov_len;
 		else
-			wb.rem[wb.nrem++] = m->iov[i];
+			wb->rem[wb->nrem++] = m->iov[i];
 	}
 	return true;
 }
 
 bool sv_roce_resp_place(struct sv_roce_tx *tx)
 {
-	struct sv_qp *t = wb.t;
+	struct sv_roce_wbatch *wb = &tx->wb;
+	struct sv_qp *t = wb->t;
 	size_t bytes = 0;
 	ssize_t r;
 
 	if (!t)
 		return true;
-	wb.t = NULL;
-	for (unsigned int i = 0; i < wb.n; i++)
-		bytes += wb.loc[i].iov_len;
-	r = process_vm_writev(wb.pid, wb.loc, wb.n, wb.rem, wb.nrem, 0);
+	wb->t = NULL;
+	for (unsigned int i = 0; i < wb->n; i++)
+		bytes += wb->loc[i].iov_len;
+	r = process_vm_writev(wb->pid, wb->loc, wb->n, wb->rem, wb->nrem, 0);
 	if (r >= 0 && (size_t)r == bytes)
 		return true;
 	/* packet by packet, as they came: the first that fails is
 	 * answered; those after it were not taken */
-	for (unsigned int i = 0; i < wb.n; i++) {
+	for (unsigned int i = 0; i < wb->n; i++) {
 		struct sv_exec x;
 		struct rspan rs;
 		struct span s;
@@ -482,15 +475,15 @@ bool sv_roce_resp_place(struct sv_roce_tx *tx)
 
 		if (t->state == IBV_QPS_ERR || !t->roce)
 			return false;
-		const struct iovec *l = &wb.loc[i];
+		const struct iovec *l = &wb->loc[i];
 
-		if (sv_span_remote(&rs, wb.pkt[i].rkey, t, wb.pkt[i].va,
+		if (sv_span_remote(&rs, wb->pkt[i].rkey, t, wb->pkt[i].va,
 				   l->iov_len, IBV_ACCESS_REMOTE_WRITE)) {
 			sv_roce_exec(&x);
 			sv_span_raw(&s, l->iov_base, l->iov_len);
 			copy = sv_span_copy(&x, &rs.s, 0, &s, 0, l->iov_len);
 		}
-		if (!write_fail(t, tx, wb.pkt[i].psn, copy))
+		if (!write_fail(t, tx, wb->pkt[i].psn, copy))
 			return false;
 	}
 	return true;
@@ -506,8 +499,7 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 
 	if (p->flags & SV_RF_FIRST) {
 		if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 			return;
 		}
 		rq->wr_va = p->va;
@@ -519,20 +511,21 @@ static void rc_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 	if (rq->wr_off + p->paylen > rq->wr_len ||
 	    ((p->flags & SV_RF_LAST) && rq->wr_off + p->paylen != rq->wr_len)) {
 		rq->in = SV_IN_NONE;
-		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		return;
 	}
 	if (p->paylen) {
-		if (!sv_span_remote(&r, rq->wr_rkey, t, rq->wr_va + rq->wr_off,
-				      p->paylen, IBV_ACCESS_REMOTE_WRITE)) {
+		uint64_t va = rq->wr_va + rq->wr_off;
+
+		if (!sv_span_remote(&r, rq->wr_rkey, t, va, p->paylen,
+				    IBV_ACCESS_REMOTE_WRITE)) {
 			rq->in = SV_IN_NONE;
-			fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-				  IBV_EVENT_QP_ACCESS_ERR);
+			nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 			return;
 		}
-		if (!wb_add(t, p, rq->wr_rkey, rq->wr_va + rq->wr_off, &r) &&
+		if (!wb_add(&tx->wb, t, p, rq->wr_rkey, va, &r) &&
 		    (!sv_roce_resp_place(tx) ||
-		     !wb_add(t, p, rq->wr_rkey, rq->wr_va + rq->wr_off, &r))) {
+		     !wb_add(&tx->wb, t, p, rq->wr_rkey, va, &r))) {
 			/* it goes alone, now (if what waited went well) */
 			if (t->state == IBV_QPS_ERR ||
 			    sv_psn_diff(rq->epsn, p->psn) != 0)
@@ -572,13 +565,12 @@ static void rc_read(struct sv_qp *t, const struct sv_roce_pkt *p,
 	uint32_t n = p->dmalen ? (p->dmalen + rq->mtu - 1) / rq->mtu : 1;
 
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
-		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		return;
 	}
 	if (p->dmalen && !sv_span_remote(&probe, p->rkey, t, p->va,
 					   p->dmalen, IBV_ACCESS_REMOTE_READ)) {
-		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-			  IBV_EVENT_QP_ACCESS_ERR);
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 		return;
 	}
 	r = res_new(rq);
@@ -590,10 +582,9 @@ static void rc_read(struct sv_qp *t, const struct sv_roce_pkt *p,
 	rq->epsn = sv_psn_add(rq->epsn, n);
 	rq->msn = sv_psn_add(rq->msn, 1);
 	if (!read_respond(t, tx, p->psn, p->va, p->rkey, p->dmalen)) {
-		if (sv_x_target_gone(t))
+		if (sv_target_gone(t))
 			return;
-		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-			  IBV_EVENT_QP_ACCESS_ERR);
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 	}
 }
 
@@ -628,13 +619,12 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 	}
 	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (p->va & 7)) {
-		fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		return;
 	}
 	if (!sv_span_remote(&r, p->rkey, t, p->va, 8,
 			      IBV_ACCESS_REMOTE_ATOMIC)) {
-		fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn,
-			  IBV_EVENT_QP_ACCESS_ERR);
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 		return;
 	}
 	sv_roce_exec(&x);
@@ -656,9 +646,9 @@ static void rc_atomic(struct sv_qp *t, const struct sv_roce_pkt *p,
 	atomic_ack(t, tx, p->psn, orig);
 	return;
 fault:
-	if (sv_x_target_gone(t))
+	if (sv_target_gone(t))
 		return;
-	fatal_nak(t, tx, SV_AETH_NAK_ACCESS, p->psn, IBV_EVENT_QP_ACCESS_ERR);
+	nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 }
 
 /* UD: one datagram; trouble drops it silently. */
@@ -697,7 +687,7 @@ static bool xrc_srq(struct sv_qp *t, const struct sv_roce_pkt *p)
 	return sv_xrc_bind(t, p->xrcsrq);
 }
 
-void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
+int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
 {
 	struct sv_roce_qp *rq = t->roce;
 
@@ -710,11 +700,13 @@ void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
 		 * an SRQ that is gone: NAK, the initiator fails) */
 		rq->in = SV_IN_NONE;
 		rq->rx_taken = false;
-		sv_x_cqe_init(&e, rq->rx.h.wr_id, IBV_WC_WR_FLUSH_ERR,
-			      IBV_WC_RECV, t->qpn);
+		sv_cqe_init(&e, rq->rx.h.wr_id, IBV_WC_WR_FLUSH_ERR,
+			    IBV_WC_RECV, t->qpn);
 		e.src_qp = rq->dqpn;
-		sv_x_qp_push(t, sv_x_recv_cq(t, &rq->rx), &e, false);
+		sv_qp_push(t, sv_recv_cq(t, &rq->rx), &e, false);
+		return 1;
 	}
+	return 0;
 }
 
 void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
@@ -724,9 +716,9 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	int32_t d;
 
 	/* what waits is placed before anything that could see it */
-	if (wb.t && (wb.t != t || !(p->flags & SV_RF_WRITE)))
+	if (tx->wb.t && (tx->wb.t != t || !(p->flags & SV_RF_WRITE)))
 		(void)sv_roce_resp_place(tx);
-	if (!sv_x_can_receive(t)) {
+	if (!sv_qp_can_receive(t)) {
 		sv_roce_drop(SV_RX_DROP_STATE);
 		return;
 	}
@@ -768,13 +760,11 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	if (t->type == IBV_QPT_XRC_RECV && d == 0 && !xrc_srq(t, p)) {
 		if (rq->in != SV_IN_NONE) {
 			/* another SRQ inside a message */
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		} else {
 			/* no such SRQ here: the initiator fails, the target
 			 * (shared by the domain) stays */
-			sv_roce_send_ack(tx, rq, SV_AETH_NAK_INV, p->psn);
-			sv_roce_stats.naks_sent++;
+			nak(t, tx, SV_OUTCOME_NO_SRQ, p->psn);
 		}
 		return;
 	}
@@ -795,8 +785,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		sv_roce_drop(SV_RX_DROP_PSN);
 		if (!rq->nak_sent) {
 			rq->nak_sent = true;
-			sv_roce_send_ack(tx, rq, SV_AETH_NAK_SEQ, rq->epsn);
-			sv_roce_stats.naks_sent++;
+			nak(t, tx, SV_OUTCOME_SEQ, rq->epsn);
 		}
 		return;
 	}
@@ -805,13 +794,12 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		return;
 	}
 	rq->nak_sent = false;
-	sv_x_comm_est(t);
+	sv_comm_est(t);
 	/* in-message order: a MIDDLE or LAST continues a message of its kind,
 	 * a FIRST or ONLY starts one */
 	if (p->flags & SV_RF_FIRST) {
 		if (rq->in != SV_IN_NONE && is_rc(t)) {
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 			return;
 		}
 		if (rq->in == SV_IN_SEND && rq->rx_taken)
@@ -820,16 +808,14 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		   rq->in != ((p->flags & SV_RF_SEND) ? SV_IN_SEND :
 							SV_IN_WRITE)) {
 		if (is_rc(t))
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else
 			sv_roce_drop(SV_RX_DROP_PSN);
 		return;
 	}
 	if ((p->flags & (SV_RF_SEND | SV_RF_WRITE)) && !size_ok(rq, p)) {
 		if (is_rc(t))
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else
 			sv_roce_drop(SV_RX_DROP_MALFORMED);
 		return;
@@ -853,8 +839,7 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 	} else if (p->flags & (SV_RF_READ | SV_RF_ATOMIC)) {
 		/* never inside another message */
 		if (rq->in != SV_IN_NONE)
-			fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn,
-				  IBV_EVENT_QP_REQ_ERR);
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else if (p->flags & SV_RF_READ)
 			rc_read(t, p, tx);
 		else
@@ -883,13 +868,13 @@ void sv_roce_resp_unknown(struct sv_qp *t, const struct sv_roce_pkt *p,
 {
 	struct sv_roce_qp *rq = t->roce;
 
-	if (wb.t)
+	if (tx->wb.t)
 		(void)sv_roce_resp_place(tx);
-	if (!sv_x_can_receive(t) || !rq || !is_rc(t) ||
+	if (!sv_qp_can_receive(t) || !rq || !is_rc(t) ||
 	    memcmp(ip->src, rq->dgid, 16) ||
 	    sv_psn_diff(p->psn, rq->epsn) != 0)
 		return;
-	fatal_nak(t, tx, SV_AETH_NAK_INV, p->psn, IBV_EVENT_QP_REQ_ERR);
+	nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 }
 
 void sv_roce_resp_flush_ack(struct sv_qp *t, struct sv_roce_tx *tx)
@@ -904,7 +889,7 @@ void sv_roce_resp_flush_ack(struct sv_qp *t, struct sv_roce_tx *tx)
 	sv_roce_send_ack(tx, rq, SV_AETH_ACK, rq->ack_psn);
 }
 
-bool sv_roce_flush(struct sv_qp *qp)
+int sv_roce_flush(struct sv_qp *qp)
 {
 	struct sv_roce_qp *rq = qp->roce;
 
@@ -915,7 +900,7 @@ bool sv_roce_flush(struct sv_qp *qp)
 	return true;
 }
 
-bool sv_roce_has_flush(const struct sv_qp *qp)
+int sv_roce_flush_pending(const struct sv_qp *qp)
 {
 	return qp->roce && qp->roce->rx_taken;
 }

@@ -3,13 +3,14 @@
  * The RoCEv2 wire of softverbsd (daemon-private): what the rest of the
  * daemon calls. A QP whose peer is not on this daemon (its address vector
  * names a GID the device does not serve) is a "wire QP": its WQEs become
- * packets (req.c: requester and completer), and the packets that arrive for
- * it are served by resp.c (responder). QPs of the same daemon keep the
- * loopback path of exec.c, with no packets.
+ * packets (req.c: requester), what comes back is the completer's
+ * (comp.c), and the packets that arrive for it are served by resp.c
+ * (responder). QPs of the same daemon keep the same-host path (loop_req.c,
+ * loop_resp.c), with no packets.
  *
  * Threads: the requester runs in the QP's engine (sv_exec_step calls
- * sv_roce_step); one wire thread (dev.c) receives packets and runs the
- * responder and the completer. Both under sv_dev.lock.
+ * sv_roce_transport.step); one wire thread (dev.c) receives packets and
+ * runs the responder and the completer. Both under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ROCE_H
 #define SV_DEVICE_ROCE_H
@@ -57,32 +58,9 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 /* qp is destroyed (under sv_dev.lock). */
 void sv_roce_qp_destroy(struct sv_qp *qp);
 
-/* exec.c, for a wire QP (qp->roce): the requester's readiness (as
- * sv_exec_ready) and one step (as sv_exec_step). */
-bool sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
-bool sv_roce_step(struct sv_exec *x, struct sv_qp *qp);
-/* exec.c's sv_exec_sq_owes for a wire QP: WQEs below upto not yet taken,
- * or taken with packets not yet sent, and no RNR hold or retransmission
- * timeout since the last acknowledged progress. */
-bool sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
-/* In ERR: finish what the wire holds of qp (a receive taken by a message
- * in progress). true if something was done. */
-bool sv_roce_flush(struct sv_qp *qp);
-bool sv_roce_has_flush(const struct sv_qp *qp);
-/* XRC: srq goes; a message target t was receiving into it ends (a flush
- * completion on srq's CQ). */
-void sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
-
-/* exec.c: a UD datagram to a peer of another host: one packet. payload:
- * the message as a span (exec_int.h) of len <= path MTU. 0 or a completion
- * status. */
-struct span;
-struct sv_ah;
-uint32_t sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
-			 const struct sv_ah *ah, uint32_t remote_qpn,
-			 uint32_t qkey, bool imm, uint32_t imm_data,
-			 bool solicited, const struct span *payload,
-			 uint64_t len);
+/* What a wire QP's execution does (transport.h: the requester, what the
+ * wire holds of a QP in ERR, a UD datagram to a peer of another host) is
+ * sv_roce_transport's. */
 
 /* mcast.c (roce), under sv_dev.lock: group slot idx (of sv_mcast_grp's
  * table) got its first QP / lost its last: receive its datagrams from the

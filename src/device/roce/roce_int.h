@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the RoCEv2 wire: a wire QP's state and what dev.c, req.c and
- * resp.c share. Everything here is under sv_dev.lock.
+ * Inside the RoCEv2 wire: a wire QP's state and what dev.c, req.c
+ * (requester), comp.c (completer) and resp.c (responder) share. Everything here is under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ROCE_INT_H
 #define SV_DEVICE_ROCE_INT_H
@@ -13,6 +13,7 @@
 #include "device/roce/net.h"
 #include "device/roce/roce.h"
 #include "device/roce/wire.h"
+#include "device/transport.h"
 
 /* WQEs in flight per QP (copied out of the ring until they complete) and
  * unacknowledged packets per QP at most: the bounded window of the issue.
@@ -34,7 +35,7 @@
 /* Room of one packet buffer: headers + 4096 + pad + ICRC. */
 #define SV_PKT_BYTES    (4096u + 128u)
 
-/* One send WQE in flight. */
+/* One send WQE in flight (the requester's window; req.c, comp.c). */
 struct sv_rwin {
 	struct swqe w;
 	uint32_t psn;              /* its first PSN */
@@ -99,13 +100,90 @@ struct sv_roce_qp {
 	uint32_t ack_psn;
 };
 
-/* A batch of packets to send (one per thread). */
+/* WQE n of rq's window. */
+static inline struct sv_rwin *sv_rwin(const struct sv_roce_qp *rq, uint32_t n)
+{
+	return &rq->win[n & (SV_RQ_WIN - 1)];
+}
+
+/* RC and XRC initiators: acknowledged, retried */
+static inline bool sv_roce_reliable(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND;
+}
+
+/* qp's local ACK timeout in ns (UINT64_MAX: none) */
+static inline uint64_t sv_roce_timeout_ns(const struct sv_qp *qp)
+{
+	return sv_ack_timeout_ns(qp->attr.timeout);
+}
+
+/* resp.c: the WRITE payloads of one QP that a receive batch gathered, to
+ * be placed with one process_vm_writev before anything could see them. */
+#define SV_WB_PKTS SV_NET_RX_BATCH
+#define SV_WB_IOVS 256u
+struct sv_roce_wbatch {
+	struct sv_qp *t;           /* NULL: nothing waits */
+	pid_t pid;                 /* the target's process */
+	unsigned int n, nrem;
+	struct {
+		uint32_t psn, rkey;
+		uint64_t va;
+	} pkt[SV_WB_PKTS];         /* each packet's key, to copy it alone */
+	struct iovec loc[SV_WB_PKTS]; /* its payload */
+	struct iovec rem[SV_WB_IOVS];
+};
+
+/* comp.c: the in-order response payloads of one READ that a receive batch
+ * gathered, to be landed with one copy before anything could see them. */
+struct sv_roce_land {
+	struct sv_qp *qp;
+	struct sv_roce_qp *rq;
+	struct sv_rwin *e;
+	uint32_t psn;              /* e's, to know it is still the same */
+	uint64_t off, len;         /* where the first payload goes; bytes */
+	unsigned int n;
+	struct iovec v[SV_IOV_WINDOW];
+};
+
+/*
+ * A thread's batches (one per thread, sv_roce_tx_get): the packets it
+ * sends; and in the thread that receives (the wire thread), what a receive
+ * batch leaves to do before its packet buffers are used again: WRITE
+ * payloads to place (resp.c) and READ response payloads to land (comp.c).
+ * The responder and the completer keep no state of their own beyond the
+ * QPs'.
+ */
 struct sv_roce_tx {
 	struct sv_net_tx pkt[SV_TX_BATCH];
 	uint8_t sgid[SV_TX_BATCH][16];
 	uint8_t *buf;              /* SV_TX_BATCH * SV_PKT_BYTES */
 	unsigned int n;
+	struct sv_roce_wbatch wb;
+	struct sv_roce_land land;
 };
+
+/* The ops of sv_roce_transport (transport.h, dev.c). req.c: the
+ * requester's readiness (as sv_exec_ready), one step of it (as
+ * sv_exec_step), and sv_exec_sq_owes for a wire QP: WQEs below upto not
+ * yet taken, or taken with packets not yet sent, and no RNR hold or
+ * retransmission timeout since the last acknowledged progress. */
+int sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
+int sv_roce_step(struct sv_exec *x, struct sv_qp *qp);
+int sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
+/* resp.c: in ERR, what the wire holds of qp (a receive taken by a message
+ * in progress): is there any, finish it. XRC: srq goes; a message target
+ * t was receiving into it ends (a flush completion on srq's CQ). */
+int sv_roce_flush_pending(const struct sv_qp *qp);
+int sv_roce_flush(struct sv_qp *qp);
+int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
+/* dev.c: a UD datagram to a peer of another host: one packet. payload:
+ * the message as a span (exec_int.h) of len <= path MTU. A completion
+ * status. */
+int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
+		    const struct sv_ah *ah, uint32_t remote_qpn, uint32_t qkey,
+		    bool imm, uint32_t imm_data, bool solicited,
+		    const struct span *payload, uint64_t len);
 
 /* dev.c */
 extern struct sv_roce_stats sv_roce_stats;
@@ -157,12 +235,20 @@ void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 		      uint8_t syndrome, uint32_t psn);
 
-/* req.c: the completer's packets (ACK, NAK, READ response, atomic ACK) */
-void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p);
-/* Land the READ response payloads gathered in this receive batch (req.c):
+/* comp.c: the completer's packets (ACK, NAK, READ response, atomic ACK);
+ * READ payloads wait in tx->land */
+void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
+		     struct sv_roce_tx *tx);
+/* Land the READ response payloads gathered in this receive batch (comp.c):
  * before the batch's buffers are used again. */
-void sv_roce_comp_flush(void);
-/* resp.c: a request packet for qp from src */
+void sv_roce_comp_flush(struct sv_roce_tx *tx);
+/* comp.c: complete the head WQE of qp's window with status (the ring's
+ * head is the window's); an error empties the window (the QP is in ERR or
+ * SQE: the ring's flush completes the rest). */
+void sv_roce_complete_head(struct sv_qp *qp, uint32_t status);
+/* comp.c: qp's retransmission timer expired (the requester's step): go
+ * back to the oldest unacknowledged PSN, or retry exceeded. */
+void sv_roce_timed_out(struct sv_qp *qp);
 /* resp.c: a request whose opcode is unknown (BTH only): NAK or drop */
 void sv_roce_resp_unknown(struct sv_qp *qp, const struct sv_roce_pkt *p,
 			  const struct sv_roce_ip *ip, struct sv_roce_tx *tx);
@@ -174,18 +260,15 @@ bool sv_roce_resp_place(struct sv_roce_tx *tx);
 /* resp.c: the end of a receive batch: the ACKs it owes */
 void sv_roce_resp_flush_ack(struct sv_qp *qp, struct sv_roce_tx *tx);
 
-/* AETH syndromes */
-#define SV_AETH_ACK         0x1f   /* ACK, no credit count (as rxe) */
-#define SV_AETH_RNR(t)      (0x20u | ((t) & 0x1fu))
-#define SV_AETH_NAK_SEQ     0x60
-#define SV_AETH_NAK_INV     0x61
-#define SV_AETH_NAK_ACCESS  0x62
-#define SV_AETH_NAK_OP      0x63
-#define SV_AETH_KIND(s)     ((s) >> 5)   /* 0 ACK, 1 RNR, 3 NAK */
-
 static inline uint32_t sv_psn_add(uint32_t psn, uint32_t n)
 {
-	return (psn + n) & 0xffffffu;
+	return (psn + n) & SV_PSN_MASK;
+}
+
+/* The PSN before psn. */
+static inline uint32_t sv_psn_prev(uint32_t psn)
+{
+	return sv_psn_add(psn, SV_PSN_MASK);
 }
 
 #endif

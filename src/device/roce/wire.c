@@ -292,7 +292,7 @@ uint16_t sv_roce_sport(uint32_t src_qpn, uint32_t dst_qpn)
 {
 	/* A 20-bit flow label from the product of the two QPNs, folded to
 	 * 14 bits, in the dynamic port range (the same hash as Linux). */
-	uint64_t v = (uint64_t)(src_qpn & 0xffffff) * (dst_qpn & 0xffffff);
+	uint64_t v = (uint64_t)(src_qpn & SV_QPN_MASK) * (dst_qpn & SV_QPN_MASK);
 	uint32_t fl;
 
 	v ^= v >> 20;

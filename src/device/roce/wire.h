@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "abi/sv_ib.h"
+
 #define SV_ROCE_PORT 4791
 
 /* Header sizes in bytes. */
@@ -50,6 +52,18 @@
 /* The longest BTH + extended headers of any opcode (RDMA WRITE ONLY with
  * immediate: 32, atomics: 40, XRC atomics: 44, masked atomics: 56). */
 #define SV_ROCE_MAX_HDR 56
+
+/* AETH syndromes (which outcome sends which: exec_int.h's outcome table) */
+#define SV_AETH_ACK         0x1f   /* ACK, no credit count (as rxe) */
+#define SV_AETH_RNR(t)      (0x20u | ((t) & 0x1fu))
+#define SV_AETH_NAK_SEQ     0x60
+#define SV_AETH_NAK_INV     0x61
+#define SV_AETH_NAK_ACCESS  0x62
+#define SV_AETH_NAK_OP      0x63
+#define SV_AETH_KIND(s)     ((s) >> 5)   /* 0 ACK, 1 RNR, 3 NAK */
+#define SV_AETH_KIND_NAK    3
+/* No response at all (not a syndrome: bit 7 is reserved). */
+#define SV_AETH_NONE        0xffu
 
 /*
  * IBTA opcodes: the top 3 bits select the transport (RC 0x00, UC 0x20,
