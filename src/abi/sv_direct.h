@@ -127,7 +127,9 @@ struct sv_direct_key {
 	uint64_t addr;             /* where byte iova lies in the owner */
 	uint64_t iova;             /* the first address its users name */
 	uint64_t length;
-	uint64_t rsvd1[2];
+	uint64_t file_gen;         /* SV_DKEY_FILE: which memfd (a new
+				    * translation gets a new number) */
+	uint64_t rsvd1;
 };
 
 _Static_assert(sizeof(struct sv_direct_key) == 64, "direct key");

@@ -144,8 +144,10 @@ static void mr_value(const struct sv_mr *mr, union sv_direct_key_u *v)
 	v->e.addr = mr->addr;
 	v->e.iova = mr->iova;
 	v->e.length = mr->length;
-	if (mr->has_file)
+	if (mr->has_file) {
 		v->e.flags |= SV_DKEY_FILE;
+		v->e.file_gen = mr->file_gen;
+	}
 }
 
 void sv_direct_mr(const struct sv_mr *mr)

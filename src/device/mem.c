@@ -277,6 +277,7 @@ static void mr_file_drop(struct sv_mr *mr)
 static void mr_file_take(struct sv_client *c, struct sv_mr *mr,
 			 const char *vma)
 {
+	static uint64_t gen;       /* the files' numbers (file_gen) */
 	uint64_t off;
 	int fd = sv_mr_file_open(c, vma, mr->addr, mr->length, &off);
 
@@ -285,6 +286,7 @@ static void mr_file_take(struct sv_client *c, struct sv_mr *mr,
 	mr->has_file = true;
 	mr->file_fd = fd;
 	mr->file_off = off;
+	mr->file_gen = ++gen;
 }
 
 static void mr_free(struct sv_mr *mr)

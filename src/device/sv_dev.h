@@ -133,6 +133,7 @@ struct sv_mr {
 	bool has_file;
 	int file_fd;
 	uint64_t file_off;
+	uint64_t file_gen;         /* device-wide, never 0 */
 };
 
 /* A memory window (mw.c; binds and invalidation in mm.c). */

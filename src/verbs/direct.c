@@ -322,7 +322,7 @@ static bool can_receive(uint32_t state)
 
 struct sv_dmap {
 	uint32_t key;              /* 0: free */
-	uint64_t addr, iova, length; /* the key's entry it was made for */
+	uint64_t addr, iova, length, gen; /* the key's entry it was made for */
 	uint8_t *base;             /* where the entry's byte addr is here */
 	void *map;
 	size_t map_len;
@@ -360,7 +360,8 @@ static const struct sv_dmap *dmap_find(const struct sv_dcache *c,
 		const struct sv_dmap *m = &c->m[i];
 
 		if (m->key == k->key && m->addr == k->addr &&
-		    m->iova == k->iova && m->length == k->length && m->key)
+		    m->iova == k->iova && m->length == k->length &&
+		    m->gen == k->file_gen && m->key)
 			return m;
 	}
 	return NULL;
@@ -398,6 +399,7 @@ static struct sv_dmap *dmap_slot(struct sv_dcache *c,
 	m->addr = k->addr;
 	m->iova = k->iova;
 	m->length = k->length;
+	m->gen = k->file_gen;
 	return m;
 }
 
