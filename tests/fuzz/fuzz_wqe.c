@@ -41,7 +41,20 @@
 
 #include "fuzz_dev.h"
 
-#define FZ_MEM_ADDR  0x5d0000000000ull
+/*
+ * The MRs' memory sits low, at 64 KiB (Debian's vm.mmap_min_addr), so that
+ * the page list (PL_ENTRIES words, the pages of mem) stays inside mem
+ * whichever way a FAST_REG_MR reads it: as pages of any size the words are
+ * aligned to (at most 64 KiB here), or, with SV_REG_BLOCKS, as {addr,
+ * length} pairs, where a word's value is a length of 64-124 KiB: the last
+ * pair ends at 0x3d000, inside mem's 0x10000-0x40000. Higher up, a pair's
+ * length is the address itself (terabytes), and a fast-registered block
+ * covered the fuzzer's own heap and libraries: the device wrote there as
+ * the client allowed, the client being this process (a 44-minute run died
+ * in ASan's allocator so). Where the address is taken, mem goes anywhere
+ * and block-list registrations are not inside mem (a note says so).
+ */
+#define FZ_MEM_ADDR  0x10000ull
 #define MEM_BYTES    (192u * 1024u)
 #define PL_ENTRIES   16u
 #define NKEY         6
@@ -66,9 +79,15 @@ static void init(void)
 	fz_dev_init(false);
 	mem = mmap((void *)FZ_MEM_ADDR, MEM_BYTES, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (mem == MAP_FAILED)
+	if (mem == MAP_FAILED || mem != (void *)FZ_MEM_ADDR) {
+		if (mem != MAP_FAILED)
+			munmap(mem, MEM_BYTES);
+		fprintf(stderr, "fuzz_wqe: no memory at %#llx: fast-registered "
+			"block lists may reach beyond the MRs' memory\n",
+			FZ_MEM_ADDR);
 		mem = mmap(NULL, MEM_BYTES, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
 	FZ_CHECK(mem != MAP_FAILED);
 }
 
