@@ -250,6 +250,8 @@ def check_outputs(R, raw):
                 for f in S["figures"])
         elif n == "budgets":
             ok = "error" not in b and bool(b.get("post_send_ir"))
+        elif n == "flood":
+            ok = bool((R.get("flood") or {}).get("runs"))
         else:
             ok = True
         if not ok:
@@ -393,6 +395,36 @@ def table_mm(R):
                   " one MR over the buffer's pages, the application waiting"
                   " for each cycle (sync) or %s cycles per posted list, two"
                   " lists in flight)" % (M.get("batch") or "?")))
+    return L
+
+
+def flood(path):
+    """bench/flood.sh's lines: "run I: A Gb/s alone ... F Gb/s flooded,
+    ratio R; flood ..." or "run I: failed: ..."."""
+    text = read(path)
+    if text is None:
+        return None
+    runs = []
+    for line in text.splitlines():
+        m = re.match(r"run (\d+): (failed: .*|.*ratio ([0-9.]+).*)$", line)
+        if not m:
+            continue
+        runs.append({"run": int(m.group(1)), "line": m.group(2),
+                     "ratio": float(m.group(3)) if m.group(3) else None})
+    return {"runs": runs}
+
+
+def table_flood(R):
+    """ib_write_bw beside a RoCEv2 flood (bench/flood.sh, issue 21)."""
+    L, F = table_head(R, "flood",
+                      "ib_write_bw beside a RoCEv2 flood (issue 21, 6)")
+    if not F:
+        return L
+    for r in F.get("runs") or []:
+        L.append("  run %d: %s" % (r["run"], r["line"]))
+    got = [r["ratio"] for r in F.get("runs") or [] if r["ratio"] is not None]
+    L.append("  %-40s %10s   (target >= 0.5)" % (
+        "flooded / alone, median", "-" if not got else "%.2f" % median(got)))
     return L
 
 
@@ -1058,6 +1090,8 @@ def table(R):
     L.append("")
     L.extend(table_netns(R))
     L.append("")
+    L.extend(table_flood(R))
+    L.append("")
     L.extend(table_cmtime(R))
     L.append("")
     L.extend(report_mw.table_mw(R.get("middleware"), wrap))
@@ -1189,6 +1223,7 @@ def main():
     R["budgets"] = read_json(os.path.join(raw, "budgets.out"))
     R["mm_cycle"] = mm_cycle(raw)
     R["netns"] = read_json(os.path.join(raw, "netns.out"))
+    R["flood"] = flood(os.path.join(raw, "flood.out"))
     R["cmtime"] = read_json(os.path.join(raw, "cmtime.out"))
     R["middleware"] = report_mw.merge(
         read_json(os.path.join(raw, "mw_%s.out" % s))

@@ -431,6 +431,18 @@ else
 	step netns $limit bash "$here/netns.sh" "${na[@]}"
 fi
 
+# -- a RoCEv2 flood beside ib_write_bw across two namespaces (issue 21, 6,
+# bench/flood.sh): the rate alone and flooded, three runs, each ratio
+if [ "$(id -u)" != 0 ]; then
+	record flood skipped 0 "not root: no network namespaces"
+elif [ $short = 1 ]; then
+	record flood skipped 0 "a short run (bench/flood.sh measures it alone)"
+elif ! command -v ib_write_bw >/dev/null; then
+	record flood missing 0 "perftest is not installed"
+else
+	step flood $limit bash "$here/flood.sh" "$build" 3 3
+fi
+
 # -- the middleware across two network namespaces (issue 20,
 # bench/middleware.sh): ucx_perftest, an MPI ping-pong and allreduce, and
 # fi_pingpong, each on sv0 beside the TCP path on the same veth; a step each
