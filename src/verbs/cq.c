@@ -382,12 +382,13 @@ poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
  * and the producer counter we read are touched, which the engine never
  * writes again: the survivors move up towards prod, then cons passes the
  * freed slots (release: the engine reuses them only after the moves). The
- * caller made sure the daemon produces nothing more for the QP.
+ * caller made sure the daemon produces nothing more for the QP. Returns how
+ * many it dropped.
  */
-void sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
+uint32_t sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
-	uint32_t n, cons, freed = 0;
+	uint32_t n, cons, freed = 0, dropped;
 	struct sv_cqe *e;
 
 	cq_lock(cq);
@@ -403,6 +404,7 @@ void sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 	}
 	if (freed)
 		cq_consume(cq, freed);
+	dropped = freed;
 	if (cq->dring) {
 		/* and the private ring's, the producers held off meanwhile */
 		sv_spin_lock(&cq->dlock);
@@ -416,6 +418,7 @@ void sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 			else if (freed)
 				cq->dring[(cons + n + freed) & cq->dmask] = *e;
 		}
+		dropped += freed;
 		if (freed) {
 			cq->dcons += freed;
 			cq->dheld -= freed;
@@ -425,6 +428,7 @@ void sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 		sv_spin_unlock(&cq->dlock);
 	}
 	cq_unlock(cq);
+	return dropped;
 }
 
 /* Would a completion not polled yet fire this arm? */

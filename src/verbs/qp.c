@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -649,13 +650,28 @@ static void qp_attr_from_wire(const struct sv_wire_qp_attr *w,
 	a->rate_limit = w->rate_limit;
 }
 
-/* Drops the QP's completions not polled yet from its CQs (sv_cq_clean). */
-static void qp_clean_cqs(struct ibv_qp *ibqp)
+/* Drops the QP's completions not polled yet from its CQs (sv_cq_clean).
+ * Under SOFTVERBS_DEBUG it says so on stderr: a completion the program
+ * never polled, gone with its QP, is what a consumer that tears a
+ * connection down before reaping its CQ loses (docs/MIDDLEWARE.md). */
+static void qp_clean_cqs(struct ibv_qp *ibqp, const char *why)
 {
+	static int debug = -1;
+	uint32_t n = 0;
+
 	if (ibqp->recv_cq)
-		sv_cq_clean(ibqp->recv_cq, ibqp->qp_num);
+		n += sv_cq_clean(ibqp->recv_cq, ibqp->qp_num);
 	if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
-		sv_cq_clean(ibqp->send_cq, ibqp->qp_num);
+		n += sv_cq_clean(ibqp->send_cq, ibqp->qp_num);
+	if (!n)
+		return;
+	if (__atomic_load_n(&debug, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&debug, getenv("SOFTVERBS_DEBUG") != NULL,
+				 __ATOMIC_RELAXED);
+	if (__atomic_load_n(&debug, __ATOMIC_RELAXED))
+		fprintf(stderr,
+			"softverbs: QP 0x%06x %s: %u completion%s not polled "
+			"dropped\n", ibqp->qp_num, why, n, n == 1 ? "" : "s");
 }
 
 SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -681,7 +697,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	/* RESET: the daemon produces nothing more for the QP (it quiesced
 	 * its engines), and what it left in the CQs goes too */
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
-		qp_clean_cqs(ibqp);
+		qp_clean_cqs(ibqp, "reset");
 	return 0;
 }
 
@@ -730,7 +746,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	/* off the context's list first: a dead device's flushes (cq.c) find
 	 * the QPs there, and must put nothing in its CQs after the clean */
 	sv_ctx_del_evtarget(ctx, &qp->ev); /* waits for its events' acks */
-	qp_clean_cqs(ibqp);
+	qp_clean_cqs(ibqp, "destroyed");
 	sv_ring_unmap(&qp->mem);
 	if (qp->rd)
 		sv_rd_put(ctx, qp->rd);

@@ -504,7 +504,7 @@ struct sv_qp_dom {
 int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
-void sv_cq_clean(struct ibv_cq *cq, uint32_t qp_num);
+uint32_t sv_cq_clean(struct ibv_cq *cq, uint32_t qp_num);
 /* A dead device's channel read EOF: a CQ of ctx on channel, armed since it
  * last answered so, that holds completions or has flushes due (cq.c); NULL
  * when none. */

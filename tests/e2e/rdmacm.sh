@@ -280,8 +280,10 @@ ib_write_bw|ib_send_lat|ib_read_bw)
 fi_pingpong_msg|fi_pingpong_rdm)
 	# libfabric's verbs provider: msg endpoints on rdma_cm ids, rdm ones
 	# through ofi_rxm on top of them; a TCP control port for the names;
-	# -c checks every buffer
+	# -c checks every buffer; SOFTVERBS_DEBUG: a QP destroyed with
+	# completions never polled says so in the output
 	command -v fi_pingpong >/dev/null || fail "libfabric-bin is not installed"
+	export SOFTVERBS_DEBUG=1
 	if [ "$case" = fi_pingpong_msg ]; then
 		args="-p verbs -e msg"
 	else

@@ -1092,6 +1092,35 @@ static void test_modify_to_err_and_back(void **state)
 	pair_free(&p);
 }
 
+/* What this process writes on stderr between stderr_catch() and
+ * stderr_release() (SOFTVERBS_DEBUG's messages), NUL-terminated in buf. */
+static int caught_fd = -1, saved_fd = -1;
+
+static void stderr_catch(void)
+{
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	fflush(stderr);
+	caught_fd = dup(fileno(f));
+	fclose(f);
+	saved_fd = dup(2);
+	assert_true(caught_fd >= 0 && saved_fd >= 0);
+	assert_int_equal(dup2(caught_fd, 2), 2);
+}
+
+static void stderr_release(char *buf, size_t len)
+{
+	ssize_t n;
+
+	fflush(stderr);
+	assert_int_equal(dup2(saved_fd, 2), 2);
+	close(saved_fd);
+	n = pread(caught_fd, buf, len - 1, 0);
+	close(caught_fd);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
 /* A QP moved to RESET, or destroyed, leaves none of its completions in its
  * CQs (mlx4 and mlx5 clean them; rdma-core's tests/test_mr.py restates its
  * QPs through RESET and polls again); another QP's completions on the same
@@ -1099,7 +1128,12 @@ static void test_modify_to_err_and_back(void **state)
 static void test_reset_drops_cqes(void **state)
 {
 	struct pair_opts o = opts_default(IBV_QPT_RC);
+	char msg[256], want[128];
+	struct ibv_comp_channel *ch;
 	struct ibv_qp_init_attr ia;
+	struct ibv_cq *cq3, *evcq;
+	void *evctx;
+	uint32_t qpn;
 	struct ibv_qp_attr a;
 	struct ibv_qp *q2;
 	struct pair p;
@@ -1130,14 +1164,53 @@ static void test_reset_drops_cqes(void **state)
 	post_recv(q2, 700, p.abuf, 64, p.amr->lkey);
 	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
 	a.qp_state = IBV_QPS_RESET;
+	stderr_catch();
 	assert_int_equal(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE), 0);
+	stderr_release(msg, sizeof(msg));
 	expect_wc(p.a.rcq, 700, IBV_WC_WR_FLUSH_ERR, "A reset, the other QP's");
 	expect_no_wc(p.a.rcq, "A reset");
+	/* SOFTVERBS_DEBUG (main) tells what went */
+	snprintf(want, sizeof(want),
+		 "softverbs: QP 0x%06x reset: 1 completion not polled dropped\n",
+		 p.a.qp->qp_num);
+	assert_string_equal(msg, want);
 	/* a destroyed QP's completions go with it */
 	post_recv(q2, 701, p.abuf, 64, p.amr->lkey);
 	assert_int_equal(ibv_destroy_qp(q2), 0);
 	expect_no_wc(p.a.rcq, "the other QP destroyed");
 	expect_no_wc(p.a.scq, "the other QP destroyed");
+	/* and SOFTVERBS_DEBUG says so: a QP in ERR on a CQ of its own, its
+	 * receive's flush awaited through the CQ's channel (not polled) */
+	ch = ibv_create_comp_channel(p.a.ctx);
+	assert_non_null(ch);
+	cq3 = ibv_create_cq(p.a.ctx, 4, NULL, ch, 0);
+	assert_non_null(cq3);
+	ia.send_cq = ia.recv_cq = cq3;
+	q2 = ibv_create_qp(p.a.pd, &ia);
+	assert_non_null(q2);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	a.qp_state = IBV_QPS_ERR;
+	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
+	assert_int_equal(ibv_req_notify_cq(cq3, 0), 0);
+	post_recv(q2, 702, p.abuf, 64, p.amr->lkey);
+	assert_int_equal(ibv_get_cq_event(ch, &evcq, &evctx), 0);
+	assert_ptr_equal(evcq, cq3);
+	ibv_ack_cq_events(cq3, 1);
+	qpn = q2->qp_num;
+	stderr_catch();
+	assert_int_equal(ibv_destroy_qp(q2), 0);
+	stderr_release(msg, sizeof(msg));
+	snprintf(want, sizeof(want),
+		 "softverbs: QP 0x%06x destroyed: 1 completion not polled "
+		 "dropped\n", qpn);
+	assert_string_equal(msg, want);
+	expect_no_wc(cq3, "its QP destroyed");
+	assert_int_equal(ibv_destroy_cq(cq3), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
 	pair_free(&p);
 }
 
@@ -1594,6 +1667,8 @@ static void test_signaling(void **state)
 
 int main(void)
 {
+	/* test_reset_drops_cqes reads what it says of dropped completions */
+	setenv("SOFTVERBS_DEBUG", "1", 1);
 #define T_(f) cmocka_unit_test_setup(f, test_setup)
 	const struct CMUnitTest tests[] = {
 		T_(test_rem_access_bad_rkey),

@@ -309,8 +309,10 @@ rdma_xserver_rc|rdma_xserver_xrc)
 fi_pingpong_msg|fi_pingpong_rdm)
 	# libfabric's verbs provider (msg endpoints are rdma_cm ids; rdm ones
 	# through ofi_rxm on top): a TCP control port for the names, every
-	# size, -c checks every buffer
+	# size, -c checks every buffer; SOFTVERBS_DEBUG: a QP destroyed with
+	# completions never polled says so in the output
 	command -v fi_pingpong >/dev/null || fail "libfabric-bin is not installed"
+	export SOFTVERBS_DEBUG=1
 	if [ "$case" = fi_pingpong_msg ]; then
 		prov=verbs ep=msg
 	else
