@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -117,6 +118,49 @@ give_up(int status, int err, const char *fmt, ...)
 	return status;
 }
 
+/*
+ * The device's priority. rxe and siw do a NIC's work in softirq and kernel
+ * threads, ahead of every user thread; softverbsd's threads are that work
+ * here, and applications that busy-poll their CQs (perftest, UCX, MPI) would
+ * otherwise share the CPUs with them as equals: on 2 cores a busy job beside
+ * two pollers leaves the device a third of a core, and every wake-up of its
+ * threads waits in the run queue. So the daemon asks, before
+ * its first thread starts (threads inherit it), for nice SV_NICE (or --nice,
+ * $SOFTVERBSD_NICE): where that is refused (no CAP_SYS_NICE, RLIMIT_NICE) it
+ * runs as it was started, and says so. One started at a nice value other
+ * than 0 (nice(1), a unit's Nice=) keeps it unless told otherwise. Measured: docs/PERFORMANCE.md, "The device's priority".
+ */
+#define SV_NICE (-20)
+
+static int parse_nice(const char *s, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (!*s || *end || v < -20 || v > 19)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+static void device_priority(int want, bool asked)
+{
+	int now;
+
+	errno = 0;
+	now = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		now = 0;
+	/* a daemon started at another nice value was placed on purpose */
+	if (want == now || (!asked && now != 0))
+		return;
+	if (setpriority(PRIO_PROCESS, 0, want))
+		sv_log(SV_LOG_INFO, "runs at nice %d: nice %d refused (%s)", now,
+		       want, strerror(errno));
+	else
+		sv_log(SV_LOG_DEBUG, "runs at nice %d", want);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -150,6 +194,9 @@ static void usage(FILE *f)
 "  --inject SPEC        fault injection on the wire, for tests:\n"
 "                       seed=N,drop=P,dup=P,reorder=P,corrupt=P (P in [0,1];\n"
 "                       also $SOFTVERBSD_INJECT)\n"
+"  --nice N             the device's threads at nice N (-20 .. 19; default\n"
+"                       -20 where allowed: ahead of busy-polling programs,\n"
+"                       as rxe's softirq work is; also $SOFTVERBSD_NICE)\n"
 "  --log FILE           log here instead of stderr\n"
 "  --log-max-bytes N    rotate FILE to FILE.1 past N bytes (default 8 MiB;\n"
 "                       0: never)\n"
@@ -727,6 +774,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "ready-fd", required_argument, NULL, 'F' },
 		{ "log-max-bytes", required_argument, NULL, 'B' },
+		{ "nice", required_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -740,8 +788,17 @@ int main(int argc, char **argv)
 			 !strcmp(getenv("SOFTVERBSD_NO_MASKED_ATOMICS"), "1");
 	bool no_direct = getenv("SOFTVERBSD_NO_DIRECT") &&
 			 !strcmp(getenv("SOFTVERBSD_NO_DIRECT"), "1");
-	int c, ret = -ENOMEM;
+	int c, ret = -ENOMEM, nice_want = SV_NICE;
+	bool nice_asked = false;
 
+	if (getenv("SOFTVERBSD_NICE") && *getenv("SOFTVERBSD_NICE")) {
+		if (parse_nice(getenv("SOFTVERBSD_NICE"), &nice_want)) {
+			fprintf(stderr, "softverbsd: bad $SOFTVERBSD_NICE '%s'\n",
+				getenv("SOFTVERBSD_NICE"));
+			return 2;
+		}
+		nice_asked = true;
+	}
 	while ((c = getopt_long(argc, argv, "s:i:a:l:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': {
@@ -843,6 +900,14 @@ int main(int argc, char **argv)
 				sv_log_max_bytes = v;
 			break;
 		}
+		case 'Z':
+			if (parse_nice(optarg, &nice_want)) {
+				fprintf(stderr, "softverbsd: bad --nice '%s'\n",
+					optarg);
+				return 2;
+			}
+			nice_asked = true;
+			break;
 		case 'v':
 			sv_log_level = SV_LOG_DEBUG;
 			break;
@@ -877,6 +942,8 @@ int main(int argc, char **argv)
 		return give_up(1, e, "cannot open the log %s: %s", log_path,
 			       strerror(-e));
 	}
+	/* before the first thread: they all inherit it */
+	device_priority(nice_want, nice_asked);
 	sv_dev.clients.next = sv_dev.clients.prev = &sv_dev.clients;
 	if (sv_keytab_init(&sv_dev.keys, SV_MAX_MR) ||
 	    (ret = sv_identity_init(ip, netdev)))
