@@ -6,6 +6,8 @@
 #   - ib_write_bw 1 MiB messages, DURATION seconds (Gb/s, as iperf3);
 #   - ib_write_bw 64 B messages, DURATION seconds: the message rate;
 #   - ib_send_lat 2 B, ITERS round trips: typical and average latency;
+#   - a 2-byte UDP round trip over the same veth, ITERS times, both ends
+#     sleeping and both spinning (sv_udp_pingpong): the kernel's floor;
 # each Debian's unmodified perftest, server in a, client in b, through
 # 'softverbs run'. One JSON object on stdout (the figures, write bandwidth /
 # iperf3's ratio, and "error": null or what failed: a run that fails leaves
@@ -59,7 +61,8 @@ def num(k):
 out = {"bench": "netns", "link": "veth between two network namespaces",
        "mtu": mtu, "duration_s": dur, "lat_iters": iters}
 for k in ("iperf3_tcp_gbps", "write_bw_1m_gbps", "write_rate_64b_mpps",
-          "send_lat_2b_typical_us", "send_lat_2b_avg_us"):
+          "send_lat_2b_typical_us", "send_lat_2b_avg_us",
+          "udp_rtt_block_us", "udp_rtt_spin_us"):
     out[k] = num(k)
 bw, tcp = out["write_bw_1m_gbps"], out["iperf3_tcp_gbps"]
 out["write_bw_1m_vs_iperf3"] = round(bw / tcp, 3) if bw and tcp else None
@@ -112,6 +115,28 @@ print(round(d["end"]["sum_received"]["bits_per_second"] / 1e9, 3))' "$ij" 2>/dev
 	fi
 fi
 
+# ---- the kernel's floor: a 2-byte UDP round trip over this veth, both
+# ends sleeping in recv (as the daemons' wire threads sleep in poll), then
+# both spinning (sv_udp_pingpong; p50 in microseconds) ----
+UDPPP=$build/bin/sv_udp_pingpong
+if [ -x "$UDPPP" ]; then
+	for m in block spin; do
+		timeout -k 2 60 ip netns exec "$NS_A" "$UDPPP" server "$IP_A" 18600 \
+			"$iters" $m >"$NS_DIR/udp_$m.server" 2>&1 &
+		usrv=$!
+		sleep 0.2
+		if out=$(timeout -k 2 60 ip netns exec "$NS_B" "$UDPPP" client "$IP_A" \
+			 18600 "$iters" $m 2>&1); then
+			R[udp_rtt_${m}_us]=$(awk '{print $1}' <<<"$out")
+		else
+			errors+=("udp_pingpong $m: $out")
+		fi
+		ns_wait_job $usrv 5 || ns_end_job $usrv
+	done
+else
+	errors+=("$UDPPP missing (build first)")
+fi
+
 # ---- softverbs: one perftest pair; its client's table row in $row ----
 ns_daemons_up
 # shellcheck disable=SC2034
@@ -160,7 +185,9 @@ printf '%-28s %12s\n' "iperf3 TCP (Gb/s)" "$(v iperf3_tcp_gbps)" \
 	"  / iperf3" "$ratio" \
 	"ib_write_bw 64 B (Mpps)" "$(v write_rate_64b_mpps)" \
 	"ib_send_lat 2 B typ (us)" "$(v send_lat_2b_typical_us)" \
-	"ib_send_lat 2 B avg (us)" "$(v send_lat_2b_avg_us)"
+	"ib_send_lat 2 B avg (us)" "$(v send_lat_2b_avg_us)" \
+	"UDP 2 B round trip, sleeping (us)" "$(v udp_rtt_block_us)" \
+	"UDP 2 B round trip, spinning (us)" "$(v udp_rtt_spin_us)"
 for e in "${errors[@]}"; do echo "error: $e"; done
 
 emit

@@ -438,7 +438,11 @@ def table_netns(R):
             ("ib_write_bw 64 B, message rate", N.get("write_rate_64b_mpps"),
              "Mpps"),
             ("ib_send_lat 2 B, typical", N.get("send_lat_2b_typical_us"), "us"),
-            ("ib_send_lat 2 B, average", N.get("send_lat_2b_avg_us"), "us")]
+            ("ib_send_lat 2 B, average", N.get("send_lat_2b_avg_us"), "us"),
+            ("UDP 2 B round trip, both sleeping (p50)",
+             N.get("udp_rtt_block_us"), "us"),
+            ("UDP 2 B round trip, both spinning (p50)",
+             N.get("udp_rtt_spin_us"), "us")]
     for name, v, unit in rows:
         L.append("  %-40s %10s %s" % (name, "-" if v is None else
                                       ("%.3f" % v), unit))
@@ -857,7 +861,10 @@ def targets22(R):
            num(N.get("iperf3_tcp_gbps"), 0))))
     out.append(target_le(
         "RoCEv2 ib_send_lat 2 B", N.get("send_lat_2b_typical_us"),
-        T22_WIRE_LAT, "typical (perftest)", unit=" us"))
+        T22_WIRE_LAT, "typical (perftest); the kernel's UDP round trip "
+        "over the same veth: %s us sleeping, %s us spinning"
+        % (num(N.get("udp_rtt_block_us"), 1), num(N.get("udp_rtt_spin_us"), 1)),
+        unit=" us"))
     r64 = N.get("write_rate_64b_mpps")
     t = target_ge("RoCEv2 64 B WRITE rate (M/s)", r64, T22_WIRE_RATE,
                   "ib_write_bw 64 B")
