@@ -124,11 +124,12 @@ give_up(int status, int err, const char *fmt, ...)
  * here, and applications that busy-poll their CQs (perftest, UCX, MPI) would
  * otherwise share the CPUs with them as equals: on 2 cores a busy job beside
  * two pollers leaves the device a third of a core, and every wake-up of its
- * threads waits in the run queue. So the daemon asks, before
- * its first thread starts (threads inherit it), for nice SV_NICE (or --nice,
- * $SOFTVERBSD_NICE): where that is refused (no CAP_SYS_NICE, RLIMIT_NICE) it
- * runs as it was started, and says so. One started at a nice value other
- * than 0 (nice(1), a unit's Nice=) keeps it unless told otherwise. Measured: docs/PERFORMANCE.md, "The device's priority".
+ * threads waits in the run queue. So the daemon asks, before its first
+ * thread starts (threads inherit it), for nice SV_NICE (or --nice,
+ * $SOFTVERBSD_NICE): where that is refused (no CAP_SYS_NICE, RLIMIT_NICE)
+ * it runs as it was started, and says so. One started at a nice value
+ * other than 0 (nice(1), a unit's Nice=) keeps it unless told otherwise.
+ * docs/DESIGN.md, "The device's priority"; measured in docs/ROCE.md.
  */
 #define SV_NICE (-20)
 
