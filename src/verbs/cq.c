@@ -310,6 +310,23 @@ static __attribute__((noinline)) uint32_t poll_dring(struct sv_cq *cq,
 	return avail;
 }
 
+/* The avail completions of the ring from cons into wc, their slots given
+ * back to the engine (CQ lock held). */
+static inline __attribute__((always_inline)) void
+ring_take(struct sv_cq *cq, struct sv_cq_ring *ring, uint32_t cons,
+	  uint32_t avail, struct ibv_wc *wc)
+{
+	const struct sv_cqe *slots =
+		(const struct sv_cqe *)((char *)ring + SV_RING_HDR_BYTES);
+	uint32_t mask = cq->entries - 1;
+
+	for (uint32_t i = 0; i < avail; i++)
+		cqe_to_wc(&slots[(cons + i) & mask], &wc[i]);
+	cq->cons = cons + avail;
+	/* release: the engine may reuse the slots only after we read them */
+	__atomic_store_n(&ring->cons, cons + avail, __ATOMIC_RELEASE);
+}
+
 static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct);
 
 /* A poll that finds the private ring not empty: its completions first. */
@@ -336,7 +353,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
 	struct sv_cq_ring *ring;
-	uint32_t avail, cons, mask;
+	uint32_t avail, cons;
 
 	/* a look at the private ring without the lock: a completion pushed
 	 * after it is of a WR posted after every daemon completion of its QP
@@ -361,15 +378,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	}
 	if (avail > (uint32_t)n)
 		avail = (uint32_t)n;
-	mask = cq->entries - 1;
-	for (uint32_t i = 0; i < avail; i++)
-		cqe_to_wc((const struct sv_cqe *)((char *)ring +
-						  SV_RING_HDR_BYTES) +
-				  ((cons + i) & mask),
-			  &wc[i]);
-	cq->cons = cons + avail;
-	/* release: the engine may reuse the slots only after we read them */
-	__atomic_store_n(&ring->cons, cons + avail, __ATOMIC_RELEASE);
+	ring_take(cq, ring, cons, avail, wc);
 	cq_unlock(cq);
 	return (int)avail;
 }
@@ -378,7 +387,7 @@ static inline __attribute__((always_inline)) int
 poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
 {
 	struct sv_cq_ring *ring;
-	uint32_t avail, cons, mask, got = 0;
+	uint32_t avail, cons, got = 0;
 
 	if (unlikely(n <= 0))
 		return 0;
@@ -402,18 +411,8 @@ poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
 		avail = cq_ready(cq);
 	if (avail > (uint32_t)n)
 		avail = (uint32_t)n;
-	if (avail) {
-		mask = cq->entries - 1;
-		for (uint32_t i = 0; i < avail; i++)
-			cqe_to_wc((const struct sv_cqe *)((char *)ring +
-							  SV_RING_HDR_BYTES) +
-					  ((cons + i) & mask),
-				  &wc[i]);
-		cq->cons = cons + avail;
-		/* release: the engine may reuse the slots only after we
-		 * read them */
-		__atomic_store_n(&ring->cons, cons + avail, __ATOMIC_RELEASE);
-	}
+	if (avail)
+		ring_take(cq, ring, cons, avail, wc);
 	cq_unlock(cq);
 	return (int)(got + avail);
 }
