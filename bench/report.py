@@ -399,7 +399,7 @@ def table_mm(R):
 
 
 def flood(path):
-    """bench/flood.sh's lines: "run I: A Gb/s alone ... F Gb/s flooded,
+    """bench/flood.sh's lines: "run I: A MB/s alone, F MB/s flooded,
     ratio R; flood ..." or "run I: failed: ..."."""
     text = read(path)
     if text is None:

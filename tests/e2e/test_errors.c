@@ -1121,6 +1121,30 @@ static void stderr_release(char *buf, size_t len)
 	buf[n > 0 ? n : 0] = '\0';
 }
 
+/* An RC QP of pd on scq and rcq (4 WRs, 1 SGE each way), in INIT. */
+static struct ibv_qp *rc_qp_init(struct ibv_pd *pd, struct ibv_cq *scq,
+				 struct ibv_cq *rcq)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct ibv_qp *qp;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &ia);
+	assert_non_null(qp);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	return qp;
+}
+
 /* A QP moved to RESET, or destroyed, leaves none of its completions in its
  * CQs (mlx4 and mlx5 clean them; rdma-core's tests/test_mr.py restates its
  * QPs through RESET and polls again); another QP's completions on the same
@@ -1130,7 +1154,6 @@ static void test_reset_drops_cqes(void **state)
 	struct pair_opts o = opts_default(IBV_QPT_RC);
 	char msg[256], want[128];
 	struct ibv_comp_channel *ch;
-	struct ibv_qp_init_attr ia;
 	struct ibv_cq *cq3, *evcq;
 	void *evctx;
 	uint32_t qpn;
@@ -1140,19 +1163,7 @@ static void test_reset_drops_cqes(void **state)
 
 	(void)state;
 	pair_create(&p, &o);
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = p.a.scq;
-	ia.recv_cq = p.a.rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	q2 = ibv_create_qp(p.a.pd, &ia);
-	assert_non_null(q2);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	q2 = rc_qp_init(p.a.pd, p.a.scq, p.a.rcq);
 	/* A's receives flushed: the first polled, the second left */
 	post_recv(p.a.qp, 900, p.abuf, 64, p.amr->lkey);
 	post_recv(p.a.qp, 901, p.abuf, 64, p.amr->lkey);
@@ -1185,14 +1196,8 @@ static void test_reset_drops_cqes(void **state)
 	assert_non_null(ch);
 	cq3 = ibv_create_cq(p.a.ctx, 4, NULL, ch, 0);
 	assert_non_null(cq3);
-	ia.send_cq = ia.recv_cq = cq3;
-	q2 = ibv_create_qp(p.a.pd, &ia);
-	assert_non_null(q2);
+	q2 = rc_qp_init(p.a.pd, cq3, cq3);
 	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
 	a.qp_state = IBV_QPS_ERR;
 	assert_int_equal(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
 	assert_int_equal(ibv_req_notify_cq(cq3, 0), 0);
