@@ -9,7 +9,7 @@
 #
 #   mpi_netns.sh BUILD_DIR MODE [kill]
 #   MODE  ompi-ucx-rc   Open MPI, pml ucx, UCX_TLS=rc_verbs,ud_verbs:aux,sm,self
-#         ompi-ucx-ud   Open MPI, pml ucx, UCX_TLS=ud_verbs,sm,self
+#         ompi-ucx-ud   Open MPI, pml ucx, UCX_TLS=ud_verbs,self
 #         ompi-ofi      Open MPI, pml cm + mtl ofi, FI_PROVIDER=verbs;ofi_rxm
 #         mpich-ucx-rc  MPICH (ch4:ucx), UCX_TLS=rc_verbs,ud_verbs:aux,sm,self
 #         mpich-ucx-ud  MPICH (ch4:ucx), UCX_TLS=ud_verbs,sm,self

@@ -12,7 +12,7 @@
 #   mpi_mode MODE        MPI_KIND (ompi, mpich) and MPI_LAUNCHER for MODE;
 #                        returns 1 for an unknown one. MODE:
 #     ompi-ucx-rc   Open MPI, pml ucx, UCX_TLS=rc_verbs,ud_verbs:aux,sm,self
-#     ompi-ucx-ud   Open MPI, pml ucx, UCX_TLS=ud_verbs,sm,self
+#     ompi-ucx-ud   Open MPI, pml ucx, UCX_TLS=ud_verbs,self
 #     ompi-ofi      Open MPI, pml cm + mtl ofi, FI_PROVIDER=verbs;ofi_rxm
 #     mpich-ucx-rc  MPICH (ch4:ucx), UCX_TLS=rc_verbs,ud_verbs:aux,sm,self
 #     mpich-ucx-ud  MPICH (ch4:ucx), UCX_TLS=ud_verbs,sm,self
@@ -130,6 +130,11 @@ mpi_job_cmd() { # mode per_host prog [args...]
 	esac
 	case $mode in
 	*-ucx-rc) ucx_env+=("UCX_TLS=rc_verbs,ud_verbs:aux,sm,self") ;;
+	# Open MPI's osc ucx (4.1.4, UCX 1.13.1) loses pieces of an MPI_Get
+	# whose target shares the host when only shared memory carries it,
+	# with or without sv0 (docs/MIDDLEWARE.md, finding 11): its ud job
+	# keeps every pair of ranks on sv0, within a host too.
+	ompi-ucx-ud) ucx_env+=("UCX_TLS=ud_verbs,self") ;;
 	*-ucx-ud) ucx_env+=("UCX_TLS=ud_verbs,sm,self") ;;
 	esac
 	case $mode in
