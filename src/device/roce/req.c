@@ -145,9 +145,9 @@ static uint32_t rd_before(const struct sv_roce_qp *rq, uint32_t n)
 /*
  * The payloads of the packets one step sends of one WQE, gathered with one
  * copy: the WQE's SGEs resolved once, and the packets' payload places in
- * the tx batch as the destination's iovecs (one process_vm_readv for all
- * of them). Nothing is finished or sent before the tx flush, so packets
- * whose payload failed are taken back out of the batch.
+ * the tx batch as the destination's iovecs. Nothing is finished or sent
+ * before the tx flush, so packets whose payload failed are taken back out
+ * of the batch.
  */
 struct gather {
 	bool on;
@@ -164,18 +164,140 @@ struct gather {
 	struct iovec iov[SV_IOV_WINDOW];
 };
 
-/* Copy what g gathered: IBV_WC_SUCCESS, or (its packets taken back out of
- * tx and the cursor back at its first) the status of the failure. */
+/*
+ * The gathers of one step, copied together: their bytes in the sender's
+ * memory (one process) and their packets' payload places side by side, so
+ * that one process_vm_readv fills the packets of many small WQEs (it was
+ * one call per WQE: 74 % of the sending engine's time at 64 bytes,
+ * docs/PERFORMANCE.md). Resolved under the lock held for the whole step,
+ * so no key checked here can go away before the copy. When the one copy
+ * fails, each gather is copied again alone, in order, to find the first
+ * that fails: the ones before it stand.
+ */
+#define SV_BATCH_SRC 256u
+
+struct batch_entry {
+	uint32_t wqe, first_pkt, snd;
+	unsigned int first_tx;
+	unsigned int src0, nsrc, dst0, ndst;
+	uint64_t bytes;
+};
+
+struct batch {
+	pid_t pid;
+	unsigned int n, nsrc, ndst;
+	uint64_t bytes;
+	struct iovec src[SV_BATCH_SRC];
+	struct iovec dst[SV_TX_BATCH];
+	struct batch_entry e[SV_TX_BATCH];
+};
+
+/* The step's state, per engine thread (steps never nest). */
+static __thread struct gather step_g;
+static __thread struct batch step_b;
+
+/* Take tx and the cursor back to where the gather that failed began. */
+static void roll_back(struct sv_qp *qp, struct sv_roce_tx *tx, uint32_t wqe,
+		      uint32_t first_pkt, uint32_t snd, unsigned int first_tx)
+{
+	struct sv_roce_qp *rq = qp->roce;
+
+	tx->n = first_tx;
+	rq->cur = wqe;
+	rq->cur_pkt = first_pkt;
+	rq->snd = snd;
+}
+
+/* Copy what b holds: IBV_WC_SUCCESS, or (tx and the cursor back at the
+ * first gather that fails) the status of the failure. b is empty after. */
+static uint32_t batch_run(struct sv_exec *x, struct sv_qp *qp,
+			  struct sv_roce_tx *tx, struct batch *b)
+{
+	struct sv_mem sm, dm;
+	unsigned int n = b->n;
+
+	if (!n)
+		return IBV_WC_SUCCESS;
+	b->n = 0;
+	sm.pid = b->pid;
+	sm.iov = b->src;
+	sm.niov = b->nsrc;
+	dm.pid = 0;
+	dm.iov = b->dst;
+	dm.niov = b->ndst;
+	if (sv_mem_copy(&dm, 0, &sm, 0, b->bytes, x->bounce,
+			x->bounce_bytes) == SV_COPY_OK)
+		return IBV_WC_SUCCESS;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct batch_entry *e = &b->e[i];
+
+		sm.iov = b->src + e->src0;
+		sm.niov = e->nsrc;
+		dm.iov = b->dst + e->dst0;
+		dm.niov = e->ndst;
+		if (sv_mem_copy(&dm, 0, &sm, 0, e->bytes, x->bounce,
+				x->bounce_bytes) != SV_COPY_OK) {
+			roll_back(qp, tx, e->wqe, e->first_pkt, e->snd,
+				  e->first_tx);
+			return IBV_WC_LOC_PROT_ERR;
+		}
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/* Put g's copy into b: false if it does not fit (b untouched). */
+static bool batch_add(struct batch *b, const struct gather *g)
+{
+	struct sv_iov_cur c = { 0, 0 };
+	struct batch_entry *e;
+	unsigned int k;
+
+	if (!g->s.mem.pid || (b->n && b->pid != g->s.mem.pid) ||
+	    b->n == SV_TX_BATCH || b->ndst + g->nd > SV_TX_BATCH ||
+	    !sv_iov_seek(g->s.mem.iov, g->s.mem.niov, &c, g->off))
+		return false;
+	if (sv_iov_take(g->s.mem.iov, g->s.mem.niov, &c, g->bytes,
+			b->src + b->nsrc, SV_BATCH_SRC - b->nsrc, &k) !=
+	    g->bytes)
+		return false;
+	e = &b->e[b->n++];
+	e->wqe = g->wqe;
+	e->first_pkt = g->first_pkt;
+	e->snd = g->snd;
+	e->first_tx = g->first_tx;
+	e->src0 = b->nsrc;
+	e->nsrc = k;
+	e->dst0 = b->ndst;
+	e->ndst = g->nd;
+	e->bytes = g->bytes;
+	memcpy(b->dst + b->ndst, g->dst, g->nd * sizeof(g->dst[0]));
+	b->pid = g->s.mem.pid;
+	b->nsrc += k;
+	b->ndst += g->nd;
+	b->bytes += g->bytes;
+	return true;
+}
+
+/* g is complete: into the step's batch, or (when it does not fit) the
+ * batch copied first and g too if it still does not. IBV_WC_SUCCESS, or
+ * (tx and the cursor back at the first gather that failed) the status of
+ * the failure. */
 static uint32_t gather_run(struct sv_exec *x, struct sv_qp *qp,
 			   struct sv_roce_tx *tx, struct gather *g)
 {
-	struct sv_roce_qp *rq = qp->roce;
+	struct batch *b = &step_b;
 	struct span d;
+	uint32_t st;
 
 	if (!g->on)
 		return IBV_WC_SUCCESS;
 	g->on = false;
-	if (!g->nd)
+	if (!g->nd || batch_add(b, g))
+		return IBV_WC_SUCCESS;
+	st = batch_run(x, qp, tx, b);
+	if (st != IBV_WC_SUCCESS)
+		return st;
+	if (batch_add(b, g))
 		return IBV_WC_SUCCESS;
 	memset(&d, 0, sizeof(d));
 	d.mem.pid = 0;
@@ -184,10 +306,7 @@ static uint32_t gather_run(struct sv_exec *x, struct sv_qp *qp,
 	d.whole = true;
 	if (sv_span_copy(x, &d, 0, &g->s, g->off, g->bytes) == SV_COPY_OK)
 		return IBV_WC_SUCCESS;
-	tx->n = g->first_tx;
-	rq->cur = g->wqe;
-	rq->cur_pkt = g->first_pkt;
-	rq->snd = g->snd;
+	roll_back(qp, tx, g->wqe, g->first_pkt, g->snd, g->first_tx);
 	return IBV_WC_LOC_PROT_ERR;
 }
 
@@ -493,8 +612,8 @@ int sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 	bool did = false;
 	unsigned int sent = 0, room;
 	enum take_res t;
-	uint32_t st;
-	static __thread struct gather g;
+	uint32_t st, fail;
+	struct gather *g = &step_g;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
@@ -529,27 +648,32 @@ int sv_roce_step(struct sv_exec *x, struct sv_qp *qp)
 	/* the batch never fills up while a gather waits (a full batch is
 	 * flushed before its payloads are in) */
 	room = SV_TX_BATCH - tx->n;
-	g.on = false;
+	g->on = false;
+	step_b.n = step_b.nsrc = step_b.ndst = 0;
+	step_b.bytes = 0;
+	st = IBV_WC_SUCCESS;
 	while (sent < room && may_send(qp, x->now)) {
-		st = send_one(x, qp, tx, &g);
-		if (st != IBV_WC_SUCCESS) {
-			/* only the head can fail here in order: complete it
-			 * once what is before it completed; until then,
-			 * stop sending */
-			if (rq->cur == rq->head)
-				sv_roce_complete_head(qp, st);
+		st = send_one(x, qp, tx, g);
+		if (st != IBV_WC_SUCCESS)
 			break;
-		}
 		sent++;
 		did = true;
-		if (qp->type == IBV_QPT_UC) {
-			/* no ACKs: a WQE is done once its packets are out */
-			while (rq->head != rq->cur)
-				sv_roce_complete_head(qp, IBV_WC_SUCCESS);
-			rq->una = rq->snd;
-		}
 	}
-	st = gather_run(x, qp, tx, &g);
+	/* the payloads (a failure before the one send_one met moves the
+	 * cursor back to it) */
+	fail = gather_run(x, qp, tx, g);
+	if (fail == IBV_WC_SUCCESS)
+		fail = batch_run(x, qp, tx, &step_b);
+	if (fail != IBV_WC_SUCCESS)
+		st = fail;
+	if (qp->type == IBV_QPT_UC) {
+		/* no ACKs: a WQE is done once its packets are out */
+		while (rq->head != rq->cur)
+			sv_roce_complete_head(qp, IBV_WC_SUCCESS);
+		rq->una = rq->snd;
+	}
+	/* only the head can fail here in order: complete it once what is
+	 * before it completed; until then, stop sending */
 	if (st != IBV_WC_SUCCESS && rq->cur == rq->head)
 		sv_roce_complete_head(qp, st);
 	sv_roce_tx_flush(tx);
