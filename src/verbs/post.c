@@ -176,8 +176,15 @@ static inline void fill_tail(enum ibv_qp_type type,
 {
 	if (likely(op_rdma(f))) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* rkey and, beside it, remote_qpn 0: one store */
+		uint64_t rkey_qpn = wr->wr.rdma.rkey;
+
+		memcpy(&w->rkey, &rkey_qpn, sizeof(rkey_qpn));
+#else
 		w->rkey = wr->wr.rdma.rkey;
 		w->remote_qpn = 0;
+#endif
 		w->atomic.compare_add = 0;
 		w->atomic.swap = 0;
 	} else if (op_atomic(f)) {
@@ -261,6 +268,8 @@ _Static_assert(offsetof(struct ibv_sge, length) ==
 	       offsetof(struct sv_wqe_sge, length), "sge length");
 _Static_assert(offsetof(struct ibv_sge, lkey) ==
 	       offsetof(struct sv_wqe_sge, lkey), "sge lkey");
+_Static_assert(offsetof(struct sv_send_wqe, remote_qpn) ==
+	       offsetof(struct sv_send_wqe, rkey) + 4, "rkey, remote_qpn");
 _Static_assert(sizeof(((struct sv_send_wqe *)0)->ud) ==
 	       sizeof(((struct sv_send_wqe *)0)->atomic), "wqe union");
 
@@ -313,9 +322,11 @@ static inline void mailbox_put(struct sv_wq_ring *hdr,
  */
 static inline __attribute__((always_inline)) int
 post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
-	    struct ibv_send_wr **bad_wr, bool mb, bool direct)
+	    struct ibv_send_wr **bad_wr, bool mb, bool direct, bool ud)
 {
-	enum ibv_qp_type type = qp->ex.qp_base.qp_type;
+	/* ud (a constant): a UD QP; any other is checked and filled as
+	 * one that is not, which post_one's callers guarantee */
+	enum ibv_qp_type type = ud ? IBV_QPT_UD : IBV_QPT_RC;
 	uint32_t op = (uint32_t)wr->opcode;
 	unsigned int flags = wr->send_flags;
 	const struct ibv_sge *sgl = wr->sg_list;
@@ -336,16 +347,16 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 		goto fail;
 	if ((flags & IBV_SEND_INLINE) && (f & SV_OPF_PAYLOAD)) { /* wr_inline */
 		ilen = sgl->length;
-		if (unlikely(ilen > qp->sq.max_inline))
-			goto fail;
-		if (unlikely(ilen > 16))
+		/* more than the QP takes (post_list refuses it) or than
+		 * copy_upto16 copies */
+		if (unlikely(ilen > qp->fast_inline))
 			return post_list(qp, wr, bad_wr, false);
 	} else {
 		flags &= ~(unsigned int)IBV_SEND_INLINE; /* READ, atomics */
 		if (unlikely(!qp->sq.max_sge))
 			goto fail;
 	}
-	if (unlikely(type == IBV_QPT_UD) &&
+	if (ud &&
 	    (!wr->wr.ud.ah || wr->wr.ud.ah->context != qp->ex.qp_base.context))
 		goto fail;
 	/* a WRITE or READ to a peer of this host runs here (direct.c) */
@@ -367,7 +378,9 @@ post_one_in(struct sv_qp *qp, struct ibv_send_wr *wr,
 	w->wr_id = wr->wr_id;
 	w->opcode = op;
 	w->flags = flags; /* the device applies sq_sig_all */
-	w->imm = (f & SV_OPF_IMMF) ? wr->imm_data : 0; /* big-endian */
+	/* big-endian; the device reads it only for the opcodes that carry
+	 * it (SV_OPF_IMMF), so a WR's field goes as it is */
+	w->imm = wr->imm_data;
 	if (flags & IBV_SEND_INLINE) {
 		copy_upto16((char *)w + SV_SEND_WQE_HDR,
 			    (const char *)(uintptr_t)sgl->addr, ilen);
@@ -391,44 +404,36 @@ fail:
 	return err;
 }
 
-static __attribute__((noinline)) int post_one(struct sv_qp *qp,
-					      struct ibv_send_wr *wr,
-					      struct ibv_send_wr **bad_wr)
-{
-	return post_one_in(qp, wr, bad_wr, false, false);
-}
-
-static __attribute__((noinline)) int post_one_mb(struct sv_qp *qp,
-						 struct ibv_send_wr *wr,
-						 struct ibv_send_wr **bad_wr)
-{
-	return post_one_in(qp, wr, bad_wr, true, false);
-}
-
+/* The variants of post_one_in, one per kind of QP, chosen at creation
+ * (sv_qp_init_post) so that each pays only for what it is: a mailbox (mb),
+ * the direct path (RC and UC only), UD. */
+#define SV_POST_ONE(name, mb, direct, ud)                                    \
+	static __attribute__((noinline)) int                                 \
+	name(struct sv_qp *qp, struct ibv_send_wr *wr,                       \
+	     struct ibv_send_wr **bad_wr)                                    \
+	{                                                                    \
+		return post_one_in(qp, wr, bad_wr, mb, direct, ud);          \
+	}
+SV_POST_ONE(post_one, false, false, false)
+SV_POST_ONE(post_one_mb, true, false, false)
+SV_POST_ONE(post_one_ud, false, false, true)
+SV_POST_ONE(post_one_mb_ud, true, false, true)
 /* The QPs the direct path may serve (direct.c): the same, and WRITEs and
- * READs run here when they can. Picked at creation, so that the others
- * pay nothing for it. */
-static __attribute__((noinline)) int post_one_direct(struct sv_qp *qp,
-						     struct ibv_send_wr *wr,
-						     struct ibv_send_wr **bad_wr)
-{
-	return post_one_in(qp, wr, bad_wr, false, true);
-}
-
-static __attribute__((noinline)) int post_one_mb_direct(struct sv_qp *qp,
-							struct ibv_send_wr *wr,
-							struct ibv_send_wr **bad_wr)
-{
-	return post_one_in(qp, wr, bad_wr, true, true);
-}
+ * READs run here when they can. */
+SV_POST_ONE(post_one_direct, false, true, false)
+SV_POST_ONE(post_one_mb_direct, true, true, false)
+#undef SV_POST_ONE
 
 void sv_qp_init_post(struct sv_qp *qp, enum ibv_qp_type type)
 {
-	if (qp->direct_ops)
+	if (qp->direct_ops && type != IBV_QPT_UD)
 		qp->post_one = qp->mailbox ? post_one_mb_direct :
 					     post_one_direct;
+	else if (type == IBV_QPT_UD)
+		qp->post_one = qp->mailbox ? post_one_mb_ud : post_one_ud;
 	else
 		qp->post_one = qp->mailbox ? post_one_mb : post_one;
+	qp->fast_inline = qp->sq.max_inline < 16 ? qp->sq.max_inline : 16;
 	qp->fast_ops = 0;
 	for (uint32_t op = 0; op < SV_OP_COUNT && op < 32; op++)
 		if (sv_send_opcode_fast(type, (enum ibv_wr_opcode)op))

@@ -348,6 +348,8 @@ struct sv_qp {
 			struct ibv_send_wr **bad_wr);
 	uint32_t fast_ops;         /* 1 << op: the opcodes post_one takes on
 				    * this QP's type (sv_send_opcode_fast) */
+	uint32_t fast_inline;      /* the inline bytes post_one takes:
+				    * max_inline, at most 16 */
 	uint32_t direct_ops;       /* 1 << op: those the direct path may run
 				    * (direct.c), 0 without one */
 	struct sv_dcache *dcache;  /* memfds it mapped (direct.c), or NULL */
