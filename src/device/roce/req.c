@@ -149,14 +149,20 @@ static uint32_t rd_before(const struct sv_roce_qp *rq, uint32_t n)
  * before the tx flush, so packets whose payload failed are taken back out
  * of the batch.
  */
+/* Where sending stood before a gather's first packet: what a failed copy
+ * goes back to. */
+struct resume {
+	uint32_t wqe;              /* the WQE, packet first_pkt on */
+	uint32_t first_pkt;
+	uint32_t snd;              /* rq->snd */
+	unsigned int first_tx;     /* the first packet's place in tx */
+};
+
 struct gather {
 	bool on;
-	uint32_t wqe;              /* its WQE, packet first_pkt on */
-	uint32_t first_pkt;
+	struct resume at;
 	uint64_t off;              /* the first packet's message offset */
 	uint64_t bytes;
-	unsigned int first_tx;     /* the first packet's place in tx */
-	uint32_t snd;              /* rq->snd before it */
 	unsigned int nd;
 	struct iovec dst[SV_TX_BATCH];
 	struct span s;
@@ -177,8 +183,7 @@ struct gather {
 #define SV_BATCH_SRC 256u
 
 struct batch_entry {
-	uint32_t wqe, first_pkt, snd;
-	unsigned int first_tx;
+	struct resume at;
 	unsigned int src0, nsrc, dst0, ndst;
 	uint64_t bytes;
 };
@@ -197,15 +202,15 @@ static __thread struct gather step_g;
 static __thread struct batch step_b;
 
 /* Take tx and the cursor back to where the gather that failed began. */
-static void roll_back(struct sv_qp *qp, struct sv_roce_tx *tx, uint32_t wqe,
-		      uint32_t first_pkt, uint32_t snd, unsigned int first_tx)
+static void roll_back(struct sv_qp *qp, struct sv_roce_tx *tx,
+		      const struct resume *at)
 {
 	struct sv_roce_qp *rq = qp->roce;
 
-	tx->n = first_tx;
-	rq->cur = wqe;
-	rq->cur_pkt = first_pkt;
-	rq->snd = snd;
+	tx->n = at->first_tx;
+	rq->cur = at->wqe;
+	rq->cur_pkt = at->first_pkt;
+	rq->snd = at->snd;
 }
 
 /* Copy what b holds: IBV_WC_SUCCESS, or (tx and the cursor back at the
@@ -237,8 +242,7 @@ static uint32_t batch_run(struct sv_exec *x, struct sv_qp *qp,
 		dm.niov = e->ndst;
 		if (sv_mem_copy(&dm, 0, &sm, 0, e->bytes, x->bounce,
 				x->bounce_bytes) != SV_COPY_OK) {
-			roll_back(qp, tx, e->wqe, e->first_pkt, e->snd,
-				  e->first_tx);
+			roll_back(qp, tx, &e->at);
 			return IBV_WC_LOC_PROT_ERR;
 		}
 	}
@@ -261,10 +265,7 @@ static bool batch_add(struct batch *b, const struct gather *g)
 	    g->bytes)
 		return false;
 	e = &b->e[b->n++];
-	e->wqe = g->wqe;
-	e->first_pkt = g->first_pkt;
-	e->snd = g->snd;
-	e->first_tx = g->first_tx;
+	e->at = g->at;
 	e->src0 = b->nsrc;
 	e->nsrc = k;
 	e->dst0 = b->ndst;
@@ -306,7 +307,7 @@ static uint32_t gather_run(struct sv_exec *x, struct sv_qp *qp,
 	d.whole = true;
 	if (sv_span_copy(x, &d, 0, &g->s, g->off, g->bytes) == SV_COPY_OK)
 		return IBV_WC_SUCCESS;
-	roll_back(qp, tx, g->wqe, g->first_pkt, g->snd, g->first_tx);
+	roll_back(qp, tx, &g->at);
 	return IBV_WC_LOC_PROT_ERR;
 }
 
@@ -326,7 +327,7 @@ static bool payload(struct sv_exec *x, struct sv_qp *qp,
 		memcpy(buf, e->w.u.data + off, len);
 		return true;
 	}
-	if (g->on && g->wqe == rq->cur && g->off + g->bytes == off &&
+	if (g->on && g->at.wqe == rq->cur && g->off + g->bytes == off &&
 	    g->nd < SV_TX_BATCH) {
 		g->dst[g->nd].iov_base = buf;
 		g->dst[g->nd++].iov_len = len;
@@ -340,12 +341,9 @@ static bool payload(struct sv_exec *x, struct sv_qp *qp,
 		return false;
 	if (g->s.whole) {
 		g->on = true;
-		g->wqe = rq->cur;
-		g->first_pkt = rq->cur_pkt;
+		g->at = (struct resume){ rq->cur, rq->cur_pkt, rq->snd, tx->n };
 		g->off = off;
 		g->bytes = len;
-		g->first_tx = tx->n;
-		g->snd = rq->snd;
 		g->dst[0].iov_base = buf;
 		g->dst[0].iov_len = len;
 		g->nd = 1;
