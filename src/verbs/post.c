@@ -426,7 +426,7 @@ SV_POST_ONE(post_one_mb_direct, true, true, false)
 
 void sv_qp_init_post(struct sv_qp *qp, enum ibv_qp_type type)
 {
-	if (qp->direct_ops && type != IBV_QPT_UD)
+	if (qp->direct_ops)        /* RC and UC only (sv_direct_ops) */
 		qp->post_one = qp->mailbox ? post_one_mb_direct :
 					     post_one_direct;
 	else if (type == IBV_QPT_UD)
