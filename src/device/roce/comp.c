@@ -196,6 +196,21 @@ static void kick(struct sv_qp *qp)
 	sv_engine_kick(qp->engine);
 }
 
+/*
+ * An ACK wakes the engine only if it gave the engine something to do (room
+ * in the window or the congestion window for packets not yet sent, an SQ
+ * drained in SQD): in a ping-pong every message's ACK used to wake an
+ * engine that found nothing, and that engine then waited for the lock the
+ * wire thread held (docs/PERFORMANCE.md). The timers need no kick: an ACK
+ * only moves the retransmission timer later or stops it, and an engine
+ * that wakes for the old time finds nothing and sleeps again.
+ */
+static void kick_if_ready(struct sv_qp *qp)
+{
+	if (sv_roce_ready(qp, sv_now_ns(), NULL))
+		kick(qp);
+}
+
 /* Find the in-flight WQE that PSN p belongs to (NULL: none). */
 static struct sv_rwin *find_psn(struct sv_roce_qp *rq, uint32_t p)
 {
@@ -453,8 +468,10 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
 		if (ack_upto(qp, p->psn, &gap)) {
 			cwnd_cut(rq, false);
 			rewind_to(rq, gap);
+			kick(qp);
+			return;
 		}
-		kick(qp);
+		kick_if_ready(qp);
 		return;
 	case 1:                         /* RNR NAK: p->psn waits */
 		sv_roce_stats.rnr_naks_rcvd++;
