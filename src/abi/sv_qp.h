@@ -84,7 +84,10 @@ struct sv_wq_ring {
 	uint32_t max_sge;          /* SGEs a slot holds */
 	uint32_t max_inline;       /* inline bytes a slot holds (send ring) */
 	uint8_t pad2[SV_CACHELINE - 16];
-	/* written by the device: state the library may look at (advisory) */
+	/* written by the device: state the library may look at (advisory,
+	 * but for one use: a receive ring's qp_state tells ibv_post_recv
+	 * whether the engine must hear of new WQEs, ERR's flush; the device
+	 * fences after each store of it, see sv_rq_publish) */
 	uint32_t qp_state;         /* enum ibv_qp_state, as the device sees it */
 	uint32_t srq_limit;        /* SRQ ring: armed limit, 0 = not armed */
 };

@@ -749,9 +749,9 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		if (err)
 			break;
 	}
-	/* rung even in ERR: the engine flushes the new receives */
+	/* rung in ERR: the engine flushes the new receives */
 	if (qp->rq.prod != start)
-		sv_wq_publish(&qp->rq, qp->db);
+		sv_rq_publish(&qp->rq, qp->db);
 	sv_rq_unlock(qp);
 	if (err)
 		*bad_wr = wr;

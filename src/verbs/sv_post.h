@@ -283,6 +283,30 @@ static inline void sv_wq_publish(struct sv_wq *wq, struct sv_doorbell *db)
 	sv_doorbell_ring(db);
 }
 
+/*
+ * Make receive WQEs up to wq->prod visible; wake the engine only where it
+ * has something to do with them. In INIT, RTR, RTS, SQD and SQE receives
+ * are taken by whoever delivers a message (the wire thread, a loopback
+ * sender's engine, which waits out an RNR on its own timer), never by the
+ * QP's engine: ringing there woke an engine that found nothing, once per
+ * message of a ping-pong (docs/PERFORMANCE.md). In ERR (or a state this
+ * side does not know) the engine flushes them: it is rung. The device
+ * stores qp_state and then fences before its engine looks at the ring;
+ * we store prod and fence before we read qp_state: one of the two sees
+ * the other's store.
+ */
+static inline void sv_rq_publish(struct sv_wq *wq, struct sv_doorbell *db)
+{
+	uint32_t s;
+
+	__atomic_store_n(&wq->hdr->prod, wq->prod, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	s = __atomic_load_n(&wq->hdr->qp_state, __ATOMIC_RELAXED);
+	if (s != IBV_QPS_INIT && s != IBV_QPS_RTR && s != IBV_QPS_RTS &&
+	    s != IBV_QPS_SQD && s != IBV_QPS_SQE)
+		sv_doorbell_ring(db);
+}
+
 static inline void sv_sq_publish(struct sv_qp *qp)
 {
 	sv_wq_publish(&qp->sq, qp->db);
