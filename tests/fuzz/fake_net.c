@@ -101,6 +101,12 @@ unsigned sv_net_recv(struct sv_net *n, struct sv_net_rx *out, unsigned max)
 	return 0;
 }
 
+bool sv_net_rx_idle(const struct sv_net *n)
+{
+	(void)n;
+	return true;
+}
+
 void sv_net_stats(const struct sv_net *n, struct sv_net_stats *out)
 {
 	*out = n->st;

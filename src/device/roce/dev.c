@@ -38,11 +38,15 @@ static struct {
 	struct sv_net *net[SV_GID_TBL_LEN];
 	unsigned int nets;
 	uint16_t port;             /* the UDP port peers send to */
+	/* the send side of the nets (sv_net_send, sv_net_sport), one thread
+	 * at a time (net.h): the engines send under sv_dev.lock, the wire
+	 * thread sends a receive batch's ACKs and responses after it */
+	pthread_mutex_t tx_lock;
 	int stop_fd;               /* an eventfd: written to stop the thread */
 	pthread_t thread;
 	bool running;
 	uint32_t stop;
-} wire;
+} wire = { .tx_lock = PTHREAD_MUTEX_INITIALIZER };
 
 #define RX_BATCH SV_NET_RX_BATCH
 
@@ -135,8 +139,22 @@ static inline uint32_t wire_len(uint32_t hdr_plus_payload)
 static void tx_send(struct sv_net *net, const struct sv_net_tx *pkt,
 		    unsigned int n)
 {
-	if (net)
-		sv_roce_stats.tx_pkts += sv_net_send(net, pkt, n);
+	if (!net)
+		return;
+	pthread_mutex_lock(&wire.tx_lock);
+	sv_roce_stats.tx_pkts += sv_net_send(net, pkt, n);
+	pthread_mutex_unlock(&wire.tx_lock);
+}
+
+/* sv_net_sport under the send side's lock. */
+static int net_sport(struct sv_net *net, uint16_t want)
+{
+	int ret;
+
+	pthread_mutex_lock(&wire.tx_lock);
+	ret = sv_net_sport(net, want);
+	pthread_mutex_unlock(&wire.tx_lock);
+	return ret;
 }
 
 void sv_roce_tx_flush(struct sv_roce_tx *tx)
@@ -333,7 +351,7 @@ int sv_roce_gsi_send(const uint8_t sgid[16], const uint8_t dgid[16],
 		goto out;
 	}
 	/* QP1's port, as any QP's: the hash of its numbers */
-	sport = sv_net_sport(net, sv_roce_sport(SV_GSI_QPN, SV_GSI_QPN));
+	sport = net_sport(net, sv_roce_sport(SV_GSI_QPN, SV_GSI_QPN));
 	if (sport < 0) {
 		ret = sport;
 		goto out;
@@ -438,8 +456,15 @@ void sv_roce_rx_batch(const struct sv_net_rx *rx, unsigned int n,
 	/* ACKs coalesced: one per QP and batch */
 	for (unsigned int i = 0; i < nt; i++)
 		sv_roce_resp_flush_ack(touched[i], tx);
-	sv_roce_tx_flush(tx);
 	sv_dev_unlock();
+	/*
+	 * Sent after the lock is let go: the batch's ACKs and responses are
+	 * bytes in tx, and only this thread sends a responder's packets, so
+	 * their order holds; an engine meanwhile runs its step instead of
+	 * waiting through sendmmsg, which on a veth carries each packet
+	 * through the peer's whole receive path.
+	 */
+	sv_roce_tx_flush(tx);
 }
 
 /* One receive batch of net k. */
@@ -481,13 +506,21 @@ static void *wire_main(void *arg)
 	/* the multicast groups' sockets (an epoll set: groups come and go) */
 	pfd[nn + 1].fd = sv_roce_mcast_fd();
 	pfd[nn + 1].events = POLLIN;
+	/*
+	 * A batch shorter than recvmmsg's room emptied the socket: the next
+	 * look is poll's, which sleeps, or returns at once if more came
+	 * meanwhile (one system call per wake-up saved: a recvmmsg that
+	 * would only have said EAGAIN).
+	 */
 	while (!__atomic_load_n(&wire.stop, __ATOMIC_ACQUIRE)) {
-		unsigned int got = 0;
+		bool more = false;
 
-		for (unsigned int k = 0; k < nn; k++)
-			got += wire_batch(nets[k], rx, touched, tx);
-		got += sv_roce_mcast_rx(tx);
-		if (!got)
+		for (unsigned int k = 0; k < nn; k++) {
+			wire_batch(nets[k], rx, touched, tx);
+			more |= !sv_net_rx_idle(nets[k]);
+		}
+		more |= sv_roce_mcast_rx(tx) != 0;
+		if (!more)
 			(void)poll(pfd, nn + 2, -1);
 	}
 	return NULL;
@@ -723,7 +756,7 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 		}
 		/* the port its packets really leave from (the ICRC covers
 		 * it): the hash's, or the next free one */
-		ret = sv_net_sport(net, sv_roce_sport(qp->qpn, rq->dqpn));
+		ret = net_sport(net, sv_roce_sport(qp->qpn, rq->dqpn));
 		if (ret < 0) {
 			*why = "no UDP source port for the QP";
 			return ret;
@@ -785,8 +818,8 @@ int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 	if (!net || sv_gid_is_v4(a->dgid) !=
 		    sv_gid_is_v4(sv_dev.gid[a->sgid_index % SV_GID_TBL_LEN].gid))
 		return IBV_WC_SUCCESS;  /* no way there: lost, as on a wire */
-	sport = sv_net_sport(net, sv_roce_sport(qp->qpn,
-					       remote_qpn & SV_QPN_MASK));
+	sport = net_sport(net, sv_roce_sport(qp->qpn,
+					    remote_qpn & SV_QPN_MASK));
 	if (sport < 0)
 		return IBV_WC_SUCCESS;  /* no socket: lost, as on a wire */
 	memset(&p, 0, sizeof(p));

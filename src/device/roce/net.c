@@ -136,6 +136,7 @@ struct sv_net {
 	/* the datagrams of the last recvmmsg not yet handed out: rx_cur of
 	 * rx_n, rx_off bytes of rx_cur done (its packets rx_seg long) */
 	unsigned int rx_n, rx_cur;
+	bool rx_short;              /* the last recvmmsg did not fill them */
 	uint32_t rx_off, rx_seg;
 	struct sv_roce_ip rx_ip;        /* rx_cur's addresses */
 
@@ -514,6 +515,7 @@ int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 	if (!n)
 		return -ENOMEM;
 	n->rx_fd = -1;
+	n->rx_short = true;
 	rc = inj_parse(n, cfg->inject);
 	if (rc)
 		goto fail;
@@ -997,11 +999,18 @@ static bool rx_fill(struct sv_net *n)
 	if (r <= 0) {
 		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			ctr_add(&n->st.rx_err, 1);
+		n->rx_short = true;
 		return false;
 	}
+	n->rx_short = (unsigned int)r < SV_NET_RX_MSGS;
 	n->rx_n = (unsigned int)r;
 	n->rx_cur = 0;
 	return true;
+}
+
+bool sv_net_rx_idle(const struct sv_net *n)
+{
+	return n->rx_cur == n->rx_n && n->rx_short;
 }
 
 unsigned sv_net_recv(struct sv_net *n, struct sv_net_rx *out, unsigned max)

@@ -144,6 +144,13 @@ struct sv_net_rx {
  * dropped (rx_err).
  */
 unsigned sv_net_recv(struct sv_net *n, struct sv_net_rx *out, unsigned max);
+/*
+ * Has everything the last recvmmsg returned been handed out, and did that
+ * recvmmsg find fewer datagrams than it had room for (or none)? Then the
+ * socket was empty when it was read: a caller may wait for it (poll)
+ * rather than ask it once more. A net that never received is idle.
+ */
+bool sv_net_rx_idle(const struct sv_net *n);
 
 struct sv_net_stats {
 	uint64_t tx_pkts, tx_bytes;    /* datagrams the kernel took */
