@@ -22,6 +22,10 @@
  *
  * Addresses are exchanged over TCP (qpn, psn, gid, rkey, addr).
  * $SV_STRESS_TIMEOUT: the QPs' local ACK timeout (IBA encoding; 14).
+ * $SV_STRESS_RNR_STALL_MS: the server waits this long after its first
+ * SEND before it goes on (and posts receives again): the client's SENDs
+ * past the receives posted meet RNR NAKs all that time, which its
+ * rnr_retry of 7 must wait out however many local ACK timeouts it lasts.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -331,6 +335,9 @@ int main(int argc, char **argv)
 			}
 			n++;
 			total += wc.byte_len;
+			if (n == 1 && getenv("SV_STRESS_RNR_STALL_MS"))
+				usleep((useconds_t)atoi(
+					getenv("SV_STRESS_RNR_STALL_MS")) * 1000);
 			post_recv(&ep, mr, buf, (uint32_t)wc.wr_id);
 		}
 		printf("server: %" PRIu64 " SENDs (%" PRIu64

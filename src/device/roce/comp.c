@@ -489,6 +489,13 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
 		if (qp->attr.rnr_retry != 7)
 			rq->rnr_left--;
 		rq->hold_until = sv_now_ns() + sv_rnr_timer_ns(syn & 0x1f);
+		/* the responder answered: nothing was lost, and the transport
+		 * timer runs again from the retry after the RNR wait. Left to
+		 * run, it counted an RNR wait longer than retry_cnt timeouts
+		 * as the peer's silence (IBV_WC_RETRY_EXC_ERR with rnr_retry
+		 * 7, which waits forever) */
+		if (rq->rto)
+			rq->rto = rq->hold_until + sv_roce_timeout_ns(qp);
 		rewind_to(rq, p->psn);
 		kick(qp);
 		return;
