@@ -142,6 +142,7 @@ static bool ack_upto(struct sv_qp *qp, uint32_t p, uint32_t *gap)
 	    sv_psn_diff(sv_psn_add(p, 1), rq->snd) <= 0) {
 		cwnd_grow(rq, (uint32_t)sv_psn_diff(sv_psn_add(p, 1), rq->una));
 		rq->una = sv_psn_add(p, 1);
+		rq->rnr_probe = false;
 		cursor_catch_up(rq);
 		rq->retry_left = qp->attr.retry_cnt;
 		rq->rto = sv_roce_timeout_ns(qp) == UINT64_MAX ? 0 :
@@ -387,6 +388,7 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p,
 		return;
 	if (sv_psn_diff(sv_psn_add(p->psn, 1), rq->una) > 0) {
 		rq->una = sv_psn_add(p->psn, 1);
+		rq->rnr_probe = false;
 		rq->retry_left = qp->attr.retry_cnt;
 		rq->rto = sv_roce_timeout_ns(qp) == UINT64_MAX ? 0 :
 			  sv_now_ns() + sv_roce_timeout_ns(qp);
@@ -496,6 +498,7 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
 		 * 7, which waits forever) */
 		if (rq->rto)
 			rq->rto = rq->hold_until + sv_roce_timeout_ns(qp);
+		rq->rnr_probe = true;
 		rewind_to(rq, p->psn);
 		kick(qp);
 		return;

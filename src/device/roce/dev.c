@@ -781,6 +781,7 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 		rq->cwnd = rq->ssthresh = SV_PKT_WIN;
 		rq->cwnd_acc = 0;
 		rq->recover = rq->una;
+		rq->rnr_probe = false;
 	}
 	if (next == IBV_QPS_ERR || next == IBV_QPS_SQE) {
 		/* what is in flight is flushed from the ring */

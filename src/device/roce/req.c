@@ -491,7 +491,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		p.ackreq = sv_roce_reliable(qp) &&
 			   (last || (k + 1) % ackreq_every(rq) == 0 ||
 			    sv_psn_diff(sv_psn_add(psn, 1), rq->una) >=
-				    (int32_t)rq->cwnd);
+				    (int32_t)rq->cwnd || rq->rnr_probe);
 		break;
 	}
 	}
@@ -533,6 +533,8 @@ static bool may_send(const struct sv_qp *qp, uint64_t now)
 	if (!sv_roce_reliable(qp))
 		return true;
 	if (sv_psn_diff(psn, rq->una) >= (int32_t)rq->cwnd)
+		return false;
+	if (rq->rnr_probe && psn != rq->una)
 		return false;
 	if (e->rd && rq->cur_pkt == (uint32_t)(e->got / rq->mtu) &&
 	    rd_before(rq, rq->cur) >=

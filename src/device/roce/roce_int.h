@@ -77,6 +77,11 @@ struct sv_roce_qp {
 	uint32_t snd;              /* the PSN after the last one sent */
 	uint64_t rto;              /* retransmission deadline, 0: none */
 	uint64_t hold_until;       /* RNR NAK: send nothing before */
+	/* RNR NAK: the retry is the NAKed packet alone, asking for an ACK,
+	 * until one moves una (the rest of a 64-packet SEND sent after every
+	 * RNR wait was dropped by the responder, ahead of the PSN it waits
+	 * for, and took the CPU of the receiver that is to post receives) */
+	bool rnr_probe;
 	uint32_t retry_left, rnr_left;
 	uint32_t cwnd, ssthresh;   /* congestion window, packets */
 	uint32_t cwnd_acc;         /* ACKed packets towards cwnd + 1 */
