@@ -171,6 +171,14 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 				*sv_cq_slot(old, cq->entries, prod - pending + i);
 		ring->prod = pending;
 		ring->cons = 0;
+		{
+			/* the CQEs carried over that no event announced yet */
+			uint32_t unrep = prod - cq->reported;
+
+			if (unrep > pending)
+				unrep = pending;
+			cq->reported = pending - unrep;
+		}
 		cq->prod = pending;
 		ring->arm_sn = old->arm_sn;
 		ring->arm_flags = old->arm_flags;
@@ -338,9 +346,11 @@ static void cq_channel_event(struct sv_cq *cq)
 	struct sv_cq_ring *ring = cq->ring;
 
 	if (send(cq->channel->fd, &ev, sizeof(ev),
-		 MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(ev))
+		 MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(ev)) {
 		__atomic_store_n(&ring->events, ring->events + 1,
 				 __ATOMIC_RELAXED);
+		cq->reported = cq->prod;
+	}
 }
 
 int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
@@ -397,8 +407,8 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 /*
  * NOTIFY_CQ: the library armed the CQ and saw completions it has not polled.
  * If that arm (arm_sn) is still the latest and has not fired, and one of
- * them fires it (any for a NEXT arm; a solicited one or an error for a
- * SOLICITED arm), the event goes now. The slots are the client's memory and
+ * them that no event announced yet fires it (any for a NEXT arm; a
+ * solicited one or an error for a SOLICITED arm), the event goes now. The slots are the client's memory and
  * only decide its own event. No channel, a later arm, an arm that fired
  * already: nothing to do, and no error.
  */
@@ -422,6 +432,12 @@ int sv_cmd_notify_cq(struct sv_req *r)
 	n = cq->prod - cons;
 	if (n > cq->entries)            /* never trust cons */
 		n = cq->entries;
+	/* only those no event announced: an application that re-arms
+	 * before it polls the CQE that woke it (perftest's -e) is not woken
+	 * again for that CQE; one that landed while the CQ was not armed
+	 * (UCX's poll, arm, sleep) fires the arm */
+	if (n > cq->prod - cq->reported)
+		n = cq->prod - cq->reported;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct sv_cqe *e = sv_cq_slot(ring, cq->entries,
 						    cq->prod - n + i);

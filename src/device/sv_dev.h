@@ -185,6 +185,9 @@ struct sv_cq {
 	uint32_t refs;             /* QPs, SRQs */
 	uint32_t last_arm_sn;      /* arm_sn when the last event was sent */
 	uint32_t prod;             /* private producer counter */
+	/* prod when the last event was sent: the CQEs before it were
+	 * announced, and an arm never fires again for them (NOTIFY_CQ) */
+	uint32_t reported;
 };
 
 struct sv_engine;

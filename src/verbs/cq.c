@@ -499,12 +499,13 @@ static bool cq_arm_due(struct sv_cq *cq, int solicited_only)
 /*
  * Arm: the next completion (or the next solicited one) sends an event on
  * the CQ's channel. A completion already in the CQ and not polled fires
- * the arm at once, as on NICs whose arm doorbell carries the consumer
- * index (mlx4, mlx5: an event comes when the CQ holds an entry at or past
- * it): UCX arms after its last poll found nothing and then sleeps, so a
- * completion that arrived between the two must wake it. The common case,
- * an empty CQ, stays two stores and a fence; otherwise the device is asked
- * (NOTIFY_CQ) to send the event unless the engine sent it meanwhile.
+ * the arm at once if no event announced it: UCX arms after its last poll
+ * found nothing and then sleeps, so a completion that arrived between the
+ * two must wake it; perftest's -e re-arms the CQ that woke it before it
+ * polls it, and must not be woken again for that completion (the device
+ * decides, it knows what it announced). The common case, an empty CQ,
+ * stays two stores and a fence; otherwise the device is asked (NOTIFY_CQ)
+ * to send the event unless the engine sent it meanwhile.
  */
 int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {

@@ -12,10 +12,12 @@
  *    one of its GIDs (every UD packet was dropped: sl was 0).
  *  - ibv_req_notify_cq on a CQ that holds completions not polled yet sends
  *    the event at once (for a solicited arm: when one of them is solicited
- *    or an error), as mlx4/mlx5 do (their arm carries the consumer index):
- *    UCX polls, finds nothing, arms and sleeps in poll(2), so a completion
- *    that lands between its last poll and its arm must wake it (both
- *    ucx_perftest processes slept forever now and then).
+ *    or an error) if no event announced them: UCX polls, finds nothing,
+ *    arms and sleeps in poll(2), so a completion that lands between its
+ *    last poll and its arm must wake it (both ucx_perftest processes slept
+ *    forever now and then). One that an event announced does not fire the
+ *    arm again: perftest's -e re-arms the CQ that woke it before polling
+ *    it, and takes the next event for its other CQ's.
  *
  * Run under tests/e2e/isolated.sh (a device of its own).
  */
@@ -258,8 +260,10 @@ static void expect_event(struct armed *p, const char *what)
 	assert_ptr_equal(got, p->rcq);
 }
 
-/* The event for the next completion, and every re-arm while that
- * completion is still unpolled (UCX arms after a poll that raced it). */
+/* The event for the next completion; an arm with completions not polled
+ * fires at once for those no event announced (UCX polls, finds nothing,
+ * arms and sleeps: one landed meanwhile), not again for one that was
+ * (perftest -e re-arms before it polls the CQ that woke it). */
 static void test_arm_with_unpolled_completion(void **state)
 {
 	struct armed p;
@@ -273,32 +277,36 @@ static void test_arm_with_unpolled_completion(void **state)
 	/* the next completion rings; it stays in the CQ */
 	send_one(&p, 1, 0);
 	expect_event(&p, "armed before the completion");
-	/* armed again, the completion still unpolled: at once */
-	assert_int_equal(ibv_req_notify_cq(p.rcq, 0), 0);
-	expect_event(&p, "armed with a completion not polled");
-	/* once per arm */
-	assert_false(vu_fd_readable(p.ch->fd, 100));
-	/* polled empty, armed: nothing until the next one */
-	expect_wc(p.rcq, 700, &wc);
+	/* armed again, that completion still unpolled: it was announced */
 	assert_int_equal(ibv_req_notify_cq(p.rcq, 0), 0);
 	assert_false(vu_fd_readable(p.ch->fd, 100));
+	/* the arm waits for the next one */
 	send_one(&p, 2, 0);
-	expect_event(&p, "the next completion");
+	expect_event(&p, "the next completion, the one before unpolled");
+	assert_false(vu_fd_readable(p.ch->fd, 100));
+	expect_wc(p.rcq, 700, &wc);
 	expect_wc(p.rcq, 701, &wc);
-	/* two unpolled, one arm: one event */
+	/* polled empty, armed: nothing until the next one */
+	assert_int_equal(ibv_req_notify_cq(p.rcq, 0), 0);
+	assert_false(vu_fd_readable(p.ch->fd, 100));
 	send_one(&p, 3, 0);
+	expect_event(&p, "the next completion");
+	expect_wc(p.rcq, 702, &wc);
+	/* two that came while the CQ was not armed, one arm: one event, at
+	 * once */
 	send_one(&p, 4, 0);
+	send_one(&p, 5, 0);
 	assert_false(vu_fd_readable(p.ch->fd, 100));
 	assert_int_equal(ibv_req_notify_cq(p.rcq, 0), 0);
-	expect_event(&p, "two completions not polled");
+	expect_event(&p, "two completions no event announced");
 	assert_false(vu_fd_readable(p.ch->fd, 100));
-	expect_wc(p.rcq, 702, &wc);
 	expect_wc(p.rcq, 703, &wc);
+	expect_wc(p.rcq, 704, &wc);
 	armed_down(&p);
 }
 
 /* A solicited arm fires at once only for an unpolled solicited (or error)
- * completion. */
+ * completion that no event announced. */
 static void test_arm_solicited_with_unpolled(void **state)
 {
 	struct armed p;
@@ -315,15 +323,28 @@ static void test_arm_solicited_with_unpolled(void **state)
 	/* ... until a solicited one comes */
 	send_one(&p, 2, IBV_SEND_SOLICITED);
 	expect_event(&p, "a solicited completion");
-	/* armed solicited again with the solicited one unpolled: at once */
+	/* armed solicited again with it unpolled: it was announced */
 	assert_int_equal(ibv_req_notify_cq(p.rcq, 1), 0);
-	expect_event(&p, "a solicited completion not polled");
 	assert_false(vu_fd_readable(p.ch->fd, 100));
 	expect_wc(p.rcq, 700, &wc);
 	expect_wc(p.rcq, 701, &wc);
 	/* empty: a solicited arm waits */
 	assert_int_equal(ibv_req_notify_cq(p.rcq, 1), 0);
 	assert_false(vu_fd_readable(p.ch->fd, 100));
+	send_one(&p, 3, IBV_SEND_SOLICITED);
+	expect_event(&p, "the next solicited completion");
+	/* one that came while the CQ was not armed fires the arm at once */
+	send_one(&p, 4, IBV_SEND_SOLICITED);
+	assert_false(vu_fd_readable(p.ch->fd, 100));
+	assert_int_equal(ibv_req_notify_cq(p.rcq, 1), 0);
+	expect_event(&p, "a solicited completion no event announced");
+	/* an unsolicited one never fires a solicited arm */
+	send_one(&p, 5, 0);
+	assert_int_equal(ibv_req_notify_cq(p.rcq, 1), 0);
+	assert_false(vu_fd_readable(p.ch->fd, 100));
+	expect_wc(p.rcq, 702, &wc);
+	expect_wc(p.rcq, 703, &wc);
+	expect_wc(p.rcq, 704, &wc);
 	armed_down(&p);
 }
 
