@@ -43,6 +43,8 @@ T22_WIRE_BW = 0.8          # RoCEv2 1 MiB WRITE >= 0.8 x iperf3
 T22_WIRE_LAT = 8.0         # RoCEv2 ib_send_lat 2 B <= 8 us
 T22_WIRE_RATE = 2.0        # RoCEv2 64 B WRITE rate >= 2 M/s
 T22_POST, T22_POLL = 119, 47  # instructions when the issue was filed
+# issue 23: the verbs the other devices have
+T23_DM = 0.7               # WRITE 1 MiB between DM MRs >= 0.7 x memcpy
 
 
 def read(path):
@@ -887,6 +889,27 @@ def targets22(R):
     return out
 
 
+def targets23(R):
+    """Issue 23's figure: WRITE 1 MiB between DM MRs against memcpy."""
+    dm = (R["softverbs"].get("write_bw_dm") or {}).get("results")
+    sv = at(dm, 1 << 20, "bw_MBps")
+    mc = at(lim_rows(R, "memcpy"), 1 << 20, "bw_MBps")
+    return [target_ge("WRITE 1 MiB between DM MRs / memcpy of 1 MiB",
+                      ratio(sv, mc), T23_DM,
+                      "softverbs %s MB/s, memcpy %s MB/s"
+                      % (num(sv, 0), num(mc, 0)))]
+
+
+def table23(R):
+    L = ["Issue 23: device memory (ratio of this run)"]
+    for t in R.get("targets_issue23") or []:
+        mark = {True: "met", False: "MISSED", None: "-"}[t["met"]]
+        L.append("  [%-6s] %s (goal %s): %s" % (mark, t["target"],
+                                                t["goal"], t["by"]))
+        L.extend(wrap("           " + t["detail"]))
+    return L
+
+
 def table22(R):
     L = ["Issue 22: the direct path, domains and the wire (ratios of this run)"]
     for t in R.get("targets_issue22") or []:
@@ -1093,6 +1116,8 @@ def table(R):
     L.append("")
     L.extend(table22(R))
     L.append("")
+    L.extend(table23(R))
+    L.append("")
     L.extend(table_mm(R))
     L.append("")
     L.extend(table_netns(R))
@@ -1216,7 +1241,7 @@ def main():
     R["softverbs"] = {}
     for name in ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw",
                  "send_lat", "atomic_bw", "atomic_lat", "write_lat_events",
-                 "write_bw_memfd"):
+                 "write_bw_memfd", "write_bw_dm"):
         j = softverbs(raw, name)
         if j:
             R["softverbs"][name] = j
@@ -1241,6 +1266,7 @@ def main():
     R["res_domains"] = res_domains(R, raw)
     R["targets_issue5"] = targets5(R)
     R["targets_issue22"] = targets22(R)
+    R["targets_issue23"] = targets23(R)
     R["plots_error"] = plots(R, a.out)
 
     text = table(R)

@@ -322,6 +322,9 @@ if "$SV" bench --help >/dev/null 2>&1; then
 	# WRITEs, and 8 B for the message rate
 	step sv_write_bw_memfd $limit "$SV" bench -t write -m bw --memfd \
 		--sizes 8,1048576 --json --no-progress
+	# between device memory MRs (issue 23): 1 MiB WRITEs
+	step sv_write_bw_dm $limit "$SV" bench -t write -m bw --dm \
+		--sizes 8,1048576 --json --no-progress
 	if [ $short = 0 ]; then
 		# sleeping on completion events instead of busy polling
 		step sv_write_lat_events $limit "$SV" bench -t write -m lat \

@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 9u
+#define SV_PROTO_VERSION 10u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -30,6 +30,8 @@ enum sv_obj_type {
 	SV_OBJ_DOMAIN,    /* resource domain: a doorbell page and its engine */
 	SV_OBJ_CHANNEL,   /* completion channel */
 	SV_OBJ_PAGE_LIST, /* fast-register page list (shared memory) */
+	SV_OBJ_DM,        /* device memory (shared memory); below MR: an MR
+			   * over it goes first */
 	SV_OBJ_PD,
 	SV_OBJ_XRCD,
 	SV_OBJ_CQ,
@@ -44,6 +46,7 @@ enum sv_obj_type {
 #define SV_OBJ_NAMES_INIT                                                    \
 	{ [SV_OBJ_NONE] = "none", [SV_OBJ_DOMAIN] = "domain",                \
 	  [SV_OBJ_CHANNEL] = "channel", [SV_OBJ_PAGE_LIST] = "page_list",    \
+	  [SV_OBJ_DM] = "dm",                                                \
 	  [SV_OBJ_PD] = "pd", [SV_OBJ_XRCD] = "xrcd", [SV_OBJ_CQ] = "cq",     \
 	  [SV_OBJ_MR] = "mr", [SV_OBJ_SRQ] = "srq", [SV_OBJ_QP] = "qp",       \
 	  [SV_OBJ_MW] = "mw", [SV_OBJ_AH] = "ah" }
@@ -92,7 +95,9 @@ enum sv_obj_type {
 	X(OPEN_QP, 40)                                                       \
 	X(NOTIFY_CQ, 41)                                                     \
 	X(OPEN_DIRECT, 42)                                                   \
-	X(MR_FILE, 43)
+	X(MR_FILE, 43)                                                       \
+	X(ALLOC_DM, 44)                                                      \
+	X(FREE_DM, 45)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -105,7 +110,7 @@ const char *sv_cmd_name(unsigned int op);
 
 /* ---- limits that size the messages ---- */
 #define SV_GID_TBL_LEN      16
-#define SV_STAT_PAGE        6   /* clients per STAT response (72 + 6 * 64 <= 496) */
+#define SV_STAT_PAGE        5   /* clients per STAT response (80 + 5 * 72 <= 496) */
 #define SV_DEV_NAME_MAX     32
 
 /* ---- command payloads (client to daemon) ---- */
@@ -141,8 +146,12 @@ struct sv_cmd_reg_mr {
 	uint64_t length;
 	uint64_t iova;
 	uint32_t access;       /* enum ibv_access_flags */
-	uint32_t rsvd;
+	uint32_t flags;        /* SV_REG_MR_* */
+	uint64_t dm;           /* SV_REG_MR_DM: the DM's handle */
 };
+/* ibv_reg_dm_mr: [addr, addr + length) lies in the client's mapping of DM
+ * dm (checked); zero-based; length 0 allowed, as mlx5 allows it */
+#define SV_REG_MR_DM 1u
 
 struct sv_cmd_rereg_mr {
 	uint64_t mr;
@@ -194,6 +203,23 @@ struct sv_cmd_alloc_mr {
 
 struct sv_cmd_alloc_page_list {
 	uint32_t max_entries;  /* 1 .. SV_MAX_PAGE_LIST */
+	uint32_t rsvd;
+};
+
+/*
+ * ALLOC_DM: device memory of length bytes (1 .. max_dm_size; the device
+ * holds at most max_dm_size in all): a memfd of length rounded up to a
+ * page, zero-filled and sealed against shrinking and growing, comes with
+ * struct sv_rsp_dm. The client maps it and keeps the descriptor (the
+ * device finds an MR over the mapping by it, docs/DESIGN.md "Device
+ * memory"). log_align is the verbs' log_align_req: every allocation starts
+ * at offset 0 of its own file, so any alignment is met; only values a
+ * 64-bit offset can have (< 64) are taken. FREE_DM (struct sv_cmd_handle)
+ * gives it back.
+ */
+struct sv_cmd_alloc_dm {
+	uint64_t length;
+	uint32_t log_align;
 	uint32_t rsvd;
 };
 
@@ -425,6 +451,7 @@ struct sv_cmd {
 		struct sv_cmd_alloc_mr alloc_mr;
 		struct sv_cmd_alloc_page_list alloc_page_list;
 		struct sv_cmd_reg_mr_list reg_mr_list;
+		struct sv_cmd_alloc_dm alloc_dm;
 		struct sv_cmd_alloc_mw alloc_mw;
 		struct sv_cmd_mcast mcast;
 		struct sv_cmd_open_xrcd open_xrcd;
@@ -490,6 +517,7 @@ struct sv_dev_attr {
 	uint32_t max_fast_reg_page_list_len; /* entries of a page / block list */
 	uint64_t exp_cap_flags;    /* SV_EXP_CAP_*: what device_cap_flags
 				    * has no bit for */
+	uint64_t max_dm_size;      /* device memory, bytes (ALLOC_DM) */
 };
 
 /* sv_dev_attr.exp_cap_flags (the same bits as softverbs.h's
@@ -630,6 +658,12 @@ struct sv_rsp_page_list {
 	uint32_t rsvd;
 };
 
+/* A DM's memfd comes with this response. */
+struct sv_rsp_dm {
+	uint64_t handle;
+	uint64_t bytes;            /* size of the memfd to map */
+};
+
 struct sv_rsp_query_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
@@ -748,6 +782,7 @@ struct sv_rsp {
 		struct sv_rsp_query_srq query_srq;
 		struct sv_rsp_domain domain;
 		struct sv_rsp_page_list page_list;
+		struct sv_rsp_dm dm;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;
 };

@@ -149,7 +149,7 @@ ssize_t sv_recv_msg(int sock, void *buf, size_t len, int *fd, int flags)
 }
 
 int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
-	    int *status, int *fd_out)
+	    int *status, int *fd_out, bool skip_stale)
 {
 	int ret, fd = -1;
 	ssize_t n;
@@ -160,6 +160,13 @@ int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
 	if (ret)
 		return ret == -EPIPE || ret == -ECONNRESET ? -ENOTCONN : -EIO;
 	n = sv_recv_msg(sock, rsp, sizeof(*rsp), &fd, 0);
+	if (skip_stale && n == (ssize_t)sizeof(*rsp) &&
+	    rsp->hdr.magic == SV_PROTO_MAGIC && rsp->hdr.seq != cmd->hdr.seq) {
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		n = sv_recv_msg(sock, rsp, sizeof(*rsp), &fd, 0);
+	}
 	if (n == 0 || n == -ECONNRESET)
 		ret = -ENOTCONN;
 	else if (n != (ssize_t)sizeof(*rsp) || rsp->hdr.magic != SV_PROTO_MAGIC ||

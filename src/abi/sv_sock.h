@@ -7,6 +7,7 @@
 #ifndef SV_ABI_SOCK_H
 #define SV_ABI_SOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -49,8 +50,10 @@ ssize_t sv_recv_msg(int sock, void *buf, size_t len, int *fd, int flags);
  * check that it is one (size, magic, seq, op). 0 and *status set to the
  * response's status (0 or -errno); *fd_out (if fd_out) receives an attached
  * descriptor on success only. -ENOTCONN when the daemon has gone, -EIO for
- * any other failure of the exchange itself. */
+ * any other failure of the exchange itself. skip_stale: one response that
+ * is not this command's (left by a process that died between its command
+ * and its response, on a socket processes share) is dropped, not an error. */
 int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
-	    int *status, int *fd_out);
+	    int *status, int *fd_out, bool skip_stale);
 
 #endif

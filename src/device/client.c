@@ -39,6 +39,7 @@ uint32_t sv_proc_max(unsigned int type)
 	static const uint32_t dev_max[SV_OBJ_TYPE_MAX] = {
 		[SV_OBJ_DOMAIN] = SV_MAX_DOMAINS, [SV_OBJ_CHANNEL] = SV_MAX_CHANNEL,
 		[SV_OBJ_PAGE_LIST] = SV_MAX_PAGE_LISTS, [SV_OBJ_PD] = SV_MAX_PD,
+		[SV_OBJ_DM] = SV_MAX_DMS,
 		[SV_OBJ_XRCD] = SV_MAX_PD, [SV_OBJ_CQ] = SV_MAX_CQ,
 		[SV_OBJ_MR] = SV_MAX_MR, [SV_OBJ_SRQ] = SV_MAX_SRQ,
 		[SV_OBJ_QP] = SV_MAX_QP, [SV_OBJ_MW] = SV_MAX_MW,
@@ -181,6 +182,7 @@ void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
 		[SV_OBJ_DOMAIN] = "no such domain",
 		[SV_OBJ_CHANNEL] = "no such channel",
 		[SV_OBJ_PAGE_LIST] = "no such page list", [SV_OBJ_PD] = "no such pd",
+		[SV_OBJ_DM] = "no such dm",
 		[SV_OBJ_XRCD] = "no such xrcd", [SV_OBJ_CQ] = "no such cq",
 		[SV_OBJ_MR] = "no such mr", [SV_OBJ_SRQ] = "no such srq",
 		[SV_OBJ_QP] = "no such qp", [SV_OBJ_MW] = "no such mw",
@@ -217,6 +219,9 @@ static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 		break;
 	case SV_OBJ_PAGE_LIST:
 		sv_page_list_destroy(obj);
+		break;
+	case SV_OBJ_DM:
+		sv_dm_destroy(obj);
 		break;
 	case SV_OBJ_CQ:
 		sv_cq_destroy(obj);

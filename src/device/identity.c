@@ -236,6 +236,7 @@ int sv_identity_init(const char *ip, const char *netdev)
 	a->max_inline_data = SV_MAX_INLINE;
 	a->max_resource_domains = SV_MAX_RES_DOMAINS;
 	a->max_fast_reg_page_list_len = SV_MAX_PAGE_LIST;
+	a->max_dm_size = SV_DM_MAX_BYTES;
 	a->exp_cap_flags = SV_EXP_CAP_FAST_REG_USER | SV_EXP_CAP_BLOCK_LIST |
 			   SV_EXP_CAP_ZERO_BASED_MR | SV_EXP_CAP_ZERO_BASED_MW |
 			   SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV |

@@ -231,6 +231,36 @@ static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
 	return check_ranges(c, &r, 1, access & SV_ACCESS_WRITES, why, vma);
 }
 
+/* A DM MR's range (SV_REG_MR_DM): zero-based, and, unless empty, mapped
+ * in one shared mapping of the DM's own file. */
+static int check_dm_translation(struct sv_req *r,
+				const struct sv_cmd_reg_mr *a, char vma[512])
+{
+	const struct sv_dm *dm = sv_req_obj(r, a->dm, SV_OBJ_DM);
+	int ret;
+
+	if (!dm)
+		return -EINVAL;
+	if (!(a->access & IBV_ACCESS_ZERO_BASED)) {
+		r->why = "a DM MR is zero-based";
+		return -EINVAL;
+	}
+	vma[0] = 0;
+	if (!a->length)
+		return 0;
+	if (a->length > dm->length) {
+		r->why = "longer than the DM";
+		return -EINVAL;
+	}
+	ret = check_translation(r->client, a->addr, a->length, a->access,
+				&r->why, vma);
+	if (!ret && !sv_vma_is_file(vma, dm->fd)) {
+		r->why = "not in a mapping of the DM";
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
 /* A new MR of the requesting client on pd, with a block array of nblocks
  * runs (0: contiguous); NULL and *err when the device has no room. */
 static struct sv_mr *mr_new(struct sv_req *r, struct sv_pd *pd,
@@ -339,11 +369,18 @@ int sv_cmd_reg_mr(struct sv_req *r)
 	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
 	if (!pd)
 		return -EINVAL;
+	if (a->flags & ~SV_REG_MR_DM) {
+		r->why = "unknown flags";
+		return -EINVAL;
+	}
 	ret = sv_mr_access_check(a->access, &r->why);
 	if (ret)
 		return ret;
-	ret = check_translation(r->client, a->addr, a->length, a->access,
-				&r->why, vma);
+	if (a->flags & SV_REG_MR_DM)
+		ret = check_dm_translation(r, a, vma);
+	else
+		ret = check_translation(r->client, a->addr, a->length,
+					a->access, &r->why, vma);
 	if (ret)
 		return ret;
 	mr = mr_new(r, pd, 0, &ret);

@@ -82,6 +82,17 @@ static int open_owner_fd(const struct sv_client *c, dev_t dev, uint64_t ino)
 	return fd;
 }
 
+bool sv_vma_is_file(const char *vma, int fd)
+{
+	uint64_t start, end, off, ino;
+	struct stat st;
+	dev_t dev;
+
+	return vma[0] && !parse_vma(vma, &start, &end, &off, &dev, &ino) &&
+	       !fstat(fd, &st) && st.st_dev == dev &&
+	       (uint64_t)st.st_ino == ino;
+}
+
 int sv_mr_file_open(const struct sv_client *c, const char *vma, uint64_t addr,
 		    uint64_t len, uint64_t *file_off)
 {

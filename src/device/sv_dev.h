@@ -62,6 +62,9 @@
  * private memory of the daemon: SV_MAX_MR_BLOCKS entries on the device. */
 #define SV_MAX_MW           (1u << 16)
 #define SV_MAX_PAGE_LISTS   (1u << 14)  /* page list objects on the device */
+#define SV_MAX_DMS          (1u << 12)  /* device memory objects */
+#define SV_DM_MAX_BYTES     (64ull << 20) /* device memory, all of it
+					   * (max_dm_size) */
 #define SV_MAX_MR_BLOCKS    (1ull << 24)
 /* UD multicast (mcast.c): groups on the device, QPs attached to one group,
  * attachments in all. */
@@ -162,6 +165,16 @@ struct sv_page_list {
 	const void *map;
 	size_t bytes;
 	uint32_t max_entries;
+};
+
+/* Device memory (dm.c): a sealed memfd the owner maps; the device keeps a
+ * descriptor. */
+struct sv_dm {
+	struct sv_client *owner;
+	uint64_t handle;
+	int fd;
+	uint64_t bytes;            /* the file's size (a page multiple) */
+	uint64_t length;           /* as asked */
 };
 
 struct sv_channel {
@@ -430,6 +443,13 @@ int sv_cmd_free_page_list(struct sv_req *r);
 void sv_mr_destroy(struct sv_mr *mr);
 void sv_page_list_destroy(struct sv_page_list *pl);
 
+/* dm.c */
+int sv_cmd_alloc_dm(struct sv_req *r);
+int sv_cmd_free_dm(struct sv_req *r);
+void sv_dm_destroy(struct sv_dm *dm);
+
+/* mrfile.c: does the maps line vma (check_translation's) map fd's file? */
+bool sv_vma_is_file(const char *vma, int fd);
 /* mrfile.c: the sealed memfd behind [addr, addr + len) of c, whose maps
  * line is vma (check_translation's), reopened read-write: a descriptor and
  * *file_off (the file offset of addr), or -ENOENT. */

@@ -73,7 +73,7 @@ static int greet(int fd, void *arg)
 	cmd.hdr.seq = ++v.seq;
 	cmd.u.hello.abi = SV_PROTO_VERSION;
 	cmd.u.hello.flags = SV_HELLO_PROBE;
-	ret = sv_call(fd, &cmd, -1, &rsp, &status, NULL);
+	ret = sv_call(fd, &cmd, -1, &rsp, &status, NULL, false);
 	if (ret)
 		return ret;
 	if (!status)
@@ -165,7 +165,7 @@ static int counter_fd(const char *p, int flags)
 	pthread_mutex_lock(&v.lock);
 	sv_cmd_init(&cmd, SV_CMD_STAT_WIRE);
 	cmd.hdr.seq = ++v.seq;
-	ret = sv_call(v.fd, &cmd, -1, &rsp, &status, NULL);
+	ret = sv_call(v.fd, &cmd, -1, &rsp, &status, NULL, false);
 	pthread_mutex_unlock(&v.lock);
 	if (ret || status)
 		return -1;

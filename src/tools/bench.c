@@ -77,6 +77,8 @@ static void usage(FILE *f)
 "                      shrinking, mapped shared (memory the direct path\n"
 "                      copies with plain loads and stores), not anonymous\n"
 "                      memory\n"
+"      --dm            both processes' buffers in device memory\n"
+"                      (ibv_alloc_dm, ibv_reg_dm_mr); -m bw only\n"
 "Exit status: 0 measured, 1 failed, 2 bad arguments.\n",
 		BT_MAX_QPS, BT_MAX_OUTST, BT_MAX_QP_WRS);
 }
@@ -151,7 +153,7 @@ static int parse_uint(const char *opt, const char *s, uint64_t max,
 
 enum {
 	OPT_JSON = 0x100, OPT_NO_PROGRESS, OPT_SIZES, OPT_SERVER_FD,
-	OPT_RES_DOMAIN, OPT_DOMAINS, OPT_MEMFD,
+	OPT_RES_DOMAIN, OPT_DOMAINS, OPT_MEMFD, OPT_DM,
 };
 
 /* --res-domain THREAD[,MSG] */
@@ -201,6 +203,7 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 		{ "res-domain", required_argument, NULL, OPT_RES_DOMAIN },
 		{ "domains", required_argument, NULL, OPT_DOMAINS },
 		{ "memfd", no_argument, NULL, OPT_MEMFD },
+		{ "dm", no_argument, NULL, OPT_DM },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_s = false, have_a = false, have_list = false;
@@ -289,6 +292,9 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 		case OPT_MEMFD:
 			o->memfd = true;
 			break;
+		case OPT_DM:
+			o->dm = true;
+			break;
 		case OPT_DOMAINS:
 			if (!strcmp(optarg, "none"))
 				o->domains = BT_DOM_NONE;
@@ -328,6 +334,11 @@ static int parse(int argc, char **argv, struct bt_opts *o)
 		return bad("--res-domain and --domains none exclude each other");
 	if (have_rd && !have_dom)
 		o->domains = BT_DOM_ONE;
+	if (o->dm && o->memfd)
+		return bad("--dm and --memfd exclude each other");
+	if (o->dm && o->mode != BT_BW)
+		return bad("--dm: -m bw only (the latency test watches its "
+			   "buffer, which DM does not show)");
 
 	if (have_a) {
 		if (o->test == BT_ATOMIC)
@@ -532,10 +543,11 @@ static void print_json(const struct bt_opts *o, const struct bt_result *r,
 {
 	printf("{\"tool\": \"softverbs bench\", \"test\": \"%s\", "
 	       "\"mode\": \"%s\", \"qps\": %u, \"outstanding\": %u, "
-	       "\"events\": %s, \"memfd\": %s,\n \"domains\": \"%s\", ",
+	       "\"events\": %s, \"memfd\": %s, \"dm\": %s,\n \"domains\": \"%s\", ",
 	       bt_test_name(o->test), o->mode == BT_BW ? "bw" : "lat",
 	       o->qps, o->outstanding, o->events ? "true" : "false",
-	       o->memfd ? "true" : "false", bt_domains_name(o->domains));
+	       o->memfd ? "true" : "false", o->dm ? "true" : "false",
+	       bt_domains_name(o->domains));
 	if (o->domains == BT_DOM_NONE)
 		printf("\"res_domain\": null, ");
 	else

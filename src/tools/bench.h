@@ -47,6 +47,9 @@ struct bt_opts {
 	/* the buffers in a memfd sealed against shrinking (MAP_SHARED), which
 	 * the direct path copies with plain loads and stores */
 	bool memfd;
+	/* the buffers in device memory (ibv_alloc_dm, ibv_reg_dm_mr: a
+	 * zero-based MR); -m bw only */
+	bool dm;
 };
 
 /* What the client's QPs got: the doorbell page of each (sv_query_qp_db;

@@ -103,6 +103,8 @@ struct bt_ep {
 	int memfd;               /* --memfd: the buffer's file, else -1 */
 	size_t half;
 	char *rbuf, *sbuf;
+	uint64_t rva, sva;       /* their addresses in the MR (--dm: 0, half) */
+	struct ibv_dm *dm;       /* --dm: the buffers */
 	uint32_t max_inline;
 	uint32_t sq_depth, rq_depth, sig_every;
 	bool recvs;              /* receive WRs are posted and reposted */
@@ -730,7 +732,7 @@ static int exchange(struct bt_ep *e)
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = BT_MAGIC;
 	mine.nqp = e->nqp;
-	mine.addr = (uintptr_t)e->rbuf;
+	mine.addr = e->rva;
 	mine.len = e->half;
 	mine.rkey = e->mr->rkey;
 	mine.psn = BT_PSN;
@@ -790,6 +792,8 @@ static int ep_destroy(struct bt_ep *e)
 	free(e->dom);
 	if (e->mr)
 		ibv_dereg_mr(e->mr);
+	if (e->dm)
+		ibv_free_dm(e->dm);
 	if (e->pd)
 		ibv_dealloc_pd(e->pd);
 	if (e->ctx)
@@ -912,6 +916,8 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 	memset(e->buf, 0, 2 * e->half);
 	e->rbuf = e->buf;
 	e->sbuf = e->buf + e->half;
+	e->rva = (uintptr_t)e->rbuf;
+	e->sva = (uintptr_t)e->sbuf;
 
 	e->ctx = open_dev(e);
 	if (!e->ctx)
@@ -934,9 +940,31 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 		errmsg(e, "ibv_alloc_pd: %s", strerror(errno));
 		return -1;
 	}
-	e->mr = ibv_reg_mr(e->pd, e->buf, 2 * e->half,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (o->dm) {
+		/* --dm: the same two halves in device memory, zero-based */
+		struct ibv_alloc_dm_attr da_dm = { .length = 2 * e->half };
+
+		e->dm = ibv_alloc_dm(e->ctx, &da_dm);
+		if (!e->dm) {
+			errmsg(e, "ibv_alloc_dm(%zu bytes): %s", 2 * e->half,
+			       strerror(errno));
+			return -1;
+		}
+		e->mr = ibv_reg_dm_mr(e->pd, e->dm, 0, 2 * e->half,
+				      IBV_ACCESS_LOCAL_WRITE |
+				      IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC |
+				      IBV_ACCESS_ZERO_BASED);
+		e->rva = 0;
+		e->sva = e->half;
+	} else {
+		e->mr = ibv_reg_mr(e->pd, e->buf, 2 * e->half,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+	}
 	if (!e->mr) {
 		errmsg(e, "ibv_reg_mr(%zu bytes): %s", 2 * e->half,
 		       strerror(errno));
@@ -980,7 +1008,7 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 		struct ibv_sge *s = &e->ssge[j];
 
 		s->lkey = e->mr->lkey;
-		s->addr = (uintptr_t)e->sbuf;
+		s->addr = e->sva;
 		w->sg_list = s;
 		w->num_sge = 1;
 		switch (o->test) {
@@ -993,7 +1021,7 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 			break;
 		case BT_READ:
 			/* into the local receive half */
-			s->addr = (uintptr_t)e->rbuf;
+			s->addr = e->rva;
 			w->opcode = IBV_WR_RDMA_READ;
 			w->wr.rdma.remote_addr = e->raddr;
 			w->wr.rdma.rkey = e->rkey;
@@ -1009,7 +1037,7 @@ static int ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 			s->length = 8;
 			break;
 		}
-		e->rsge[j].addr = (uintptr_t)e->rbuf;
+		e->rsge[j].addr = e->rva;
 		e->rsge[j].length = (uint32_t)e->half;
 		e->rsge[j].lkey = e->mr->lkey;
 		e->rwr[j].wr_id = j;
@@ -1032,8 +1060,10 @@ static void prepare(struct bt_ep *e, uint64_t size, uint64_t iters)
 {
 	e->iters = iters;
 	e->base_flags = 0;
+	/* inline data is read from the SGE's address in this process, which
+	 * a DM MR's (zero-based) addresses are not */
 	if ((e->o->test == BT_WRITE || e->o->test == BT_SEND) &&
-	    size <= e->max_inline)
+	    size <= e->max_inline && !e->o->dm)
 		e->base_flags = IBV_SEND_INLINE;
 	for (uint32_t j = 0; j < e->nqp; j++) {
 		if (e->o->test != BT_ATOMIC)

@@ -59,7 +59,7 @@ static int probe_call(struct probe *p, struct sv_cmd *cmd, struct sv_rsp *rsp)
 	int ret, status;
 
 	cmd->hdr.seq = ++p->seq;
-	ret = sv_call(p->fd, cmd, -1, rsp, &status, NULL);
+	ret = sv_call(p->fd, cmd, -1, rsp, &status, NULL, false);
 	return ret ? ret : status;
 }
 

@@ -47,6 +47,9 @@ void sv_context_set_ops(struct sv_context *ctx)
 	v->open_xrcd = sv_open_xrcd;
 	v->close_xrcd = sv_close_xrcd;
 	v->open_qp = sv_open_qp;
+	v->alloc_dm = sv_alloc_dm;
+	v->free_dm = sv_free_dm;
+	v->reg_dm_mr = sv_reg_dm_mr;
 	v->sz = sizeof(*v);
 	c->abi_compat = (void *)UINTPTR_MAX; /* __VERBS_ABI_IS_EXTENDED */
 }

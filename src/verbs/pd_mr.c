@@ -115,6 +115,11 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 	struct sv_rsp rsp;
 	int ret;
 
+	/* a DM MR's translation is its DM's; the kernel refuses to rereg it */
+	if (mr->dm) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	if (!flags || flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION |
 				IBV_REREG_MR_CHANGE_PD |
 				IBV_REREG_MR_CHANGE_ACCESS) ||
@@ -153,7 +158,10 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct sv_mr *mr = (struct sv_mr *)ibmr;
 	int ret = sv_destroy_obj(ibmr->context, SV_CMD_DEREG_MR, mr->handle);
 
-	if (!ret)
-		free(mr);
+	if (ret)
+		return ret;
+	if (mr->dm)
+		__atomic_sub_fetch(&mr->dm->mrs, 1, __ATOMIC_ACQ_REL);
+	free(mr);
 	return ret;
 }

@@ -74,6 +74,7 @@ int sv_query_device_ex(struct ibv_context *context,
 	ex.hca_core_clock = a->hca_core_clock;
 	ex.device_cap_flags_ex = a->device_cap_flags;
 	ex.phys_port_cnt_ex = a->phys_port_cnt;
+	ex.max_dm_size = a->max_dm_size;
 	/* an older caller's struct is shorter: give it what fits */
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	if (attr_size > sizeof(ex))

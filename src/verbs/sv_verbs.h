@@ -24,11 +24,21 @@
 #define SV_SYSFS_PREFIX "/sys/class/infiniband/"
 
 /* One connection to softverbsd: request/response under a lock. */
+/*
+ * What the processes that share one connection (a context inherited by
+ * fork, as the kernel's uverbs file is) share: one command in flight at a
+ * time on the socket, and its sequence numbers. Anonymous shared memory,
+ * made at open, inherited by fork.
+ */
+struct sv_conn_shared {
+	pthread_mutex_t lock;      /* process-shared, robust */
+	uint32_t seq;
+};
+
 struct sv_conn {
 	int fd;
-	uint32_t seq;
 	bool dead;                 /* the daemon went away */
-	pthread_mutex_t lock;
+	struct sv_conn_shared *sh;
 };
 
 /* Connect (starting the daemon if none answers and autostart is allowed)
@@ -207,6 +217,19 @@ static inline struct sv_pd *to_sv_pd(struct ibv_pd *pd)
 struct sv_mr {
 	struct ibv_mr ibmr;
 	uint64_t handle;
+	struct sv_dm *dm;          /* ibv_reg_dm_mr: the DM it lies in */
+};
+
+/* Device memory (dm.c): the device's sealed memfd, mapped here; the
+ * descriptor stays open (the device finds MRs over it by it). */
+struct sv_dm {
+	struct ibv_dm ibdm;
+	uint64_t handle;
+	void *map;
+	size_t bytes;              /* the mapping's size */
+	uint64_t length;           /* as allocated */
+	int fd;
+	unsigned int mrs;          /* MRs over it (atomic): busy while > 0 */
 };
 
 /* An MR's access as the daemon takes it: the optional bits, which a device
@@ -459,6 +482,14 @@ void sv_context_set_ops(struct sv_context *ctx);
  * object with it. */
 int sv_destroy_obj(struct ibv_context *context, unsigned int op,
 		   uint64_t handle);
+
+/* dm.c: device memory (the context ops) */
+struct ibv_dm *sv_alloc_dm(struct ibv_context *context,
+			   struct ibv_alloc_dm_attr *attr);
+int sv_free_dm(struct ibv_dm *dm);
+struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			    uint64_t dm_offset, size_t length,
+			    unsigned int access);
 
 /* mm.c: memory windows (the context ops) */
 struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

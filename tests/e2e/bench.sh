@@ -26,9 +26,10 @@ def need(cond, what):
     if not cond:
         sys.exit("bad JSON (%s): %s" % (what, json.dumps(d)[:2000]))
 need(set(d) == {"tool", "test", "mode", "qps", "outstanding", "events",
-                "memfd", "domains", "res_domain", "qp_db",
+                "memfd", "dm", "domains", "res_domain", "qp_db",
                 "max_resource_domains", "results"}, "top-level keys")
 need(d["memfd"] is (os.environ.get("BENCH_MEMFD") == "1"), "memfd")
+need(d["dm"] is (os.environ.get("BENCH_DM") == "1"), "dm")
 need(d["tool"] == "softverbs bench", "tool")
 need(d["test"] == test and d["mode"] == mode, "test and mode")
 need(d["qps"] == qps and d["outstanding"] == outst, "qps, outstanding")
@@ -112,6 +113,16 @@ for t in write read; do
 	done
 done
 pass "--memfd: write and read, bw and lat"
+
+# buffers in device memory (issue 23): bw only; lat is refused
+for t in write read send; do
+	run "$t bw --dm" -t $t -m bw -s 4096 -n 200 --dm
+	BENCH_DM=1 check "$out" $t bw 1 64 false 4096 200 ||
+		fail "$t bw --dm: bad output"
+done
+"$SV" bench -t write -m lat --dm >/dev/null 2>&1
+[ $? -eq 2 ] || fail "-m lat --dm was not refused as a bad argument"
+pass "--dm: write, read and send bw; lat refused"
 
 for t in write read send atomic; do
 	s=4096

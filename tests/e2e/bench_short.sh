@@ -102,6 +102,15 @@ if has_bench:
     mf = (R["softverbs"].get("write_bw_memfd") or {}).get("results")
     rows_ok(mf, "bw_MBps", "softverbs write bw --memfd")
 
+# issue 23's figure: WRITE 1 MiB between DM MRs against memcpy
+T = R.get("targets_issue23") or []
+need(len(T) == 1 and all("target" in t and "met" in t for t in T),
+     "targets_issue23")
+if has_bench:
+    rows_ok((R["softverbs"].get("write_bw_dm") or {}).get("results"),
+            "bw_MBps", "softverbs write bw --dm")
+    need(T and T[0].get("value") is not None, "issue 23: the DM ratio")
+
 # resource domains (issue 5): every comparison there, the runs as asked
 if has_bench:
     D = R.get("res_domains") or {}

@@ -48,7 +48,7 @@ x = ctx.query_device_ex()
 assert x.orig_attr.vendor_id == a.vendor_id
 assert x.orig_attr.vendor_part_id == a.vendor_part_id
 assert x.orig_attr.hw_ver == a.hw_ver
-assert x.max_dm_size == 0
+assert x.max_dm_size == 64 << 20, x.max_dm_size  # issue 23
 assert x.odp_caps.general_caps == 0
 assert x.tm_caps.max_num_tags == 0
 assert x.pci_atomic_caps.fetch_add == 0 and x.pci_atomic_caps.swap == 0 \

@@ -5,9 +5,11 @@
 # through 'softverbs run' (the vendor modules, test_mlx5_* and test_efa*,
 # skip themselves on a device that is not theirs). Fails if any test fails
 # or errors, or if the suite does not finish; a skip is fine (a feature
-# sv0 lacks, the way rxe lacks it: ODP, device memory, tag matching, raw
-# packet QPs, dma-buf, importing a context). Prints each module's passes,
-# skips and failures, and the skips' reasons with their counts.
+# sv0 lacks, the way rxe lacks it: ODP, tag matching, raw packet QPs,
+# dma-buf, importing a context). Device memory is not skipped: its tests
+# (test_device's DMTest, test_mr's DeviceMemoryAPITest) must run and pass
+# when the whole suite runs. Prints each module's passes, skips and
+# failures, and the skips' reasons with their counts.
 #   rdma_core_tests.sh [NAME...]   unittest names only (tests.test_qp, ...)
 # $RDMA_CORE_TESTS: another copy of the suite's folder.
 . "$(dirname "$0")/lib.sh"
@@ -82,5 +84,21 @@ if [ $rc -ne 0 ] || [ -z "$ran" ] || [ "${last%% *}" != OK ]; then
 	echo "---- failed:"
 	grep -E '^(FAIL|ERROR): ' "$out"
 	fail "rdma-core's tests on sv0: ${last:-did not finish} (exit $rc)"
+fi
+# what sv0 has must not be skipped (issue 23: device memory)
+if [ $# -eq 0 ]; then
+	for t in DMTest.test_multi_process_alloc_dm DMTest.test_dm_write_bad_flow \
+		DeviceMemoryAPITest.test_create_dm_mr \
+		DeviceMemoryAPITest.test_dm_bad_access; do
+		# its result: on its own line, or a later one (after a
+		# docstring, and whatever the test printed)
+		awk -v t=".$t)" '
+			BEGIN { r = "(^|\\.\\.\\. )(ok|FAIL|ERROR|skipped .*)$" }
+			found && $0 ~ r { exit !($0 ~ /(^|\.\.\. )ok$/) }
+			index($0, t) { found = 1
+				       if ($0 ~ r) exit !($0 ~ /\.\.\. ok$/) }
+			END { if (!found) exit 1 }' "$out" ||
+			fail "rdma-core's $t did not run and pass"
+	done
 fi
 pass "rdma-core's tests on sv0: $ran: $last (${secs} s)"

@@ -20,7 +20,10 @@ ibv_devinfo)
 	grep -Eq 'GID\[  0\]:[[:space:]]+::ffff:[0-9.]+, RoCE v2' "$out" ||
 		fail "no RoCEv2 GID at index 0"
 	grep -Eq 'node_guid:[[:space:]]+[0-9a-f]{4}:' "$out" || fail "no node GUID"
-	pass "ibv_devinfo -v shows sv0, port ACTIVE, a GID"
+	# device memory (issue 23): what ibv_query_device_ex says, in bytes
+	grep -Eq 'maximum available device memory:[[:space:]]+[1-9][0-9]*Bytes' \
+		"$out" || fail "no device memory shown"
+	pass "ibv_devinfo -v shows sv0, port ACTIVE, a GID, device memory"
 	;;
 pyverbs)
 	"$SV" run -- /usr/bin/python3 - >"$out" 2>&1 <<'PY' || { cat "$out"; fail "pyverbs"; }
