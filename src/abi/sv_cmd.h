@@ -97,7 +97,8 @@ enum sv_obj_type {
 	X(OPEN_DIRECT, 42)                                                   \
 	X(MR_FILE, 43)                                                       \
 	X(ALLOC_DM, 44)                                                      \
-	X(FREE_DM, 45)
+	X(FREE_DM, 45)                                                       \
+	X(ADVISE_MR, 46)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -220,6 +221,22 @@ struct sv_cmd_alloc_page_list {
 struct sv_cmd_alloc_dm {
 	uint64_t length;
 	uint32_t log_align;
+	uint32_t rsvd;
+};
+
+/*
+ * ADVISE_MR: is [addr, addr + length) of lkey's MR (the requesting
+ * client's, on pd, registered with IBV_ACCESS_ON_DEMAND) one to prefetch?
+ * -> struct sv_rsp_advise: where the range starts in the client's address
+ * space (the library prefetches it there: the device pins nothing, so a
+ * prefetch is the process faulting its own pages in). -ENOENT when lkey
+ * names no such MR, -EFAULT when the range is not inside it.
+ */
+struct sv_cmd_advise_mr {
+	uint64_t pd;
+	uint64_t addr;
+	uint64_t length;
+	uint32_t lkey;
 	uint32_t rsvd;
 };
 
@@ -452,6 +469,7 @@ struct sv_cmd {
 		struct sv_cmd_alloc_page_list alloc_page_list;
 		struct sv_cmd_reg_mr_list reg_mr_list;
 		struct sv_cmd_alloc_dm alloc_dm;
+		struct sv_cmd_advise_mr advise_mr;
 		struct sv_cmd_alloc_mw alloc_mw;
 		struct sv_cmd_mcast mcast;
 		struct sv_cmd_open_xrcd open_xrcd;
@@ -518,6 +536,10 @@ struct sv_dev_attr {
 	uint64_t exp_cap_flags;    /* SV_EXP_CAP_*: what device_cap_flags
 				    * has no bit for */
 	uint64_t max_dm_size;      /* device memory, bytes (ALLOC_DM) */
+	/* on-demand paging: enum ibv_odp_general_caps, and per transport
+	 * enum ibv_odp_transport_cap_bits */
+	uint32_t odp_general;
+	uint32_t odp_rc, odp_uc, odp_ud, odp_xrc;
 };
 
 /* sv_dev_attr.exp_cap_flags (the same bits as softverbs.h's
@@ -658,6 +680,10 @@ struct sv_rsp_page_list {
 	uint32_t rsvd;
 };
 
+struct sv_rsp_advise {
+	uint64_t va;               /* the range's first byte in the client */
+};
+
 /* A DM's memfd comes with this response. */
 struct sv_rsp_dm {
 	uint64_t handle;
@@ -783,6 +809,7 @@ struct sv_rsp {
 		struct sv_rsp_domain domain;
 		struct sv_rsp_page_list page_list;
 		struct sv_rsp_dm dm;
+		struct sv_rsp_advise advise;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;
 };

@@ -238,6 +238,7 @@ static const struct {
 	[SV_CMD_FREE_PAGE_LIST] = { sv_cmd_free_page_list, 0 },
 	[SV_CMD_ALLOC_DM] = { sv_cmd_alloc_dm, 0 },
 	[SV_CMD_FREE_DM] = { sv_cmd_free_dm, 0 },
+	[SV_CMD_ADVISE_MR] = { sv_cmd_advise_mr, 0 },
 	[SV_CMD_REG_MR_LIST] = { sv_cmd_reg_mr_list, 0 },
 	[SV_CMD_ALLOC_MW] = { sv_cmd_alloc_mw, 0 },
 	[SV_CMD_DEALLOC_MW] = { sv_cmd_dealloc_mw, 0 },

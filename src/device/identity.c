@@ -237,6 +237,19 @@ int sv_identity_init(const char *ip, const char *netdev)
 	a->max_resource_domains = SV_MAX_RES_DOMAINS;
 	a->max_fast_reg_page_list_len = SV_MAX_PAGE_LIST;
 	a->max_dm_size = SV_DM_MAX_BYTES;
+	/* on-demand paging: nothing is pinned, every access is checked when
+	 * it happens, for every transport and operation */
+	a->odp_general = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a->odp_rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		    IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	a->odp_uc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		    IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+	a->odp_ud = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		    IBV_ODP_SUPPORT_SRQ_RECV;
+	a->odp_xrc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
+		     IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+		     IBV_ODP_SUPPORT_SRQ_RECV;
 	a->exp_cap_flags = SV_EXP_CAP_FAST_REG_USER | SV_EXP_CAP_BLOCK_LIST |
 			   SV_EXP_CAP_ZERO_BASED_MR | SV_EXP_CAP_ZERO_BASED_MW |
 			   SV_EXP_CAP_READ_WITH_INV | SV_EXP_CAP_SEND_WITH_INV |

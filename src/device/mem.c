@@ -219,6 +219,11 @@ static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
 		*why = "zero length";
 		return -EINVAL;
 	}
+	vma[0] = 0;
+	/* on demand: pages may come and go; each access is checked when it
+	 * happens. Implicit: address 0, length SIZE_MAX, the whole space. */
+	if ((access & IBV_ACCESS_ON_DEMAND) && addr == 0 && len == UINT64_MAX)
+		return 0;
 	if (len > SV_MAX_MR_SIZE) {
 		*why = "length above max_mr_size";
 		return -EINVAL;
@@ -227,7 +232,8 @@ static int check_translation(struct sv_client *c, uint64_t addr, uint64_t len,
 		*why = "range wraps";
 		return -EINVAL;
 	}
-	vma[0] = 0;
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
 	return check_ranges(c, &r, 1, access & SV_ACCESS_WRITES, why, vma);
 }
 
@@ -376,6 +382,11 @@ int sv_cmd_reg_mr(struct sv_req *r)
 	ret = sv_mr_access_check(a->access, &r->why);
 	if (ret)
 		return ret;
+	if ((a->access & IBV_ACCESS_ON_DEMAND) && !a->addr &&
+	    a->length == UINT64_MAX && a->iova) {
+		r->why = "an implicit on-demand MR starts at iova 0";
+		return -EINVAL;
+	}
 	if (a->flags & SV_REG_MR_DM)
 		ret = check_dm_translation(r, a, vma);
 	else
@@ -512,7 +523,8 @@ int sv_cmd_rereg_mr(struct sv_req *r)
 	if (a->flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		ret = check_translation(c, a->addr, a->length, access, &r->why,
 					vma);
-	else if (access & ~mr->access & SV_ACCESS_WRITES)
+	else if ((access & ~mr->access & SV_ACCESS_WRITES) &&
+		 !(access & IBV_ACCESS_ON_DEMAND))
 		ret = check_mapping(c, mr, access, &r->why);
 	if (ret)
 		return ret;
@@ -590,6 +602,32 @@ int sv_cmd_dereg_mr(struct sv_req *r)
 	}
 	sv_client_del_obj(c, SV_OBJ_MR, h);
 	sv_mr_destroy(mr);
+	return 0;
+}
+
+/* ---- on-demand MRs ---- */
+
+int sv_cmd_advise_mr(struct sv_req *r)
+{
+	const struct sv_cmd_advise_mr *a = &r->cmd->u.advise_mr;
+	const struct sv_pd *pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+	unsigned int kind;
+	const struct sv_mr *mr;
+
+	if (!pd)
+		return -EINVAL;
+	mr = sv_keytab_find(&sv_dev.keys, a->lkey, &kind);
+	if (!mr || kind != SV_KEY_MR || mr->invalid || mr->owner != r->client ||
+	    mr->pd != pd || mr->nblocks || !(mr->access & IBV_ACCESS_ON_DEMAND)) {
+		r->why = "lkey names no on-demand MR of the PD";
+		return -ENOENT;
+	}
+	if (a->addr < mr->iova || a->length > mr->length ||
+	    a->addr - mr->iova > mr->length - a->length) {
+		r->why = "range outside the MR";
+		return -EFAULT;
+	}
+	r->rsp->u.advise.va = mr->addr + (a->addr - mr->iova);
 	return 0;
 }
 

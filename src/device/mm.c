@@ -48,12 +48,6 @@ int sv_mr_access_check(uint32_t access, const char **why)
 		*why = "unknown access flags";
 		return -EINVAL;
 	}
-	/* odp_caps is zero: no on-demand paging (EOPNOTSUPP, as the kernel
-	 * answers on a device without it) */
-	if (access & IBV_ACCESS_ON_DEMAND) {
-		*why = "on-demand paging is not supported";
-		return -EOPNOTSUPP;
-	}
 	/* IBTA 10.6.3.1: remote write or atomic needs local write */
 	if ((access & NEEDS_LOCAL_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
 		*why = "remote write/atomic without local write";

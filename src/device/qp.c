@@ -30,10 +30,14 @@
 
 #define QPN_MASK ((1u << SV_MAX_QP_BITS) - 1)
 
+/* The remote rights a QP grants; the MR-only bits that programs pass along
+ * with them (rdma-core's ODP tests give a QP their MR's access, ON_DEMAND
+ * included, and the kernel takes it) are taken and mean nothing here. */
 #define SV_QP_ACCESS_OK                                                      \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
-	 IBV_ACCESS_MW_BIND)
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
+	 IBV_ACCESS_HUGETLB)
 
 #define SV_SEND_OPS_OK                                                       \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |    \

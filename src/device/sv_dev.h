@@ -443,6 +443,9 @@ int sv_cmd_free_page_list(struct sv_req *r);
 void sv_mr_destroy(struct sv_mr *mr);
 void sv_page_list_destroy(struct sv_page_list *pl);
 
+/* mem.c: ADVISE_MR (on-demand MRs) */
+int sv_cmd_advise_mr(struct sv_req *r);
+
 /* dm.c */
 int sv_cmd_alloc_dm(struct sv_req *r);
 int sv_cmd_free_dm(struct sv_req *r);

@@ -50,6 +50,7 @@ void sv_context_set_ops(struct sv_context *ctx)
 	v->alloc_dm = sv_alloc_dm;
 	v->free_dm = sv_free_dm;
 	v->reg_dm_mr = sv_reg_dm_mr;
+	v->advise_mr = sv_advise_mr;
 	v->sz = sizeof(*v);
 	c->abi_compat = (void *)UINTPTR_MAX; /* __VERBS_ABI_IS_EXTENDED */
 }

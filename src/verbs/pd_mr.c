@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "verbs/sv_verbs.h"
 
@@ -164,4 +166,73 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 		__atomic_sub_fetch(&mr->dm->mrs, 1, __ATOMIC_ACQ_REL);
 	free(mr);
 	return ret;
+}
+
+/*
+ * ibv_advise_mr on on-demand MRs (issue 23, Deliver 1). The device checks
+ * each range against its MR (ADVISE_MR); a prefetch is then this process
+ * faulting the pages in itself (MADV_POPULATE_READ / _WRITE): the device
+ * pins nothing, and what it reaches later it reaches through these pages.
+ * PREFETCH_NO_FAULT asks for pages that are there already: nothing to do.
+ * Without IBV_ADVISE_MR_FLAG_FLUSH the advice may fail quietly (the
+ * kernel's is asynchronous); with it, a range that cannot be faulted in
+ * (not mapped, no access, or not writable for PREFETCH_WRITE) is EFAULT.
+ * On a kernel older than MADV_POPULATE_* (5.14) a prefetch does nothing.
+ */
+/* Does this kernel know MADV_POPULATE_READ (5.14)? Its EINVAL then means
+ * the range (no access, a special mapping), not an unknown advice. */
+static bool populate_known(void)
+{
+	static int known = -1;
+	static char probe[1];
+
+	if (known < 0)
+		known = !madvise((void *)((uintptr_t)probe &
+					  ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1)),
+				 1, MADV_POPULATE_READ);
+	return known;
+}
+
+int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		 uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EOPNOTSUPP;
+	if ((flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || !num_sge ||
+	    !sg_list)
+		return EINVAL;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		struct sv_cmd cmd;
+		struct sv_rsp rsp;
+		uintptr_t start, end;
+		int ret;
+
+		sv_cmd_init(&cmd, SV_CMD_ADVISE_MR);
+		cmd.u.advise_mr.pd = to_sv_pd(pd)->handle;
+		cmd.u.advise_mr.lkey = sg_list[i].lkey;
+		cmd.u.advise_mr.addr = sg_list[i].addr;
+		cmd.u.advise_mr.length = sg_list[i].length;
+		ret = sv_conn_call(sv_conn_of(pd->context), &cmd, -1, &rsp,
+				   NULL);
+		if (ret)
+			return -ret;
+		if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ||
+		    !sg_list[i].length)
+			continue;
+		start = (uintptr_t)rsp.u.advise.va & ~(uintptr_t)(pg - 1);
+		end = (uintptr_t)rsp.u.advise.va + sg_list[i].length;
+		if (end < start)
+			return EFAULT;
+		if (madvise((void *)start, end - start,
+			    advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE ?
+				    MADV_POPULATE_WRITE : MADV_POPULATE_READ) &&
+		    (flags & IBV_ADVISE_MR_FLAG_FLUSH) &&
+		    (errno != EINVAL || populate_known()))
+			return EFAULT;
+	}
+	return 0;
 }

@@ -75,6 +75,11 @@ int sv_query_device_ex(struct ibv_context *context,
 	ex.device_cap_flags_ex = a->device_cap_flags;
 	ex.phys_port_cnt_ex = a->phys_port_cnt;
 	ex.max_dm_size = a->max_dm_size;
+	ex.odp_caps.general_caps = a->odp_general;
+	ex.odp_caps.per_transport_caps.rc_odp_caps = a->odp_rc;
+	ex.odp_caps.per_transport_caps.uc_odp_caps = a->odp_uc;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = a->odp_ud;
+	ex.xrc_odp_caps = a->odp_xrc;
 	/* an older caller's struct is shorter: give it what fits */
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	if (attr_size > sizeof(ex))

@@ -483,6 +483,10 @@ void sv_context_set_ops(struct sv_context *ctx);
 int sv_destroy_obj(struct ibv_context *context, unsigned int op,
 		   uint64_t handle);
 
+/* pd_mr.c: ibv_advise_mr (on-demand MRs) */
+int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		 uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
+
 /* dm.c: device memory (the context ops) */
 struct ibv_dm *sv_alloc_dm(struct ibv_context *context,
 			   struct ibv_alloc_dm_attr *attr);

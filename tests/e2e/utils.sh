@@ -23,7 +23,12 @@ ibv_devinfo)
 	# device memory (issue 23): what ibv_query_device_ex says, in bytes
 	grep -Eq 'maximum available device memory:[[:space:]]+[1-9][0-9]*Bytes' \
 		"$out" || fail "no device memory shown"
-	pass "ibv_devinfo -v shows sv0, port ACTIVE, a GID, device memory"
+	# on-demand paging (issue 23): the general caps, RC's bits
+	grep -A3 'general_odp_caps:' "$out" | grep -q 'ODP_SUPPORT_IMPLICIT' ||
+		fail "no implicit ODP shown"
+	grep -A7 'rc_odp_caps:' "$out" | grep -q 'SUPPORT_ATOMIC' ||
+		fail "no RC ODP atomics shown"
+	pass "ibv_devinfo -v shows sv0, port ACTIVE, a GID, device memory, ODP"
 	;;
 pyverbs)
 	"$SV" run -- /usr/bin/python3 - >"$out" 2>&1 <<'PY' || { cat "$out"; fail "pyverbs"; }
