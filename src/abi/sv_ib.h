@@ -24,5 +24,14 @@
 #define SV_QKEY_USE_QP      0x80000000u
 /* The destination QPN of a multicast datagram. */
 #define SV_MCAST_QPN        0x00ffffffu
+/* MR access for RDMA FLUSH (IBTA 1.5; the kernel's IB_UVERBS_ACCESS_FLUSH_*,
+ * rdma-core's IBV_ACCESS_FLUSH_* after 44): a FLUSH of global visibility, of
+ * persistence. This device has no persistent memory: only the first. */
+#define SV_ACCESS_FLUSH_GLOBAL     (1u << 8)
+#define SV_ACCESS_FLUSH_PERSISTENT (1u << 9)
+/* device_cap_flags_ex bits the kernel has and rdma-core 44 does not name
+ * (IB_UVERBS_DEVICE_FLUSH_GLOBAL, _ATOMIC_WRITE) */
+#define SV_DEVICE_FLUSH_GLOBAL     (1ull << 38)
+#define SV_DEVICE_ATOMIC_WRITE     (1ull << 40)
 
 #endif /* SV_ABI_IB_H */

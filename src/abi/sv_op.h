@@ -45,6 +45,10 @@
 #define SV_OPF_MM      (1u << 18)  /* memory management: no SGE, no data */
 #define SV_OPF_IMMF    (1u << 19)  /* the WQE's imm field is used: immediate
 				    * data, or the key to invalidate */
+#define SV_OPF_AWRITE  (1u << 20)  /* ATOMIC WRITE: the 8 bytes travel in
+				    * the WQE (atomic.swap), no SGE; stored
+				    * at once at the responder, atomic with
+				    * respect to every atomic of the device */
 
 struct sv_op_info {
 	uint32_t flags;
@@ -92,6 +96,13 @@ static const struct sv_op_info sv_op_tab[] = {
 	/* not executed by this device: no flags */
 	[IBV_WR_TSO] = { 0, IBV_WC_TSO, 0 },
 	[IBV_WR_DRIVER1] = { 0, IBV_WC_SEND, 0 },
+	/* IBTA 1.5's ATOMIC WRITE (issue 23): ibv_post_send's WR names the
+	 * 8 bytes with its one SGE, read at post; ibv_wr_atomic_write gives
+	 * them */
+	[IBV_WR_ATOMIC_WRITE] = {
+		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_REMOTE | SV_OPF_AWRITE |
+		SV_OPF_NOXRC,
+		IBV_WC_ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE },
 	[SV_WR_FAST_REG_MR] = {
 		SV_OPF_ALL | SV_OPF_LOCAL | SV_OPF_EXP | SV_OPF_MM,
 		SV_WC_FAST_REG_MR, 0 },
@@ -110,6 +121,16 @@ static const struct sv_op_info sv_op_tab[] = {
 };
 
 #define SV_OP_COUNT (sizeof(sv_op_tab) / sizeof(sv_op_tab[0]))
+
+/* The WQE opcode of an opcode ibv_exp_post_send takes (softverbs.h's
+ * IBV_EXP_WR_*: those of enum ibv_wr_opcode, and the device's own at 12 ..
+ * 15); UINT32_MAX for any other (refused). */
+static inline uint32_t sv_exp_wqe_op(uint32_t exp_op)
+{
+	if (exp_op >= 12 && exp_op <= 15)
+		return SV_WR_FAST_REG_MR + (exp_op - 12);
+	return exp_op < 12 ? exp_op : UINT32_MAX;
+}
 
 /* The flags of op (0: an opcode this device does not know). */
 static inline uint32_t sv_op_flags(uint32_t op)

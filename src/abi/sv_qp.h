@@ -114,10 +114,13 @@ struct sv_wqe_sge {
  * IBV_WR_BIND_MW: bind (or, type 1 with length 0, unbind) an MW (`reg`).
  * IBV_WR_SEND_WITH_INV: a SEND whose responder invalidates the key in `imm`.
  */
-#define SV_WR_FAST_REG_MR   12u
-#define SV_WR_RDMA_READ_INV 13u
-#define SV_WR_MASKED_CMP_SWAP  14u
-#define SV_WR_MASKED_FETCH_ADD 15u
+/* Above every enum ibv_wr_opcode (rdma-core took 14 and 15 for FLUSH and
+ * ATOMIC_WRITE): the extension's IBV_EXP_WR_* 12 .. 15, which ibv_exp_post_send
+ * takes, are these in a WQE (sv_exp_wqe_op). */
+#define SV_WR_FAST_REG_MR   32u
+#define SV_WR_RDMA_READ_INV 33u
+#define SV_WR_MASKED_CMP_SWAP  34u
+#define SV_WR_MASKED_FETCH_ADD 35u
 
 /* sv_wqe_reg.flags */
 #define SV_REG_BLOCKS  1u  /* FAST_REG: entries are {addr, length} blocks */

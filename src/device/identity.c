@@ -214,7 +214,11 @@ int sv_identity_init(const char *ip, const char *netdev)
 			      IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2A |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
-			      IBV_DEVICE_XRC;
+			      IBV_DEVICE_XRC |
+			      /* IBTA 1.5, RC (issue 23): ATOMIC WRITE, and
+			       * FLUSH of global visibility at the responder */
+			      SV_DEVICE_ATOMIC_WRITE |
+			      SV_DEVICE_FLUSH_GLOBAL;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = sv_proc_max(SV_OBJ_CQ);

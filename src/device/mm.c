@@ -26,7 +26,8 @@
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING |                 \
+	 SV_ACCESS_FLUSH_GLOBAL | SV_ACCESS_FLUSH_PERSISTENT)
 
 #define MW_ACCESS_SUPPORTED                                                  \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                   \
@@ -47,6 +48,12 @@ int sv_mr_access_check(uint32_t access, const char **why)
 	if (access & ~(uint32_t)MR_ACCESS_SUPPORTED) {
 		*why = "unknown access flags";
 		return -EINVAL;
+	}
+	/* no persistent memory here (what rxe says for memory that is not
+	 * pmem) */
+	if (access & SV_ACCESS_FLUSH_PERSISTENT) {
+		*why = "no persistent memory: FLUSH_PERSISTENT";
+		return -EOPNOTSUPP;
 	}
 	/* IBTA 10.6.3.1: remote write or atomic needs local write */
 	if ((access & NEEDS_LOCAL_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "abi/sv_op.h"
 #include "device/engine.h"
 #include "device/qp_state.h"
 #include "device/direct.h"
@@ -38,13 +39,6 @@
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
 	 IBV_ACCESS_HUGETLB)
-
-#define SV_SEND_OPS_OK                                                       \
-	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |    \
-	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                \
-	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |      \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |    \
-	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static uint32_t qpn_cursor = 2;
 
@@ -243,7 +237,8 @@ int sv_cmd_create_qp(struct sv_req *r)
 	}
 	/* BLOCK_SELF_MCAST_LB: taken by every type, only UD sends
 	 * multicast */
-	if (a->send_ops_flags & ~(uint64_t)SV_SEND_OPS_OK) {
+	/* the opcode table's, for the QP's type (abi/sv_op.h) */
+	if (a->send_ops_flags & ~sv_op_ex_flags(a->qp_type)) {
 		r->why = "send_ops_flags not supported";
 		return -EOPNOTSUPP;
 	}

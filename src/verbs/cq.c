@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi/sv_op.h"
 #include "verbs/sv_lock.h"
 #include "verbs/sv_verbs.h"
 
@@ -112,26 +113,7 @@ static inline void cqe_to_wc(const struct sv_cqe *e, struct ibv_wc *wc)
  * SV_WR_*; softverbs.h's IBV_EXP_WC_* for the device's own). */
 static uint32_t flush_opcode(uint32_t wr_opcode)
 {
-	static const uint8_t wc[] = {
-		[IBV_WR_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
-		[IBV_WR_RDMA_WRITE_WITH_IMM] = IBV_WC_RDMA_WRITE,
-		[IBV_WR_SEND] = IBV_WC_SEND,
-		[IBV_WR_SEND_WITH_IMM] = IBV_WC_SEND,
-		[IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,
-		[IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_WC_COMP_SWAP,
-		[IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_WC_FETCH_ADD,
-		[IBV_WR_LOCAL_INV] = IBV_WC_LOCAL_INV,
-		[IBV_WR_BIND_MW] = IBV_WC_BIND_MW,
-		[IBV_WR_SEND_WITH_INV] = IBV_WC_SEND,
-		[IBV_WR_TSO] = IBV_WC_TSO,
-		[IBV_WR_DRIVER1] = IBV_WC_SEND,
-		[SV_WR_FAST_REG_MR] = IBV_EXP_WC_FAST_REG_MR,
-		[SV_WR_RDMA_READ_INV] = IBV_WC_RDMA_READ,
-		[SV_WR_MASKED_CMP_SWAP] = IBV_EXP_WC_MASKED_COMP_SWAP,
-		[SV_WR_MASKED_FETCH_ADD] = IBV_EXP_WC_MASKED_FETCH_ADD,
-	};
-
-	return wr_opcode < sizeof(wc) ? wc[wr_opcode] : IBV_WC_SEND;
+	return sv_op_wc(wr_opcode);
 }
 
 /* WQEs of wq still to flush: those the device never finished. */

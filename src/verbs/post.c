@@ -97,6 +97,10 @@ static inline int check_send(const struct sv_qp *qp, enum ibv_qp_type type,
 		return 0;
 	if (unlikely(num_sge < 0 || (num_sge && !sgl)))
 		return EINVAL;
+	/* ATOMIC WRITE: its 8 bytes are the one SGE's (read at post) */
+	if (unlikely(sv_op_flags(op) & SV_OPF_AWRITE))
+		return num_sge == 1 && sgl->length == 8 && sgl->addr ? 0 :
+								      EINVAL;
 	if (inl) {
 		uint64_t total = 0;
 
@@ -259,6 +263,12 @@ static inline void fill_send(enum ibv_qp_type type,
 		w->num_sge = (uint32_t)num_sge;
 	}
 	fill_tail(type, w, wr, f, type == IBV_QPT_XRC_SEND);
+	if (unlikely(f & SV_OPF_AWRITE)) {
+		/* the value travels in the WQE (check_send: 8 bytes) */
+		memcpy(&w->atomic.swap, (const void *)(uintptr_t)sgl->addr, 8);
+		w->num_sge = 0;
+		w->flags = flags & ~(unsigned int)IBV_SEND_INLINE;
+	}
 }
 
 _Static_assert(sizeof(struct ibv_sge) == sizeof(struct sv_wqe_sge), "sge");
@@ -536,7 +546,8 @@ direct_run(struct sv_qp *qp, enum ibv_qp_type type, struct ibv_send_wr *wr,
 
 	run[n++] = wr;
 	for (wr = wr->next; wr && n < SV_DIRECT_LIST; wr = wr->next) {
-		uint32_t op = (uint32_t)wr->opcode;
+		uint32_t op = exp ? sv_exp_wqe_op((uint32_t)wr->opcode) :
+				    (uint32_t)wr->opcode;
 		uint32_t ilen = 0;
 
 		if (op >= 32 || !(qp->direct_ops & (1u << op)) ||
@@ -567,7 +578,8 @@ static int post_list(struct sv_qp *qp, struct ibv_send_wr *wr,
 	stride = qp->sq.stride;
 	prod = start = qp->sq.prod;
 	for (; wr; wr = wr->next) {
-		uint32_t op = (uint32_t)wr->opcode;
+		uint32_t op = exp ? sv_exp_wqe_op((uint32_t)wr->opcode) :
+				    (uint32_t)wr->opcode;
 		unsigned int flags = wr->send_flags;
 		int num_sge = wr->num_sge;
 		const struct ibv_sge *sgl = wr->sg_list;

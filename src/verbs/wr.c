@@ -224,6 +224,28 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
 	}
 }
 
+/* ATOMIC WRITE (issue 23): the 8 bytes at atomic_wr go in the WQE; no
+ * setter follows (the WQE is done) */
+static inline void wr_done(struct sv_qp *qp);
+
+static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
+			    uint64_t remote_addr, const void *atomic_wr)
+{
+	struct sv_qp *qp = ex_to_qp(ex);
+	struct sv_send_wqe *w = wr_claim(qp, IBV_WR_ATOMIC_WRITE);
+
+	if (!w)
+		return;
+	if (!atomic_wr) {
+		wr_fail(qp, EINVAL);
+		return;
+	}
+	w->rkey = rkey;
+	w->remote_addr = remote_addr;
+	memcpy(&w->atomic.swap, atomic_wr, 8);
+	wr_done(qp);
+}
+
 /* The memory-management builders take no setter after them: the WQE is
  * done (and a setter would be a caller's error, EINVAL, as one with no
  * builder before it). */
@@ -535,7 +557,6 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
 				inval_local_inv);
 	ex->wr_bind_mw = PICK(IBV_QP_EX_WITH_BIND_MW, wr_bind_mw,
 			      inval_bind_mw);
-#undef PICK
 
 	ex->wr_set_sge = wr_set_sge;
 	ex->wr_set_sge_list = wr_set_sge_list;
@@ -548,7 +569,9 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
 	ex->wr_send_tso = nosup_send_tso;
 	ex->wr_set_xrc_srqn = qp->ex.qp_base.qp_type == IBV_QPT_XRC_SEND ?
 				      wr_set_xrc_srqn : inval_xrc_srqn;
-	ex->wr_atomic_write = nosup_atomic_write;
+	ex->wr_atomic_write = PICK(IBV_QP_EX_WITH_ATOMIC_WRITE,
+				   wr_atomic_write, nosup_atomic_write);
+#undef PICK
 
 	qp->wr_cur = NULL;
 	qp->wr_err = 0;

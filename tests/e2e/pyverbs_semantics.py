@@ -53,12 +53,13 @@ assert x.odp_caps.general_caps == 3, x.odp_caps.general_caps  # ODP, implicit
 assert x.tm_caps.max_num_tags == 0
 assert x.pci_atomic_caps.fetch_add == 0 and x.pci_atomic_caps.swap == 0 \
     and x.pci_atomic_caps.compare_swap == 0
-assert x.device_cap_flags_ex == a.device_cap_flags, \
+# and, above them, ATOMIC WRITE (bit 40) and FLUSH_GLOBAL (38): issue 23
+assert x.device_cap_flags_ex == a.device_cap_flags | 1 << 40 | 1 << 38, \
     (hex(x.device_cap_flags_ex), hex(a.device_cap_flags))
 # completions carry timestamps: a clock and a mask are reported
 assert x.hca_core_clock != 0 and x.completion_timestamp_mask != 0
-ok("device 0x%x part %d hw %d fw %s; query_device_ex: no DM, ODP, TM, "
-   "PCI atomics; timestamps at %d kHz" %
+ok("device 0x%x part %d hw %d fw %s; query_device_ex: DM, ODP, atomic "
+   "write, flush; no TM, PCI atomics; timestamps at %d kHz" %
    (a.vendor_id, a.vendor_part_id, a.hw_ver, fw.strip("\0"),
     x.hca_core_clock))
 

@@ -182,9 +182,12 @@ static void test_identity(void **state)
 	assert_int_equal(x.max_wq_type_rq, 0);
 	assert_int_equal(x.raw_packet_caps, 0);
 	assert_int_equal(x.cq_mod_caps.max_cq_count, 0);
-	/* the ex flags are the basic ones: nothing it lacks (no
-	 * IBV_DEVICE_RAW_IP_CSUM, PCI_WRITE_END_PADDING, ...) */
-	assert_int_equal(x.device_cap_flags_ex, a.device_cap_flags);
+	/* the ex flags are the basic ones and, above them, ATOMIC WRITE
+	 * (bit 40) and FLUSH of global visibility (38) (issue 23;
+	 * e2e_test_awrite and net_flush use them): nothing it lacks (no
+	 * IBV_DEVICE_RAW_IP_CSUM, PCI_WRITE_END_PADDING, FLUSH_PERSISTENT) */
+	assert_int_equal(x.device_cap_flags_ex,
+			 a.device_cap_flags | (1ull << 40) | (1ull << 38));
 	assert_int_equal(x.phys_port_cnt_ex, 1);
 	/* it stamps completions: a clock and a mask */
 	assert_int_not_equal(x.hca_core_clock, 0);

@@ -88,6 +88,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	case SV_WR_RDMA_READ_INV:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_WRITE:
 		if (!sv_roce_reliable(qp))
 			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 		break;
@@ -108,7 +109,12 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 			  qp->sq.stride - SV_SEND_WQE_HDR))
 		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 	f = sv_op_flags(op);
-	e->rd = (f & SV_OPF_SINK) != 0;
+	/* an ATOMIC WRITE is answered as a READ is (a zero-length READ
+	 * response, which rxe sends), and counts as one against
+	 * max_rd_atomic; its 8 bytes are in the WQE */
+	e->rd = (f & (SV_OPF_SINK | SV_OPF_AWRITE)) != 0;
+	if (f & SV_OPF_AWRITE)
+		e->w.h.num_sge = 0;
 	if (e->w.h.flags & IBV_SEND_INLINE) {
 		if (e->rd)
 			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
@@ -377,7 +383,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	uint8_t *buf;
 	uint64_t off = (uint64_t)k * rq->mtu;
 	uint32_t len = 0, base = wire_base(qp), span = 1;
-	bool first = k == 0, last;
+	bool first = k == 0, last, raw8 = false;
 	size_t hdr;
 
 	if (e->rd && (e->done || (e->len && (uint64_t)k * rq->mtu >= e->len &&
@@ -420,6 +426,15 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 			     e->w.h.atomic.swap : e->w.h.atomic.compare_add;
 		p.compare = e->w.h.atomic.compare_add;
 		p.ackreq = true;
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		/* RETH and the WQE's 8 bytes (raw8, below) */
+		p.opcode = SV_OP_RC_ATOMIC_WRITE;
+		p.va = e->w.h.remote_addr;
+		p.rkey = e->w.h.rkey;
+		p.dmalen = 8;
+		p.ackreq = true;
+		raw8 = true;
 		break;
 	case SV_WR_MASKED_CMP_SWAP:
 	case SV_WR_MASKED_FETCH_ADD:
@@ -499,8 +514,12 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	p.xrcsrq = e->w.h.remote_qpn & SV_SRQN_MASK;
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
-	if (!payload(x, qp, e, off, len, buf + hdr, tx, g))
+	if (raw8) {
+		memcpy(buf + hdr, &e->w.h.atomic.swap, 8);
+		len = 8;
+	} else if (!payload(x, qp, e, off, len, buf + hdr, tx, g)) {
 		return IBV_WC_LOC_PROT_ERR;
+	}
 	sv_roce_tx_push(tx, hdr + len, rq->sgid, rq->dgid, rq->sport);
 	/* the PSNs this packet takes (a READ request: its responses') */
 	if (sv_psn_diff(sv_psn_add(psn, span), rq->snd) > 0)

@@ -266,6 +266,14 @@ static void atomic_ack(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 			  SV_AETH_ACK, psn, orig);
 }
 
+/* The answer to a FLUSH or an ATOMIC WRITE: a zero-length READ response
+ * (what Linux rxe sends; IBTA 1.5) */
+static void rdack(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
+{
+	sv_roce_send_resp(tx, t->roce, resp_op(t, SV_OP_RC_READ_RESP_ONLY),
+			  SV_AETH_ACK, psn, 0);
+}
+
 static struct sv_rres *res_find(struct sv_roce_qp *rq, uint32_t psn)
 {
 	for (unsigned int i = 0; i < SV_MAX_RD_ATOM; i++) {
@@ -295,10 +303,17 @@ static void duplicate(struct sv_qp *t, const struct sv_roce_pkt *p,
 	struct sv_rres *r;
 
 	sv_roce_stats.dup_reqs++;
-	if (p->flags & (SV_RF_READ | SV_RF_ATOMIC)) {
+	if (p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
+			SV_RF_AWRITE)) {
 		r = res_find(rq, p->psn);
 		if (!r)
 			return;         /* too old: the requester gave up */
+		if (r->rdack) {
+			/* executed once; its answer again */
+			if (r->psn == p->psn)
+				rdack(t, tx, r->psn);
+			return;
+		}
 		if (r->atomic) {
 			if (r->psn == p->psn)
 				atomic_ack(t, tx, r->psn, r->orig);
@@ -651,6 +666,86 @@ fault:
 	nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 }
 
+/* A FLUSH or an ATOMIC WRITE done: a responder resource remembers it, so
+ * that a duplicate is answered and not executed again. */
+static void rdack_done(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_rres *res = res_new(rq);
+
+	res->rdack = true;
+	res->psn = psn;
+	res->npkts = 1;
+	rq->epsn = sv_psn_add(rq->epsn, 1);
+	rq->msn = sv_psn_add(rq->msn, 1);
+	rdack(t, tx, psn);
+}
+
+/*
+ * ATOMIC WRITE (IBTA 1.5, as Linux rxe does it): 8 bytes at an aligned
+ * address, stored at once under sv_dev.lock, which every atomic of the
+ * device holds (no atomic sees half of it). The rights are a WRITE's.
+ */
+static void rc_atomic_write(struct sv_qp *t, const struct sv_roce_pkt *p,
+			    struct sv_roce_tx *tx)
+{
+	struct sv_exec x;
+	struct rspan r;
+	struct span l;
+	uint64_t val;
+
+	if (!(t->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) ||
+	    (p->va & 7) || p->dmalen != 8 || p->paylen != 8) {
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+		return;
+	}
+	if (!sv_span_remote(&r, p->rkey, t, p->va, 8, IBV_ACCESS_REMOTE_WRITE)) {
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
+		return;
+	}
+	memcpy(&val, p->payload, 8);
+	sv_roce_exec(&x);
+	sv_span_raw(&l, &val, sizeof(val));
+	if (sv_span_copy(&x, &r.s, 0, &l, 0, 8) != SV_COPY_OK) {
+		if (!sv_target_gone(t))
+			nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
+		return;
+	}
+	rdack_done(t, tx, p->psn);
+}
+
+/*
+ * RDMA FLUSH (IBTA 1.5, the FETH as Linux rxe sends it): everything this
+ * responder placed before it is visible to every later access once it is
+ * answered. Placement here is a system call that has returned (and the
+ * receive batch's WRITEs are placed before any other packet is looked
+ * at, sv_roce_resp_rx), so what is left is a fence. Global visibility
+ * needs the MR's FLUSH_GLOBAL right over the range (selectivity RANGE) or
+ * the MR (selectivity MR: any address of it); persistence is refused, as
+ * for memory that is not persistent (no MR has the right: mm.c).
+ */
+static void rc_flush(struct sv_qp *t, const struct sv_roce_pkt *p,
+		     struct sv_roce_tx *tx)
+{
+	uint32_t plt = SV_FETH_PLT(p->feth), sel = SV_FETH_SEL(p->feth);
+	struct rspan r;
+
+	if (!plt || (plt & ~(SV_FLUSH_GLOBAL | SV_FLUSH_PERSISTENT)) ||
+	    sel > SV_FLUSH_SEL_MR) {
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+		return;
+	}
+	if ((plt & SV_FLUSH_PERSISTENT) ||
+	    !sv_span_remote(&r, p->rkey, t, p->va,
+			    sel == SV_FLUSH_SEL_MR ? 0 : p->dmalen,
+			    SV_ACCESS_FLUSH_GLOBAL)) {
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
+		return;
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rdack_done(t, tx, p->psn);
+}
+
 /* UD: one datagram; trouble drops it silently. */
 static void ud_recv(struct sv_qp *t, const struct sv_roce_pkt *p,
 		    const struct sv_roce_ip *ip)
@@ -804,7 +899,8 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		}
 		if (rq->in == SV_IN_SEND && rq->rx_taken)
 			rq->rx_off = 0; /* UC: the WQE is used again */
-	} else if (!(p->flags & (SV_RF_READ | SV_RF_ATOMIC)) &&
+	} else if (!(p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
+				 SV_RF_AWRITE)) &&
 		   rq->in != ((p->flags & SV_RF_SEND) ? SV_IN_SEND :
 							SV_IN_WRITE)) {
 		if (is_rc(t))
@@ -836,12 +932,17 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		rc_send(t, p, tx);
 	} else if (p->flags & SV_RF_WRITE) {
 		rc_write(t, p, tx);
-	} else if (p->flags & (SV_RF_READ | SV_RF_ATOMIC)) {
+	} else if (p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
+			       SV_RF_AWRITE)) {
 		/* never inside another message */
 		if (rq->in != SV_IN_NONE)
 			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else if (p->flags & SV_RF_READ)
 			rc_read(t, p, tx);
+		else if (p->flags & SV_RF_FLUSH)
+			rc_flush(t, p, tx);
+		else if (p->flags & SV_RF_AWRITE)
+			rc_atomic_write(t, p, tx);
 		else
 			rc_atomic(t, p, tx);
 		return;

@@ -50,6 +50,8 @@ struct sv_rwin {
 struct sv_rres {
 	bool valid;
 	bool atomic;
+	bool rdack;                /* FLUSH, ATOMIC WRITE: answered (again)
+				    * by a zero-length READ response */
 	uint32_t psn, npkts;
 	uint64_t va;
 	uint32_t rkey;

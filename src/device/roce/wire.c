@@ -83,6 +83,10 @@ static const struct sv_roce_opinfo sv_roce_ops[256] = {
 	   SV_RF_ATMETH | SV_RF_MASKED, SV_MATMETH_BYTES),
 	OP(RC, MASKED_FETCH_ADD, SV_RF_REQ | SV_RF_ATOMIC | SV_RF_ONLY |
 	   SV_RF_ATMETH | SV_RF_MASKED, SV_MATMETH_BYTES),
+	OP(RC, FLUSH,            SV_RF_REQ | SV_RF_FLUSH | SV_RF_ONLY |
+	   SV_RF_FETH | SV_RF_RETH, SV_FETH_BYTES + SV_RETH_BYTES),
+	OP(RC, ATOMIC_WRITE,     SV_RF_REQ | SV_RF_AWRITE | SV_RF_ONLY |
+	   SV_RF_RETH | SV_RF_PAYLOAD, SV_RETH_BYTES),
 
 	SEND_WRITE_OPS(UC, OP),
 
@@ -164,6 +168,10 @@ int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p)
 		p->sqpn = sv_get_be24(h + 5);   /* h[4] is reserved */
 		h += SV_DETH_BYTES;
 	}
+	if (op->flags & SV_RF_FETH) {
+		p->feth = sv_get_be32(h);
+		h += SV_FETH_BYTES;
+	}
 	if (op->flags & SV_RF_RETH) {
 		p->va = sv_get_be64(h);
 		p->rkey = sv_get_be32(h + 8);
@@ -232,6 +240,10 @@ size_t sv_roce_build_hdr(uint8_t *buf, const struct sv_roce_pkt *p)
 		h[4] = 0;
 		sv_put_be24(h + 5, p->sqpn);
 		h += SV_DETH_BYTES;
+	}
+	if (op->flags & SV_RF_FETH) {
+		sv_put_be32(h, p->feth);
+		h += SV_FETH_BYTES;
 	}
 	if (op->flags & SV_RF_RETH) {
 		sv_put_be64(h, p->va);

@@ -48,6 +48,8 @@
 #define SV_IETH_BYTES    4 /* R_Key to invalidate */
 #define SV_DETH_BYTES    8 /* Q_Key (4), reserved (1), source QP (3) */
 #define SV_XRCETH_BYTES  4 /* reserved (1), XRC SRQ number (3) */
+#define SV_FETH_BYTES    4 /* FLUSH: selectivity (bits 5-4), placement
+			    * type (bits 3-0) */
 #define SV_ICRC_BYTES    4
 /* The longest BTH + extended headers of any opcode (RDMA WRITE ONLY with
  * immediate: 32, atomics: 40, XRC atomics: 44, masked atomics: 56). */
@@ -97,6 +99,11 @@ enum {
 	/* 0x15 is reserved */
 	SV_OP_RC_SEND_LAST_INV    = 0x16,
 	SV_OP_RC_SEND_ONLY_INV    = 0x17,
+	/* IBTA 1.5 (Linux 6.2+ rxe, RC only): RDMA FLUSH is BTH, FETH, RETH;
+	 * ATOMIC WRITE is BTH, RETH and 8 bytes of payload; each is answered
+	 * by a zero-length RDMA READ response */
+	SV_OP_RC_FLUSH            = 0x1c,
+	SV_OP_RC_ATOMIC_WRITE     = 0x1d,
 
 	SV_OP_UC_SEND_FIRST       = 0x20,
 	SV_OP_UC_SEND_MIDDLE      = 0x21,
@@ -181,7 +188,18 @@ enum {
 	SV_RF_MASKED  = 1 << 20, /* AtomicETH + two masks (MaskedAtomicETH) */
 	SV_RF_XRC     = 1 << 21,
 	SV_RF_XRCETH  = 1 << 22,
+	SV_RF_FETH    = 1 << 23,
+	SV_RF_FLUSH   = 1 << 24, /* RDMA FLUSH */
+	SV_RF_AWRITE  = 1 << 25, /* ATOMIC WRITE */
 };
+
+/* FETH fields (FLUSH): the placement types (bits) and selectivity */
+#define SV_FETH_PLT(f)        ((f) & 0xfu)
+#define SV_FETH_SEL(f)        (((f) >> 4) & 3u)
+#define SV_FLUSH_GLOBAL       1u   /* visible to every later access */
+#define SV_FLUSH_PERSISTENT   2u   /* and persistent */
+#define SV_FLUSH_SEL_RANGE    0u   /* the RETH's range */
+#define SV_FLUSH_SEL_MR       1u   /* the whole memory region */
 
 struct sv_roce_opinfo {
 	uint32_t flags;            /* SV_RF_* */
@@ -220,6 +238,8 @@ struct sv_roce_pkt {
 	uint32_t qkey, sqpn;       /* sqpn 24 bits */
 	/* XRCETH */
 	uint32_t xrcsrq;           /* 24 bits */
+	/* FETH */
+	uint32_t feth;
 	/* parse: the payload, without pad and ICRC (inside the parsed buffer;
 	 * points just past the headers, also when paylen is 0) */
 	const uint8_t *payload;
