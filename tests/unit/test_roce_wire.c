@@ -197,6 +197,7 @@ static const uint8_t known_ops[] = {
 	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
 	0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16,
 	0x17,
+	0x1c, 0x1d,    /* IBTA 1.5: FLUSH, ATOMIC WRITE (RC, as rxe) */
 	0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a,
 	0x2b,
 	0x64, 0x65,
@@ -242,6 +243,7 @@ static void test_opcode_table(void **state)
 		hdr += f & SV_RF_IETH ? SV_IETH_BYTES : 0;
 		hdr += f & SV_RF_DETH ? SV_DETH_BYTES : 0;
 		hdr += f & SV_RF_XRCETH ? SV_XRCETH_BYTES : 0;
+		hdr += f & SV_RF_FETH ? SV_FETH_BYTES : 0;
 		assert_int_equal(o->hdr_bytes, hdr);
 		/* XRC: RC's operation; an XRCETH on every request */
 		if (op >= SV_OP_XRC_BASE && op < SV_OP_RC_MASKED_CMP_SWAP) {
@@ -266,7 +268,8 @@ static void test_opcode_table(void **state)
 					     op < 0xc0 ? SV_RF_XRC : SV_RF_RC);
 		assert_int_equal(!!(f & SV_RF_REQ) + !!(f & SV_RF_RESP), 1);
 		kind = f & (SV_RF_SEND | SV_RF_WRITE | SV_RF_READ |
-			    SV_RF_ATOMIC);
+			    SV_RF_ATOMIC | SV_RF_FLUSH | SV_RF_AWRITE);
+		assert_int_equal(__builtin_popcount(kind) <= 1, 1);
 		assert_true(kind || op == SV_OP_RC_ACK || op == SV_OP_XRC_ACK);
 		assert_true(f & (SV_RF_FIRST | SV_RF_MIDDLE | SV_RF_LAST));
 		assert_false((f & SV_RF_MIDDLE) && (f & SV_RF_ONLY));
@@ -285,6 +288,54 @@ static void test_opcode_table(void **state)
 	assert_int_equal(sv_roce_op(SV_OP_RC_READ_RESP_MIDDLE)->hdr_bytes, 12);
 	assert_int_equal(sv_roce_op(SV_OP_RC_READ_RESP_MIDDLE)->flags &
 			 SV_RF_AETH, 0);
+	assert_string_equal(sv_roce_op(SV_OP_RC_FLUSH)->name, "RC_FLUSH");
+	assert_int_equal(sv_roce_op(SV_OP_RC_FLUSH)->hdr_bytes, 32);
+	assert_int_equal(sv_roce_op(SV_OP_RC_ATOMIC_WRITE)->hdr_bytes, 28);
+	assert_true(sv_roce_op(SV_OP_RC_ATOMIC_WRITE)->flags & SV_RF_PAYLOAD);
+	assert_false(sv_roce_op(SV_OP_RC_FLUSH)->flags & SV_RF_PAYLOAD);
+}
+
+/* FLUSH as Linux rxe lays it out: BTH, then the FETH, then the RETH; and
+ * ATOMIC WRITE: BTH, RETH, 8 bytes. Built, then parsed back. */
+static void test_flush_awrite_layout(void **state)
+{
+	struct sv_roce_pkt p = { .opcode = SV_OP_RC_FLUSH, .psn = 7,
+				 .dqpn = 0x12, .pkey = 0xffff,
+				 .va = 0x1122334455667788ull,
+				 .rkey = 0xaabbccdd, .dmalen = 64,
+				 .feth = SV_FLUSH_SEL_MR << 4 | SV_FLUSH_GLOBAL },
+			   q;
+	uint8_t b[128] = { 0 };
+	size_t n;
+
+	(void)state;
+	n = sv_roce_build_hdr(b, &p);
+	assert_int_equal(n, 32);
+	assert_int_equal(b[15], 0x11);          /* FETH: sel 1, plt 1 */
+	assert_int_equal(b[12] | b[13] | b[14], 0);
+	assert_int_equal(b[16], 0x11);          /* RETH: the VA's first byte */
+	assert_int_equal(b[24], 0xaa);          /* its R_Key */
+	assert_int_equal(b[31], 64);            /* its length */
+	assert_int_equal(sv_roce_parse(b, n + SV_ICRC_BYTES, &q), 0);
+	assert_int_equal(q.feth, p.feth);
+	assert_int_equal(q.va, p.va);
+	assert_int_equal(q.rkey, p.rkey);
+	assert_int_equal(q.dmalen, 64);
+	assert_int_equal(q.paylen, 0);
+	/* a payload on a FLUSH is malformed */
+	assert_int_equal(sv_roce_parse(b, n + 4 + SV_ICRC_BYTES, &q), -EINVAL);
+
+	memset(b, 0, sizeof(b));
+	p = (struct sv_roce_pkt){ .opcode = SV_OP_RC_ATOMIC_WRITE, .psn = 8,
+				  .va = 0x1000, .rkey = 5, .dmalen = 8 };
+	n = sv_roce_build_hdr(b, &p);
+	assert_int_equal(n, 28);
+	memcpy(b + n, "8 bytes!", 8);
+	assert_int_equal(sv_roce_parse(b, n + 8 + SV_ICRC_BYTES, &q), 0);
+	assert_int_equal(q.va, 0x1000);
+	assert_int_equal(q.dmalen, 8);
+	assert_int_equal(q.paylen, 8);
+	assert_memory_equal(q.payload, "8 bytes!", 8);
 }
 
 /* ================= the reference packets ================= */
@@ -1093,6 +1144,7 @@ int main(int argc, char **argv)
 	}
 
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flush_awrite_layout),
 		cmocka_unit_test(test_opcode_table),
 		cmocka_unit_test(test_pcap_decode),
 		cmocka_unit_test(test_pcap_icrc),
