@@ -360,6 +360,20 @@ static void race(struct cl *k)
 			      (unsigned long long)prev[a]);
 			prev[a] = hi;
 		}
+	/* the adds met several writes, not one */
+	{
+		unsigned int distinct = 0;
+		uint64_t last = UINT64_MAX;
+
+		for (int n = 0; n < NA; n++)
+			if (k->adds[n] >> 40 != last) {
+				last = k->adds[n] >> 40;
+				distinct++;
+			}
+		CHECK(distinct >= 2, "adder 0 met %u write(s): no race",
+		      distinct);
+		printf("race: adder 0 met %u different writes\n", distinct);
+	}
 	read_word(k, 2, &fin);
 	CHECK(fin >> 40 == NW && ((fin >> 20) & 0xfffff) == NW &&
 	      (fin & 0xfffff) <= NADD * NA,
