@@ -16,7 +16,8 @@
  * ibv_reg_dm_mr refused without IBV_ACCESS_ZERO_BASED, past the DM's end,
  * with another context's PD; an empty one taken (as mlx5 takes it); a DM with an MR over it is busy; rereg of a
  * DM MR refused; five forked children and their parent allocate and copy
- * on the one context they share, at once.
+ * on the one context they share, at once; the DM of a process that exits
+ * without freeing it is given back.
  *
  * The traffic, each side with a DM MR and a malloc'd MR, every byte
  * checked: WRITE from DM into the peer's DM; READ of the peer's DM into
@@ -307,8 +308,36 @@ static void edges(void)
 
 	forked_users(ctx);
 
-	/* a DM left to the context's end goes with the process's objects */
-	CHECK(dm_alloc(ctx2, DM_LEN), "ibv_alloc_dm: %s", strerror(errno));
+	/* DM a process leaves behind goes with it: a child takes all of it
+	 * and exits without a word; then all of it can be had again (the
+	 * device sees the child go on its own time: bounded retries) */
+	{
+		pid_t kid;
+		int st;
+		long t0;
+
+		fflush(stdout);
+		kid = fork();
+		CHECK(kid >= 0, "fork");
+		if (!kid) {
+			struct ibv_context *c = vu_open();
+
+			if (!c || !dm_alloc(c, (size_t)max))
+				_exit(1);
+			_exit(0);       /* nothing freed, nothing closed */
+		}
+		CHECK(waitpid(kid, &st, 0) == kid && WIFEXITED(st) &&
+		      !WEXITSTATUS(st), "the child could not take all DM");
+		for (t0 = vu_now_ms();; vu_sleep_ms(10)) {
+			dm = dm_alloc(ctx2, (size_t)max);
+			if (dm || errno != ENOMEM ||
+			    vu_now_ms() - t0 > VU_WAIT_MS)
+				break;
+		}
+		CHECK(dm, "the DM of a process that exited was not given back: "
+			  "%s", strerror(errno));
+		CHECK(!ibv_free_dm(dm), "ibv_free_dm");
+	}
 	ibv_dealloc_pd(pd);
 	ibv_dealloc_pd(pd2);
 	ibv_close_device(ctx);

@@ -119,7 +119,8 @@ static void tx(struct wire *w, struct sv_roce_pkt *p, const void *pay,
 	p->pkey = SV_PKEY_DEFAULT;
 	n = sv_roce_build_hdr(b, p);
 	CHECK(n, "build opcode %#x", p->opcode);
-	memcpy(b + n, pay, paylen);
+	if (paylen)
+		memcpy(b + n, pay, paylen);
 	n = sv_roce_finish(b, n + paylen, &w->ip);
 	CHECK(sendto(w->fd, b, n, 0, (struct sockaddr *)&w->dst,
 		     sizeof(w->dst)) == (ssize_t)n, "send: %s", strerror(errno));
