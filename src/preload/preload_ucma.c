@@ -12,6 +12,13 @@
  * or EAGAIN under O_NONBLOCK, as the file is set), then fetches the event.
  * close() closes the command socket too: the daemon destroys the file's
  * ids. Every other descriptor costs write() and close() one table check.
+ *
+ * As the kernel's file, an entry outlives a close() that races a write()
+ * in another thread (rping's event thread waits in GET_EVENT while its main
+ * thread destroys the channel): each write() holds a reference, and waits
+ * on a descriptor of its own (the entry's duplicate of the eventfd), not on
+ * the number close() gives back for reuse. The socket and the duplicate go
+ * with the last reference.
  */
 #define _GNU_SOURCE
 #include "preload/preload.h"
@@ -40,8 +47,11 @@
 
 struct svp_ucma {
 	int sock;
+	int efd;                   /* our own duplicate of the eventfd */
 	uint64_t token;
 	pthread_mutex_t lock;
+	unsigned int refs;         /* the table's, and each write()'s (under
+				    * tab_lock) */
 };
 
 /* NULL until the first rdma_cm open: then SVP_UCMA_MAX_FD pointers (only
@@ -61,6 +71,36 @@ static struct svp_ucma *ucma_of(int fd)
 bool svp_is_ucma(int fd)
 {
 	return ucma_of(fd) != NULL;
+}
+
+/* fd's entry with a reference taken (ucma_put gives it back), or NULL. */
+static struct svp_ucma *ucma_get(int fd)
+{
+	struct svp_ucma *e;
+
+	if (!ucma_of(fd))
+		return NULL;
+	pthread_mutex_lock(&tab_lock);
+	e = ucma_of(fd);
+	if (e)
+		e->refs++;
+	pthread_mutex_unlock(&tab_lock);
+	return e;
+}
+
+static void ucma_put(struct svp_ucma *e)
+{
+	bool last;
+
+	pthread_mutex_lock(&tab_lock);
+	last = --e->refs == 0;
+	pthread_mutex_unlock(&tab_lock);
+	if (!last)
+		return;
+	close(e->sock);
+	close(e->efd);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
 }
 
 bool svp_ucma_path(const char *p)
@@ -135,8 +175,14 @@ int svp_ucma_open(int flags)
 		errno = ENOMEM;
 		return -1;
 	}
+	e->efd = fcntl(efd, F_DUPFD_CLOEXEC, 0);
+	if (e->efd < 0) {
+		free(e);
+		goto nodev;
+	}
 	e->sock = s;
 	e->token = h.token;
+	e->refs = 1;
 	pthread_mutex_init(&e->lock, NULL);
 	__atomic_store_n(&tab[efd], e, __ATOMIC_RELEASE);
 	return efd;
@@ -232,11 +278,10 @@ static bool event_cmd_ok(const struct rdma_ucm_cmd_hdr *h, size_t len)
 			 sizeof(struct rdma_ucm_ece);
 }
 
-ssize_t svp_ucma_write(int fd, const void *buf, size_t len)
+static ssize_t ucma_write(struct svp_ucma *e, const void *buf, size_t len)
 {
 	static __thread struct sv_ucma_req q;
 	static __thread struct sv_ucma_rsp r;
-	struct svp_ucma *e = ucma_of(fd);
 	struct rdma_ucm_cmd_hdr hdr;
 	bool event;
 	int ret;
@@ -274,19 +319,24 @@ ssize_t svp_ucma_write(int fd, const void *buf, size_t len)
 		struct svp_ucma *cur;
 
 		memcpy(&m, q.data + sizeof(hdr), sizeof(m));
-		cur = ucma_of((int)m.fd);
+		cur = ucma_get((int)m.fd);
 		q.aux_kind = cur ? SV_UCMA_AUX_FILE :
 			     fcntl((int)m.fd, F_GETFD) >= 0 ? SV_UCMA_AUX_NOT_UCMA :
 			     SV_UCMA_AUX_BAD_FD;
 		q.aux = cur ? cur->token : 0;
+		if (cur)
+			ucma_put(cur);
 	}
 	event = event_cmd_ok(&hdr, len);
 	for (;;) {
 		if (event) {
 			uint64_t token;
 
-			/* the file's own read: blocks, or EAGAIN, as it is set */
-			if (read(fd, &token, sizeof(token)) != sizeof(token))
+			/* the file's own read (through our duplicate, which a
+			 * close() elsewhere leaves open): blocks, or EAGAIN,
+			 * as it is set */
+			if (read(e->efd, &token, sizeof(token)) !=
+			    sizeof(token))
 				return -1;
 		}
 		ret = exchange(e, &q, SV_UCMA_REQ_HDR + q.nbytes + q.optlen, &r);
@@ -309,6 +359,20 @@ ssize_t svp_ucma_write(int fd, const void *buf, size_t len)
 	return r.ret;
 }
 
+ssize_t svp_ucma_write(int fd, const void *buf, size_t len)
+{
+	struct svp_ucma *e = ucma_get(fd);
+	ssize_t ret;
+
+	if (!e) {
+		errno = EBADF;
+		return -1;
+	}
+	ret = ucma_write(e, buf, len);
+	ucma_put(e);
+	return ret;
+}
+
 void svp_ucma_close(int fd)
 {
 	struct svp_ucma **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
@@ -316,10 +380,9 @@ void svp_ucma_close(int fd)
 
 	if (!t || fd < 0 || fd >= SVP_UCMA_MAX_FD)
 		return;
+	pthread_mutex_lock(&tab_lock);
 	e = __atomic_exchange_n(&t[fd], NULL, __ATOMIC_ACQ_REL);
-	if (!e)
-		return;
-	close(e->sock);
-	pthread_mutex_destroy(&e->lock);
-	free(e);
+	pthread_mutex_unlock(&tab_lock);
+	if (e)
+		ucma_put(e);    /* a write() under way keeps it */
 }
