@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -461,6 +464,117 @@ static void test_nonblocking_channel(void **state)
 	assert_int_equal(errno, EAGAIN);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * A thread waits in rdma_get_cm_event while another destroys the channel
+ * (rping's teardown does): as with the kernel's file, the waiter keeps the
+ * file. Woken through a duplicate of the descriptor (a token and nothing
+ * queued), it finds no event and waits again; nothing was freed under it
+ * (the ASan pass would say so). In a child, which ends with the waiter
+ * still waiting, as a process ends on the kernel's device.
+ */
+struct waiter {
+	struct rdma_event_channel *ch;
+	pid_t tid;
+	int done;
+};
+
+static void *wait_event(void *arg)
+{
+	struct waiter *w = arg;
+	struct rdma_cm_event *ev;
+
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	(void)rdma_get_cm_event(w->ch, &ev);
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Is thread tid of this process blocked in read()? */
+static bool in_read(pid_t tid)
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return atol(buf) == SYS_read;
+}
+
+/* Wait up to WAIT_MS for cond(arg): true if it came. */
+static bool until(bool (*cond)(void *), void *arg)
+{
+	for (int i = 0; i < WAIT_MS / 5; i++) {
+		if (cond(arg))
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
+static bool waiter_in_read(void *arg)
+{
+	struct waiter *w = arg;
+	pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
+
+	return tid && in_read(tid);
+}
+
+static bool token_taken(void *arg)
+{
+	struct pollfd p = { .fd = *(int *)arg, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 0;
+}
+
+static int close_under_waiter(void)
+{
+	struct waiter w = { 0 };
+	uint64_t one = 1;
+	pthread_t t;
+	int dup_fd;
+
+	w.ch = rdma_create_event_channel();
+	if (!w.ch)
+		return 10;
+	dup_fd = dup(w.ch->fd);
+	if (dup_fd < 0 || pthread_create(&t, NULL, wait_event, &w))
+		return 11;
+	if (!until(waiter_in_read, &w))
+		return 12;
+	rdma_destroy_event_channel(w.ch);
+	/* wake it: a token and nothing queued */
+	if (write(dup_fd, &one, sizeof(one)) != sizeof(one))
+		return 13;
+	if (!until(token_taken, &dup_fd) || !until(waiter_in_read, &w))
+		return 14;
+	if (__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
+		return 15;      /* it returned: an error where the kernel waits */
+	return 0;
+}
+
+static void test_close_under_waiter(void **state)
+{
+	int st;
+	pid_t kid;
+
+	(void)state;
+	kid = fork();
+	assert_true(kid >= 0);
+	if (!kid)
+		_exit(close_under_waiter());
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* The device itself: bad writes get the kernel's errno, never a crash. */
@@ -947,6 +1061,7 @@ int main(void)
 		cmocka_unit_test(test_disconnect_timewait),
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_nonblocking_channel),
+		cmocka_unit_test(test_close_under_waiter),
 		cmocka_unit_test(test_bad_writes),
 		cmocka_unit_test(test_mcast_join_errors),
 		cmocka_unit_test(test_mcast_join_leave),
