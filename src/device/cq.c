@@ -93,10 +93,9 @@ static uint32_t ring_entries_for(uint32_t cqe)
 	return n;
 }
 
-int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map)
+int sv_memfd_sealed(const char *name, size_t bytes)
 {
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	void *p;
 
 	if (fd < 0)
 		return -errno;
@@ -107,6 +106,16 @@ int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map)
 		close(fd);
 		return e;
 	}
+	return fd;
+}
+
+int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map)
+{
+	int fd = sv_memfd_sealed(name, bytes);
+	void *p;
+
+	if (fd < 0)
+		return fd;
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		int e = -errno;

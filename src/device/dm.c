@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "device/sv_dev.h"
@@ -59,12 +58,9 @@ int sv_cmd_alloc_dm(struct sv_req *r)
 		free(dm);
 		return ret;
 	}
-	fd = memfd_create("softverbs-dm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || ftruncate(fd, (off_t)bytes) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
+	fd = sv_memfd_sealed("softverbs-dm", bytes);
+	if (fd < 0) {
+		ret = fd;
 		sv_client_uncharge(r->client, bytes);
 		free(dm);
 		r->why = "cannot allocate the memory";

@@ -512,6 +512,9 @@ int sv_cmd_destroy_ah(struct sv_req *r);
 void sv_ah_destroy(struct sv_ah *ah);
 /* A sealed memfd of bytes, mapped read-write here (cq.c). */
 int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map);
+/* A zero-filled memfd of bytes sealed against shrinking, growing and new
+ * seals (what sv_ring_alloc maps): the descriptor, or -errno. */
+int sv_memfd_sealed(const char *name, size_t bytes);
 
 /* mcast.c: UD multicast groups, under sv_dev.lock. A group exists while
  * a QP is attached to it. */

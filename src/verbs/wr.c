@@ -224,10 +224,16 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
 	}
 }
 
+/* The memory-management builders take no setter after them: the WQE is
+ * done (and a setter would be a caller's error, EINVAL, as one with no
+ * builder before it). */
+static inline void wr_done(struct sv_qp *qp)
+{
+	qp->wr_cur = NULL;
+}
+
 /* ATOMIC WRITE (issue 23): the 8 bytes at atomic_wr go in the WQE; no
  * setter follows (the WQE is done) */
-static inline void wr_done(struct sv_qp *qp);
-
 static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
 			    uint64_t remote_addr, const void *atomic_wr)
 {
@@ -244,14 +250,6 @@ static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
 	w->remote_addr = remote_addr;
 	memcpy(&w->atomic.swap, atomic_wr, 8);
 	wr_done(qp);
-}
-
-/* The memory-management builders take no setter after them: the WQE is
- * done (and a setter would be a caller's error, EINVAL, as one with no
- * builder before it). */
-static inline void wr_done(struct sv_qp *qp)
-{
-	qp->wr_cur = NULL;
 }
 
 static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)

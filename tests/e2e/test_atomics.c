@@ -73,12 +73,6 @@ struct target {
 	uint32_t rkey;
 };
 
-static void xfer(int fd, void *p, size_t n, bool out)
-{
-	CHECK(!vu_xfer(fd, p, n, out), "%s: %s", out ? "send" : "receive",
-	      errno ? strerror(errno) : "closed");
-}
-
 static void post_atomic(struct ibv_qp *qp, uint64_t id, uint64_t *res,
 			uint32_t lkey, const struct target *t,
 			enum ibv_wr_opcode op, uint64_t compare_add,
@@ -135,15 +129,15 @@ static void child(int in, int out)
 			 IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr && cmr, "ibv_reg_mr");
 	me = vu_addr_of(ep.qp, (uint32_t)(getpid() & 0xffffff));
-	xfer(out, &me, sizeof(me), true);
-	xfer(out, &db, sizeof(db), true);
-	xfer(in, &t, sizeof(t), false);
+	vu_xfer_all(out, &me, sizeof(me), true);
+	vu_xfer_all(out, &db, sizeof(db), true);
+	vu_xfer_all(in, &t, sizeof(t), false);
 	CHECK(!vu_connect(ep.qp, &t.qp, &c), "connect");
 	{
 		char go;
 
 		/* every process connected: all start together */
-		xfer(in, &go, 1, false);
+		vu_xfer_all(in, &go, 1, false);
 	}
 
 	/* fetch-and-add, DEPTH in flight */
@@ -175,8 +169,8 @@ static void child(int in, int out)
 			expect = cas_res[0];
 		}
 	}
-	xfer(out, res, sizeof(res), true);
-	xfer(out, &tries, sizeof(tries), true);
+	vu_xfer_all(out, res, sizeof(res), true);
+	vu_xfer_all(out, &tries, sizeof(tries), true);
 	exit(0);       /* the device frees what the process had */
 }
 
@@ -228,8 +222,8 @@ int main(void)
 
 		CHECK(!vu_ep_create(&ep[i], ctx, pd, IBV_QPT_RC, &caps),
 		      "endpoint %d", i);
-		xfer(from_child[i][0], &peer, sizeof(peer), false);
-		xfer(from_child[i][0], &db[i], sizeof(db[i]), false);
+		vu_xfer_all(from_child[i][0], &peer, sizeof(peer), false);
+		vu_xfer_all(from_child[i][0], &db[i], sizeof(db[i]), false);
 		/* a page (and engine) of its own, no other child's */
 		CHECK(db[i] != 0, "child %d's QP on the default page", i);
 		for (int j = 0; j < i; j++)
@@ -237,20 +231,20 @@ int main(void)
 			      j, i, db[i]);
 		t.qp = vu_addr_of(ep[i].qp, 0x1000u + (uint32_t)i);
 		CHECK(!vu_connect(ep[i].qp, &peer, &c), "connect %d", i);
-		xfer(to_child[i][1], &t, sizeof(t), true);
+		vu_xfer_all(to_child[i][1], &t, sizeof(t), true);
 	}
 	for (int i = 0; i < NPROC; i++) {
 		char go = 1;
 
-		xfer(to_child[i][1], &go, 1, true);
+		vu_xfer_all(to_child[i][1], &go, 1, true);
 	}
 	for (int i = 0; i < NPROC; i++) {
 		uint64_t tries;
 		int st;
 
-		xfer(from_child[i][0], seen + (size_t)i * NFAA,
+		vu_xfer_all(from_child[i][0], seen + (size_t)i * NFAA,
 		     NFAA * sizeof(uint64_t), false);
-		xfer(from_child[i][0], &tries, sizeof(tries), false);
+		vu_xfer_all(from_child[i][0], &tries, sizeof(tries), false);
 		tries_all += tries;
 		CHECK(waitpid(pid[i], &st, 0) == pid[i] && WIFEXITED(st) &&
 		      WEXITSTATUS(st) == 0, "child %d failed", i);

@@ -58,43 +58,6 @@ struct target {
 	uint32_t rkey, ro_rkey;    /* ro: REMOTE_READ only, same words */
 };
 
-static void xfer(int fd, void *p, size_t n, bool out)
-{
-	CHECK(!vu_xfer(fd, p, n, out), "%s: %s", out ? "send" : "receive",
-	      errno ? strerror(errno) : "closed");
-}
-
-static int tcp_listen(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port) };
-	int one = 1, s = socket(AF_INET, SOCK_STREAM, 0);
-
-	CHECK(s >= 0, "socket");
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	CHECK(!bind(s, (struct sockaddr *)&a, sizeof(a)) && !listen(s, 1),
-	      "cannot listen on %d", port);
-	return s;
-}
-
-static int tcp_connect(const char *host, int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port) };
-
-	CHECK(inet_pton(AF_INET, host, &a.sin_addr) == 1, "bad host %s", host);
-	for (int i = 0; i < 200; i++) {
-		int s = socket(AF_INET, SOCK_STREAM, 0);
-
-		if (!connect(s, (struct sockaddr *)&a, sizeof(a)))
-			return s;
-		close(s);
-		vu_sleep_ms(50);
-	}
-	CHECK(0, "cannot connect to %s:%d", host, port);
-	return -1;
-}
-
 /* An RC QP on pd with its own CQ; ex: made with ibv_create_qp_ex and the
  * send ops given (0: ibv_create_qp). */
 static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq **cq,
@@ -162,19 +125,19 @@ static int server(int ls)
 	fd = accept(ls, NULL, NULL);
 	CHECK(fd >= 0, "accept");
 	close(ls);
-	xfer(fd, peer, sizeof(peer), false);
+	vu_xfer_all(fd, peer, sizeof(peer), false);
 	for (int i = 0; i < NQP; i++)
 		CHECK(!vu_connect(qp[i], &peer[i], &c), "connect %d", i);
-	xfer(fd, &t, sizeof(t), true);
-	xfer(fd, &go, 1, false);           /* the client is done */
+	vu_xfer_all(fd, &t, sizeof(t), true);
+	vu_xfer_all(fd, &go, 1, false);           /* the client is done */
 	{
 		uint64_t w[3] = { __atomic_load_n(&words[0], __ATOMIC_ACQUIRE),
 				  __atomic_load_n(&words[1], __ATOMIC_ACQUIRE),
 				  __atomic_load_n(&words[2], __ATOMIC_ACQUIRE) };
 
-		xfer(fd, w, sizeof(w), true);
+		vu_xfer_all(fd, w, sizeof(w), true);
 	}
-	xfer(fd, &go, 1, false);
+	vu_xfer_all(fd, &go, 1, false);
 	close(fd);
 	for (int i = 0; i < NQP; i++) {
 		ibv_destroy_qp(qp[i]);
@@ -433,9 +396,9 @@ static void client(const char *host, int port)
 	}
 	for (int i = 0; i < NQP; i++)
 		me[i] = vu_addr_of(k.qp[i], c.sq_psn);
-	fd = tcp_connect(host, port);
-	xfer(fd, me, sizeof(me), true);
-	xfer(fd, &k.t, sizeof(k.t), false);
+	fd = vu_tcp_connect(host, port);
+	vu_xfer_all(fd, me, sizeof(me), true);
+	vu_xfer_all(fd, &k.t, sizeof(k.t), false);
 	for (int i = 0; i < NQP; i++)
 		CHECK(!vu_connect(k.qp[i], &k.t.qp[i], &c), "connect %d", i);
 
@@ -460,13 +423,13 @@ static void client(const char *host, int port)
 	basics(&k);
 	race(&k);
 	errors(&k);
-	xfer(fd, &go, 1, true);
-	xfer(fd, w, sizeof(w), false);
+	vu_xfer_all(fd, &go, 1, true);
+	vu_xfer_all(fd, w, sizeof(w), false);
 	CHECK(w[0] == 0x1122334455667788ull && w[1] == 0x0102030405060708ull &&
 	      w[2] >> 40 == NW, "the server's words: %#llx %#llx %#llx",
 	      (unsigned long long)w[0], (unsigned long long)w[1],
 	      (unsigned long long)w[2]);
-	xfer(fd, &go, 1, true);
+	vu_xfer_all(fd, &go, 1, true);
 	close(fd);
 	for (int i = 0; i < NQP; i++) {
 		ibv_destroy_qp(k.qp[i]);
@@ -485,7 +448,7 @@ static void client(const char *host, int port)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "server"))
-		return server(tcp_listen(atoi(argv[2])));
+		return server(vu_tcp_listen(atoi(argv[2]), 1));
 	if (argc == 4 && !strcmp(argv[1], "client")) {
 		client(argv[2], atoi(argv[3]));
 		return 0;
@@ -493,7 +456,7 @@ int main(int argc, char **argv)
 	if (argc == 1) {
 		struct sockaddr_in a;
 		socklen_t al = sizeof(a);
-		int ls = tcp_listen(0), st;
+		int ls = vu_tcp_listen(0, 1), st;
 		pid_t srv;
 
 		CHECK(!getsockname(ls, (struct sockaddr *)&a, &al), "port");

@@ -67,12 +67,6 @@ struct target {
 	uint32_t mr_len;
 };
 
-static void xfer(int fd, void *p, size_t n, bool out)
-{
-	CHECK(!vu_xfer(fd, p, n, out), "%s: %s", out ? "send" : "receive",
-	      errno ? strerror(errno) : "closed");
-}
-
 /* The pattern of byte i of piece tag: never all zero. */
 static uint8_t pat(unsigned int tag, size_t i)
 {
@@ -91,37 +85,6 @@ static void expect(const uint8_t *p, unsigned int tag, size_t n,
 	for (size_t i = 0; i < n; i++)
 		CHECK(p[i] == pat(tag, i), "%s: byte %zu is %#x, not %#x", what,
 		      i, p[i], pat(tag, i));
-}
-
-static int tcp_listen(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port) };
-	int one = 1, s = socket(AF_INET, SOCK_STREAM, 0);
-
-	CHECK(s >= 0, "socket");
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	CHECK(!bind(s, (struct sockaddr *)&a, sizeof(a)) && !listen(s, 1),
-	      "cannot listen on %d", port);
-	return s;
-}
-
-static int tcp_connect(const char *host, int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port) };
-
-	CHECK(inet_pton(AF_INET, host, &a.sin_addr) == 1, "bad host %s", host);
-	for (int i = 0; i < 200; i++) {
-		int s = socket(AF_INET, SOCK_STREAM, 0);
-
-		if (!connect(s, (struct sockaddr *)&a, sizeof(a)))
-			return s;
-		close(s);
-		vu_sleep_ms(50);
-	}
-	CHECK(0, "cannot connect to %s:%d", host, port);
-	return -1;
 }
 
 static struct ibv_dm *dm_alloc(struct ibv_context *ctx, size_t len)
@@ -451,7 +414,7 @@ static int server(int ls)
 	fd = accept(ls, NULL, NULL);
 	CHECK(fd >= 0, "accept");
 	close(ls);
-	xfer(fd, &peer, sizeof(peer), false);
+	vu_xfer_all(fd, &peer, sizeof(peer), false);
 	t.qp = vu_addr_of(s.ep.qp, c.sq_psn);
 	t.rkey = s.dmr->rkey;
 	t.mr_len = DM_LEN;
@@ -466,7 +429,7 @@ static int server(int ls)
 
 		CHECK(!ibv_post_recv(s.ep.qp, &wr, &bad), "ibv_post_recv");
 	}
-	xfer(fd, &t, sizeof(t), true);
+	vu_xfer_all(fd, &t, sizeof(t), true);
 	/* the client's SEND */
 	{
 		struct ibv_wc wc;
@@ -476,7 +439,7 @@ static int server(int ls)
 		      wc.byte_len == PIECE, "the SEND into DM: %s",
 		      ibv_wc_status_str(wc.status));
 	}
-	xfer(fd, &go, 1, false);           /* the client is done */
+	vu_xfer_all(fd, &go, 1, false);           /* the client is done */
 	CHECK(!ibv_memcpy_from_dm(back, s.dm, 0, DM_LEN), "from DM");
 	expect(back + S_WRITE, 1, PIECE, "server: the WRITE from DM");
 	expect(back + S_SEND, 2, PIECE, "server: the SEND from DM");
@@ -493,7 +456,7 @@ static int server(int ls)
 		CHECK(!back[i], "server: byte %zu of its DM written (%#x)", i,
 		      back[i]);
 	go = 1;
-	xfer(fd, &go, 1, true);
+	vu_xfer_all(fd, &go, 1, true);
 	close(fd);
 	side_down(&s);
 	free(back);
@@ -515,10 +478,10 @@ static void client(const char *host, int port)
 	side_up(&s);
 	back = malloc(PIECE);
 	CHECK(back, "memory");
-	fd = tcp_connect(host, port);
+	fd = vu_tcp_connect(host, port);
 	me = vu_addr_of(s.ep.qp, c.sq_psn);
-	xfer(fd, &me, sizeof(me), true);
-	xfer(fd, &t, sizeof(t), false);
+	vu_xfer_all(fd, &me, sizeof(me), true);
+	vu_xfer_all(fd, &t, sizeof(t), false);
 	CHECK(!vu_connect(s.ep.qp, &t.qp, &c), "connect");
 
 	/* WRITE from DM into the peer's DM */
@@ -565,8 +528,8 @@ static void client(const char *host, int port)
 	     t.rkey, 0, 0);
 	one_wc(&s, s.ep.scq, 8, IBV_WC_REM_ACCESS_ERR, "WRITE past the DM MR");
 
-	xfer(fd, &go, 1, true);
-	xfer(fd, &go, 1, false);           /* the server checked its DM */
+	vu_xfer_all(fd, &go, 1, true);
+	vu_xfer_all(fd, &go, 1, false);           /* the server checked its DM */
 	close(fd);
 	side_down(&s);
 	free(back);
@@ -577,7 +540,7 @@ static void client(const char *host, int port)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "server"))
-		return server(tcp_listen(atoi(argv[2])));
+		return server(vu_tcp_listen(atoi(argv[2]), 1));
 	if (argc == 4 && !strcmp(argv[1], "client")) {
 		client(argv[2], atoi(argv[3]));
 		return 0;
@@ -589,7 +552,7 @@ int main(int argc, char **argv)
 		pid_t srv;
 
 		edges();
-		ls = tcp_listen(0);
+		ls = vu_tcp_listen(0, 1);
 		CHECK(!getsockname(ls, (struct sockaddr *)&a, &al), "port");
 		srv = fork();
 		CHECK(srv >= 0, "fork");

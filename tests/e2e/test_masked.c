@@ -67,43 +67,6 @@ struct target {
 	uint32_t rkey;
 };
 
-static void xfer(int fd, void *p, size_t n, bool out)
-{
-	CHECK(!vu_xfer(fd, p, n, out), "%s: %s", out ? "send" : "receive",
-	      errno ? strerror(errno) : "closed");
-}
-
-static int tcp_listen(int port, int backlog)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port) };
-	int one = 1, s = socket(AF_INET, SOCK_STREAM, 0);
-
-	CHECK(s >= 0, "socket");
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	CHECK(!bind(s, (struct sockaddr *)&a, sizeof(a)) &&
-	      !listen(s, backlog), "cannot listen on %d", port);
-	return s;
-}
-
-static int tcp_connect(const char *host, int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port) };
-
-	CHECK(inet_pton(AF_INET, host, &a.sin_addr) == 1, "bad host %s", host);
-	for (int i = 0; i < 200; i++) {
-		int s = socket(AF_INET, SOCK_STREAM, 0);
-
-		if (!connect(s, (struct sockaddr *)&a, sizeof(a)))
-			return s;
-		close(s);
-		vu_sleep_ms(50);
-	}
-	CHECK(0, "cannot connect to %s:%d", host, port);
-	return -1;
-}
-
 /* ---------------- the server ---------------- */
 
 /* Accept the workers (the first says how many), give each a QP towards
@@ -142,35 +105,35 @@ static int server(int ls)
 		fd[i] = accept(ls, NULL, NULL);
 		CHECK(fd[i] >= 0, "accept");
 		/* each says how many they are */
-		xfer(fd[i], &said, sizeof(said), false);
+		vu_xfer_all(fd[i], &said, sizeof(said), false);
 		if (!i)
 			n = said;
 		CHECK(n >= 1 && n <= NWORK + 1 && said == n, "%u workers", said);
 		CHECK(!vu_ep_create(&ep[i], ctx, pd, IBV_QPT_RC, &caps),
 		      "endpoint");
-		xfer(fd[i], &peer, sizeof(peer), false);
+		vu_xfer_all(fd[i], &peer, sizeof(peer), false);
 		t.qp = vu_addr_of(ep[i].qp, c.sq_psn);
 		CHECK(!vu_connect(ep[i].qp, &peer, &c), "connect");
-		xfer(fd[i], &t, sizeof(t), true);
+		vu_xfer_all(fd[i], &t, sizeof(t), true);
 	}
 	close(ls);
 	for (uint32_t i = 0; i < n; i++) {
 		char go = 1;
 
-		xfer(fd[i], &go, 1, true);
+		vu_xfer_all(fd[i], &go, 1, true);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		char done;
 
-		xfer(fd[i], &done, 1, false);
+		vu_xfer_all(fd[i], &done, 1, false);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t w[2] = { __atomic_load_n(&words[0], __ATOMIC_RELAXED),
 				  __atomic_load_n(&words[8], __ATOMIC_RELAXED) };
 		char ok;
 
-		xfer(fd[i], w, sizeof(w), true);
-		xfer(fd[i], &ok, 1, false);
+		vu_xfer_all(fd[i], w, sizeof(w), true);
+		vu_xfer_all(fd[i], &ok, 1, false);
 		close(fd[i]);
 		vu_ep_destroy(&ep[i]);
 	}
@@ -264,14 +227,14 @@ static void worker_up(struct worker *w, const char *host, int port,
 	w->built = 0;
 	w->sge_len = 8;
 	w->qp = make_qp(w, wr_api);
-	w->fd = tcp_connect(host, port);
-	xfer(w->fd, &nconn, sizeof(nconn), true);
+	w->fd = vu_tcp_connect(host, port);
+	vu_xfer_all(w->fd, &nconn, sizeof(nconn), true);
 	me = vu_addr_of(w->qp, c.sq_psn);
-	xfer(w->fd, &me, sizeof(me), true);
-	xfer(w->fd, &w->t, sizeof(w->t), false);
+	vu_xfer_all(w->fd, &me, sizeof(me), true);
+	vu_xfer_all(w->fd, &w->t, sizeof(w->t), false);
 	w->rkey = w->t.rkey;
 	CHECK(!vu_connect(w->qp, &w->t.qp, &c), "connect");
-	xfer(w->fd, &go, 1, false);
+	vu_xfer_all(w->fd, &go, 1, false);
 }
 
 /* Post one masked atomic and return its status; *orig: the old value. */
@@ -352,15 +315,15 @@ static void worker_end(struct worker *w, uint64_t fin[2])
 {
 	char done = 1;
 
-	xfer(w->fd, &done, 1, true);
-	xfer(w->fd, fin, 2 * sizeof(uint64_t), false);
+	vu_xfer_all(w->fd, &done, 1, true);
+	vu_xfer_all(w->fd, fin, 2 * sizeof(uint64_t), false);
 }
 
 static void worker_bye(struct worker *w)
 {
 	char bye = 1;
 
-	xfer(w->fd, &bye, 1, true);
+	vu_xfer_all(w->fd, &bye, 1, true);
 	close(w->fd);
 }
 
@@ -635,7 +598,7 @@ static int nosup(void)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "server"))
-		return server(tcp_listen(atoi(argv[2]), NWORK + 1));
+		return server(vu_tcp_listen(atoi(argv[2]), NWORK + 1));
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "client"))
 		return client(argv[2], atoi(argv[3]),
 			      mode_of(argc == 5 ? argv[4] : NULL));
@@ -645,7 +608,7 @@ int main(int argc, char **argv)
 		/* both sides here: the server on an ephemeral port */
 		struct sockaddr_in a;
 		socklen_t al = sizeof(a);
-		int ls = tcp_listen(0, NWORK + 1), st;
+		int ls = vu_tcp_listen(0, NWORK + 1), st;
 		pid_t srv;
 
 		CHECK(!getsockname(ls, (struct sockaddr *)&a, &al), "port");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the data-path tests: see vu.h. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -304,6 +307,44 @@ int vu_xfer(int fd, void *p, size_t n, bool out)
 		done += (size_t)r;
 	}
 	return 0;
+}
+
+void vu_xfer_all(int fd, void *p, size_t n, bool out)
+{
+	VU_CHECK(!vu_xfer(fd, p, n, out), "%s: %s", out ? "send" : "receive",
+		 errno ? strerror(errno) : "closed");
+}
+
+int vu_tcp_listen(int port, int backlog)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port) };
+	int one = 1, s = socket(AF_INET, SOCK_STREAM, 0);
+
+	VU_CHECK(s >= 0, "socket");
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	VU_CHECK(!bind(s, (struct sockaddr *)&a, sizeof(a)) &&
+		 !listen(s, backlog), "cannot listen on %d", port);
+	return s;
+}
+
+int vu_tcp_connect(const char *host, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port) };
+
+	VU_CHECK(inet_pton(AF_INET, host, &a.sin_addr) == 1, "bad host %s",
+		 host);
+	for (int i = 0; i < 200; i++) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (!connect(s, (struct sockaddr *)&a, sizeof(a)))
+			return s;
+		close(s);
+		vu_sleep_ms(50);
+	}
+	VU_CHECK(0, "cannot connect to %s:%d", host, port);
+	return -1;
 }
 
 /* The library drops an event for an object destroyed since it was sent, so

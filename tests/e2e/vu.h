@@ -118,6 +118,13 @@ bool vu_fd_readable(int fd, int ms);
 /* All n bytes to (out) or from fd (a pipe or a socket), through EINTR and
  * short transfers: 0, or -1 with errno set (0: the other end closed). */
 int vu_xfer(int fd, void *p, size_t n, bool out);
+/* vu_xfer, or exit 1 with a message (the peer closed, or the error). */
+void vu_xfer_all(int fd, void *p, size_t n, bool out);
+/* A TCP socket listening on port (0: an ephemeral one) of every IPv4
+ * address; a TCP connection to host:port, tried for 10 s (the peer may not
+ * listen yet). Each exits 1 with a message when it cannot. */
+int vu_tcp_listen(int port, int backlog);
+int vu_tcp_connect(const char *host, int port);
 /* Wait up to ms for a completion event on ch: 0 and its CQ (acknowledged),
  * or -ETIMEDOUT. */
 int vu_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, long ms);
