@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 10u
+#define SV_PROTO_VERSION 11u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -98,7 +98,10 @@ enum sv_obj_type {
 	X(MR_FILE, 43)                                                       \
 	X(ALLOC_DM, 44)                                                      \
 	X(FREE_DM, 45)                                                       \
-	X(ADVISE_MR, 46)
+	X(ADVISE_MR, 46)                                                     \
+	X(CONTEXT_TOKEN, 47)                                                 \
+	X(IMPORT_CONTEXT, 48)                                                \
+	X(IMPORT_OBJ, 49)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -222,6 +225,24 @@ struct sv_cmd_alloc_dm {
 	uint64_t length;
 	uint32_t log_align;
 	uint32_t rsvd;
+};
+
+/*
+ * Importing (ibv_import_device, docs/DESIGN.md "Importing objects").
+ * CONTEXT_TOKEN: no payload; the response carries the context's token, a
+ * memfd of no size that the device made for it and knows by its inode: the
+ * library's cmd_fd. IMPORT_CONTEXT (no payload) carries such a token: the
+ * requesting connection, with no objects yet, then sees the objects of the
+ * context the token is (beside its own) until that context goes.
+ * IMPORT_OBJ names an object of the imported context by the 32 bits the
+ * verbs hold (ibv_pd.handle, ibv_mr.handle, ibv_dm.handle): type is
+ * SV_OBJ_PD, SV_OBJ_MR (then pd: the PD it must lie in) or SV_OBJ_DM (the
+ * DM's memfd comes with the response). struct sv_rsp_import.
+ */
+struct sv_cmd_import_obj {
+	uint32_t type;
+	uint32_t handle;
+	uint64_t pd;
 };
 
 /*
@@ -470,6 +491,7 @@ struct sv_cmd {
 		struct sv_cmd_reg_mr_list reg_mr_list;
 		struct sv_cmd_alloc_dm alloc_dm;
 		struct sv_cmd_advise_mr advise_mr;
+		struct sv_cmd_import_obj import_obj;
 		struct sv_cmd_alloc_mw alloc_mw;
 		struct sv_cmd_mcast mcast;
 		struct sv_cmd_open_xrcd open_xrcd;
@@ -690,6 +712,16 @@ struct sv_rsp_dm {
 	uint64_t bytes;            /* size of the memfd to map */
 };
 
+struct sv_rsp_import {
+	uint64_t handle;           /* the whole handle */
+	uint64_t length;           /* MR, DM: as registered, as allocated */
+	uint64_t bytes;            /* DM: the size of the memfd to map */
+	uint64_t iova;             /* MR */
+	uint32_t lkey, rkey;       /* MR */
+	uint32_t access;           /* MR */
+	uint32_t rsvd;
+};
+
 struct sv_rsp_query_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
@@ -809,6 +841,7 @@ struct sv_rsp {
 		struct sv_rsp_domain domain;
 		struct sv_rsp_page_list page_list;
 		struct sv_rsp_dm dm;
+		struct sv_rsp_import import;
 		struct sv_rsp_advise advise;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;

@@ -239,6 +239,9 @@ static const struct {
 	[SV_CMD_ALLOC_DM] = { sv_cmd_alloc_dm, 0 },
 	[SV_CMD_FREE_DM] = { sv_cmd_free_dm, 0 },
 	[SV_CMD_ADVISE_MR] = { sv_cmd_advise_mr, 0 },
+	[SV_CMD_CONTEXT_TOKEN] = { sv_cmd_context_token, 0 },
+	[SV_CMD_IMPORT_CONTEXT] = { sv_cmd_import_context, F_FD },
+	[SV_CMD_IMPORT_OBJ] = { sv_cmd_import_obj, 0 },
 	[SV_CMD_REG_MR_LIST] = { sv_cmd_reg_mr_list, 0 },
 	[SV_CMD_ALLOC_MW] = { sv_cmd_alloc_mw, 0 },
 	[SV_CMD_DEALLOC_MW] = { sv_cmd_dealloc_mw, 0 },
@@ -280,6 +283,9 @@ void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 	} else if (c->probe && !(handlers[op].flags & F_PROBE)) {
 		r.why = "probe connections create no objects";
 		ret = -EPERM;
+	} else if (c->orphan && !(handlers[op].flags & F_PROBE)) {
+		r.why = "the context this one imported is gone";
+		ret = -EIO;
 	} else if (r.fd_in >= 0 && !(handlers[op].flags & F_FD)) {
 		r.why = "unexpected descriptor";
 		ret = -EINVAL;

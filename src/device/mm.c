@@ -311,7 +311,8 @@ uint32_t sv_mm_fast_reg(struct sv_qp *qp, const struct sv_wqe_reg *reg,
 	if (!mr || mr->kind != SV_MR_FAST_REG || mr->pd != qp->pd ||
 	    !mr->invalid)
 		return IBV_WC_LOC_QP_OP_ERR;
-	pl = sv_objtab_lookup(&qp->owner->objs, reg->list, SV_OBJ_PAGE_LIST);
+	pl = sv_objtab_lookup(sv_client_tab(qp->owner, reg->list),
+			      reg->list, SV_OBJ_PAGE_LIST);
 	if (!pl || sv_mr_access_check(reg->access, &why))
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (!(reg->access & IBV_ACCESS_ZERO_BASED) &&

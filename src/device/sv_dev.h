@@ -360,6 +360,14 @@ struct sv_client {
 	bool dead;
 	struct sv_objtab objs;
 	void *ev_sock, *ev_pid;    /* epoll tags (struct sv_evtag *) */
+	/* import.c: ibv_import_device. An exporter made a token (its
+	 * context's cmd_fd); a client that imported it sees the exporter's
+	 * table beside its own (sv_client_tab) until the exporter goes, and
+	 * is then orphaned: its objects are gone and its commands refused. */
+	int token_fd;              /* -1 until CONTEXT_TOKEN */
+	uint64_t token_dev, token_ino;
+	struct sv_client *exporter;
+	bool orphan;
 };
 
 struct sv_device {
@@ -429,6 +437,23 @@ struct sv_req {
 /* control.c */
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out);
+
+/* import.c */
+int sv_cmd_context_token(struct sv_req *r);
+int sv_cmd_import_context(struct sv_req *r);
+int sv_cmd_import_obj(struct sv_req *r);
+/* The table handle is in, as client c sees it: the exporter's for an
+ * importer's handle without SV_OBJTAB_IMPORT_BIT, else c's own. */
+static inline struct sv_objtab *sv_client_tab(struct sv_client *c,
+					      uint64_t handle)
+{
+	if (c->exporter && !(handle & SV_OBJTAB_IMPORT_BIT))
+		return &c->exporter->objs;
+	return &c->objs;
+}
+/* client.c: c is going; every client that imported c's context loses its
+ * objects and is orphaned. */
+void sv_import_orphan_all(struct sv_client *c);
 
 /* mem.c */
 int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
@@ -600,6 +625,8 @@ struct sv_client *sv_client_new(int fd);
 /* Free every object of c, close its descriptors, unlink it; the struct
  * itself stays (marked dead) until sv_client_free. */
 void sv_client_teardown(struct sv_client *c);
+/* Free every object in c's own table (import.c: an orphaned importer's). */
+void sv_client_free_objs(struct sv_client *c);
 void sv_client_free(struct sv_client *c);
 /* Give obj a handle in the requesting client's table; -ENOMEM, with r->why,
  * when the process holds its share of that kind of object. */
