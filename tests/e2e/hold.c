@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -20,6 +21,35 @@ static void die(const char *what)
 {
 	perror(what);
 	exit(1);
+}
+
+/* The pid at the other end of our connection to the device: the socket of
+ * ours whose peer is bound to a path (the control socket; the context's
+ * other sockets are socketpairs). -1 when there is none. */
+static int daemon_pid_of_connection(void)
+{
+	for (int fd = 0; fd < 4096; fd++) {
+		struct sockaddr_un sa;
+		socklen_t len = sizeof(sa);
+		struct ucred cr;
+		int type;
+
+		len = sizeof(type);
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
+		    type != SOCK_SEQPACKET)
+			continue;
+		len = sizeof(sa);
+		memset(&sa, 0, sizeof(sa));
+		if (getpeername(fd, (struct sockaddr *)&sa, &len) ||
+		    sa.sun_family != AF_UNIX || len <= sizeof(sa_family_t) ||
+		    !sa.sun_path[0])
+			continue;
+		len = sizeof(cr);
+		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) &&
+		    cr.pid != getpid())
+			return (int)cr.pid;
+	}
+	return -1;
 }
 
 int main(int argc, char **argv)
@@ -40,8 +70,7 @@ int main(int argc, char **argv)
 	struct ibv_mr **mr;
 	struct ibv_cq **cq;
 	struct ibv_comp_channel *ch;
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
+	int dpid;
 	static char buf[1 << 16];
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -86,9 +115,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ncq; i++)
 		if (!(cq[i] = ibv_create_cq(ctx, 64, NULL, i ? NULL : ch, 0)))
 			die("ibv_create_cq");
-	if (getsockopt(ctx->cmd_fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
-		die("SO_PEERCRED");
-	printf("daemon_pid=%d\nready\n", (int)cr.pid);
+	dpid = daemon_pid_of_connection();
+	if (dpid < 0)
+		die("no connection to the device");
+	printf("daemon_pid=%d\nready\n", dpid);
 	fflush(stdout);
 	if (!once)
 		for (;;)
