@@ -15,6 +15,7 @@ pkgs=(
 	ucx-utils valgrind gnuplot-nox                # make bench: peer, budgets, plots
 	rdmacm-utils libfabric-bin infiniband-diags   # more unmodified consumers (rdma_cm, libfabric, umad)
 	iproute2 nftables iperf3 tshark               # tests/net: namespaces, drops, TCP peer, decode
+	curl python3-jsonschema python3-prometheus-client # stat --json's schema, --serve's text format
 )
 [ $# -gt 0 ] && pkgs=("$@")
 

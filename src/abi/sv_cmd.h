@@ -101,7 +101,8 @@ enum sv_obj_type {
 	X(ADVISE_MR, 46)                                                     \
 	X(CONTEXT_TOKEN, 47)                                                 \
 	X(IMPORT_CONTEXT, 48)                                                \
-	X(IMPORT_OBJ, 49)
+	X(IMPORT_OBJ, 49)                                                    \
+	X(STAT_QP, 51)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -770,6 +771,39 @@ enum sv_rx_drop {
 	SV_RX_DROP_MAX
 };
 
+/*
+ * STAT_QP (struct sv_cmd_stat: first is a QPN table slot to start from):
+ * the QPs of every client, SV_STAT_QP_PAGE at a time, in slot order; next
+ * is the slot to ask for next, 0 when the table has been walked. Counters
+ * count since the QP was made; ring counts are what the device has taken
+ * (cons) and what the client says it posted (prod, the client's to write).
+ */
+#define SV_STAT_QP_PAGE 6         /* 16 + 6 * 72 <= 496 */
+struct sv_stat_qp {
+	uint64_t client_id;
+	uint32_t pid;
+	uint32_t qpn;
+	uint8_t type;              /* enum ibv_qp_type */
+	uint8_t state;             /* enum ibv_qp_state */
+	uint8_t wire;              /* 1: its peer is across RoCEv2 */
+	uint8_t srq;               /* 1: receives through an SRQ */
+	uint32_t dest_qpn;
+	uint32_t sq_entries, sq_used;
+	uint32_t rq_entries, rq_used;
+	uint64_t sends;            /* send WQEs completed (signaled or not) */
+	uint64_t recvs;            /* receive completions */
+	uint64_t errors;           /* error completions, flushes not counted */
+	uint64_t retrans;          /* RoCEv2 packets sent again */
+};
+
+struct sv_rsp_stat_qp {
+	uint32_t nlisted;
+	uint32_t next;
+	uint32_t nqps;             /* QPs on the device in all */
+	uint32_t rsvd;
+	struct sv_stat_qp qp[SV_STAT_QP_PAGE];
+};
+
 /* STAT_WIRE (takes struct sv_cmd_stat, all zero): the RoCEv2 port's
  * counters since the daemon started. */
 struct sv_rsp_stat_wire {
@@ -831,6 +865,7 @@ struct sv_rsp {
 		struct sv_rsp_cq cq;
 		struct sv_rsp_stat stat;
 		struct sv_rsp_stat_wire stat_wire;
+		struct sv_rsp_stat_qp stat_qp;
 		struct sv_rsp_open_context open_context;
 		struct sv_rsp_open_direct open_direct;
 		struct sv_rsp_mr_file mr_file;
@@ -854,6 +889,7 @@ _Static_assert(sizeof(struct sv_rsp) == SV_RSP_SIZE, "rsp size");
 _Static_assert(sizeof(struct sv_dev_attr) <= sizeof(((struct sv_rsp *)0)->u.raw), "dev attr fits");
 _Static_assert(sizeof(struct sv_rsp_stat) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat fits");
 _Static_assert(sizeof(struct sv_rsp_stat_wire) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat_wire fits");
+_Static_assert(sizeof(struct sv_rsp_stat_qp) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat_qp fits");
 _Static_assert(sizeof(struct sv_cmd_modify_qp) <= sizeof(((struct sv_cmd *)0)->u.raw), "modify_qp fits");
 _Static_assert(offsetof(struct sv_cmd, u) == 16, "cmd payload offset");
 _Static_assert(offsetof(struct sv_rsp, u) == 16, "rsp payload offset");

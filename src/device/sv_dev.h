@@ -324,6 +324,8 @@ struct sv_qp {
 	/* the RoCEv2 wire (roce/roce.h): NULL for a peer on this daemon */
 	struct sv_roce_qp *roce;
 	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
+	/* what STAT_QP reports (softverbs stat, top) */
+	uint64_t st_sends, st_recvs, st_errors, st_retrans;
 	uint32_t mcast_n;          /* multicast groups attached (mcast.c) */
 	/* XRC_RECV: the XRCD handle it was made (or opened) through. Its pd
 	 * and srq are those of the message being received (no references:

@@ -135,6 +135,10 @@ void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 		bool solicited)
 {
+	if (e->opcode & IBV_WC_RECV)
+		qp->st_recvs++;
+	if (e->status != IBV_WC_SUCCESS && e->status != IBV_WC_WR_FLUSH_ERR)
+		qp->st_errors++;
 	if (!cq)
 		return;
 	if (sv_cq_push(cq, e, solicited) == -ENOSPC)
@@ -155,6 +159,7 @@ void sv_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
 	qp->wait_until_ns = 0;
 	qp->rnr_left = qp->retry_left = 0;
 	sv_dev.wqes++;
+	qp->st_sends++;
 	if (status != IBV_WC_SUCCESS || signaled) {
 		struct sv_cqe e;
 

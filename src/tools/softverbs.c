@@ -3,7 +3,9 @@
  * softverbs: the command-line tool.
  *   softverbs daemon [ARGS]   run softverbsd in the foreground
  *   softverbs devinfo         what the device says about itself
- *   softverbs stat            objects per client and totals
+ *   softverbs stat            objects per client, QPs, totals (--json,
+ *                             --prometheus, --serve)
+ *   softverbs top             the QPs, live
  *   softverbs run -- CMD      run an unmodified verbs program on softverbs
  *   softverbs bench [ARGS]    measure softverbs (sv-bench, run as by 'run')
  */
@@ -53,7 +55,9 @@ static void usage(FILE *f)
 "  daemon [ARGS]     run the device (softverbsd) in the foreground;\n"
 "                    'softverbs daemon --help' lists its options\n"
 "  devinfo           show the device, its port and its GIDs\n"
-"  stat              objects held per client, and totals\n"
+"  stat              objects held per client, every QP, and totals;\n"
+"                    --json, --prometheus, --serve [ADDR:]PORT\n"
+"  top               the device's QPs, live (like top)\n"
 "  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
 "  bench [ARGS]      bandwidth, latency and message rate between two\n"
 "                    processes; 'softverbs bench --help' lists its options\n"
@@ -191,6 +195,8 @@ int main(int argc, char **argv)
 		return sv_tool_devinfo(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stat"))
 		return sv_tool_stat(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "top"))
+		return sv_tool_top(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
 		usage(stdout);

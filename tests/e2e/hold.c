@@ -3,7 +3,9 @@
  * A verbs client for the end-to-end tests: opens sv0, creates objects, says
  * which daemon it is talking to, then either exits cleanly (--once) or holds
  * everything until it is killed.
- *   hold [--pd N] [--mr N] [--cq N] [--once] [--barrier FILE]
+ *   hold [--pd N] [--mr N] [--cq N] [--qp N] [--once] [--barrier FILE]
+ * --qp: RC QPs on the first CQ, taken to INIT; their numbers are printed
+ * (qpn=N) before "ready".
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -58,17 +60,19 @@ int main(int argc, char **argv)
 		{ "pd", required_argument, NULL, 'p' },
 		{ "mr", required_argument, NULL, 'm' },
 		{ "cq", required_argument, NULL, 'c' },
+		{ "qp", required_argument, NULL, 'q' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "barrier", required_argument, NULL, 'b' },
 		{ 0 }
 	};
-	int npd = 1, nmr = 1, ncq = 1, once = 0, c, n;
+	int npd = 1, nmr = 1, ncq = 1, nqp = 0, once = 0, c, n;
 	const char *barrier = NULL;
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd **pd;
 	struct ibv_mr **mr;
 	struct ibv_cq **cq;
+	struct ibv_qp **qp;
 	struct ibv_comp_channel *ch;
 	int dpid;
 	static char buf[1 << 16];
@@ -78,12 +82,13 @@ int main(int argc, char **argv)
 		case 'p': npd = atoi(optarg); break;
 		case 'm': nmr = atoi(optarg); break;
 		case 'c': ncq = atoi(optarg); break;
+		case 'q': nqp = atoi(optarg); break;
 		case 'o': once = 1; break;
 		case 'b': barrier = optarg; break;
 		default: return 2;
 		}
 	}
-	if (npd < 1 || nmr < 0 || ncq < 0)
+	if (npd < 1 || nmr < 0 || ncq < 0 || nqp < 0 || (nqp && !ncq))
 		return 2;
 	if (barrier) {
 		struct stat st;
@@ -115,6 +120,25 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ncq; i++)
 		if (!(cq[i] = ibv_create_cq(ctx, 64, NULL, i ? NULL : ch, 0)))
 			die("ibv_create_cq");
+	qp = calloc((size_t)nqp + 1, sizeof(*qp));
+	for (int i = 0; i < nqp; i++) {
+		struct ibv_qp_init_attr a = {
+			.send_cq = cq[0], .recv_cq = cq[0], .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+		struct ibv_qp_attr m = {
+			.qp_state = IBV_QPS_INIT, .port_num = 1,
+			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+		};
+
+		if (!(qp[i] = ibv_create_qp(pd[0], &a)))
+			die("ibv_create_qp");
+		if (ibv_modify_qp(qp[i], &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+			die("ibv_modify_qp");
+		printf("qpn=%u\n", qp[i]->qp_num);
+	}
 	dpid = daemon_pid_of_connection();
 	if (dpid < 0)
 		die("no connection to the device");
@@ -123,6 +147,9 @@ int main(int argc, char **argv)
 	if (!once)
 		for (;;)
 			pause();
+	for (int i = 0; i < nqp; i++)
+		if (ibv_destroy_qp(qp[i]))
+			die("ibv_destroy_qp");
 	for (int i = 0; i < ncq; i++)
 		if (ibv_destroy_cq(cq[i]))
 			die("ibv_destroy_cq");
@@ -139,5 +166,6 @@ int main(int argc, char **argv)
 	free(pd);
 	free(mr);
 	free(cq);
+	free(qp);
 	return 0;
 }
