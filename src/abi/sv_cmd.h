@@ -102,7 +102,8 @@ enum sv_obj_type {
 	X(CONTEXT_TOKEN, 47)                                                 \
 	X(IMPORT_CONTEXT, 48)                                                \
 	X(IMPORT_OBJ, 49)                                                    \
-	X(STAT_QP, 51)
+	X(STAT_QP, 51)                                                       \
+	X(INJECT, 52)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -244,6 +245,49 @@ struct sv_cmd_import_obj {
 	uint32_t type;
 	uint32_t handle;
 	uint64_t pd;
+};
+
+/*
+ * INJECT (softverbs inject; docs/DESIGN.md "Fault injection"), allowed on
+ * a probe connection: one fault, applied at once or armed for the next
+ * count occasions. The response says what every kind has done since the
+ * daemon started (struct sv_rsp_inject).
+ *   SV_INJ_CMD     the next count commands op (of process pid; 0: any)
+ *                  fail with -err
+ *   SV_INJ_RNR     the next count messages to QP qpn that need a receive
+ *                  WQE get an RNR NAK, as if none were posted
+ *   SV_INJ_ACCESS  the next count RDMA or atomic requests to QP qpn get a
+ *                  remote access error
+ *   SV_INJ_FATAL   QP qpn fails: ERR and IBV_EVENT_QP_FATAL
+ *   SV_INJ_PORT    port 1 goes down (up 0) or up (up 1):
+ *                  IBV_EVENT_PORT_ERR or IBV_EVENT_PORT_ACTIVE to every
+ *                  context
+ *   SV_INJ_WIRE    the RoCEv2 injector takes spec ("seed=N,drop=P,...")
+ *   SV_INJ_CLEAR   every armed fault is disarmed, the wire's too
+ *   SV_INJ_QUERY   nothing: the counts only
+ */
+enum sv_inj_kind {
+	SV_INJ_CMD = 1,
+	SV_INJ_RNR,
+	SV_INJ_ACCESS,
+	SV_INJ_FATAL,
+	SV_INJ_PORT,
+	SV_INJ_WIRE,
+	SV_INJ_CLEAR,
+	SV_INJ_QUERY,
+	SV_INJ_KIND_MAX
+};
+
+struct sv_cmd_inject {
+	uint32_t kind;             /* enum sv_inj_kind */
+	uint32_t count;
+	uint32_t qpn;
+	uint32_t op;               /* SV_INJ_CMD: enum sv_cmd_op */
+	int32_t err;               /* SV_INJ_CMD: a positive errno */
+	uint32_t pid;
+	uint32_t up;
+	uint32_t rsvd;
+	char spec[160];            /* SV_INJ_WIRE, NUL-terminated */
 };
 
 /*
@@ -493,6 +537,7 @@ struct sv_cmd {
 		struct sv_cmd_alloc_dm alloc_dm;
 		struct sv_cmd_advise_mr advise_mr;
 		struct sv_cmd_import_obj import_obj;
+		struct sv_cmd_inject inject;
 		struct sv_cmd_alloc_mw alloc_mw;
 		struct sv_cmd_mcast mcast;
 		struct sv_cmd_open_xrcd open_xrcd;
@@ -723,6 +768,12 @@ struct sv_rsp_import {
 	uint32_t rsvd;
 };
 
+struct sv_rsp_inject {
+	uint64_t done[SV_INJ_KIND_MAX];   /* faults injected, by kind */
+	uint32_t armed;                   /* faults still armed */
+	uint32_t rsvd;
+};
+
 struct sv_rsp_query_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
@@ -877,6 +928,7 @@ struct sv_rsp {
 		struct sv_rsp_page_list page_list;
 		struct sv_rsp_dm dm;
 		struct sv_rsp_import import;
+		struct sv_rsp_inject inject;
 		struct sv_rsp_advise advise;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;

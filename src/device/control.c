@@ -275,6 +275,7 @@ static const struct {
 	[SV_CMD_STAT] = { cmd_stat, F_PROBE },
 	[SV_CMD_STAT_WIRE] = { cmd_stat_wire, F_PROBE },
 	[SV_CMD_STAT_QP] = { cmd_stat_qp, F_PROBE },
+	[SV_CMD_INJECT] = { sv_cmd_inject, F_PROBE },
 	[SV_CMD_CREATE_QP] = { sv_cmd_create_qp, 0 },
 	[SV_CMD_MODIFY_QP] = { sv_cmd_modify_qp, 0 },
 	[SV_CMD_QUERY_QP] = { sv_cmd_query_qp, 0 },
@@ -343,6 +344,8 @@ void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 	} else if (r.fd_in >= 0 && !(handlers[op].flags & F_FD)) {
 		r.why = "unexpected descriptor";
 		ret = -EINVAL;
+	} else if (sv_inject_cmd_armed() && (ret = sv_inject_cmd(c, op))) {
+		r.why = "a fault injected by softverbs inject";
 	} else {
 		ret = handlers[op].fn(&r);
 	}

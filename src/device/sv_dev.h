@@ -326,6 +326,8 @@ struct sv_qp {
 	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
 	/* what STAT_QP reports (softverbs stat, top) */
 	uint64_t st_sends, st_recvs, st_errors, st_retrans;
+	/* inject.c: the next so many messages answered with a fault */
+	uint32_t inj_rnr, inj_access;
 	uint32_t mcast_n;          /* multicast groups attached (mcast.c) */
 	/* XRC_RECV: the XRCD handle it was made (or opened) through. Its pd
 	 * and srq are those of the message being received (no references:
@@ -439,6 +441,24 @@ struct sv_req {
 /* control.c */
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out);
+
+/* inject.c */
+int sv_cmd_inject(struct sv_req *r);
+/* A command fault is armed (a branch on the command path)... */
+bool sv_inject_cmd_armed(void);
+/* ...and for op of client c: 0, or the -errno to answer with. */
+int sv_inject_cmd(const struct sv_client *c, unsigned int op);
+/* wq.c: faults the responder injects, counted by kind */
+extern uint64_t sv_inj_done[SV_INJ_KIND_MAX];
+/* Take one armed fault of t for a message that needs a receive WQE (an
+ * RNR NAK) or for an RDMA or atomic request (a remote access error):
+ * true when the message gets it. */
+bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv);
+static inline bool sv_inject_resp(struct sv_qp *t, bool needs_recv)
+{
+	return __builtin_expect((t->inj_rnr | t->inj_access) != 0, 0) &&
+	       sv_inject_resp_take(t, needs_recv);
+}
 
 /* import.c */
 int sv_cmd_context_token(struct sv_req *r);

@@ -131,6 +131,22 @@ void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 	e->timestamp = sv_now_ns();
 }
 
+uint64_t sv_inj_done[SV_INJ_KIND_MAX];
+
+bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv)
+{
+	uint32_t *left = needs_recv ? &t->inj_rnr : &t->inj_access;
+
+	if (!*left)
+		return false;
+	--*left;
+	sv_inj_done[needs_recv ? SV_INJ_RNR : SV_INJ_ACCESS]++;
+	sv_log(SV_LOG_INFO, "inject: qp %#x answers %s (%u more armed)",
+	       t->qpn, needs_recv ? "an RNR NAK" : "a remote access error",
+	       *left);
+	return true;
+}
+
 /* Push a CQE for qp; a CQ overrun is fatal to the QP. */
 void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 		bool solicited)

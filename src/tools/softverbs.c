@@ -6,6 +6,7 @@
  *   softverbs stat            objects per client, QPs, totals (--json,
  *                             --prometheus, --serve)
  *   softverbs top             the QPs, live
+ *   softverbs inject FAULT    a fault on demand
  *   softverbs run -- CMD      run an unmodified verbs program on softverbs
  *   softverbs bench [ARGS]    measure softverbs (sv-bench, run as by 'run')
  */
@@ -58,6 +59,9 @@ static void usage(FILE *f)
 "  stat              objects held per client, every QP, and totals;\n"
 "                    --json, --prometheus, --serve [ADDR:]PORT\n"
 "  top               the device's QPs, live (like top)\n"
+"  inject FAULT      make a fault happen: a command's errno, an RNR NAK,\n"
+"                    a remote access error, a fatal QP, the port down\n"
+"                    or up, RoCEv2 packet loss\n"
 "  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
 "  bench [ARGS]      bandwidth, latency and message rate between two\n"
 "                    processes; 'softverbs bench --help' lists its options\n"
@@ -197,6 +201,8 @@ int main(int argc, char **argv)
 		return sv_tool_stat(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "top"))
 		return sv_tool_top(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "inject"))
+		return sv_tool_inject(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
 		usage(stdout);

@@ -10,5 +10,7 @@ int sv_tool_stat(int argc, char **argv);
 /* top.c */
 int sv_tool_top(int argc, char **argv);
 int sv_tool_serve(const char *addr);
+/* inject.c */
+int sv_tool_inject(int argc, char **argv);
 
 #endif

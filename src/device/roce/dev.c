@@ -627,6 +627,16 @@ void sv_roce_stop(void)
 	nets_close();
 }
 
+int sv_roce_inject(const char *spec)
+{
+	int ret = wire.running ? 0 : -ENODEV;
+
+	for (unsigned int i = 0; !ret && i < SV_GID_TBL_LEN; i++)
+		if (wire.net[i])
+			ret = sv_net_set_inject(wire.net[i], spec);
+	return ret;
+}
+
 bool sv_roce_running(void)
 {
 	return wire.running;
