@@ -7,7 +7,9 @@
 #   - wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005: a
 #     pingpong of 300 messages completes (RC recovers), and the
 #     injector's counts and the retransmissions show it was at work;
-#   - wire "" turns it off: a clean pingpong, no more injected.
+#   - wire "" turns it off: a clean pingpong, no more injected;
+#   - port down on the client's host: its pingpong fails with a transport
+#     retry error; port up: one goes through again.
 #   inject_netns.sh BUILD_DIR
 export SV_BUILD_DIR=$1
 . "$(dirname "$0")/lib.sh"
@@ -60,4 +62,17 @@ ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 500 ||
 d1=$(stat_b | field roce injected drop)
 [ "$d0" = "$d1" ] || fail "the injector dropped $((d1 - d0)) packets after it was turned off"
 inj_b wire nonsense=1 && fail "a bad spec was taken"
-pass "wire faults injected at run time: loss fails the requester, recoverable faults are recovered"
+
+# 4. the port down, then up
+port=$((port + 1))
+inj_b port down || fail "inject port down"
+if ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 5; then
+	fail "a pingpong went through a port that is down"
+fi
+grep -q 'retry counter exceeded' "$NS_COUT" ||
+	{ cat "$NS_COUT"; fail "the client behind a port that is down did not report a retry error"; }
+port=$((port + 1))
+inj_b port up || fail "inject port up"
+ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
+	fail "a pingpong after the port came up: $NS_WHY"
+pass "wire faults and the port injected at run time: loss and a port that is down fail the requester, recoverable faults are recovered"
