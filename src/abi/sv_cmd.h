@@ -103,7 +103,8 @@ enum sv_obj_type {
 	X(IMPORT_CONTEXT, 48)                                                \
 	X(IMPORT_OBJ, 49)                                                    \
 	X(STAT_QP, 51)                                                       \
-	X(INJECT, 52)
+	X(INJECT, 52)                                                        \
+	X(WHY, 53)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -855,6 +856,40 @@ struct sv_rsp_stat_qp {
 	struct sv_stat_qp qp[SV_STAT_QP_PAGE];
 };
 
+/*
+ * WHY (struct sv_cmd_stat: first is the number of the first record to
+ * give; softverbs why): the device's last SV_WHY_RING refusals and error
+ * completions, each with the reason the device had, oldest first, three
+ * at a time. Records are numbered from the daemon's start; next is the
+ * number to ask for next (== total when all are given), oldest the
+ * number of the oldest still kept.
+ */
+#define SV_WHY_RING 256
+#define SV_WHY_PAGE 3
+#define SV_WHY_LEN 96
+enum { SV_WHY_CMD = 1, SV_WHY_CQE = 2 };
+struct sv_why_rec {
+	uint64_t time_ns;          /* CLOCK_REALTIME */
+	uint64_t client_id;
+	uint64_t wr_id;            /* CQE */
+	uint32_t pid;
+	uint32_t qpn;              /* CQE */
+	uint32_t kind;             /* SV_WHY_* */
+	uint32_t op;               /* CMD: enum sv_cmd_op; CQE: enum ibv_wc_opcode */
+	int32_t status;            /* CMD: -errno; CQE: enum ibv_wc_status */
+	uint32_t rsvd;
+	char why[SV_WHY_LEN];      /* NUL-terminated */
+};
+
+struct sv_rsp_why {
+	uint64_t total;            /* records made since start */
+	uint64_t oldest;
+	uint64_t next;
+	uint32_t nlisted;
+	uint32_t rsvd;
+	struct sv_why_rec rec[SV_WHY_PAGE];
+};
+
 /* STAT_WIRE (takes struct sv_cmd_stat, all zero): the RoCEv2 port's
  * counters since the daemon started. */
 struct sv_rsp_stat_wire {
@@ -917,6 +952,7 @@ struct sv_rsp {
 		struct sv_rsp_stat stat;
 		struct sv_rsp_stat_wire stat_wire;
 		struct sv_rsp_stat_qp stat_qp;
+		struct sv_rsp_why why;
 		struct sv_rsp_open_context open_context;
 		struct sv_rsp_open_direct open_direct;
 		struct sv_rsp_mr_file mr_file;
@@ -942,6 +978,7 @@ _Static_assert(sizeof(struct sv_dev_attr) <= sizeof(((struct sv_rsp *)0)->u.raw)
 _Static_assert(sizeof(struct sv_rsp_stat) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat fits");
 _Static_assert(sizeof(struct sv_rsp_stat_wire) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat_wire fits");
 _Static_assert(sizeof(struct sv_rsp_stat_qp) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat_qp fits");
+_Static_assert(sizeof(struct sv_rsp_why) <= sizeof(((struct sv_rsp *)0)->u.raw), "why fits");
 _Static_assert(sizeof(struct sv_cmd_modify_qp) <= sizeof(((struct sv_cmd *)0)->u.raw), "modify_qp fits");
 _Static_assert(offsetof(struct sv_cmd, u) == 16, "cmd payload offset");
 _Static_assert(offsetof(struct sv_rsp, u) == 16, "rsp payload offset");

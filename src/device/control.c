@@ -276,6 +276,7 @@ static const struct {
 	[SV_CMD_STAT_WIRE] = { cmd_stat_wire, F_PROBE },
 	[SV_CMD_STAT_QP] = { cmd_stat_qp, F_PROBE },
 	[SV_CMD_INJECT] = { sv_cmd_inject, F_PROBE },
+	[SV_CMD_WHY] = { sv_cmd_why, F_PROBE },
 	[SV_CMD_CREATE_QP] = { sv_cmd_create_qp, 0 },
 	[SV_CMD_MODIFY_QP] = { sv_cmd_modify_qp, 0 },
 	[SV_CMD_QUERY_QP] = { sv_cmd_query_qp, 0 },
@@ -355,6 +356,7 @@ out:
 		close(r.fd_in);
 	if (ret) {
 		sv_dev.refused++;
+		sv_why_cmd(c, op, ret, r.why ? r.why : strerror(-ret));
 		sv_log_client(c, r.why, SV_LOG_INFO, "%s refused: %s (%s)",
 			      sv_cmd_name(op), strerror(-ret),
 			      r.why ? r.why : "see errno");

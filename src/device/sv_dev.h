@@ -442,6 +442,16 @@ struct sv_req {
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out);
 
+/* why.c: the last refusals and error completions, with their reasons */
+int sv_cmd_why(struct sv_req *r);
+/* A check failing on the way to an error completion says why (this
+ * thread's buffer; the completion takes it). Only on failure paths. */
+void sv_why_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sv_why_clear(void);
+void sv_why_cmd(const struct sv_client *c, unsigned int op, int err,
+		const char *why);
+void sv_why_cqe(const struct sv_qp *qp, const struct sv_cqe *e);
+
 /* inject.c */
 int sv_cmd_inject(struct sv_req *r);
 /* A command fault is armed (a branch on the command path)... */

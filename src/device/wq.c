@@ -141,6 +141,8 @@ bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv)
 		return false;
 	--*left;
 	sv_inj_done[needs_recv ? SV_INJ_RNR : SV_INJ_ACCESS]++;
+	sv_why_set("injected by softverbs inject (%s)",
+		   needs_recv ? "rnr" : "access");
 	sv_log(SV_LOG_INFO, "inject: qp %#x answers %s (%u more armed)",
 	       t->qpn, needs_recv ? "an RNR NAK" : "a remote access error",
 	       *left);
@@ -153,8 +155,10 @@ void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 {
 	if (e->opcode & IBV_WC_RECV)
 		qp->st_recvs++;
-	if (e->status != IBV_WC_SUCCESS && e->status != IBV_WC_WR_FLUSH_ERR)
+	if (e->status != IBV_WC_SUCCESS && e->status != IBV_WC_WR_FLUSH_ERR) {
 		qp->st_errors++;
+		sv_why_cqe(qp, e);
+	}
 	if (!cq)
 		return;
 	if (sv_cq_push(cq, e, solicited) == -ENOSPC)

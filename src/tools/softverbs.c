@@ -7,6 +7,7 @@
  *                             --prometheus, --serve)
  *   softverbs top             the QPs, live
  *   softverbs inject FAULT    a fault on demand
+ *   softverbs why             the last refusals and error completions, why
  *   softverbs run -- CMD      run an unmodified verbs program on softverbs
  *   softverbs bench [ARGS]    measure softverbs (sv-bench, run as by 'run')
  */
@@ -62,6 +63,8 @@ static void usage(FILE *f)
 "  inject FAULT      make a fault happen: a command's errno, an RNR NAK,\n"
 "                    a remote access error, a fatal QP, the port down\n"
 "                    or up, RoCEv2 packet loss\n"
+"  why [--qp N]      the last refused commands and error completions,\n"
+"                    with the device's reason (key, bound, right)\n"
 "  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
 "  bench [ARGS]      bandwidth, latency and message rate between two\n"
 "                    processes; 'softverbs bench --help' lists its options\n"
@@ -203,6 +206,8 @@ int main(int argc, char **argv)
 		return sv_tool_top(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))
 		return sv_tool_inject(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "why"))
+		return sv_tool_why(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
 		usage(stdout);

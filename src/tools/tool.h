@@ -12,5 +12,7 @@ int sv_tool_top(int argc, char **argv);
 int sv_tool_serve(const char *addr);
 /* inject.c */
 int sv_tool_inject(int argc, char **argv);
+/* why.c */
+int sv_tool_why(int argc, char **argv);
 
 #endif
