@@ -102,9 +102,9 @@ enum sv_obj_type {
 	X(CONTEXT_TOKEN, 47)                                                 \
 	X(IMPORT_CONTEXT, 48)                                                \
 	X(IMPORT_OBJ, 49)                                                    \
-	X(STAT_QP, 51)                                                       \
-	X(INJECT, 52)                                                        \
-	X(WHY, 53)
+	X(STAT_QP, 50)                                                       \
+	X(INJECT, 51)                                                        \
+	X(WHY, 52)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
