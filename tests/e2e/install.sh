@@ -115,7 +115,9 @@ MANPATH=$stage/share/man man -w softverbsd >/dev/null 2>&1 ||
 	fail "man does not find softverbsd(8) under the prefix"
 
 # systemd units
-if command -v systemd-analyze >/dev/null; then
+command -v systemd-analyze >/dev/null || fail "systemd-analyze is missing (systemd)"
+command -v systemd-socket-activate >/dev/null || fail "systemd-socket-activate is missing (systemd)"
+{
 	for u in system/softverbsd.service user/softverbsd.service user/softverbsd.socket; do
 		mkdir -p "$T/units/$(dirname "$u")"
 		sed "s|^ExecStart=[^ ]*|ExecStart=$stage/libexec/softverbs/softverbsd|" \
@@ -128,10 +130,10 @@ if command -v systemd-analyze >/dev/null; then
 		fail "systemd-analyze verify: the user units"
 	grep -q '^ListenSequentialPacket=%t/softverbs/control$' "$T/units/user/softverbsd.socket" ||
 		fail "the socket unit does not listen where the library looks"
-fi
+}
 
 # socket activation
-if command -v systemd-socket-activate >/dev/null; then
+{
 	sa=$T/sa
 	mkdir -p "$sa"
 	systemd-socket-activate --seqpacket -l "$sa/control" \
@@ -147,5 +149,5 @@ if command -v systemd-socket-activate >/dev/null; then
 	kill "$act" 2>/dev/null && fail "the activated daemon did not leave when idle"
 	[ -S "$sa/control" ] || fail "the daemon removed the socket systemd owns"
 	echo "socket activation: served, left when idle, socket left in place"
-fi
+}
 pass "installed with cmake --install (prefix and DESTDIR), and working from there"
