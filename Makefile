@@ -9,7 +9,7 @@ CMAKE_ARGS ?=
 BENCH_DIR  ?= results
 BENCH_ARGS ?=
 
-.PHONY: all deps build demo check check-plain check-nodirect check-asan build-asan bench clean interop soak fuzz middleware middleware-asan
+.PHONY: all deps build demo check check-plain check-nodirect check-asan build-asan bench clean interop soak fuzz middleware middleware-asan deb
 
 all: build
 
@@ -46,13 +46,18 @@ build-asan: deps
 	@cmake --build $(ASAN_BUILD) -j$(JOBS) -- --no-print-directory
 
 check-asan: build-asan
-	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2 -LE middleware
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2 -LE 'middleware|package'
 
 # The libFuzzer targets (tests/fuzz, docs/FUZZING.md: fuzz_cm_mad, fuzz_roce,
 # fuzz_cmd, fuzz_wqe, fuzz_ucma, fuzz_view, fuzz_net), built
 # with clang, ASan and UBSan in FUZZ_BUILD, each run for FUZZ_SECONDS over
 # its seed corpus; the corpus they grow stays in FUZZ_BUILD/corpus, a crash's
 # input in FUZZ_BUILD/corpus/crash-*. (make check runs each for 10 s.)
+# A Debian package of the build (scripts/mkdeb.sh): $(BUILD)/softverbs_*.deb,
+# which installs beside Debian's rdma-core.
+deb: build
+	@scripts/mkdeb.sh $(BUILD)
+
 fuzz: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DSV_FUZZ=ON \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null

@@ -17,6 +17,7 @@ pkgs=(
 	iproute2 nftables iperf3 tshark               # tests/net: namespaces, drops, TCP peer, decode
 	curl python3-jsonschema python3-prometheus-client # stat --json's schema, --serve's text format
 	systemd man-db groff-base                     # the installed units (verify, socket activation), man pages
+	debootstrap                                   # make deb's test: a fresh Debian 12 root
 )
 [ $# -gt 0 ] && pkgs=("$@")
 

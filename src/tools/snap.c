@@ -113,8 +113,9 @@ int sv_snap_take(struct sv_probe *p, const char *dev_name, struct sv_snap *s)
 		if (grow((void **)&s->clients, &cap_c,
 			 s->nclients + rsp.u.stat.nlisted, sizeof(*s->clients)))
 			return -ENOMEM;
-		memcpy(&s->clients[s->nclients], rsp.u.stat.client,
-		       rsp.u.stat.nlisted * sizeof(*s->clients));
+		if (rsp.u.stat.nlisted)
+			memcpy(&s->clients[s->nclients], rsp.u.stat.client,
+			       rsp.u.stat.nlisted * sizeof(*s->clients));
 		s->nclients += rsp.u.stat.nlisted;
 		first += rsp.u.stat.nlisted;
 		if (!rsp.u.stat.nlisted || first >= rsp.u.stat.nclients)
@@ -136,8 +137,9 @@ int sv_snap_take(struct sv_probe *p, const char *dev_name, struct sv_snap *s)
 		if (grow((void **)&s->qps, &cap_q,
 			 s->nqps + rsp.u.stat_qp.nlisted, sizeof(*s->qps)))
 			return -ENOMEM;
-		memcpy(&s->qps[s->nqps], rsp.u.stat_qp.qp,
-		       rsp.u.stat_qp.nlisted * sizeof(*s->qps));
+		if (rsp.u.stat_qp.nlisted)
+			memcpy(&s->qps[s->nqps], rsp.u.stat_qp.qp,
+			       rsp.u.stat_qp.nlisted * sizeof(*s->qps));
 		s->nqps += rsp.u.stat_qp.nlisted;
 		slot = rsp.u.stat_qp.next;
 	} while (slot);

@@ -13,8 +13,8 @@
 #     the staged tree uses the extension API and runs without `softverbs
 #     run` (the run path is in the .pc);
 #   - the man pages render without a warning and man finds them;
-#   - systemd-analyze verify passes the units (ExecStart pointed at the
-#     staged daemon);
+#   - systemd-analyze verify passes the units, which name the prefix they
+#     were installed to;
 #   - socket activation: systemd-socket-activate hands the staged daemon a
 #     listening socket, which it serves (and leaves in place).
 #   install.sh BUILD_DIR
@@ -118,18 +118,21 @@ MANPATH=$stage/share/man man -w softverbsd >/dev/null 2>&1 ||
 command -v systemd-analyze >/dev/null || fail "systemd-analyze is missing (systemd)"
 command -v systemd-socket-activate >/dev/null || fail "systemd-socket-activate is missing (systemd)"
 {
-	for u in system/softverbsd.service user/softverbsd.service user/softverbsd.socket; do
-		mkdir -p "$T/units/$(dirname "$u")"
-		sed "s|^ExecStart=[^ ]*|ExecStart=$stage/libexec/softverbs/softverbsd|" \
-			"$stage/lib/systemd/$u" >"$T/units/$u"
-	done
-	MANPATH=$stage/share/man systemd-analyze verify "$T/units/system/softverbsd.service" ||
+	# the units name the prefix installed to
+	grep -q "^ExecStart=$stage/libexec/softverbs/softverbsd " \
+		"$stage/lib/systemd/system/softverbsd.service" ||
+		fail "the system unit does not start the installed daemon"
+	MANPATH=$stage/share/man systemd-analyze verify \
+		"$stage/lib/systemd/system/softverbsd.service" ||
 		fail "systemd-analyze verify: the system unit"
-	(cd "$T/units/user" && MANPATH=$stage/share/man systemd-analyze verify \
-		./softverbsd.socket ./softverbsd.service) ||
+	(cd "$stage/lib/systemd/user" && MANPATH=$stage/share/man systemd-analyze \
+		verify ./softverbsd.socket ./softverbsd.service) ||
 		fail "systemd-analyze verify: the user units"
-	grep -q '^ListenSequentialPacket=%t/softverbs/control$' "$T/units/user/softverbsd.socket" ||
+	grep -q '^ListenSequentialPacket=%t/softverbs/control$' \
+		"$stage/lib/systemd/user/softverbsd.socket" ||
 		fail "the socket unit does not listen where the library looks"
+	grep -qx "$stage/lib/softverbs" "$stage/share/softverbs/ld.so.conf.d/softverbs.conf" ||
+		fail "the ld.so.conf.d drop-in does not name the library's folder"
 }
 
 # socket activation
