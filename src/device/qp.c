@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "abi/sv_op.h"
+#include "abi/sv_tm.h"
 #include "device/engine.h"
 #include "device/qp_state.h"
 #include "device/direct.h"
@@ -290,7 +291,9 @@ int sv_cmd_create_qp(struct sv_req *r)
 		srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
 		if (!srq)
 			return -EINVAL;
-		if (srq->type != IBV_SRQT_BASIC) {
+		/* a tag-matching SRQ serves RC QPs (ibv_tm_caps: RC) */
+		if (srq->type != IBV_SRQT_BASIC &&
+		    !(srq->type == IBV_SRQT_TM && a->qp_type == IBV_QPT_RC)) {
 			r->why = "srq type does not fit the QP";
 			return -EINVAL;
 		}
@@ -756,10 +759,16 @@ int sv_cmd_create_srq(struct sv_req *r)
 	struct sv_cq *cq = NULL;
 
 	if (a->srq_type == IBV_SRQT_TM) {
-		r->why = "SRQ type not supported";
-		return -EOPNOTSUPP;
-	}
-	if (a->srq_type == IBV_SRQT_XRC) {
+		/* its ops' completions (and its receives') go to its CQ */
+		cq = sv_req_obj(r, a->cq, SV_OBJ_CQ);
+		if (!cq || a->xrcd)
+			return -EINVAL;
+		if (!a->max_num_tags || a->max_num_tags > SV_TM_MAX_TAGS ||
+		    a->max_ops > SV_TM_MAX_OPS) {
+			r->why = "max_num_tags or max_ops out of range";
+			return -EINVAL;
+		}
+	} else if (a->srq_type == IBV_SRQT_XRC) {
 		xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
 		cq = xrcd ? sv_req_obj(r, a->cq, SV_OBJ_CQ) : NULL;
 		if (!cq)
@@ -788,15 +797,24 @@ int sv_cmd_create_srq(struct sv_req *r)
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return -ENOMEM;
+	if (a->srq_type == IBV_SRQT_TM) {
+		srq->tm = sv_tm_new(a->max_num_tags, a->max_ops);
+		if (!srq->tm) {
+			free(srq);
+			return -ENOMEM;
+		}
+	}
 	bytes = page_up(sv_wq_ring_bytes(entries, stride));
 	ret = sv_req_charge(r, bytes);
 	if (ret) {
+		free(srq->tm);
 		free(srq);
 		return ret;
 	}
 	ret = sv_ring_alloc("softverbs-srq", bytes, &srq->memfd, &srq->ring);
 	if (ret) {
 		sv_client_uncharge(c, bytes);
+		free(srq->tm);
 		free(srq);
 		r->why = "cannot allocate the ring";
 		return ret;
@@ -851,6 +869,7 @@ err_ring:
 	sv_client_uncharge(c, srq->ring_bytes);
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);
+	free(srq->tm);
 	free(srq);
 	return ret;
 }
@@ -910,7 +929,23 @@ void sv_srq_destroy(struct sv_srq *srq)
 	sv_client_uncharge(srq->owner, srq->ring_bytes);
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);
+	free(srq->tm);
 	free(srq);
+}
+
+/* SRQ_OPS: one op on a tag-matching SRQ's list (tm.c). */
+int sv_cmd_srq_ops(struct sv_req *r)
+{
+	const struct sv_cmd_srq_ops *a = &r->cmd->u.srq_ops;
+	struct sv_srq *srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
+	uint32_t handle = 0;
+	int ret;
+
+	if (!srq)
+		return -EINVAL;
+	ret = sv_tm_op(srq, a, &handle, &r->why);
+	r->rsp->u.srq_ops.handle = handle;
+	return ret;
 }
 
 int sv_cmd_destroy_srq(struct sv_req *r)

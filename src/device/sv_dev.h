@@ -244,6 +244,39 @@ struct sv_xrcd {
 				    * through it */
 };
 
+/*
+ * A tag-matching SRQ's list of tagged buffers (tm.c). Slots are the
+ * handles' indices; the posted ones form a list in posting order (first
+ * match wins), the free ones a stack. Private to the daemon: the client
+ * changes it only through SRQ_OPS.
+ */
+struct sv_tm_tag {
+	uint64_t tag, mask;
+	uint64_t wr_id;            /* recv_wr_id: its completions' wr_id */
+	struct sv_wqe_sge sge;
+	uint32_t num_sge;
+	uint32_t gen;              /* the handle's generation */
+	uint32_t phase;            /* unexpected messages when it was added */
+	uint32_t prev, next;       /* posting order; free stack (next) */
+	bool posted;
+	bool busy;                 /* matched, its data being placed: no
+				    * other message matches it, no DEL takes
+				    * it */
+};
+
+#define SV_TM_NONE UINT32_MAX
+
+struct sv_tm {
+	uint32_t max_tags;
+	uint32_t max_ops;
+	uint32_t posted;           /* tags in the list */
+	uint32_t head, tail;       /* the list, oldest first */
+	uint32_t free;             /* the free stack's top */
+	uint32_t unexp;            /* unexpected messages (the device's count) */
+	uint32_t synced;           /* the count software acknowledged */
+	struct sv_tm_tag tag[];    /* [max_tags] */
+};
+
 struct sv_srq {
 	struct sv_client *owner;
 	uint64_t handle;
@@ -263,6 +296,8 @@ struct sv_srq {
 	/* XRC SRQs (type IBV_SRQT_XRC) */
 	struct sv_xrcd *xrcd;      /* the handle it was made through */
 	struct sv_cq *cq;          /* its receive completions */
+	/* tag-matching SRQs (IBV_SRQT_TM; cq: their completions too) */
+	struct sv_tm *tm;
 };
 
 struct sv_ah {
@@ -506,6 +541,17 @@ int sv_cmd_create_srq(struct sv_req *r);
 int sv_cmd_modify_srq(struct sv_req *r);
 int sv_cmd_query_srq(struct sv_req *r);
 int sv_cmd_destroy_srq(struct sv_req *r);
+/* tm.c: tag-matching SRQs */
+struct sv_tm *sv_tm_new(uint32_t max_tags, uint32_t max_ops);
+int sv_cmd_srq_ops(struct sv_req *r);
+/* Apply one op to a tag-matching SRQ and write its completion: 0 (TAG_ADD:
+ * *handle), or -EINVAL / -ENOMEM with *why, nothing done. */
+int sv_tm_op(struct sv_srq *srq, const struct sv_cmd_srq_ops *a,
+	     uint32_t *handle, const char **why);
+/* The first tag in posting order that a message's tag matches (and that
+ * is in phase), or NULL; sv_tm_take takes it off the list. */
+struct sv_tm_tag *sv_tm_match(struct sv_tm *tm, uint64_t tag);
+void sv_tm_take(struct sv_tm *tm, struct sv_tm_tag *t);
 void sv_srq_destroy(struct sv_srq *srq);
 int sv_cmd_create_ah(struct sv_req *r);
 int sv_cmd_destroy_ah(struct sv_req *r);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "abi/sv_tm.h"
 #include "verbs/qp_ops.h"
 #include "verbs/sv_post.h"
 
@@ -63,10 +64,12 @@ static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
 	return 0;
 }
 
-/* xrcd and cq: an XRC SRQ's (else NULL) */
+/* xrcd and cq: an XRC SRQ's (else NULL); tm: a tag-matching SRQ's
+ * limits (else NULL), and then cq is its CQ */
 static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 				  struct ibv_srq_attr *attr,
-				  struct ibv_xrcd *xrcd, struct ibv_cq *cq)
+				  struct ibv_xrcd *xrcd, struct ibv_cq *cq,
+				  const struct ibv_tm_cap *tm)
 {
 	struct sv_context *ctx = to_sv_ctx(pd->context);
 	struct sv_srq *srq;
@@ -84,6 +87,11 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 	if (xrcd) {
 		cmd.u.create_srq.xrcd = to_sv_xrcd(xrcd)->handle;
 		cmd.u.create_srq.cq = to_sv_cq(cq)->handle;
+	} else if (tm) {
+		cmd.u.create_srq.srq_type = IBV_SRQT_TM;
+		cmd.u.create_srq.cq = to_sv_cq(cq)->handle;
+		cmd.u.create_srq.max_num_tags = tm->max_num_tags;
+		cmd.u.create_srq.max_ops = tm->max_ops;
 	}
 	cmd.u.create_srq.max_wr = attr->max_wr;
 	cmd.u.create_srq.max_sge = attr->max_sge;
@@ -128,7 +136,8 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 {
 	if (!pd || !attr)
 		return sv_err_ptr(-EINVAL);
-	return create_srq(pd, attr->srq_context, &attr->attr, NULL, NULL);
+	return create_srq(pd, attr->srq_context, &attr->attr, NULL, NULL,
+			  NULL);
 }
 
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
@@ -136,13 +145,14 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 {
 	bool xrc = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
 		   a->srq_type == IBV_SRQT_XRC;
+	bool tm = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+		  a->srq_type == IBV_SRQT_TM;
 
 	if (a->comp_mask & ~SV_SRQ_INIT_ATTR_KNOWN)
 		return sv_err_ptr(-EINVAL);
 	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    a->srq_type != IBV_SRQT_BASIC && !xrc)
-		return sv_err_ptr(a->srq_type == IBV_SRQT_TM ?
-				  -EOPNOTSUPP : -EINVAL);
+	    a->srq_type != IBV_SRQT_BASIC && !xrc && !tm)
+		return sv_err_ptr(-EINVAL);
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd ||
 	    a->pd->context != context)
 		return sv_err_ptr(-EINVAL);
@@ -152,8 +162,71 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 		    !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq ||
 		    a->cq->context != context))
 		return sv_err_ptr(-EINVAL);
+	/* tag matching: its limits and a CQ of this context */
+	if (tm && (!(a->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
+		   !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq ||
+		   a->cq->context != context ||
+		   !a->tm_cap.max_num_tags ||
+		   a->tm_cap.max_num_tags > SV_TM_MAX_TAGS ||
+		   a->tm_cap.max_ops > SV_TM_MAX_OPS))
+		return sv_err_ptr(-EINVAL);
 	return create_srq(a->pd, a->srq_context, &a->attr,
-			  xrc ? a->xrcd : NULL, xrc ? a->cq : NULL);
+			  xrc ? a->xrcd : NULL, xrc || tm ? a->cq : NULL,
+			  tm ? &a->tm_cap : NULL);
+}
+
+/*
+ * ibv_post_srq_ops: each op is one SRQ_OPS command; the device applies it
+ * and writes its completion (signaled, or failed) before it answers, so a
+ * TAG_ADD's handle is known when the call returns. A refused op (EINVAL:
+ * malformed, a handle of no slot; ENOMEM: the tag list is full) stops the
+ * list there, *bad_wr at it.
+ */
+int sv_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
+		    struct ibv_ops_wr **bad_wr)
+{
+	struct sv_srq *srq = to_sv_srq(ibsrq);
+	struct sv_conn *conn = sv_conn_of(ibsrq->context);
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		struct sv_cmd_srq_ops *o = &cmd.u.srq_ops;
+
+		sv_cmd_init(&cmd, SV_CMD_SRQ_OPS);
+		o->srq = srq->handle;
+		o->wr_id = wr->wr_id;
+		o->opcode = (uint32_t)wr->opcode;
+		o->flags = (uint32_t)wr->flags;
+		o->unexpected_cnt = wr->tm.unexpected_cnt;
+		o->handle = wr->tm.handle;
+		if (wr->opcode == IBV_WR_TAG_ADD) {
+			if (wr->tm.add.num_sge < 0 ||
+			    wr->tm.add.num_sge > (int)SV_TM_MAX_SGE ||
+			    (wr->tm.add.num_sge && !wr->tm.add.sg_list)) {
+				ret = EINVAL;
+				break;
+			}
+			o->recv_wr_id = wr->tm.add.recv_wr_id;
+			o->tag = wr->tm.add.tag;
+			o->mask = wr->tm.add.mask;
+			o->num_sge = (uint32_t)wr->tm.add.num_sge;
+			if (o->num_sge) {
+				o->sge.addr = wr->tm.add.sg_list[0].addr;
+				o->sge.length = wr->tm.add.sg_list[0].length;
+				o->sge.lkey = wr->tm.add.sg_list[0].lkey;
+			}
+		}
+		ret = -sv_conn_call(conn, &cmd, -1, &rsp, NULL);
+		if (ret)
+			break;
+		if (wr->opcode == IBV_WR_TAG_ADD)
+			wr->tm.handle = rsp.u.srq_ops.handle;
+	}
+	if (ret && bad_wr)
+		*bad_wr = wr;
+	return ret;
 }
 
 int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
