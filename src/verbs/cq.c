@@ -639,12 +639,13 @@ static uint64_t ex_read_wallclock_ns(struct ibv_cq_ex *ex)
 	       ((uint64_t)m.tv_sec * 1000000000ull + m.tv_nsec);
 }
 
-/* A receive that matched a tag (IBV_WC_TM_MATCH): its TMH's tag and
- * app_ctx; any other completion: 0. */
+/* A receive that matched a tag (IBV_WC_TM_MATCH; a rendezvous left to
+ * software too): its TMH's tag and app_ctx; any other completion: 0. */
 static void ex_read_tm_info(struct ibv_cq_ex *ex, struct ibv_wc_tm_info *tm)
 {
 	const struct sv_cqe *e = ex_to_sv(ex)->cur;
-	bool match = e->status == IBV_WC_SUCCESS &&
+	bool match = (e->status == IBV_WC_SUCCESS ||
+		      e->status == IBV_WC_TM_RNDV_INCOMPLETE) &&
 		     (e->wc_flags & IBV_WC_TM_MATCH);
 
 	memset(tm, 0, sizeof(*tm));

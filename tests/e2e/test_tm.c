@@ -29,14 +29,27 @@
  *    (EINVAL), ops on an SRQ that is not TM (EINVAL);
  *  - an EAGER message larger than its tagged buffer: the tag completes
  *    with IBV_WC_LOC_LEN_ERR, the sender sees a remote invalid request.
+ *
+ * Across two hosts (RoCEv2, tests/net/tm_netns.sh):
+ *   test_tm server PORT        the TM SRQ's side
+ *   test_tm client HOST PORT   the sender
+ * EAGER messages of several packets into their tags (posted in one order,
+ * sent in the other), two tags of one value taken in posting order, an
+ * unexpected message, a NO_TAG, a rendezvous (not read across the wire:
+ * its tag completes with IBV_WC_TM_RNDV_INCOMPLETE, TM_MATCH and the
+ * tag, and holds the RVH and what follows, for software to finish), and a
+ * message too long for its tag (LOC_LEN_ERR; the sender's REM_INV_REQ).
  */
 #define _GNU_SOURCE
 #include <endian.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <infiniband/tm_types.h>
@@ -238,6 +251,28 @@ static void send_msg(int k, uint8_t opcode, uint64_t tag, uint32_t app_ctx,
 	      "the sender's completion: %s, expected %s",
 	      ibv_wc_status_str(wc.status),
 	      ibv_wc_status_str((enum ibv_wc_status)status));
+}
+
+/* Sender k sends a rendezvous: a TMH for tag, RVH v, 16 bytes more. */
+static void send_rndv(int k, uint64_t tag, const struct ibv_rvh *v)
+{
+	struct ibv_tmh *h = (struct ibv_tmh *)g.sbuf;
+	struct ibv_sge sge = { (uintptr_t)g.sbuf, 2 * TMH + 16, g.smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 0x400, .sg_list = &sge,
+				  .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	memset(h, 0, TMH);
+	h->opcode = IBV_TMH_RNDV;
+	h->app_ctx = htobe32(0x99);
+	h->tag = htobe64(tag);
+	memcpy(g.sbuf + TMH, v, sizeof(*v));
+	memset(g.sbuf + 2 * TMH, 0x5a, 16);
+	CHECK(!ibv_post_send(g.s[k].qp, &wr, &bad), "ibv_post_send");
+	CHECK(vu_poll(g.s[k].scq, &wc, 1, VU_WAIT_MS) == 1 &&
+	      wc.status == IBV_WC_SUCCESS && wc.wr_id == 0x400,
+	      "the rendezvous SEND: %s", ibv_wc_status_str(wc.status));
 }
 
 static bool body_is(const uint8_t *p, uint32_t n, unsigned int seed)
@@ -602,8 +637,169 @@ static void too_long(void)
 	printf("ok too long\n");
 }
 
-int main(void)
+/* ---------------- across two hosts ---------------- */
+
+#define W_MSG   5000           /* an EAGER of several packets */
+#define W_NT    8
+#define W_RNDV  100000
+
+static void wire_bufs(void)
 {
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+
+	g.rbuf = calloc(NRECV, RBUF);
+	g.tbuf = calloc(1, BIG + (size_t)NT * RBUF);
+	g.sbuf = calloc(1, BIG + 64);
+	CHECK(g.rbuf && g.tbuf && g.sbuf, "memory");
+	g.rmr = ibv_reg_mr(g.pd_r, g.rbuf, NRECV * RBUF, acc);
+	g.tmr = ibv_reg_mr(g.pd_r, g.tbuf, BIG + (size_t)NT * RBUF, acc);
+	g.smr = ibv_reg_mr(g.pd_s, g.sbuf, BIG + 64, acc);
+	CHECK(g.rmr && g.tmr && g.smr, "ibv_reg_mr");
+}
+
+static int server(int ls)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 1024,
+		.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_TM_INFO,
+	};
+	struct vu_qp_caps rc = { .send_wr = 4 };
+	struct vu_conn c = vu_conn_default();
+	struct vu_addr me, peer;
+	struct vu_ep ep;
+	struct comp cp;
+	char go = 1;
+	int fd;
+
+	g.ctx = vu_open();
+	CHECK(g.ctx, "no sv0");
+	g.pd_r = g.pd_s = ibv_alloc_pd(g.ctx);
+	g.cqx = ibv_create_cq_ex(g.ctx, &ca);
+	CHECK(g.pd_r && g.cqx, "pd, cq");
+	g.cq_r = ibv_cq_ex_to_cq(g.cqx);
+	wire_bufs();
+	caps();
+	rc.srq = g.srq;
+	rc.scq = rc.rcq = g.cq_r;
+	CHECK(!vu_ep_create(&ep, g.ctx, g.pd_r, IBV_QPT_RC, &rc), "qp");
+	for (int i = 0; i < NRECV / 2; i++)
+		post_recv();
+	/* tags 0x900 + i, each a buffer of its own; two of one value; the
+	 * rendezvous'; one too small */
+	for (int i = 0; i < W_NT; i++)
+		tag_add(0x900 + i, ~0ull, g.tbuf + (size_t)i * 2 * RBUF,
+			2 * RBUF, 3000 + i, NULL);
+	tag_add(0x970, ~0ull, g.tbuf + BIG, RBUF, 3100, NULL);
+	tag_add(0x970, ~0ull, g.tbuf + BIG + RBUF, RBUF, 3101, NULL);
+	tag_add(0x950, ~0ull, g.tbuf + BIG + 2 * RBUF, RBUF, 3200, NULL);
+	tag_add(0x960, ~0ull, g.tbuf + BIG + 3 * RBUF, 100, 3300, NULL);
+	fd = accept(ls, NULL, NULL);
+	CHECK(fd >= 0, "accept");
+	close(ls);
+	me = vu_addr_of(ep.qp, c.sq_psn);
+	vu_xfer_all(fd, &peer, sizeof(peer), false);
+	vu_xfer_all(fd, &me, sizeof(me), true);
+	CHECK(!vu_connect(ep.qp, &peer, &c), "connect");
+	vu_xfer_all(fd, &go, 1, true);
+	for (int i = W_NT - 1; i >= 0; i--) {
+		cp = poll_one();
+		expect(&cp, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+		       IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID, 3000 + i,
+		       "wire: expected");
+		CHECK(cp.byte_len == W_MSG && cp.tm.tag == 0x900u + i &&
+		      cp.tm.priv == (uint32_t)i &&
+		      body_is(g.tbuf + (size_t)i * 2 * RBUF, W_MSG, 20 + i),
+		      "wire: expected %d (byte_len %u)", i, cp.byte_len);
+	}
+	for (int i = 0; i < 2; i++) {
+		cp = poll_one();
+		expect(&cp, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+		       IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID, 3100 + i,
+		       "wire: in posting order");
+	}
+	cp = poll_one();
+	check_unexpected(&cp, IBV_WC_TM_RECV, 3000, 0x999, 30,
+			 "wire: unexpected");
+	cp = poll_one();
+	check_unexpected(&cp, IBV_WC_TM_NO_TAG, 100, 0x950, 31,
+			 "wire: NO_TAG");
+	cp = poll_one();
+	CHECK(cp.status == IBV_WC_TM_RNDV_INCOMPLETE && cp.wr_id == 3200 &&
+	      cp.opcode == IBV_WC_TM_RECV && (cp.flags & IBV_WC_TM_MATCH) &&
+	      cp.tm.tag == 0x950 && cp.byte_len == TMH + 16,
+	      "wire: rendezvous left to software: %s, byte_len %u",
+	      ibv_wc_status_str(cp.status), cp.byte_len);
+	{
+		const struct ibv_rvh *v =
+			(const struct ibv_rvh *)(g.tbuf + BIG + 2 * RBUF);
+
+		CHECK(be32toh(v->len) == W_RNDV && v->va && v->rkey,
+		      "wire: the RVH in the tagged buffer");
+	}
+	cp = poll_one();
+	CHECK(cp.status == IBV_WC_LOC_LEN_ERR && cp.wr_id == 3300,
+	      "wire: too long: %s", ibv_wc_status_str(cp.status));
+	vu_xfer_all(fd, &go, 1, false);          /* the client is done */
+	close(fd);
+	printf("server: tag matching across the wire: %d expected, in "
+	       "order, unexpected, NO_TAG, rendezvous, too long\n", W_NT);
+	return 0;
+}
+
+static void client(const char *host, int port)
+{
+	struct vu_conn c = vu_conn_default();
+	struct vu_qp_caps sc = { .recv_wr = 16 };
+	struct vu_addr me, peer;
+	char go;
+	int fd;
+
+	g.ctx = vu_open();
+	CHECK(g.ctx, "no sv0");
+	g.pd_r = g.pd_s = ibv_alloc_pd(g.ctx);
+	CHECK(g.pd_s, "pd");
+	wire_bufs();
+	CHECK(!vu_ep_create(&g.s[0], g.ctx, g.pd_s, IBV_QPT_RC, &sc), "qp");
+	fd = vu_tcp_connect(host, port);
+	me = vu_addr_of(g.s[0].qp, c.sq_psn);
+	vu_xfer_all(fd, &me, sizeof(me), true);
+	vu_xfer_all(fd, &peer, sizeof(peer), false);
+	CHECK(!vu_connect(g.s[0].qp, &peer, &c), "connect");
+	vu_xfer_all(fd, &go, 1, false);
+	for (int i = W_NT - 1; i >= 0; i--)
+		send_msg(0, IBV_TMH_EAGER, 0x900 + i, (uint32_t)i, W_MSG,
+			 20 + i, IBV_WC_SUCCESS);
+	send_msg(0, IBV_TMH_EAGER, 0x970, 0, 64, 40, IBV_WC_SUCCESS);
+	send_msg(0, IBV_TMH_EAGER, 0x970, 1, 64, 41, IBV_WC_SUCCESS);
+	send_msg(0, IBV_TMH_EAGER, 0x999, 0, 3000, 30, IBV_WC_SUCCESS);
+	send_msg(0, IBV_TMH_NO_TAG, 0x950, 0, 100, 31, IBV_WC_SUCCESS);
+	{
+		/* a TMH, an RVH, 16 bytes of the application's header */
+		struct ibv_rvh v = { htobe64((uintptr_t)g.sbuf + 64),
+				     htobe32(g.smr->rkey), htobe32(W_RNDV) };
+
+		fill(g.sbuf + 64, W_RNDV, 9);
+		send_rndv(0, 0x950, &v);
+	}
+	send_msg(0, IBV_TMH_EAGER, 0x960, 0, 200, 33, IBV_WC_REM_INV_REQ_ERR);
+	vu_xfer_all(fd, &go, 1, true);
+	close(fd);
+	printf("PASS: tag matching across the wire\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "server"))
+		return server(vu_tcp_listen(atoi(argv[2]), 1));
+	if (argc == 4 && !strcmp(argv[1], "client")) {
+		client(argv[2], atoi(argv[3]));
+		return 0;
+	}
+	if (argc != 1) {
+		fprintf(stderr,
+			"usage: test_tm [server PORT | client HOST PORT]\n");
+		return 2;
+	}
 	setup();
 	expected();
 	unexpected();

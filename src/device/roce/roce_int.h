@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "abi/sv_tm.h"
 #include "device/exec_int.h"
 #include "device/roce/net.h"
 #include "device/roce/roce.h"
@@ -99,6 +100,16 @@ struct sv_roce_qp {
 	bool rx_taken;             /* rx holds a receive WQE taken off the ring */
 	struct rwqe rx;
 	uint64_t rx_off;
+	/* a SEND into a tag-matching SRQ in progress (rx_taken; resp.c's
+	 * tm_take): its completion's opcode (0: not one), flags and TMH;
+	 * the tag it matched (busy; rx is made of it) or SV_TM_NONE; an
+	 * unexpected one (counted once received) */
+	uint32_t tm_op;
+	uint32_t tm_flags;
+	uint32_t tm_tag;
+	bool tm_unexp;
+	bool tm_rndv;
+	struct ibv_tmh tm_tmh;
 	uint64_t wr_va, wr_len, wr_off;
 	uint32_t wr_rkey;
 	struct sv_rres res[SV_MAX_RD_ATOM];
