@@ -1117,6 +1117,18 @@ int sv_roce_flush(struct sv_qp *qp)
 	return true;
 }
 
+void sv_roce_tm_release(struct sv_qp *qp)
+{
+	struct sv_roce_qp *rq = qp->roce;
+
+	/* nothing of the message completed: the tag may match again */
+	if (rq && rq->rx_taken && rq->tm_op && rq->tm_tag != SV_TM_NONE &&
+	    rq->rx.srq && rq->rx.srq->tm)
+		rq->rx.srq->tm->tag[rq->tm_tag].busy = false;
+	if (rq)
+		rq->tm_op = 0;
+}
+
 int sv_roce_flush_pending(const struct sv_qp *qp)
 {
 	return qp->roce && qp->roce->rx_taken;

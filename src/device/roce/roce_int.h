@@ -193,6 +193,9 @@ int sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
  * in progress): is there any, finish it. XRC: srq goes; a message target
  * t was receiving into it ends (a flush completion on srq's CQ). */
 int sv_roce_flush_pending(const struct sv_qp *qp);
+/* qp goes with a message half received into a tag: the tag is no longer
+ * busy (resp.c) */
+void sv_roce_tm_release(struct sv_qp *qp);
 int sv_roce_flush(struct sv_qp *qp);
 int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
 /* dev.c: a UD datagram to a peer of another host: one packet. payload:
