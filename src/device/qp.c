@@ -933,19 +933,38 @@ void sv_srq_destroy(struct sv_srq *srq)
 	free(srq);
 }
 
-/* SRQ_OPS: one op on a tag-matching SRQ's list (tm.c). */
+/* SRQ_OPS: one op on a tag-matching SRQ's list (tm.c), and its
+ * completion on the SRQ's CQ when it is signaled or failed. */
 int sv_cmd_srq_ops(struct sv_req *r)
 {
 	const struct sv_cmd_srq_ops *a = &r->cmd->u.srq_ops;
 	struct sv_srq *srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
-	uint32_t handle = 0;
+	struct sv_tm_done d;
+	struct sv_cqe e;
 	int ret;
 
 	if (!srq)
 		return -EINVAL;
-	ret = sv_tm_op(srq, a, &handle, &r->why);
-	r->rsp->u.srq_ops.handle = handle;
-	return ret;
+	if (!srq->tm) {
+		r->why = "not a tag-matching SRQ";
+		return -EINVAL;
+	}
+	ret = sv_tm_op(srq->tm, a, &d, &r->why);
+	if (ret)
+		return ret;
+	r->rsp->u.srq_ops.handle = d.handle;
+	if (d.status == IBV_WC_SUCCESS && !(a->flags & IBV_OPS_SIGNALED))
+		return 0;
+	memset(&e, 0, sizeof(e));
+	e.wr_id = a->wr_id;
+	e.status = d.status;
+	e.opcode = d.opcode;
+	e.wc_flags = d.sync_req ? IBV_WC_TM_SYNC_REQ : 0;
+	e.timestamp = sv_now_ns();
+	/* a full CQ raises its own error (IBV_EVENT_CQ_ERR); the op stays
+	 * done, as a NIC's would */
+	sv_cq_push(srq->cq, &e, false);
+	return 0;
 }
 
 int sv_cmd_destroy_srq(struct sv_req *r)

@@ -544,10 +544,18 @@ int sv_cmd_destroy_srq(struct sv_req *r);
 /* tm.c: tag-matching SRQs */
 struct sv_tm *sv_tm_new(uint32_t max_tags, uint32_t max_ops);
 int sv_cmd_srq_ops(struct sv_req *r);
-/* Apply one op to a tag-matching SRQ and write its completion: 0 (TAG_ADD:
- * *handle), or -EINVAL / -ENOMEM with *why, nothing done. */
-int sv_tm_op(struct sv_srq *srq, const struct sv_cmd_srq_ops *a,
-	     uint32_t *handle, const char **why);
+/* What an op did: its completion's opcode and status, whether software
+ * is behind the device's unexpected count, a TAG_ADD's handle. */
+struct sv_tm_done {
+	uint32_t opcode;           /* enum ibv_wc_opcode */
+	uint32_t status;           /* enum ibv_wc_status */
+	uint32_t handle;
+	bool sync_req;
+};
+/* Apply one op to a tag-matching SRQ's list: 0 and *d, or -EINVAL /
+ * -ENOMEM with *why, nothing done. */
+int sv_tm_op(struct sv_tm *tm, const struct sv_cmd_srq_ops *a,
+	     struct sv_tm_done *d, const char **why);
 /* The first tag in posting order that a message's tag matches (and that
  * is in phase), or NULL; sv_tm_take takes it off the list. */
 struct sv_tm_tag *sv_tm_match(struct sv_tm *tm, uint64_t tag);

@@ -2,8 +2,9 @@
 /*
  * Tag matching (docs/DESIGN.md "Tag matching"): a tag-matching SRQ's list
  * of tagged buffers, the operations that change it (SRQ_OPS: TAG_ADD,
- * TAG_DEL, TAG_SYNC) and the lookup that a tagged message makes when it
- * arrives (the responder, loop_resp.c). Under sv_dev.lock.
+ * TAG_DEL, TAG_SYNC; qp.c writes their completions) and the lookup that a
+ * tagged message makes when it arrives (the responders, loop_resp.c and
+ * roce/resp.c). Under sv_dev.lock; nothing here touches a client.
  *
  * Phase synchronisation, as the verbs describe it (ibv_post_srq_ops(3)):
  * every tagged message that finds no tag is "unexpected" and goes to an
@@ -22,7 +23,6 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_tm.h"
-#include "device/exec_int.h"
 #include "device/sv_dev.h"
 
 struct sv_tm *sv_tm_new(uint32_t max_tags, uint32_t max_ops)
@@ -105,32 +105,11 @@ static uint32_t tm_add(struct sv_tm *tm, const struct sv_cmd_srq_ops *a)
 	return sv_tm_handle(i, t->gen);
 }
 
-/* The op's completion on the SRQ's CQ (signaled, or failed). */
-static void tm_op_complete(struct sv_srq *srq, const struct sv_cmd_srq_ops *a,
-			   uint32_t opcode, uint32_t status)
+int sv_tm_op(struct sv_tm *tm, const struct sv_cmd_srq_ops *a,
+	     struct sv_tm_done *d, const char **why)
 {
-	struct sv_cqe e;
-
-	if (status == IBV_WC_SUCCESS && !(a->flags & IBV_OPS_SIGNALED))
-		return;
-	sv_cqe_init(&e, a->wr_id, status, opcode, 0);
-	if (srq->tm->synced != srq->tm->unexp)
-		e.wc_flags |= IBV_WC_TM_SYNC_REQ;
-	/* a full CQ raises its own error (IBV_EVENT_CQ_ERR); the op stays
-	 * done, as a NIC's would */
-	sv_cq_push(srq->cq, &e, false);
-}
-
-int sv_tm_op(struct sv_srq *srq, const struct sv_cmd_srq_ops *a,
-	     uint32_t *handle, const char **why)
-{
-	struct sv_tm *tm = srq->tm;
 	uint32_t opcode, status = IBV_WC_SUCCESS;
 
-	if (!tm) {
-		*why = "not a tag-matching SRQ";
-		return -EINVAL;
-	}
 	if (a->rsvd || a->flags & ~(uint32_t)(IBV_OPS_SIGNALED |
 					      IBV_OPS_TM_SYNC)) {
 		*why = "unknown op flags";
@@ -164,8 +143,9 @@ int sv_tm_op(struct sv_srq *srq, const struct sv_cmd_srq_ops *a,
 	}
 	if (a->flags & IBV_OPS_TM_SYNC)
 		tm->synced = a->unexpected_cnt;
+	d->handle = 0;
 	if (a->opcode == IBV_WR_TAG_ADD) {
-		*handle = tm_add(tm, a);
+		d->handle = tm_add(tm, a);
 	} else if (a->opcode == IBV_WR_TAG_DEL) {
 		struct sv_tm_tag *t =
 			&tm->tag[a->handle & SV_TM_HANDLE_IDX_MASK];
@@ -178,6 +158,8 @@ int sv_tm_op(struct sv_srq *srq, const struct sv_cmd_srq_ops *a,
 		else
 			sv_tm_take(tm, t);
 	}
-	tm_op_complete(srq, a, opcode, status);
+	d->opcode = opcode;
+	d->status = status;
+	d->sync_req = tm->synced != tm->unexp;
 	return 0;
 }
