@@ -98,8 +98,7 @@ enum sv_obj_type {
 	X(MR_FILE, 43)                                                       \
 	X(ALLOC_DM, 44)                                                      \
 	X(FREE_DM, 45)                                                       \
-	X(ADVISE_MR, 46)                                                     \
-	X(SRQ_OPS, 50)
+	X(ADVISE_MR, 46)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -401,31 +400,10 @@ struct sv_cmd_create_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;
-	/* IBV_SRQT_TM (then cq is the SRQ's CQ): ibv_tm_cap */
+	/* IBV_SRQT_TM (then cq is the SRQ's CQ): ibv_tm_cap; the memfd
+	 * then holds its ops ring too (src/abi/sv_tm.h) */
 	uint32_t max_num_tags;
 	uint32_t max_ops;
-};
-
-/*
- * SRQ_OPS: one ibv_ops_wr on a tag-matching SRQ (src/abi/sv_tm.h). The
- * device applies it at once and, when it is signaled or fails, writes its
- * completion into the SRQ's CQ before it answers. TAG_ADD answers with
- * the tag's handle (sv_rsp_srq_ops). -ENOMEM: the tag list is full;
- * -EINVAL: a malformed op (a handle of no slot, too many SGEs).
- */
-struct sv_cmd_srq_ops {
-	uint64_t srq;
-	uint64_t wr_id;
-	uint64_t recv_wr_id;   /* TAG_ADD */
-	uint64_t tag;          /* TAG_ADD */
-	uint64_t mask;         /* TAG_ADD */
-	struct sv_wqe_sge sge; /* TAG_ADD, num_sge 1 */
-	uint32_t opcode;       /* enum ibv_ops_wr_opcode */
-	uint32_t flags;        /* enum ibv_ops_flags */
-	uint32_t unexpected_cnt;
-	uint32_t handle;       /* TAG_DEL */
-	uint32_t num_sge;      /* TAG_ADD: 0 or 1 (SV_TM_MAX_SGE) */
-	uint32_t rsvd;
 };
 
 struct sv_cmd_modify_srq {
@@ -489,7 +467,6 @@ struct sv_cmd {
 		struct sv_cmd_query_qp query_qp;
 		struct sv_cmd_create_srq create_srq;
 		struct sv_cmd_modify_srq modify_srq;
-		struct sv_cmd_srq_ops srq_ops;
 		struct sv_cmd_create_ah create_ah;
 		struct sv_cmd_create_domain create_domain;
 		struct sv_cmd_alloc_mr alloc_mr;
@@ -689,6 +666,11 @@ struct sv_rsp_srq {
 	uint32_t entries;
 	uint32_t stride;
 	uint64_t ring_bytes;       /* the ring header is at offset 0 */
+	/* a tag-matching SRQ's ops ring (src/abi/sv_tm.h), in the same
+	 * memfd: its header's offset and its slots; 0 for other SRQs */
+	uint64_t tm_ops_offset;
+	uint32_t tm_ops_entries;
+	uint32_t rsvd;
 };
 
 struct sv_rsp_domain {
@@ -715,11 +697,6 @@ struct sv_rsp_advise {
 struct sv_rsp_dm {
 	uint64_t handle;
 	uint64_t bytes;            /* size of the memfd to map */
-};
-
-struct sv_rsp_srq_ops {
-	uint32_t handle;           /* TAG_ADD: the new tag's */
-	uint32_t rsvd;
 };
 
 struct sv_rsp_query_srq {
@@ -838,7 +815,6 @@ struct sv_rsp {
 		struct sv_rsp_query_qp query_qp;
 		struct sv_rsp_srq srq;
 		struct sv_rsp_query_srq query_srq;
-		struct sv_rsp_srq_ops srq_ops;
 		struct sv_rsp_domain domain;
 		struct sv_rsp_page_list page_list;
 		struct sv_rsp_dm dm;

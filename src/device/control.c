@@ -229,7 +229,6 @@ static const struct {
 	[SV_CMD_MODIFY_SRQ] = { sv_cmd_modify_srq, 0 },
 	[SV_CMD_QUERY_SRQ] = { sv_cmd_query_srq, 0 },
 	[SV_CMD_DESTROY_SRQ] = { sv_cmd_destroy_srq, 0 },
-	[SV_CMD_SRQ_OPS] = { sv_cmd_srq_ops, 0 },
 	[SV_CMD_CREATE_AH] = { sv_cmd_create_ah, 0 },
 	[SV_CMD_DESTROY_AH] = { sv_cmd_destroy_ah, 0 },
 	[SV_CMD_CREATE_DOMAIN] = { sv_cmd_create_domain, 0 },

@@ -559,6 +559,8 @@ deliver_tm(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	uint32_t st;
 	int ret;
 
+	/* the ops posted before the message came apply first */
+	sv_tm_drain(srq);
 	if (m->len < sizeof(tmh))
 		return deliver_recv(x, t, m, IBV_WC_TM_NO_TAG);
 	sv_span_raw(&hs, &tmh, sizeof(tmh));

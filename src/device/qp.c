@@ -749,10 +749,10 @@ int sv_cmd_create_srq(struct sv_req *r)
 {
 	const struct sv_cmd_create_srq *a = &r->cmd->u.create_srq;
 	struct sv_client *c = r->client;
-	uint32_t entries, stride, sge;
+	uint32_t entries, stride, sge, ops = 0;
 	struct sv_srq *srq;
 	struct sv_pd *pd;
-	size_t bytes;
+	size_t bytes, ops_off = 0;
 	int ret, out;
 
 	struct sv_xrcd *xrcd = NULL;
@@ -805,6 +805,12 @@ int sv_cmd_create_srq(struct sv_req *r)
 		}
 	}
 	bytes = page_up(sv_wq_ring_bytes(entries, stride));
+	if (srq->tm) {
+		/* the ops ring, after the receive ring */
+		ops_off = bytes;
+		ops = pow2_at_least(a->max_ops ? a->max_ops : 1);
+		bytes += page_up(sv_wq_ring_bytes(ops, SV_TM_OP_STRIDE));
+	}
 	ret = sv_req_charge(r, bytes);
 	if (ret) {
 		free(srq->tm);
@@ -851,6 +857,12 @@ int sv_cmd_create_srq(struct sv_req *r)
 	srq->limit = 0; /* ibv_create_srq ignores srq_limit; modify arms it */
 	wq_init(&srq->rq, srq->ring, entries, stride, sge, 0);
 	srq->rq.hdr->qp_state = 0;
+	if (srq->tm) {
+		wq_init(&srq->tm_ops, (char *)srq->ring + ops_off, ops,
+			SV_TM_OP_STRIDE, 0, 0);
+		srq->tm->kdone = &srq->tm_ops.hdr->done;
+		sv_engine_add_srq(srq);
+	}
 	pd->refs++;
 	r->rsp->u.srq = (struct sv_rsp_srq){
 		.handle = srq->handle,
@@ -861,6 +873,8 @@ int sv_cmd_create_srq(struct sv_req *r)
 		.entries = entries,
 		.stride = stride,
 		.ring_bytes = bytes,
+		.tm_ops_offset = ops_off,
+		.tm_ops_entries = ops,
 	};
 	r->fd_out = out;
 	return 0;
@@ -920,6 +934,7 @@ int sv_cmd_query_srq(struct sv_req *r)
 void sv_srq_destroy(struct sv_srq *srq)
 {
 	sv_srqn_free(srq);     /* no message finds it now */
+	sv_engine_remove_srq(srq);
 	sv_engine_quiesce();   /* a receive being filled from its ring */
 	srq->pd->refs--;
 	if (srq->xrcd)
@@ -931,40 +946,6 @@ void sv_srq_destroy(struct sv_srq *srq)
 	close(srq->memfd);
 	free(srq->tm);
 	free(srq);
-}
-
-/* SRQ_OPS: one op on a tag-matching SRQ's list (tm.c), and its
- * completion on the SRQ's CQ when it is signaled or failed. */
-int sv_cmd_srq_ops(struct sv_req *r)
-{
-	const struct sv_cmd_srq_ops *a = &r->cmd->u.srq_ops;
-	struct sv_srq *srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
-	struct sv_tm_done d;
-	struct sv_cqe e;
-	int ret;
-
-	if (!srq)
-		return -EINVAL;
-	if (!srq->tm) {
-		r->why = "not a tag-matching SRQ";
-		return -EINVAL;
-	}
-	ret = sv_tm_op(srq->tm, a, &d, &r->why);
-	if (ret)
-		return ret;
-	r->rsp->u.srq_ops.handle = d.handle;
-	if (d.status == IBV_WC_SUCCESS && !(a->flags & IBV_OPS_SIGNALED))
-		return 0;
-	memset(&e, 0, sizeof(e));
-	e.wr_id = a->wr_id;
-	e.status = d.status;
-	e.opcode = d.opcode;
-	e.wc_flags = d.sync_req ? IBV_WC_TM_SYNC_REQ : 0;
-	e.timestamp = sv_now_ns();
-	/* a full CQ raises its own error (IBV_EVENT_CQ_ERR); the op stays
-	 * done, as a NIC's would */
-	sv_cq_push(srq->cq, &e, false);
-	return 0;
 }
 
 int sv_cmd_destroy_srq(struct sv_req *r)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Tag matching (docs/DESIGN.md "Tag matching"): a tag-matching SRQ's list
- * of tagged buffers, the operations that change it (SRQ_OPS: TAG_ADD,
- * TAG_DEL, TAG_SYNC; qp.c writes their completions) and the lookup that a
- * tagged message makes when it arrives (the responders, loop_resp.c and
- * roce/resp.c). Under sv_dev.lock; nothing here touches a client.
+ * of tagged buffers, the ops that change it (TAG_ADD, TAG_DEL, TAG_SYNC,
+ * from the SRQ's ops ring: qp.c's sv_tm_drain reads them and writes their
+ * completions) and the lookup that a tagged message makes when it arrives
+ * (the responders, loop_resp.c and roce/resp.c). Under sv_dev.lock;
+ * nothing here reads what a client can write.
  *
  * Phase synchronisation, as the verbs describe it (ibv_post_srq_ops(3)):
  * every tagged message that finds no tag is "unexpected" and goes to an
@@ -60,6 +61,17 @@ struct sv_tm_tag *sv_tm_match(struct sv_tm *tm, uint64_t tag)
 	return NULL;
 }
 
+/* One more TAG_ADD holds no place in the list: the library may post one
+ * more (sv_tm.h, `done`). */
+static void tm_done(struct sv_tm *tm)
+{
+	tm->done++;
+	if (tm->kdone)
+		/* release: pairs with the library's acquire load before it
+		 * counts the room left */
+		__atomic_store_n(tm->kdone, tm->done, __ATOMIC_RELEASE);
+}
+
 /* Take tag t off the list; its slot is free, its handle names nothing. */
 void sv_tm_take(struct sv_tm *tm, struct sv_tm_tag *t)
 {
@@ -75,23 +87,24 @@ void sv_tm_take(struct sv_tm *tm, struct sv_tm_tag *t)
 		tm->tail = t->prev;
 	t->posted = false;
 	t->busy = false;
-	t->gen = (t->gen + 1) & (UINT32_MAX >> SV_TM_HANDLE_IDX_BITS);
 	t->next = tm->free;
 	tm->free = i;
 	tm->posted--;
+	tm_done(tm);
 }
 
-static uint32_t tm_add(struct sv_tm *tm, const struct sv_cmd_srq_ops *a)
+static void tm_add(struct sv_tm *tm, const struct sv_tm_op *o)
 {
 	uint32_t i = tm->free;
 	struct sv_tm_tag *t = &tm->tag[i];
 
 	tm->free = t->next;
-	t->tag = a->tag;
-	t->mask = a->mask;
-	t->wr_id = a->recv_wr_id;
-	t->num_sge = a->num_sge;
-	t->sge = a->num_sge ? a->sge : (struct sv_wqe_sge){ 0, 0, 0 };
+	t->tag = o->tag;
+	t->mask = o->mask;
+	t->wr_id = o->recv_wr_id;
+	t->num_sge = o->num_sge;
+	t->sge = o->num_sge ? o->sge : (struct sv_wqe_sge){ 0, 0, 0 };
+	t->handle = o->handle;
 	t->phase = tm->unexp;
 	t->posted = true;
 	t->next = SV_TM_NONE;
@@ -102,64 +115,67 @@ static uint32_t tm_add(struct sv_tm *tm, const struct sv_cmd_srq_ops *a)
 		tm->head = i;
 	tm->tail = i;
 	tm->posted++;
-	return sv_tm_handle(i, t->gen);
 }
 
-int sv_tm_op(struct sv_tm *tm, const struct sv_cmd_srq_ops *a,
-	     struct sv_tm_done *d, const char **why)
+/* The posted tag of handle h, or NULL. */
+static struct sv_tm_tag *tm_find(struct sv_tm *tm, uint32_t h)
 {
-	uint32_t opcode, status = IBV_WC_SUCCESS;
+	for (uint32_t i = tm->head; i != SV_TM_NONE; i = tm->tag[i].next)
+		if (tm->tag[i].handle == h)
+			return &tm->tag[i];
+	return NULL;
+}
 
-	if (a->rsvd || a->flags & ~(uint32_t)(IBV_OPS_SIGNALED |
-					      IBV_OPS_TM_SYNC)) {
-		*why = "unknown op flags";
-		return -EINVAL;
-	}
-	switch (a->opcode) {
+/*
+ * Apply op o (a private copy). What the library checks before it posts
+ * (sv_post_srq_ops) arrives here only from a client that wrote its ring
+ * itself: such an op fails (IBV_WC_TM_ERR) and changes nothing, nor does a
+ * TAG_ADD that finds the list full. A TAG_DEL of a tag not in the list
+ * (consumed, deleted, never added) or whose data is landing fails too:
+ * the verbs' "concurrent consumption".
+ */
+void sv_tm_apply(struct sv_tm *tm, const struct sv_tm_op *o,
+		 struct sv_tm_done *d)
+{
+	bool bad = o->rsvd || (o->flags & ~(uint32_t)(IBV_OPS_SIGNALED |
+						       IBV_OPS_TM_SYNC));
+	struct sv_tm_tag *t;
+
+	d->status = IBV_WC_SUCCESS;
+	switch (o->opcode) {
 	case IBV_WR_TAG_ADD:
-		if (a->num_sge > SV_TM_MAX_SGE) {
-			*why = "too many SGEs for a tag";
-			return -EINVAL;
+		d->opcode = IBV_WC_TM_ADD;
+		if (bad || o->num_sge > SV_TM_MAX_SGE ||
+		    tm->free == SV_TM_NONE) {
+			d->status = IBV_WC_TM_ERR;
+			tm_done(tm);
 		}
-		if (tm->free == SV_TM_NONE) {
-			*why = "the tag list is full";
-			return -ENOMEM;
-		}
-		opcode = IBV_WC_TM_ADD;
 		break;
 	case IBV_WR_TAG_DEL:
-		if ((a->handle & SV_TM_HANDLE_IDX_MASK) >= tm->max_tags) {
-			*why = "no such tag handle";
-			return -EINVAL;
-		}
-		opcode = IBV_WC_TM_DEL;
+		d->opcode = IBV_WC_TM_DEL;
 		break;
 	case IBV_WR_TAG_SYNC:
-		opcode = IBV_WC_TM_SYNC;
+		d->opcode = IBV_WC_TM_SYNC;
 		break;
 	default:
-		*why = "unknown op";
-		return -EINVAL;
+		d->opcode = IBV_WC_TM_SYNC;
+		bad = true;
+		break;
 	}
-	if (a->flags & IBV_OPS_TM_SYNC)
-		tm->synced = a->unexpected_cnt;
-	d->handle = 0;
-	if (a->opcode == IBV_WR_TAG_ADD) {
-		d->handle = tm_add(tm, a);
-	} else if (a->opcode == IBV_WR_TAG_DEL) {
-		struct sv_tm_tag *t =
-			&tm->tag[a->handle & SV_TM_HANDLE_IDX_MASK];
-
-		/* consumed (or deleted) already: the verbs' "concurrent
-		 * consumption" */
-		if (!t->posted || t->busy ||
-		    t->gen != a->handle >> SV_TM_HANDLE_IDX_BITS)
-			status = IBV_WC_TM_ERR;
-		else
-			sv_tm_take(tm, t);
+	if (bad)
+		d->status = IBV_WC_TM_ERR;
+	if (d->status == IBV_WC_SUCCESS) {
+		if (o->flags & IBV_OPS_TM_SYNC)
+			tm->synced = o->unexpected_cnt;
+		if (o->opcode == IBV_WR_TAG_ADD) {
+			tm_add(tm, o);
+		} else if (o->opcode == IBV_WR_TAG_DEL) {
+			t = tm_find(tm, o->handle);
+			if (!t || t->busy)
+				d->status = IBV_WC_TM_ERR;
+			else
+				sv_tm_take(tm, t);
+		}
 	}
-	d->opcode = opcode;
-	d->status = status;
 	d->sync_req = tm->synced != tm->unexp;
-	return 0;
 }

@@ -61,6 +61,23 @@ static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
 					 (size_t)r->db_index * SV_DB_PAGE_BYTES);
 	srq->srqn = r->srqn;
 	srq->max_wr = r->max_wr;
+	if (r->tm_ops_entries) {
+		/* the ops ring, behind the receive ring */
+		if ((r->tm_ops_entries & (r->tm_ops_entries - 1)) ||
+		    r->tm_ops_offset < sv_wq_ring_bytes(r->entries, r->stride) ||
+		    r->tm_ops_offset > r->ring_bytes ||
+		    r->ring_bytes - r->tm_ops_offset <
+		    sv_wq_ring_bytes(r->tm_ops_entries, SV_TM_OP_STRIDE)) {
+			munmap(map, r->ring_bytes);
+			return -EPROTO;
+		}
+		srq->tm_ops.hdr = (struct sv_wq_ring *)((char *)map +
+							r->tm_ops_offset);
+		srq->tm_ops.entries = r->tm_ops_entries;
+		srq->tm_ops.stride = SV_TM_OP_STRIDE;
+		srq->tm_ops.prod = __atomic_load_n(&srq->tm_ops.hdr->prod,
+						   __ATOMIC_RELAXED);
+	}
 	return 0;
 }
 
@@ -105,8 +122,12 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 	ret = map_srq_ring(ctx, srq, fd, &rsp.u.srq);
 	if (fd >= 0)
 		close(fd);
+	if (!ret && !tm != !srq->tm_ops.hdr)
+		ret = -EPROTO;     /* an ops ring for a TM SRQ, and only there */
 	if (ret)
 		goto err_destroy;
+	if (tm)
+		srq->tm_max_tags = tm->max_num_tags;
 	sv_spin_init(&srq->lock);
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = srq_context;
@@ -175,39 +196,79 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 			  tm ? &a->tm_cap : NULL);
 }
 
+/* Is op wr one the device takes (it refuses the rest, as a failed op)? */
+static bool ops_wr_ok(const struct ibv_ops_wr *wr)
+{
+	if (wr->flags & ~(IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC))
+		return false;
+	switch (wr->opcode) {
+	case IBV_WR_TAG_ADD:
+		return wr->tm.add.num_sge >= 0 &&
+		       wr->tm.add.num_sge <= (int)SV_TM_MAX_SGE &&
+		       (!wr->tm.add.num_sge || wr->tm.add.sg_list);
+	case IBV_WR_TAG_DEL:
+	case IBV_WR_TAG_SYNC:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /*
- * ibv_post_srq_ops: each op is one SRQ_OPS command; the device applies it
- * and writes its completion (signaled, or failed) before it answers, so a
- * TAG_ADD's handle is known when the call returns. A refused op (EINVAL:
- * malformed, a handle of no slot; ENOMEM: the tag list is full) stops the
- * list there, *bad_wr at it.
+ * ibv_post_srq_ops: each op goes into a slot of the SRQ's ops ring, as a
+ * receive goes into the receive ring; the ring is published and the
+ * doorbell rung once (src/abi/sv_tm.h). A TAG_ADD's handle is given here;
+ * one that would make the list hold more than max_num_tags tags (counting
+ * those the device has not given back yet), or a full ops ring, is ENOMEM;
+ * a malformed op EINVAL; the list stops there, *bad_wr at it, the ops
+ * before it posted.
  */
 int sv_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 		    struct ibv_ops_wr **bad_wr)
 {
 	struct sv_srq *srq = to_sv_srq(ibsrq);
-	struct sv_conn *conn = sv_conn_of(ibsrq->context);
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
+	struct sv_wq *wq = &srq->tm_ops;
+	uint32_t start;
 	int ret = 0;
 
+	if (!wq->hdr) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return wr ? EINVAL : 0;
+	}
+	sv_spin_lock(&srq->lock);
+	start = wq->prod;
 	for (; wr; wr = wr->next) {
-		struct sv_cmd_srq_ops *o = &cmd.u.srq_ops;
+		struct sv_tm_op *o;
 
-		sv_cmd_init(&cmd, SV_CMD_SRQ_OPS);
-		o->srq = srq->handle;
+		if (!ops_wr_ok(wr)) {
+			ret = EINVAL;
+			break;
+		}
+		/* acquire: pairs with the device's release of `done` */
+		if (wr->opcode == IBV_WR_TAG_ADD &&
+		    srq->tm_adds - __atomic_load_n(&wq->hdr->done,
+						   __ATOMIC_ACQUIRE) >=
+		    srq->tm_max_tags) {
+			ret = ENOMEM;
+			break;
+		}
+		if (!sv_wq_has_room(wq, wq->entries)) {
+			ret = ENOMEM;
+			break;
+		}
+		o = sv_wq_slot_at(wq, wq->prod);
+		memset(o, 0, sizeof(*o));
 		o->wr_id = wr->wr_id;
 		o->opcode = (uint32_t)wr->opcode;
 		o->flags = (uint32_t)wr->flags;
 		o->unexpected_cnt = wr->tm.unexpected_cnt;
 		o->handle = wr->tm.handle;
 		if (wr->opcode == IBV_WR_TAG_ADD) {
-			if (wr->tm.add.num_sge < 0 ||
-			    wr->tm.add.num_sge > (int)SV_TM_MAX_SGE ||
-			    (wr->tm.add.num_sge && !wr->tm.add.sg_list)) {
-				ret = EINVAL;
-				break;
-			}
+			if (!++srq->tm_handle)
+				srq->tm_handle = 1;
+			wr->tm.handle = o->handle = srq->tm_handle;
+			srq->tm_adds++;
 			o->recv_wr_id = wr->tm.add.recv_wr_id;
 			o->tag = wr->tm.add.tag;
 			o->mask = wr->tm.add.mask;
@@ -218,12 +279,11 @@ int sv_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 				o->sge.lkey = wr->tm.add.sg_list[0].lkey;
 			}
 		}
-		ret = -sv_conn_call(conn, &cmd, -1, &rsp, NULL);
-		if (ret)
-			break;
-		if (wr->opcode == IBV_WR_TAG_ADD)
-			wr->tm.handle = rsp.u.srq_ops.handle;
+		wq->prod++;
 	}
+	if (wq->prod != start)
+		sv_wq_publish(wq, srq->db);
+	sv_spin_unlock(&srq->lock);
 	if (ret && bad_wr)
 		*bad_wr = wr;
 	return ret;

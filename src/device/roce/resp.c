@@ -435,6 +435,8 @@ tm_take(struct sv_qp *t, const struct sv_roce_pkt *p, struct sv_roce_tx *tx,
 	struct ibv_tmh h;
 	uint32_t op = IBV_WC_TM_NO_TAG;
 
+	/* the ops posted before the message came apply first */
+	sv_tm_drain(t->srq);
 	memset(&h, 0, sizeof(h));
 	if (p->paylen >= sizeof(h))
 		memcpy(&h, p->payload, sizeof(h));
