@@ -559,9 +559,10 @@ deliver_tm(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	uint32_t st;
 	int ret;
 
-	/* the ops posted before the message came apply first */
+	/* the ops posted before the message came apply first; an SRQ in
+	 * error (a corrupt ring) takes nothing: sv_rq_peek says so */
 	sv_tm_drain(srq);
-	if (m->len < sizeof(tmh))
+	if (m->len < sizeof(tmh) || srq->in_error)
 		return deliver_recv(x, t, m, IBV_WC_TM_NO_TAG);
 	sv_span_raw(&hs, &tmh, sizeof(tmh));
 	if (sv_span_copy(x, &hs, 0, &m->local, 0, sizeof(tmh)) != SV_COPY_OK)

@@ -29,7 +29,11 @@
  *  - bad ops refused at post (EINVAL, *bad_wr, the ops before it done):
  *    an unknown opcode or flag, two SGEs; ops on an SRQ that is not TM;
  *  - an EAGER message larger than its tagged buffer: the tag completes
- *    with IBV_WC_LOC_LEN_ERR, the sender sees a remote invalid request.
+ *    with IBV_WC_LOC_LEN_ERR, the sender sees a remote invalid request;
+ *  - a client that writes its ops ring itself (found through
+ *    /proc/self/maps): ops the library would refuse fail
+ *    (IBV_WC_TM_ERR), a producer counter more than a ring ahead errs the
+ *    SRQ (IBV_EVENT_SRQ_ERR).
  *
  * Across two hosts (RoCEv2, tests/net/tm_netns.sh):
  *   test_tm server PORT        the TM SRQ's side
@@ -56,6 +60,8 @@
 #include <infiniband/tm_types.h>
 #include <infiniband/verbs.h>
 
+#include "abi/sv_qp.h"
+#include "abi/sv_tm.h"
 #include "vu.h"
 
 #define CHECK VU_CHECK
@@ -623,6 +629,92 @@ static void bad_ops(void)
 	printf("ok bad ops\n");
 }
 
+/* The SRQ's ops ring as the library mapped it (the SRQ's memfd, found in
+ * /proc/self/maps; only g.srq is a TM SRQ now): its header. */
+static struct sv_wq_ring *ops_ring(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	struct sv_wq_ring *ops = NULL;
+	char line[512];
+
+	CHECK(f, "/proc/self/maps");
+	while (!ops && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		const struct sv_wq_ring *rq;
+		size_t off;
+
+		if (!strstr(line, "softverbs-srq") ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		rq = (const struct sv_wq_ring *)lo;
+		off = (SV_RING_HDR_BYTES + (size_t)rq->entries * rq->stride +
+		       4095) & ~(size_t)4095;
+		if (off + SV_RING_HDR_BYTES > hi - lo)
+			continue;
+		ops = (struct sv_wq_ring *)(lo + off);
+		if (ops->stride != SV_TM_OP_STRIDE)
+			ops = NULL;
+	}
+	fclose(f);
+	CHECK(ops, "no ops ring in /proc/self/maps");
+	return ops;
+}
+
+/*
+ * A client that writes its ops ring itself: ops the library refuses
+ * (unknown opcode, 9 SGEs, a reserved field set) and a TAG_DEL of a handle
+ * never given each fail (IBV_WC_TM_ERR), applied at the latest when a
+ * message comes; then a producer counter more than a ring ahead: the SRQ
+ * errs (IBV_EVENT_SRQ_ERR) and takes no message. The library's own view
+ * of the ring is stale after this: last.
+ */
+static void scribble(void)
+{
+	struct sv_wq_ring *h = ops_ring();
+	uint32_t p;
+	struct ibv_async_event ev;
+	struct comp c;
+	struct sv_tm_op o[4] = {
+		{ .wr_id = 0x81, .opcode = 99, .flags = IBV_OPS_SIGNALED },
+		{ .wr_id = 0x82, .opcode = IBV_WR_TAG_ADD, .num_sge = 9,
+		  .flags = IBV_OPS_SIGNALED },
+		{ .wr_id = 0x83, .opcode = IBV_WR_TAG_ADD, .rsvd = 1,
+		  .flags = IBV_OPS_SIGNALED },
+		{ .wr_id = 0x84, .opcode = IBV_WR_TAG_DEL, .handle = 0x7777,
+		  .flags = IBV_OPS_SIGNALED },
+	};
+	static const int op_wc[4] = { IBV_WC_TM_SYNC, IBV_WC_TM_ADD,
+				      IBV_WC_TM_ADD, IBV_WC_TM_DEL };
+
+	/* a tag the last message would match, were the SRQ not in error */
+	tag_add(0x1, ~0ull, g.tbuf, RBUF, 1010, NULL);
+	p = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < 4; i++)
+		memcpy(sv_wq_slot(h, h->entries, h->stride, p + i), &o[i],
+		       sizeof(o[i]));
+	__atomic_store_n(&h->prod, p + 4, __ATOMIC_RELEASE);
+	send_msg(0, IBV_TMH_NO_TAG, 0, 0, 8, 50, IBV_WC_SUCCESS);
+	for (int i = 0; i < 4; i++) {
+		c = poll_one();
+		expect(&c, IBV_WC_TM_ERR, op_wc[i], 0, 0x81 + (uint64_t)i,
+		       "a forged op");
+	}
+	c = poll_one();
+	check_unexpected(&c, IBV_WC_TM_NO_TAG, 8, 0, 50, "after forged ops");
+	__atomic_store_n(&h->prod, h->cons + h->entries + 5, __ATOMIC_RELEASE);
+	send_msg(0, IBV_TMH_EAGER, 0x1, 0, 8, 51, IBV_WC_RETRY_EXC_ERR);
+	/* the QPs' own events come too (the receivers went to ERR); each
+	 * acknowledged by vu_async_event */
+	for (bool seen = false; !seen;) {
+		CHECK(!vu_async_event(g.ctx, &ev, VU_WAIT_MS),
+		      "a corrupt ops ring: no IBV_EVENT_SRQ_ERR");
+		seen = ev.event_type == IBV_EVENT_SRQ_ERR;
+		CHECK(!seen || ev.element.srq == g.srq, "SRQ_ERR of %p",
+		      (void *)ev.element.srq);
+	}
+	printf("ok forged ops\n");
+}
+
 /* Last: it puts a receiver QP in the error state. */
 static void too_long(void)
 {
@@ -810,6 +902,7 @@ int main(int argc, char **argv)
 	bad_ops();
 	order();
 	too_long();
+	scribble();
 	for (int k = 0; k < 2; k++) {
 		CHECK(!ibv_destroy_qp(g.rq[k]), "destroy qp");
 		vu_ep_destroy(&g.s[k]);

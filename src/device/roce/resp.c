@@ -440,7 +440,8 @@ tm_take(struct sv_qp *t, const struct sv_roce_pkt *p, struct sv_roce_tx *tx,
 	memset(&h, 0, sizeof(h));
 	if (p->paylen >= sizeof(h))
 		memcpy(&h, p->payload, sizeof(h));
-	if (p->paylen >= sizeof(h) &&
+	/* an SRQ in error (a corrupt ring): take_or_nak NAKs */
+	if (p->paylen >= sizeof(h) && !t->srq->in_error &&
 	    (h.opcode == IBV_TMH_EAGER ||
 	     (h.opcode == IBV_TMH_RNDV &&
 	      p->paylen >= sizeof(h) + sizeof(struct ibv_rvh)))) {
