@@ -485,53 +485,96 @@ static void tm_fin(struct sv_exec *x, struct sv_qp *s, const struct sv_qp *t,
 		sv_qp_error(s, 0);
 }
 
+/* The rendezvous READ goes a window at a time: the lock is let go (and
+ * the keys granted again) between two. */
+#define TM_RNDV_WINDOW (128u * 1024u)
+
+/*
+ * The rendezvous READ of v: its len bytes at the requester's va (its rkey,
+ * the requester QP's REMOTE_READ) into the tagged buffer, a window at a
+ * time. For each window, under the lock, both sides are resolved again
+ * (the keys may have changed); a window of plain memory on both sides of
+ * SV_UNLOCKED_COPY bytes or more is copied without the lock, as
+ * msg_copy_unlocked does (copy_seq odd meanwhile, so that the QPs, the SRQ
+ * and the memory resolved outlive it), then m->lost says whether a QP
+ * changed meanwhile. A completion status for the tag.
+ */
+static uint32_t tm_rndv_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t,
+			     const struct tm_rndv *v, uint64_t len)
+{
+	struct sv_qp *s = m->qp;
+	uint32_t qgen = s->state_gen, tgen = t->state_gen;
+	struct sv_map map[SV_TM_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+	struct rspan rmem;
+	struct span buf;
+	uint64_t cap, n;
+	uint32_t st;
+	int ret;
+
+	if (!(s->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
+		return IBV_WC_REM_ACCESS_ERR;
+	for (uint64_t off = 0; off < len; off += n) {
+		n = len - off < TM_RNDV_WINDOW ? len - off : TM_RNDV_WINDOW;
+		st = sv_span_sges(&buf, map, iov, &v->sge, v->num_sge,
+				  t->srq->pd, true, &cap);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+		if (cap < len)
+			return IBV_WC_LOC_LEN_ERR;
+		if (!sv_span_remote(&rmem, be32toh(v->rvh.rkey), s,
+				    be64toh(v->rvh.va) + off, n,
+				    IBV_ACCESS_REMOTE_READ))
+			return IBV_WC_REM_ACCESS_ERR;
+		if (x->copy_seq && buf.whole && rmem.s.whole &&
+		    n >= SV_UNLOCKED_COPY) {
+			__atomic_store_n(x->copy_seq, *x->copy_seq + 1,
+					 __ATOMIC_RELEASE);
+			sv_dev_unlock();
+			ret = sv_mem_copy(&buf.mem, off, &rmem.s.mem, 0, n,
+					  x->bounce, x->bounce_bytes);
+			sv_dev_lock(false);
+			__atomic_store_n(x->copy_seq, *x->copy_seq + 1,
+					 __ATOMIC_RELEASE);
+			msg_check(m, t, qgen, tgen);
+			if (m->lost)
+				return IBV_WC_REM_ABORT_ERR;
+		} else {
+			ret = sv_span_copy(x, &buf, off, &rmem.s, 0, n);
+		}
+		if (ret == SV_COPY_SRC_FAULT)
+			return IBV_WC_REM_ACCESS_ERR;
+		if (ret != SV_COPY_OK)
+			return IBV_WC_LOC_PROT_ERR;
+	}
+	return IBV_WC_SUCCESS;
+}
+
 /*
  * A rendezvous whose tag matched (that completion is written) and whose
  * SEND has completed at the requester, as its ACK would come first on a
- * wire: now the device READs len bytes at the requester's va/rkey into the
- * tagged buffer, as an RDMA READ of the responder's would (the requester
- * QP's REMOTE_READ right, the rkey of its PD), sends the FIN back into the
- * requester's receive queue and completes the data (IBV_WC_TM_DATA_VALID).
- * A responder that went away meanwhile takes nothing.
+ * wire: now the device READs the data into the tagged buffer
+ * (tm_rndv_copy), sends the FIN back into the requester's receive queue
+ * and completes the data (IBV_WC_TM_DATA_VALID). A responder that went
+ * away (or changed state) meanwhile takes nothing; a requester that did
+ * leaves the data incomplete (IBV_WC_REM_ABORT_ERR) and no FIN.
  */
 void sv_loop_tm_rndv(struct sv_exec *x, struct msg *m)
 {
 	const struct tm_rndv *v = &m->rndv;
-	struct sv_qp *s = m->qp, *t = sv_qp_lookup(v->tqpn);
-	uint64_t len = be32toh(v->rvh.len), cap;
-	struct sv_map map[SV_TM_MAX_SGE];
-	struct iovec iov[SV_IOV_WINDOW];
-	uint32_t st = IBV_WC_SUCCESS;
-	struct rspan rmem;
-	struct span buf;
+	struct sv_qp *t = sv_qp_lookup(v->tqpn);
+	uint64_t len = be32toh(v->rvh.len);
+	uint32_t st;
 
 	m->rndv_due = false;
+	m->lost = 0;
 	if (!t || t->dead || !t->srq || !t->srq->tm || !sv_qp_can_receive(t))
 		return;
-	st = tm_buffer(t->srq, &v->sge, v->num_sge, &buf, map, iov, &cap);
-	if (st == IBV_WC_SUCCESS && cap < len)
-		st = IBV_WC_LOC_LEN_ERR;
-	if (st == IBV_WC_SUCCESS && len) {
-		if (!(s->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
-		    !sv_span_remote(&rmem, be32toh(v->rvh.rkey), s,
-				    be64toh(v->rvh.va), len,
-				    IBV_ACCESS_REMOTE_READ))
-			st = IBV_WC_REM_ACCESS_ERR;
-		else
-			/* under the lock, whatever its size (DESIGN.md) */
-			switch (sv_span_copy(x, &buf, 0, &rmem.s, 0, len)) {
-			case SV_COPY_OK:
-				break;
-			case SV_COPY_SRC_FAULT:
-				st = IBV_WC_REM_ACCESS_ERR;
-				break;
-			default:
-				st = IBV_WC_LOC_PROT_ERR;
-				break;
-			}
-	}
+	st = tm_rndv_copy(x, m, t, v, len);
+	if (m->lost == LOST_RESP)
+		return;
 	if (st == IBV_WC_SUCCESS)
-		tm_fin(x, s, t, &v->tmh);
+		tm_fin(x, m->qp, t, &v->tmh);
 	tm_complete(t, m, v->wr_id, st, IBV_WC_TM_DATA_VALID, &v->tmh,
 		    st == IBV_WC_SUCCESS ? (uint32_t)len : 0);
 }
