@@ -15,6 +15,8 @@ pkgs=(
 	ucx-utils valgrind gnuplot-nox                # make bench: peer, budgets, plots
 	rdmacm-utils libfabric-bin infiniband-diags   # more unmodified consumers (rdma_cm, libfabric, umad)
 	iproute2 nftables iperf3 tshark               # tests/net: namespaces, drops, TCP peer, decode
+	curl python3-jsonschema python3-prometheus-client # stat --json's schema, --serve's text format
+	systemd man-db groff-base                     # the installed units (verify, socket activation), man pages
 )
 [ $# -gt 0 ] && pkgs=("$@")
 

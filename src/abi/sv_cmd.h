@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 10u
+#define SV_PROTO_VERSION 11u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -98,7 +98,13 @@ enum sv_obj_type {
 	X(MR_FILE, 43)                                                       \
 	X(ALLOC_DM, 44)                                                      \
 	X(FREE_DM, 45)                                                       \
-	X(ADVISE_MR, 46)
+	X(ADVISE_MR, 46)                                                     \
+	X(CONTEXT_TOKEN, 47)                                                 \
+	X(IMPORT_CONTEXT, 48)                                                \
+	X(IMPORT_OBJ, 49)                                                    \
+	X(STAT_QP, 50)                                                       \
+	X(INJECT, 51)                                                        \
+	X(WHY, 52)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -222,6 +228,67 @@ struct sv_cmd_alloc_dm {
 	uint64_t length;
 	uint32_t log_align;
 	uint32_t rsvd;
+};
+
+/*
+ * Importing (ibv_import_device, docs/DESIGN.md "Importing objects").
+ * CONTEXT_TOKEN: no payload; the response carries the context's token, a
+ * memfd of no size that the device made for it and knows by its inode: the
+ * library's cmd_fd. IMPORT_CONTEXT (no payload) carries such a token: the
+ * requesting connection, with no objects yet, then sees the objects of the
+ * context the token is (beside its own) until that context goes.
+ * IMPORT_OBJ names an object of the imported context by the 32 bits the
+ * verbs hold (ibv_pd.handle, ibv_mr.handle, ibv_dm.handle): type is
+ * SV_OBJ_PD, SV_OBJ_MR (then pd: the PD it must lie in) or SV_OBJ_DM (the
+ * DM's memfd comes with the response). struct sv_rsp_import.
+ */
+struct sv_cmd_import_obj {
+	uint32_t type;
+	uint32_t handle;
+	uint64_t pd;
+};
+
+/*
+ * INJECT (softverbs inject; docs/DESIGN.md "Fault injection"), allowed on
+ * a probe connection: one fault, applied at once or armed for the next
+ * count occasions. The response says what every kind has done since the
+ * daemon started (struct sv_rsp_inject).
+ *   SV_INJ_CMD     the next count commands op (of process pid; 0: any)
+ *                  fail with -err
+ *   SV_INJ_RNR     the next count messages to QP qpn that need a receive
+ *                  WQE get an RNR NAK, as if none were posted
+ *   SV_INJ_ACCESS  the next count RDMA or atomic requests to QP qpn get a
+ *                  remote access error
+ *   SV_INJ_FATAL   QP qpn fails: ERR and IBV_EVENT_QP_FATAL
+ *   SV_INJ_PORT    port 1 goes down (up 0) or up (up 1):
+ *                  IBV_EVENT_PORT_ERR or IBV_EVENT_PORT_ACTIVE to every
+ *                  context
+ *   SV_INJ_WIRE    the RoCEv2 injector takes spec ("seed=N,drop=P,...")
+ *   SV_INJ_CLEAR   every armed fault is disarmed, the wire's too
+ *   SV_INJ_QUERY   nothing: the counts only
+ */
+enum sv_inj_kind {
+	SV_INJ_CMD = 1,
+	SV_INJ_RNR,
+	SV_INJ_ACCESS,
+	SV_INJ_FATAL,
+	SV_INJ_PORT,
+	SV_INJ_WIRE,
+	SV_INJ_CLEAR,
+	SV_INJ_QUERY,
+	SV_INJ_KIND_MAX
+};
+
+struct sv_cmd_inject {
+	uint32_t kind;             /* enum sv_inj_kind */
+	uint32_t count;
+	uint32_t qpn;
+	uint32_t op;               /* SV_INJ_CMD: enum sv_cmd_op */
+	int32_t err;               /* SV_INJ_CMD: a positive errno */
+	uint32_t pid;
+	uint32_t up;
+	uint32_t rsvd;
+	char spec[160];            /* SV_INJ_WIRE, NUL-terminated */
 };
 
 /*
@@ -474,6 +541,8 @@ struct sv_cmd {
 		struct sv_cmd_reg_mr_list reg_mr_list;
 		struct sv_cmd_alloc_dm alloc_dm;
 		struct sv_cmd_advise_mr advise_mr;
+		struct sv_cmd_import_obj import_obj;
+		struct sv_cmd_inject inject;
 		struct sv_cmd_alloc_mw alloc_mw;
 		struct sv_cmd_mcast mcast;
 		struct sv_cmd_open_xrcd open_xrcd;
@@ -699,6 +768,22 @@ struct sv_rsp_dm {
 	uint64_t bytes;            /* size of the memfd to map */
 };
 
+struct sv_rsp_import {
+	uint64_t handle;           /* the whole handle */
+	uint64_t length;           /* MR, DM: as registered, as allocated */
+	uint64_t bytes;            /* DM: the size of the memfd to map */
+	uint64_t iova;             /* MR */
+	uint32_t lkey, rkey;       /* MR */
+	uint32_t access;           /* MR */
+	uint32_t rsvd;
+};
+
+struct sv_rsp_inject {
+	uint64_t done[SV_INJ_KIND_MAX];   /* faults injected, by kind */
+	uint32_t armed;                   /* faults still armed */
+	uint32_t rsvd;
+};
+
 struct sv_rsp_query_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
@@ -745,6 +830,73 @@ enum sv_rx_drop {
 	SV_RX_DROP_REASONS(SV_RX_DROP_ENUM)
 #undef SV_RX_DROP_ENUM
 	SV_RX_DROP_MAX
+};
+
+/*
+ * STAT_QP (struct sv_cmd_stat: first is a QPN table slot to start from):
+ * the QPs of every client, SV_STAT_QP_PAGE at a time, in slot order; next
+ * is the slot to ask for next, 0 when the table has been walked. Counters
+ * count since the QP was made; ring counts are what the device has taken
+ * (cons) and what the client says it posted (prod, the client's to write).
+ */
+#define SV_STAT_QP_PAGE 6         /* 16 + 6 * 72 <= 496 */
+struct sv_stat_qp {
+	uint64_t client_id;
+	uint32_t pid;
+	uint32_t qpn;
+	uint8_t type;              /* enum ibv_qp_type */
+	uint8_t state;             /* enum ibv_qp_state */
+	uint8_t wire;              /* 1: its peer is across RoCEv2 */
+	uint8_t srq;               /* 1: receives through an SRQ */
+	uint32_t dest_qpn;
+	uint32_t sq_entries, sq_used;
+	uint32_t rq_entries, rq_used;
+	uint64_t sends;            /* send WQEs completed (signaled or not) */
+	uint64_t recvs;            /* receive completions */
+	uint64_t errors;           /* error completions, flushes not counted */
+	uint64_t retrans;          /* RoCEv2 packets sent again */
+};
+
+struct sv_rsp_stat_qp {
+	uint32_t nlisted;
+	uint32_t next;
+	uint32_t nqps;             /* QPs on the device in all */
+	uint32_t rsvd;
+	struct sv_stat_qp qp[SV_STAT_QP_PAGE];
+};
+
+/*
+ * WHY (struct sv_cmd_stat: first is the number of the first record to
+ * give; softverbs why): the device's last SV_WHY_RING refusals and error
+ * completions, each with the reason the device had, oldest first, three
+ * at a time. Records are numbered from the daemon's start; next is the
+ * number to ask for next (== total when all are given), oldest the
+ * number of the oldest still kept.
+ */
+#define SV_WHY_RING 256
+#define SV_WHY_PAGE 3
+#define SV_WHY_LEN 96
+enum { SV_WHY_CMD = 1, SV_WHY_CQE = 2 };
+struct sv_why_rec {
+	uint64_t time_ns;          /* CLOCK_REALTIME */
+	uint64_t client_id;
+	uint64_t wr_id;            /* CQE */
+	uint32_t pid;
+	uint32_t qpn;              /* CQE */
+	uint32_t kind;             /* SV_WHY_* */
+	uint32_t op;               /* CMD: enum sv_cmd_op; CQE: enum ibv_wc_opcode */
+	int32_t status;            /* CMD: -errno; CQE: enum ibv_wc_status */
+	uint32_t rsvd;
+	char why[SV_WHY_LEN];      /* NUL-terminated */
+};
+
+struct sv_rsp_why {
+	uint64_t total;            /* records made since start */
+	uint64_t oldest;
+	uint64_t next;
+	uint32_t nlisted;
+	uint32_t rsvd;
+	struct sv_why_rec rec[SV_WHY_PAGE];
 };
 
 /* STAT_WIRE (takes struct sv_cmd_stat, all zero): the RoCEv2 port's
@@ -808,6 +960,8 @@ struct sv_rsp {
 		struct sv_rsp_cq cq;
 		struct sv_rsp_stat stat;
 		struct sv_rsp_stat_wire stat_wire;
+		struct sv_rsp_stat_qp stat_qp;
+		struct sv_rsp_why why;
 		struct sv_rsp_open_context open_context;
 		struct sv_rsp_open_direct open_direct;
 		struct sv_rsp_mr_file mr_file;
@@ -818,6 +972,8 @@ struct sv_rsp {
 		struct sv_rsp_domain domain;
 		struct sv_rsp_page_list page_list;
 		struct sv_rsp_dm dm;
+		struct sv_rsp_import import;
+		struct sv_rsp_inject inject;
 		struct sv_rsp_advise advise;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;
@@ -830,6 +986,8 @@ _Static_assert(sizeof(struct sv_rsp) == SV_RSP_SIZE, "rsp size");
 _Static_assert(sizeof(struct sv_dev_attr) <= sizeof(((struct sv_rsp *)0)->u.raw), "dev attr fits");
 _Static_assert(sizeof(struct sv_rsp_stat) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat fits");
 _Static_assert(sizeof(struct sv_rsp_stat_wire) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat_wire fits");
+_Static_assert(sizeof(struct sv_rsp_stat_qp) <= sizeof(((struct sv_rsp *)0)->u.raw), "stat_qp fits");
+_Static_assert(sizeof(struct sv_rsp_why) <= sizeof(((struct sv_rsp *)0)->u.raw), "why fits");
 _Static_assert(sizeof(struct sv_cmd_modify_qp) <= sizeof(((struct sv_cmd *)0)->u.raw), "modify_qp fits");
 _Static_assert(offsetof(struct sv_cmd, u) == 16, "cmd payload offset");
 _Static_assert(offsetof(struct sv_rsp, u) == 16, "rsp payload offset");

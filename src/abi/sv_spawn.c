@@ -61,8 +61,13 @@ bool sv_autostart_allowed(void)
  * library), else $PATH. */
 static void find_daemon(char *buf, size_t len)
 {
+#ifndef SV_LIB_TO_LIBEXEC
+#define SV_LIB_TO_LIBEXEC "../../libexec/softverbs"
+#endif
+	/* the build tree's bin, beside, an installed tree's LIBEXECDIR */
 	static const char *const rel[] = {
-		"../bin/softverbsd", "softverbsd", "../libexec/softverbs/softverbsd",
+		"../bin/softverbsd", "softverbsd",
+		SV_LIB_TO_LIBEXEC "/softverbsd",
 	};
 	const char *env = getenv("SOFTVERBSD");
 	Dl_info info;

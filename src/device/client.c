@@ -143,6 +143,7 @@ struct sv_client *sv_client_new(int fd)
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->async_fd = -1;
+	c->token_fd = -1;
 	c->pidfd = peer_pidfd(fd, cred.pid);
 	if (c->pidfd < 0)
 		sv_log(SV_LOG_WARN, "pid %d: no pidfd (%s); watching the socket only",
@@ -188,7 +189,8 @@ void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
 		[SV_OBJ_QP] = "no such qp", [SV_OBJ_MW] = "no such mw",
 		[SV_OBJ_AH] = "no such ah",
 	};
-	void *obj = sv_objtab_lookup(&r->client->objs, handle, type);
+	void *obj = sv_objtab_lookup(sv_client_tab(r->client, handle), handle,
+				     type);
 
 	if (!obj && type < SV_OBJ_TYPE_MAX)
 		r->why = why[type];
@@ -197,9 +199,13 @@ void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type)
 
 void sv_client_del_obj(struct sv_client *c, unsigned int type, uint64_t handle)
 {
-	if (sv_objtab_remove(&c->objs, handle, type)) {
+	struct sv_objtab *t = sv_client_tab(c, handle);
+	/* an imported object is the exporter's, counted in its account */
+	struct sv_client *holder = t == &c->objs ? c : c->exporter;
+
+	if (sv_objtab_remove(t, handle, type)) {
 		sv_dev.total[type]--;
-		c->acct->count[type]--;
+		holder->acct->count[type]--;
 	}
 }
 
@@ -250,13 +256,48 @@ static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 	}
 }
 
-void sv_client_teardown(struct sv_client *c)
+/* Free every object in c's own table, leaving it empty. */
+void sv_client_free_objs(struct sv_client *c)
 {
-	uint32_t live = c->objs.live;
+	uint32_t hflag = c->objs.hflag;
 
 	/* higher types first: nothing is freed before what depends on it */
 	sv_objtab_foreach(&c->objs, destroy_obj, c);
 	sv_objtab_fini(&c->objs);
+	sv_objtab_init(&c->objs, SV_MAX_OBJS_CLIENT);
+	c->objs.hflag = hflag;
+}
+
+/* import.c: c's importers lose their objects, which may hold c's */
+void sv_import_orphan_all(struct sv_client *c)
+{
+	struct sv_client *x;
+
+	for (x = sv_dev.clients.next; x != &sv_dev.clients; x = x->next) {
+		if (x->exporter != c)
+			continue;
+		sv_client_free_objs(x);
+		x->exporter = NULL;
+		x->orphan = true;
+		sv_log(SV_LOG_INFO, "client %llu (pid %d): the context it imported "
+		       "(client %llu) is gone, and its objects with it",
+		       (unsigned long long)x->id, (int)x->pid,
+		       (unsigned long long)c->id);
+	}
+}
+
+void sv_client_teardown(struct sv_client *c)
+{
+	uint32_t live = c->objs.live;
+
+	/* the objects of those that imported c's context may hold c's */
+	sv_import_orphan_all(c);
+	sv_client_free_objs(c);
+	sv_objtab_fini(&c->objs);
+	if (c->token_fd >= 0)
+		close(c->token_fd);
+	c->token_fd = -1;
+	c->exporter = NULL;
 	acct_put(c->acct);
 	c->acct = NULL;
 	if (live || !c->probe)

@@ -192,6 +192,59 @@ static int cmd_stat_wire(struct sv_req *r)
 	return 0;
 }
 
+/* How many of wq's slots are taken: what the client posted less what the
+ * device took, as far as the ring (the client's to write) can be believed. */
+static uint32_t wq_used(const struct sv_wq *wq)
+{
+	uint32_t used;
+
+	if (!wq->entries || !wq->hdr)
+		return 0;
+	used = __atomic_load_n(&wq->hdr->prod, __ATOMIC_RELAXED) - wq->cons;
+	return used > wq->entries ? wq->entries : used;
+}
+
+static int cmd_stat_qp(struct sv_req *r)
+{
+	const struct sv_cmd_stat *a = &r->cmd->u.stat;
+	struct sv_rsp_stat_qp *o = &r->rsp->u.stat_qp;
+	const uint32_t slots = sizeof(sv_dev.qpn_tab) / sizeof(sv_dev.qpn_tab[0]);
+	uint32_t i;
+
+	if (a->rsvd || a->first >= slots) {
+		r->why = a->rsvd ? "reserved fields set" : "no such slot";
+		return -EINVAL;
+	}
+	for (i = 0; i < slots; i++)
+		o->nqps += sv_dev.qpn_tab[i] != NULL;
+	for (i = a->first; i < slots && o->nlisted < SV_STAT_QP_PAGE; i++) {
+		const struct sv_qp *qp = sv_dev.qpn_tab[i];
+		struct sv_stat_qp *e;
+
+		if (!qp)
+			continue;
+		e = &o->qp[o->nlisted++];
+		e->client_id = qp->owner ? qp->owner->id : 0;
+		e->pid = qp->owner ? (uint32_t)qp->owner->pid : 0;
+		e->qpn = qp->qpn;
+		e->type = (uint8_t)qp->type;
+		e->state = (uint8_t)qp->state;
+		e->wire = qp->roce != NULL;
+		e->srq = qp->srq != NULL;
+		e->dest_qpn = qp->attr.dest_qp_num;
+		e->sq_entries = qp->sq.entries;
+		e->sq_used = wq_used(&qp->sq);
+		e->rq_entries = qp->rq.entries;
+		e->rq_used = wq_used(&qp->rq);
+		e->sends = qp->st_sends;
+		e->recvs = qp->st_recvs;
+		e->errors = qp->st_errors;
+		e->retrans = qp->st_retrans;
+	}
+	o->next = i < slots ? i : 0;
+	return 0;
+}
+
 enum {
 	F_FD = 1 << 0,      /* takes a descriptor */
 	F_PROBE = 1 << 1,   /* no objects: allowed on a probe connection */
@@ -221,6 +274,9 @@ static const struct {
 	[SV_CMD_DESTROY_CQ] = { sv_cmd_destroy_cq, 0 },
 	[SV_CMD_STAT] = { cmd_stat, F_PROBE },
 	[SV_CMD_STAT_WIRE] = { cmd_stat_wire, F_PROBE },
+	[SV_CMD_STAT_QP] = { cmd_stat_qp, F_PROBE },
+	[SV_CMD_INJECT] = { sv_cmd_inject, F_PROBE },
+	[SV_CMD_WHY] = { sv_cmd_why, F_PROBE },
 	[SV_CMD_CREATE_QP] = { sv_cmd_create_qp, 0 },
 	[SV_CMD_MODIFY_QP] = { sv_cmd_modify_qp, 0 },
 	[SV_CMD_QUERY_QP] = { sv_cmd_query_qp, 0 },
@@ -239,6 +295,9 @@ static const struct {
 	[SV_CMD_ALLOC_DM] = { sv_cmd_alloc_dm, 0 },
 	[SV_CMD_FREE_DM] = { sv_cmd_free_dm, 0 },
 	[SV_CMD_ADVISE_MR] = { sv_cmd_advise_mr, 0 },
+	[SV_CMD_CONTEXT_TOKEN] = { sv_cmd_context_token, 0 },
+	[SV_CMD_IMPORT_CONTEXT] = { sv_cmd_import_context, F_FD },
+	[SV_CMD_IMPORT_OBJ] = { sv_cmd_import_obj, 0 },
 	[SV_CMD_REG_MR_LIST] = { sv_cmd_reg_mr_list, 0 },
 	[SV_CMD_ALLOC_MW] = { sv_cmd_alloc_mw, 0 },
 	[SV_CMD_DEALLOC_MW] = { sv_cmd_dealloc_mw, 0 },
@@ -280,9 +339,14 @@ void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 	} else if (c->probe && !(handlers[op].flags & F_PROBE)) {
 		r.why = "probe connections create no objects";
 		ret = -EPERM;
+	} else if (c->orphan && !(handlers[op].flags & F_PROBE)) {
+		r.why = "the context this one imported is gone";
+		ret = -EIO;
 	} else if (r.fd_in >= 0 && !(handlers[op].flags & F_FD)) {
 		r.why = "unexpected descriptor";
 		ret = -EINVAL;
+	} else if (sv_inject_cmd_armed() && (ret = sv_inject_cmd(c, op))) {
+		r.why = "a fault injected by softverbs inject";
 	} else {
 		ret = handlers[op].fn(&r);
 	}
@@ -292,6 +356,7 @@ out:
 		close(r.fd_in);
 	if (ret) {
 		sv_dev.refused++;
+		sv_why_cmd(c, op, ret, r.why ? r.why : strerror(-ret));
 		sv_log_client(c, r.why, SV_LOG_INFO, "%s refused: %s (%s)",
 			      sv_cmd_name(op), strerror(-ret),
 			      r.why ? r.why : "see errno");

@@ -178,7 +178,8 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 	if (m->len > SV_MAX_MSG_SZ)
 		return IBV_WC_LOC_LEN_ERR;
 	if (qp->type == IBV_QPT_UD) {
-		m->ah = sv_objtab_lookup(&qp->owner->objs, w->h.ud.ah,
+		m->ah = sv_objtab_lookup(sv_client_tab(qp->owner, w->h.ud.ah),
+					 w->h.ud.ah,
 					 SV_OBJ_AH);
 		if (!m->ah || m->ah->pd != qp->pd)
 			return IBV_WC_LOC_QP_OP_ERR;

@@ -877,6 +877,22 @@ int sv_loop_deliver(struct sv_exec *x, struct msg *m)
 			return answer(t, SV_OUTCOME_NO_SRQ);
 	}
 	sv_comm_est(t);
+	if (unlikely(t->inj_rnr | t->inj_access) && qp->type != IBV_QPT_UD) {
+		/* softverbs inject: an RNR NAK for a message that takes a
+		 * receive WQE, a remote access error for an RDMA request */
+		bool recv = m->opcode == IBV_WR_SEND ||
+			    m->opcode == IBV_WR_SEND_WITH_IMM ||
+			    m->opcode == IBV_WR_SEND_WITH_INV ||
+			    m->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+		if (recv && sv_inject_resp(t, true)) {
+			m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
+			return RES_RNR;
+		}
+		if ((!recv || m->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
+		    sv_inject_resp(t, false))
+			return answer(t, SV_OUTCOME_ACCESS);
+	}
 	sv_dev.lo_msgs++;
 	sv_dev.lo_bytes += m->len;
 	switch (m->opcode) {

@@ -76,6 +76,7 @@ static struct {
 		struct sv_evtag tag;
 	} refused[SV_REFUSED_SLOTS];
 	uint64_t refused_seq;
+	bool activated;           /* the listening socket came from systemd */
 } d = { .listen_fd = -1, .lock_fd = -1, .epfd = -1, .sig_fd = -1,
 	.idle_fd = -1, .ready_fd = -1 };
 
@@ -325,12 +326,59 @@ static int take_lock(void)
 	}
 }
 
+/*
+ * Socket activation (softverbsd.socket): systemd's listen-fds protocol
+ * hands over one listening SOCK_SEQPACKET socket as descriptor 3, bound to
+ * the control socket's path, which systemd owns (it is not unlinked here).
+ * Its path replaces --socket. false when there is none.
+ */
+static bool take_activated(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int type = 0, acc = 0;
+	socklen_t tl = sizeof(type), al = sizeof(acc);
+
+	if (!pid || !n || strtol(pid, NULL, 10) != (long)getpid() ||
+	    strtol(n, NULL, 10) < 1)
+		return false;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	memset(&sa, 0, sizeof(sa));
+	if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+	    type != SOCK_SEQPACKET ||
+	    getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) || !acc ||
+	    getsockname(3, (struct sockaddr *)&sa, &len) ||
+	    sa.sun_family != AF_UNIX || !sa.sun_path[0]) {
+		sv_log(SV_LOG_WARN, "socket activation: descriptor 3 is not a "
+		       "listening SOCK_SEQPACKET socket with a path: ignored");
+		return false;
+	}
+	snprintf(d.sock_path, sizeof(d.sock_path), "%s", sa.sun_path);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK);
+	d.listen_fd = 3;
+	d.activated = true;
+	return true;
+}
+
+/* Remove the control socket's path, unless systemd owns it. */
+static void sock_unlink(void)
+{
+	if (!d.activated)
+		unlink(d.sock_path);
+}
+
 /* 1: we are the daemon for this path; 0: another one is; <0: error, said
  * (give_up). */
 static int claim_socket(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int ret;
+
+	take_activated();
 
 	ret = sv_sock_lock_path(d.sock_path, d.lock_path, sizeof(d.lock_path));
 	if (ret) {
@@ -363,7 +411,9 @@ static int claim_socket(void)
 			d.sock_path, d.lock_path, strerror(-ret));
 		return ret;
 	}
-	if (ret == 0 || daemon_alive(d.sock_path))
+	/* (an activated socket is ours: a connection to it would only wait
+	 * in our own backlog) */
+	if (ret == 0 || (!d.activated && daemon_alive(d.sock_path)))
 		return 0;
 	/* the lock file names the daemon that holds it (tests wait on it) */
 	if (ftruncate(d.lock_fd, 0) == 0) {
@@ -379,6 +429,11 @@ static int claim_socket(void)
 	ret = sv_cm_start(d.sock_path);
 	if (ret)
 		sv_log(SV_LOG_WARN, "no rdma_cm device: %s", strerror(-ret));
+	if (d.activated) {
+		sv_log(SV_LOG_INFO, "socket activation: serving the socket "
+		       "systemd listens on");
+		return 1;
+	}
 	unlink(d.sock_path);
 	ret = 0;
 	d.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
@@ -968,7 +1023,7 @@ int main(int argc, char **argv)
 
 		if (e) {
 			sv_cm_stop();
-			unlink(d.sock_path);
+			sock_unlink();
 			sv_view_unpublish();
 			return give_up(1, e, "cannot serve %s: cannot start the "
 				       "engine: %s", d.sock_path, strerror(-e));
@@ -1005,7 +1060,7 @@ int main(int argc, char **argv)
 	sv_cm_stop();
 	sv_roce_stop();
 	/* stop new clients first, then free everything the old ones held */
-	unlink(d.sock_path);
+	sock_unlink();
 	sv_view_unpublish();
 	close(d.listen_fd);
 	while (sv_dev.clients.next != &sv_dev.clients)

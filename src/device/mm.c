@@ -239,8 +239,23 @@ uint32_t sv_lkey_map(uint32_t lkey, const struct sv_pd *pd, uint64_t addr,
 	const struct sv_mr *mr = mr_valid(lkey);
 
 	if (!mr || mr->pd != pd || !in_range(mr->iova, mr->length, addr, len) ||
-	    (write && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
+	    (write && !(mr->access & IBV_ACCESS_LOCAL_WRITE))) {
+		if (!mr)
+			sv_why_set("lkey %#x names no valid MR", lkey);
+		else if (mr->pd != pd)
+			sv_why_set("lkey %#x: its MR is of another PD", lkey);
+		else if (!in_range(mr->iova, mr->length, addr, len))
+			sv_why_set("lkey %#x: [%#llx, +%llu) is outside its MR "
+				   "[%#llx, +%llu)", lkey,
+				   (unsigned long long)addr,
+				   (unsigned long long)len,
+				   (unsigned long long)mr->iova,
+				   (unsigned long long)mr->length);
+		else
+			sv_why_set("lkey %#x: its MR has no LOCAL_WRITE, and "
+				   "this writes into it", lkey);
 		return IBV_WC_LOC_PROT_ERR;
+	}
 	out->mr = mr;
 	out->off = addr - mr->iova;
 	out->len = len;
@@ -263,21 +278,63 @@ static bool mw_grants_to(const struct sv_mw *mw, const struct sv_qp *t)
 	}
 }
 
+/* Why an rkey check failed (only then: softverbs why). */
+static __attribute__((noinline, cold)) void
+rkey_why(uint32_t rkey, const char *what, bool invalid, bool other,
+	 uint32_t has, uint32_t need, uint64_t base, uint64_t length,
+	 uint64_t addr, uint64_t len)
+{
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} rights[] = {
+		{ IBV_ACCESS_REMOTE_WRITE, "REMOTE_WRITE" },
+		{ IBV_ACCESS_REMOTE_READ, "REMOTE_READ" },
+		{ IBV_ACCESS_REMOTE_ATOMIC, "REMOTE_ATOMIC" },
+	};
+
+	if (invalid) {
+		sv_why_set("rkey %#x: its %s is invalidated", rkey, what);
+	} else if (other) {
+		sv_why_set("rkey %#x: its %s is not this QP's (another PD, or "
+			   "a window bound to another QP)", rkey, what);
+	} else if ((has & need) != need) {
+		const char *lack = "a right";
+
+		for (size_t i = 0; i < sizeof(rights) / sizeof(rights[0]); i++)
+			if ((need & rights[i].bit) && !(has & rights[i].bit))
+				lack = rights[i].name;
+		sv_why_set("rkey %#x: its %s lacks %s", rkey, what, lack);
+	} else {
+		sv_why_set("rkey %#x: [%#llx, +%llu) is outside its %s "
+			   "[%#llx, +%llu)", rkey, (unsigned long long)addr,
+			   (unsigned long long)len, what,
+			   (unsigned long long)base,
+			   (unsigned long long)length);
+	}
+}
+
 bool sv_rkey_map(uint32_t rkey, const struct sv_qp *t, uint64_t addr,
 		 uint64_t len, uint32_t access, struct sv_map *out)
 {
 	unsigned int kind;
 	const void *obj = sv_keytab_find(&sv_dev.keys, rkey, &kind);
 
-	if (!obj || !access)
+	if (!obj || !access) {
+		sv_why_set("rkey %#x names no MR or window", rkey);
 		return false;
+	}
 	if (kind == SV_KEY_MR) {
 		const struct sv_mr *mr = obj;
 
 		if (mr->invalid || mr->pd != t->pd ||
 		    (mr->access & access) != access ||
-		    !in_range(mr->iova, mr->length, addr, len))
+		    !in_range(mr->iova, mr->length, addr, len)) {
+			rkey_why(rkey, "MR", mr->invalid, mr->pd != t->pd,
+				 mr->access, access, mr->iova, mr->length,
+				 addr, len);
 			return false;
+		}
 		out->mr = mr;
 		out->off = addr - mr->iova;
 	} else {
@@ -287,8 +344,18 @@ bool sv_rkey_map(uint32_t rkey, const struct sv_qp *t, uint64_t addr,
 		if (!mw->bound || !mw_grants_to(mw, t) ||
 		    (mw->access & access) != access ||
 		    !in_range(mw->iova, mw->length, addr, len) ||
-		    mr->invalid || mr->gen != mw->mr_gen)
+		    mr->invalid || mr->gen != mw->mr_gen) {
+			if (!mw->bound)
+				sv_why_set("rkey %#x: the window is not bound",
+					   rkey);
+			else
+				rkey_why(rkey, "window", mr->invalid ||
+					 mr->gen != mw->mr_gen,
+					 !mw_grants_to(mw, t), mw->access,
+					 access, mw->iova, mw->length, addr,
+					 len);
 			return false;
+		}
 		out->mr = mr;
 		out->off = mw->off + (addr - mw->iova);
 	}
@@ -311,7 +378,8 @@ uint32_t sv_mm_fast_reg(struct sv_qp *qp, const struct sv_wqe_reg *reg,
 	if (!mr || mr->kind != SV_MR_FAST_REG || mr->pd != qp->pd ||
 	    !mr->invalid)
 		return IBV_WC_LOC_QP_OP_ERR;
-	pl = sv_objtab_lookup(&qp->owner->objs, reg->list, SV_OBJ_PAGE_LIST);
+	pl = sv_objtab_lookup(sv_client_tab(qp->owner, reg->list),
+			      reg->list, SV_OBJ_PAGE_LIST);
 	if (!pl || sv_mr_access_check(reg->access, &why))
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (!(reg->access & IBV_ACCESS_ZERO_BASED) &&

@@ -18,10 +18,11 @@
 #define OBJTAB_FIRST	 16u
 #define OBJTAB_NONE	 UINT32_MAX
 
-static uint64_t make_handle(uint32_t gen, unsigned int type, uint32_t idx)
+static uint64_t make_handle(const struct sv_objtab *t, uint32_t gen,
+			    unsigned int type, uint32_t idx)
 {
 	return (uint64_t)gen << 32 | (uint64_t)(type & 0xff) << 24 |
-	       (idx + 1);
+	       ((idx + 1) | t->hflag);
 }
 
 int sv_objtab_init(struct sv_objtab *t, uint32_t max)
@@ -39,6 +40,16 @@ void sv_objtab_fini(struct sv_objtab *t)
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
 	t->free_head = OBJTAB_NONE;
+}
+
+int sv_objtab_mark_import(struct sv_objtab *t)
+{
+	if (t->live)
+		return -EBUSY;
+	if (t->max >= SV_OBJTAB_IMPORT_BIT)
+		return -EINVAL;
+	t->hflag = SV_OBJTAB_IMPORT_BIT;
+	return 0;
 }
 
 /* Double the slot array (bounded by max) and put the new slots, lowest index
@@ -91,7 +102,7 @@ int sv_objtab_insert(struct sv_objtab *t, unsigned int type, void *obj,
 	s->type = type;
 	t->live++;
 	t->count[type]++;
-	*handle = make_handle(s->gen, type, idx);
+	*handle = make_handle(t, s->gen, type, idx);
 	return 0;
 }
 
@@ -99,7 +110,8 @@ int sv_objtab_insert(struct sv_objtab *t, unsigned int type, void *obj,
 static struct sv_objtab_slot *objtab_find(const struct sv_objtab *t,
 					  uint64_t handle, unsigned int type)
 {
-	uint32_t idx1 = handle & 0xffffff;
+	/* a handle of the other kind gets bit 23, past every slot */
+	uint32_t idx1 = (handle & 0xffffff) ^ t->hflag;
 	struct sv_objtab_slot *s;
 
 	if (type == SV_OBJ_NONE || type >= SV_OBJ_TYPE_MAX)
@@ -120,6 +132,18 @@ void *sv_objtab_lookup(const struct sv_objtab *t, uint64_t handle,
 	struct sv_objtab_slot *s = objtab_find(t, handle, type);
 
 	return s ? s->obj : NULL;
+}
+
+uint64_t sv_objtab_widen(const struct sv_objtab *t, uint32_t low,
+			 unsigned int type)
+{
+	uint32_t idx1 = (low & 0xffffff) ^ t->hflag;
+	uint64_t h;
+
+	if (!idx1 || idx1 > t->nslots)
+		return 0;
+	h = (uint64_t)t->slots[idx1 - 1].gen << 32 | low;
+	return objtab_find(t, h, type) ? h : 0;
 }
 
 void *sv_objtab_remove(struct sv_objtab *t, uint64_t handle,
@@ -171,7 +195,7 @@ void sv_objtab_foreach(const struct sv_objtab *t,
 			s = &t->slots[i];
 			if (s->obj && s->type == type)
 				fn(arg, type, s->obj,
-				   make_handle(s->gen, type, i));
+				   make_handle(t, s->gen, type, i));
 		}
 	}
 }

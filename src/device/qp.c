@@ -279,10 +279,12 @@ int sv_cmd_create_qp(struct sv_req *r)
 		r->why = "an XRC_SEND QP has no receive side";
 		return -EINVAL;
 	}
-	pd = sv_objtab_lookup(&c->objs, a->pd, SV_OBJ_PD);
-	scq = sv_objtab_lookup(&c->objs, a->send_cq, SV_OBJ_CQ);
+	pd = sv_objtab_lookup(sv_client_tab(c, a->pd), a->pd, SV_OBJ_PD);
+	scq = sv_objtab_lookup(sv_client_tab(c, a->send_cq), a->send_cq,
+			       SV_OBJ_CQ);
 	rcq = a->qp_type == IBV_QPT_XRC_SEND ? NULL :
-	      sv_objtab_lookup(&c->objs, a->recv_cq, SV_OBJ_CQ);
+	      sv_objtab_lookup(sv_client_tab(c, a->recv_cq), a->recv_cq,
+			       SV_OBJ_CQ);
 	if (!pd || !scq || (!rcq && a->qp_type != IBV_QPT_XRC_SEND)) {
 		r->why = !pd ? "no such pd" : "no such cq";
 		return -EINVAL;
@@ -892,7 +894,7 @@ int sv_cmd_modify_srq(struct sv_req *r)
 {
 	const struct sv_cmd_modify_srq *a = &r->cmd->u.modify_srq;
 	struct sv_srq *srq =
-		sv_objtab_lookup(&r->client->objs, a->srq, SV_OBJ_SRQ);
+		sv_req_obj(r, a->srq, SV_OBJ_SRQ);
 
 	if (!srq) {
 		r->why = "no such srq";

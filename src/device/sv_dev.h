@@ -367,6 +367,10 @@ struct sv_qp {
 	/* the RoCEv2 wire (roce/roce.h): NULL for a peer on this daemon */
 	struct sv_roce_qp *roce;
 	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
+	/* what STAT_QP reports (softverbs stat, top) */
+	uint64_t st_sends, st_recvs, st_errors, st_retrans;
+	/* inject.c: the next so many messages answered with a fault */
+	uint32_t inj_rnr, inj_access;
 	uint32_t mcast_n;          /* multicast groups attached (mcast.c) */
 	/* XRC_RECV: the XRCD handle it was made (or opened) through. Its pd
 	 * and srq are those of the message being received (no references:
@@ -403,6 +407,14 @@ struct sv_client {
 	bool dead;
 	struct sv_objtab objs;
 	void *ev_sock, *ev_pid;    /* epoll tags (struct sv_evtag *) */
+	/* import.c: ibv_import_device. An exporter made a token (its
+	 * context's cmd_fd); a client that imported it sees the exporter's
+	 * table beside its own (sv_client_tab) until the exporter goes, and
+	 * is then orphaned: its objects are gone and its commands refused. */
+	int token_fd;              /* -1 until CONTEXT_TOKEN */
+	uint64_t token_dev, token_ino;
+	struct sv_client *exporter;
+	bool orphan;
 };
 
 struct sv_device {
@@ -472,6 +484,51 @@ struct sv_req {
 /* control.c */
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out);
+
+/* why.c: the last refusals and error completions, with their reasons */
+int sv_cmd_why(struct sv_req *r);
+/* A check failing on the way to an error completion says why (this
+ * thread's buffer; the completion takes it). Only on failure paths. */
+void sv_why_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sv_why_clear(void);
+void sv_why_cmd(const struct sv_client *c, unsigned int op, int err,
+		const char *why);
+void sv_why_cqe(const struct sv_qp *qp, const struct sv_cqe *e);
+
+/* inject.c */
+int sv_cmd_inject(struct sv_req *r);
+/* A command fault is armed (a branch on the command path)... */
+bool sv_inject_cmd_armed(void);
+/* ...and for op of client c: 0, or the -errno to answer with. */
+int sv_inject_cmd(const struct sv_client *c, unsigned int op);
+/* wq.c: faults the responder injects, counted by kind */
+extern uint64_t sv_inj_done[SV_INJ_KIND_MAX];
+/* Take one armed fault of t for a message that needs a receive WQE (an
+ * RNR NAK) or for an RDMA or atomic request (a remote access error):
+ * true when the message gets it. */
+bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv);
+static inline bool sv_inject_resp(struct sv_qp *t, bool needs_recv)
+{
+	return __builtin_expect((t->inj_rnr | t->inj_access) != 0, 0) &&
+	       sv_inject_resp_take(t, needs_recv);
+}
+
+/* import.c */
+int sv_cmd_context_token(struct sv_req *r);
+int sv_cmd_import_context(struct sv_req *r);
+int sv_cmd_import_obj(struct sv_req *r);
+/* The table handle is in, as client c sees it: the exporter's for an
+ * importer's handle without SV_OBJTAB_IMPORT_BIT, else c's own. */
+static inline struct sv_objtab *sv_client_tab(struct sv_client *c,
+					      uint64_t handle)
+{
+	if (c->exporter && !(handle & SV_OBJTAB_IMPORT_BIT))
+		return &c->exporter->objs;
+	return &c->objs;
+}
+/* client.c: c is going; every client that imported c's context loses its
+ * objects and is orphaned. */
+void sv_import_orphan_all(struct sv_client *c);
 
 /* mem.c */
 int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
@@ -666,6 +723,8 @@ struct sv_client *sv_client_new(int fd);
 /* Free every object of c, close its descriptors, unlink it; the struct
  * itself stays (marked dead) until sv_client_free. */
 void sv_client_teardown(struct sv_client *c);
+/* Free every object in c's own table (import.c: an orphaned importer's). */
+void sv_client_free_objs(struct sv_client *c);
 void sv_client_free(struct sv_client *c);
 /* Give obj a handle in the requesting client's table; -ENOMEM, with r->why,
  * when the process holds its share of that kind of object. */

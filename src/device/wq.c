@@ -131,10 +131,34 @@ void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 	e->timestamp = sv_now_ns();
 }
 
+uint64_t sv_inj_done[SV_INJ_KIND_MAX];
+
+bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv)
+{
+	uint32_t *left = needs_recv ? &t->inj_rnr : &t->inj_access;
+
+	if (!*left)
+		return false;
+	--*left;
+	sv_inj_done[needs_recv ? SV_INJ_RNR : SV_INJ_ACCESS]++;
+	sv_why_set("injected by softverbs inject (%s)",
+		   needs_recv ? "rnr" : "access");
+	sv_log(SV_LOG_INFO, "inject: qp %#x answers %s (%u more armed)",
+	       t->qpn, needs_recv ? "an RNR NAK" : "a remote access error",
+	       *left);
+	return true;
+}
+
 /* Push a CQE for qp; a CQ overrun is fatal to the QP. */
 void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 		bool solicited)
 {
+	if (e->opcode & IBV_WC_RECV)
+		qp->st_recvs++;
+	if (e->status != IBV_WC_SUCCESS && e->status != IBV_WC_WR_FLUSH_ERR) {
+		qp->st_errors++;
+		sv_why_cqe(qp, e);
+	}
 	if (!cq)
 		return;
 	if (sv_cq_push(cq, e, solicited) == -ENOSPC)
@@ -155,6 +179,7 @@ void sv_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
 	qp->wait_until_ns = 0;
 	qp->rnr_left = qp->retry_left = 0;
 	sv_dev.wqes++;
+	qp->st_sends++;
 	if (status != IBV_WC_SUCCESS || signaled) {
 		struct sv_cqe e;
 

@@ -123,7 +123,7 @@ bool sv_qp_pass_on(struct sv_qp *t)
 	if (!op)
 		return false;
 	/* op's handle names t from now on; t takes op's place */
-	sv_objtab_replace(&op->owner->objs, op->handle, SV_OBJ_QP, t);
+	sv_objtab_replace(sv_client_tab(op->owner, op->handle), op->handle, SV_OBJ_QP, t);
 	t->opens = op->open_next;
 	for (struct sv_qp *o = t->opens; o; o = o->open_next)
 		o->target = t;

@@ -3,7 +3,11 @@
  * softverbs: the command-line tool.
  *   softverbs daemon [ARGS]   run softverbsd in the foreground
  *   softverbs devinfo         what the device says about itself
- *   softverbs stat            objects per client and totals
+ *   softverbs stat            objects per client, QPs, totals (--json,
+ *                             --prometheus, --serve)
+ *   softverbs top             the QPs, live
+ *   softverbs inject FAULT    a fault on demand
+ *   softverbs why             the last refusals and error completions, why
  *   softverbs run -- CMD      run an unmodified verbs program on softverbs
  *   softverbs bench [ARGS]    measure softverbs (sv-bench, run as by 'run')
  */
@@ -53,7 +57,14 @@ static void usage(FILE *f)
 "  daemon [ARGS]     run the device (softverbsd) in the foreground;\n"
 "                    'softverbs daemon --help' lists its options\n"
 "  devinfo           show the device, its port and its GIDs\n"
-"  stat              objects held per client, and totals\n"
+"  stat              objects held per client, every QP, and totals;\n"
+"                    --json, --prometheus, --serve [ADDR:]PORT\n"
+"  top               the device's QPs, live (like top)\n"
+"  inject FAULT      make a fault happen: a command's errno, an RNR NAK,\n"
+"                    a remote access error, a fatal QP, the port down\n"
+"                    or up, RoCEv2 packet loss\n"
+"  why [--qp N]      the last refused commands and error completions,\n"
+"                    with the device's reason (key, bound, right)\n"
 "  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
 "  bench [ARGS]      bandwidth, latency and message rate between two\n"
 "                    processes; 'softverbs bench --help' lists its options\n"
@@ -61,12 +72,46 @@ static void usage(FILE *f)
 "Each command takes --help.\n");
 }
 
+#ifndef SV_BIN_TO_LIB
+#define SV_BIN_TO_LIB "../lib/softverbs"
+#endif
+#ifndef SV_BIN_TO_LIBEXEC
+#define SV_BIN_TO_LIBEXEC "../libexec/softverbs"
+#endif
+
+/* A helper program (softverbsd, sv-bench): beside this one (a build tree),
+ * else where an installed tree keeps it. 0 or -ENOENT. */
+static int helper(const char *name, char *buf, size_t len)
+{
+	char rel[PATH_MAX];
+
+	if (!sv_tool_sibling(name, buf, len) && !access(buf, X_OK))
+		return 0;
+	snprintf(rel, sizeof(rel), "%s/%s", SV_BIN_TO_LIBEXEC, name);
+	if (!sv_tool_sibling(rel, buf, len) && !access(buf, X_OK))
+		return 0;
+	return -ENOENT;
+}
+
+/* The folder of our libibverbs.so.1 and the preload library: the build
+ * tree's lib, else the installed tree's. */
+static int lib_dir(char *buf, size_t len)
+{
+	char probe[PATH_MAX + 32];
+
+	if (!sv_tool_sibling("../lib", buf, len)) {
+		snprintf(probe, sizeof(probe), "%s/libibverbs.so.1", buf);
+		if (!access(probe, R_OK))
+			return 0;
+	}
+	return sv_tool_sibling(SV_BIN_TO_LIB, buf, len);
+}
+
 static int cmd_daemon(int argc, char **argv)
 {
 	char exe[PATH_MAX];
 
-	if (sv_tool_sibling("softverbsd", exe, sizeof(exe)) ||
-	    access(exe, X_OK))
+	if (helper("softverbsd", exe, sizeof(exe)))
 		snprintf(exe, sizeof(exe), "softverbsd");
 	argv[0] = exe;
 	(void)argc;
@@ -133,15 +178,16 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "softverbs run: no command given\n");
 		return 2;
 	}
-	if (sv_tool_sibling("../lib", lib, sizeof(lib)) ||
-	    sv_tool_sibling("softverbsd", daemon, sizeof(daemon))) {
+	if (lib_dir(lib, sizeof(lib))) {
 		fprintf(stderr, "softverbs run: cannot find my own folder\n");
 		return 1;
 	}
+	if (helper("softverbsd", daemon, sizeof(daemon)))
+		daemon[0] = 0;
 	snprintf(path, sizeof(path), "%s%s%s", lib, old && *old ? ":" : "",
 		 old && *old ? old : "");
 	setenv("LD_LIBRARY_PATH", path, 1);
-	if (!getenv("SOFTVERBSD") && access(daemon, X_OK) == 0)
+	if (!getenv("SOFTVERBSD") && daemon[0])
 		setenv("SOFTVERBSD", daemon, 1);
 	if (set_preload(lib))
 		return 1;
@@ -161,8 +207,7 @@ static int cmd_bench(int argc, char **argv)
 	char exe[PATH_MAX];
 	char **av = calloc((size_t)argc + 3, sizeof(*av));
 
-	if (!av || sv_tool_sibling("sv-bench", exe, sizeof(exe)) ||
-	    access(exe, X_OK)) {
+	if (!av || helper("sv-bench", exe, sizeof(exe))) {
 		fprintf(stderr, "softverbs bench: cannot find sv-bench beside "
 				"softverbs\n");
 		return 1;
@@ -191,6 +236,12 @@ int main(int argc, char **argv)
 		return sv_tool_devinfo(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stat"))
 		return sv_tool_stat(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "top"))
+		return sv_tool_top(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "inject"))
+		return sv_tool_inject(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "why"))
+		return sv_tool_why(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
 		usage(stdout);

@@ -16,6 +16,7 @@
 
 #include "abi/sv_cmd.h"
 #include "abi/sv_sock.h"
+#include "tools/snap.h"
 #include "tools/tool.h"
 
 static const char *const rx_drop_names[SV_RX_DROP_MAX] = {
@@ -27,40 +28,21 @@ static const char *const rx_drop_names[SV_RX_DROP_MAX] = {
 static const char *const obj_names[SV_OBJ_TYPE_MAX] = SV_OBJ_NAMES_INIT;
 
 struct probe {
+	struct sv_probe p;
 	int fd;
-	uint32_t seq;
 };
 
 static int probe_open(struct probe *p)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char path[108];
+	int ret = sv_probe_open(&p->p, NULL);
 
-	if (sv_sock_path(path, sizeof(path)))
-		return -ENAMETOOLONG;
-	p->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (p->fd < 0)
-		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(p->fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = -errno;
-
-		fprintf(stderr, "softverbs: no device answers on %s: %s\n", path,
-			strerror(-e));
-		close(p->fd);
-		return e;
-	}
-	p->seq = 0;
-	return 0;
+	p->fd = p->p.fd;
+	return ret;
 }
 
 static int probe_call(struct probe *p, struct sv_cmd *cmd, struct sv_rsp *rsp)
 {
-	int ret, status;
-
-	cmd->hdr.seq = ++p->seq;
-	ret = sv_call(p->fd, cmd, -1, rsp, &status, NULL, false);
-	return ret ? ret : status;
+	return sv_probe_call(&p->p, cmd, rsp);
 }
 
 static int probe_hello(struct probe *p, struct sv_rsp *rsp)
@@ -151,139 +133,167 @@ fail:
 	return 1;
 }
 
-int sv_tool_stat(int argc, char **argv)
+static void print_text(const struct sv_snap *s)
 {
-	struct probe p;
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	uint32_t first = 0, type;
-	int ret;
+	const struct sv_rsp_stat_wire *w = &s->wire;
+	uint32_t type;
 
-	if (want_help(argc, argv,
-		      "usage: softverbs stat\n"
-		      "  objects held by each client of the device, and totals;\n"
-		      "  the RoCEv2 port's counters (packets, retransmissions,\n"
-		      "  NAKs, RNR NAKs, injected faults)\n"))
-		return 0;
-	if (probe_open(&p))
-		return 1;
-	ret = probe_hello(&p, &rsp);
-	if (ret)
-		goto fail;
-	for (;;) {
-		sv_cmd_init(&cmd, SV_CMD_STAT);
-		cmd.u.stat.first = first;
-		ret = probe_call(&p, &cmd, &rsp);
-		if (ret)
-			goto fail;
-		if (first == 0) {
-			printf("daemon pid %u, %u clients (this one included), "
-			       "%llu commands refused\n", rsp.u.stat.daemon_pid,
-			       rsp.u.stat.nclients,
-			       (unsigned long long)rsp.u.stat.refused);
-			printf("%-8s %-8s %-6s", "client", "pid", "uid");
-			for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
-				printf(" %7s", obj_names[type]);
-			printf("\n");
-		}
-		for (uint32_t i = 0; i < rsp.u.stat.nlisted; i++) {
-			const struct sv_stat_client *c = &rsp.u.stat.client[i];
+	printf("daemon pid %u, %u clients (this one included), "
+	       "%llu commands refused\n", s->daemon_pid, s->nclients,
+	       (unsigned long long)s->refused);
+	printf("%-8s %-8s %-6s", "client", "pid", "uid");
+	for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
+		printf(" %7s", obj_names[type]);
+	printf("\n");
+	for (uint32_t i = 0; i < s->nclients; i++) {
+		const struct sv_stat_client *c = &s->clients[i];
 
-			printf("%-8llu %-8u %-6u", (unsigned long long)c->client_id,
-			       c->pid, c->uid);
-			for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
-				printf(" %7u", c->count[type]);
-			printf("\n");
-		}
-		first += rsp.u.stat.nlisted;
-		if (!rsp.u.stat.nlisted || first >= rsp.u.stat.nclients)
-			break;
+		printf("%-8llu %-8u %-6u", (unsigned long long)c->client_id,
+		       c->pid, c->uid);
+		for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
+			printf(" %7u", c->count[type]);
+		printf("\n");
 	}
 	printf("%-8s %-8s %-6s", "total", "", "");
 	for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
-		printf(" %7u", rsp.u.stat.total[type]);
-	printf("\nkeys live: %u\n", rsp.u.stat.keys_live);
-	sv_cmd_init(&cmd, SV_CMD_STAT_WIRE);
-	ret = probe_call(&p, &cmd, &rsp);
-	if (ret)
-		goto fail;
-	{
-		const struct sv_rsp_stat_wire *w = &rsp.u.stat_wire;
+		printf(" %7u", s->total[type]);
+	printf("\nkeys live: %u\n", s->keys_live);
+	if (s->nqps) {
+		printf("%-8s %-8s %-8s %-5s %-11s %-11s %10s %10s %7s %7s\n",
+		       "qpn", "pid", "type", "state", "sq used", "rq used",
+		       "sends", "recvs", "errors", "retrans");
+		for (uint32_t i = 0; i < s->nqps; i++) {
+			const struct sv_stat_qp *q = &s->qps[i];
+			char sq[24], rq[24];
 
-		printf("rdma_cm: %u files, %u ids open; since start %llu ids, "
-		       "%llu connects, %llu accepts, %llu established, %llu rejects, "
-		       "%llu disconnects\n", w->cm_files, w->cm_ids,
-		       (unsigned long long)w->cm_ids_created,
-		       (unsigned long long)w->cm_connects,
-		       (unsigned long long)w->cm_accepts,
-		       (unsigned long long)w->cm_established,
-		       (unsigned long long)w->cm_rejects,
-		       (unsigned long long)w->cm_disconnects);
-		printf("rdma_cm MADs: %llu sent, %llu received, %llu retried, "
-		       "%llu timed out, %llu dropped\n",
-		       (unsigned long long)w->cm_mad_sent,
-		       (unsigned long long)w->cm_mad_rcvd,
-		       (unsigned long long)w->cm_mad_retries,
-		       (unsigned long long)w->cm_mad_timeouts,
-		       (unsigned long long)w->cm_mad_dropped);
-
-		printf("same host: %llu messages, %llu bytes; of them run by "
-		       "the initiating process (direct): %llu messages, %llu "
-		       "bytes, %llu between mapped memfds\n",
-		       (unsigned long long)w->lo_msgs,
-		       (unsigned long long)w->lo_bytes,
-		       (unsigned long long)w->direct_msgs,
-		       (unsigned long long)w->direct_bytes,
-		       (unsigned long long)w->direct_mapped);
-		if (!w->running) {
-			printf("roce: no RoCEv2 port (peers on this host only)\n");
-		} else {
-			printf("roce: UDP port %u\n", w->port);
-			printf("roce packets: %llu sent, %llu received, %llu dropped "
-			       "(%llu bad ICRC), %llu not sent (socket full)\n",
-			       (unsigned long long)w->tx_pkts,
-			       (unsigned long long)w->rx_pkts,
-			       (unsigned long long)w->rx_drop,
-			       (unsigned long long)w->rx_bad_icrc,
-			       (unsigned long long)w->tx_drop_full);
-			printf("roce drops:");
-			for (unsigned int i = 0; i < SV_RX_DROP_MAX; i++)
-				printf("%s %llu %s", i ? "," : "",
-				       (unsigned long long)w->rx_drop_why[i],
-				       rx_drop_names[i]);
-			printf("\n");
-			printf("roce reliability: %llu retransmitted, %llu timeouts, "
-			       "%llu retries exceeded, %llu duplicates answered\n",
-			       (unsigned long long)w->retransmits,
-			       (unsigned long long)w->timeouts,
-			       (unsigned long long)w->retry_exceeded,
-			       (unsigned long long)w->dup_reqs);
-			printf("roce NAKs: %llu sent, %llu received; RNR NAKs: %llu "
-			       "sent, %llu received\n",
-			       (unsigned long long)w->naks_sent,
-			       (unsigned long long)w->naks_rcvd,
-			       (unsigned long long)w->rnr_naks_sent,
-			       (unsigned long long)w->rnr_naks_rcvd);
-			printf("roce offload: GSO %s (%llu datagrams of several "
-			       "packets sent), GRO %s (%llu received)\n",
-			       w->gso ? "on" : "off",
-			       (unsigned long long)w->tx_gso,
-			       w->gro ? "on" : "off",
-			       (unsigned long long)w->rx_gro);
-			if (w->inj_drop || w->inj_dup || w->inj_reorder ||
-			    w->inj_corrupt)
-				printf("roce injected: %llu dropped, %llu duplicated, "
-				       "%llu reordered, %llu corrupted\n",
-				       (unsigned long long)w->inj_drop,
-				       (unsigned long long)w->inj_dup,
-				       (unsigned long long)w->inj_reorder,
-				       (unsigned long long)w->inj_corrupt);
+			snprintf(sq, sizeof(sq), "%u/%u", q->sq_used,
+				 q->sq_entries);
+			snprintf(rq, sizeof(rq), "%u/%u", q->rq_used,
+				 q->rq_entries);
+			printf("%-8u %-8u %-8s %-5s %-11s %-11s %10llu %10llu "
+			       "%7llu %7llu\n", q->qpn, q->pid,
+			       sv_snap_qp_type(q->type),
+			       sv_snap_qp_state(q->state), sq,
+			       q->srq ? "srq" : rq,
+			       (unsigned long long)q->sends,
+			       (unsigned long long)q->recvs,
+			       (unsigned long long)q->errors,
+			       (unsigned long long)q->retrans);
 		}
 	}
-	close(p.fd);
-	return 0;
-fail:
-	fprintf(stderr, "softverbs stat: %s\n", strerror(-ret));
-	close(p.fd);
-	return 1;
+	printf("rdma_cm: %u files, %u ids open; since start %llu ids, "
+	       "%llu connects, %llu accepts, %llu established, %llu rejects, "
+	       "%llu disconnects\n", w->cm_files, w->cm_ids,
+	       (unsigned long long)w->cm_ids_created,
+	       (unsigned long long)w->cm_connects,
+	       (unsigned long long)w->cm_accepts,
+	       (unsigned long long)w->cm_established,
+	       (unsigned long long)w->cm_rejects,
+	       (unsigned long long)w->cm_disconnects);
+	printf("rdma_cm MADs: %llu sent, %llu received, %llu retried, "
+	       "%llu timed out, %llu dropped\n",
+	       (unsigned long long)w->cm_mad_sent,
+	       (unsigned long long)w->cm_mad_rcvd,
+	       (unsigned long long)w->cm_mad_retries,
+	       (unsigned long long)w->cm_mad_timeouts,
+	       (unsigned long long)w->cm_mad_dropped);
+	printf("same host: %llu messages, %llu bytes; of them run by "
+	       "the initiating process (direct): %llu messages, %llu "
+	       "bytes, %llu between mapped memfds\n",
+	       (unsigned long long)w->lo_msgs,
+	       (unsigned long long)w->lo_bytes,
+	       (unsigned long long)w->direct_msgs,
+	       (unsigned long long)w->direct_bytes,
+	       (unsigned long long)w->direct_mapped);
+	if (!w->running) {
+		printf("roce: no RoCEv2 port (peers on this host only)\n");
+		return;
+	}
+	printf("roce: UDP port %u\n", w->port);
+	printf("roce packets: %llu sent, %llu received, %llu dropped "
+	       "(%llu bad ICRC), %llu not sent (socket full)\n",
+	       (unsigned long long)w->tx_pkts,
+	       (unsigned long long)w->rx_pkts,
+	       (unsigned long long)w->rx_drop,
+	       (unsigned long long)w->rx_bad_icrc,
+	       (unsigned long long)w->tx_drop_full);
+	printf("roce drops:");
+	for (unsigned int i = 0; i < SV_RX_DROP_MAX; i++)
+		printf("%s %llu %s", i ? "," : "",
+		       (unsigned long long)w->rx_drop_why[i],
+		       rx_drop_names[i]);
+	printf("\n");
+	printf("roce reliability: %llu retransmitted, %llu timeouts, "
+	       "%llu retries exceeded, %llu duplicates answered\n",
+	       (unsigned long long)w->retransmits,
+	       (unsigned long long)w->timeouts,
+	       (unsigned long long)w->retry_exceeded,
+	       (unsigned long long)w->dup_reqs);
+	printf("roce NAKs: %llu sent, %llu received; RNR NAKs: %llu "
+	       "sent, %llu received\n",
+	       (unsigned long long)w->naks_sent,
+	       (unsigned long long)w->naks_rcvd,
+	       (unsigned long long)w->rnr_naks_sent,
+	       (unsigned long long)w->rnr_naks_rcvd);
+	printf("roce offload: GSO %s (%llu datagrams of several "
+	       "packets sent), GRO %s (%llu received)\n",
+	       w->gso ? "on" : "off", (unsigned long long)w->tx_gso,
+	       w->gro ? "on" : "off", (unsigned long long)w->rx_gro);
+	if (w->inj_drop || w->inj_dup || w->inj_reorder || w->inj_corrupt)
+		printf("roce injected: %llu dropped, %llu duplicated, "
+		       "%llu reordered, %llu corrupted\n",
+		       (unsigned long long)w->inj_drop,
+		       (unsigned long long)w->inj_dup,
+		       (unsigned long long)w->inj_reorder,
+		       (unsigned long long)w->inj_corrupt);
+}
+
+int sv_tool_stat(int argc, char **argv)
+{
+	enum { TEXT, JSON, PROM } how = TEXT;
+	struct sv_rsp_hello hello;
+	struct sv_probe p;
+	struct sv_snap s;
+	int ret;
+
+	if (want_help(argc, argv,
+		      "usage: softverbs stat [--json | --prometheus | "
+		      "--serve [ADDR:]PORT]\n"
+		      "  objects held by each client of the device, and totals;\n"
+		      "  every QP (state, queues, completions, errors,\n"
+		      "  retransmissions); the RoCEv2 port's counters (packets,\n"
+		      "  retransmissions, NAKs, RNR NAKs, injected faults)\n"
+		      "  --json         one JSON document (docs/stat.schema.json)\n"
+		      "  --prometheus   Prometheus' text format, once\n"
+		      "  --serve ADDR   serve that at http://ADDR/metrics until\n"
+		      "                 stopped (default address 127.0.0.1;\n"
+		      "                 port 0: any, printed on stdout)\n"))
+		return 0;
+	if (argc >= 3 && !strcmp(argv[1], "--serve"))
+		return sv_tool_serve(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "--json"))
+		how = JSON;
+	else if (argc == 2 && !strcmp(argv[1], "--prometheus"))
+		how = PROM;
+	else if (argc != 1) {
+		fprintf(stderr, "softverbs stat: unknown arguments (see --help)\n");
+		return 2;
+	}
+	if (sv_probe_open(&p, &hello))
+		return 1;
+	ret = sv_snap_take(&p, hello.dev_name, &s);
+	sv_probe_close(&p);
+	if (ret) {
+		sv_snap_free(&s);
+		fprintf(stderr, "softverbs stat: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (how == JSON)
+		sv_snap_json(&s, stdout);
+	else if (how == PROM)
+		sv_snap_prometheus(&s, stdout);
+	else
+		print_text(&s);
+	sv_snap_free(&s);
+	return fflush(stdout) ? 1 : 0;
 }

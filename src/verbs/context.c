@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +70,14 @@ int sv_destroy_obj(struct ibv_context *context, unsigned int op,
 	return ret == -ENOTCONN || ret == -EIO ? 0 : -ret;
 }
 
-static int open_context(struct sv_context *ctx)
+/* Connect and open a context: a new one with its own token (its cmd_fd),
+ * or, with import_fd >= 0, one that imports the context whose token that
+ * is (then import_fd becomes the cmd_fd). */
+static int open_context(struct sv_context *ctx, int import_fd)
 {
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
-	int sp[2], db_fd = -1, ret;
+	int sp[2], db_fd = -1, token = -1, ret;
 	void *db;
 
 	ret = sv_conn_open(&ctx->conn, 0, NULL);
@@ -106,6 +110,18 @@ static int open_context(struct sv_context *ctx)
 	ctx->db_map = db;
 	ctx->db_bytes = rsp.u.open_context.db_bytes;
 	ctx->db_pages = rsp.u.open_context.db_pages;
+	if (import_fd >= 0) {
+		sv_cmd_init(&cmd, SV_CMD_IMPORT_CONTEXT);
+		ret = sv_conn_call(&ctx->conn, &cmd, import_fd, &rsp, NULL);
+		token = import_fd;
+	} else {
+		sv_cmd_init(&cmd, SV_CMD_CONTEXT_TOKEN);
+		ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &token);
+		if (!ret && token < 0)
+			ret = -EPROTO;
+	}
+	if (ret)
+		goto err_sock;
 	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
 	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
 	if (ret)
@@ -113,7 +129,7 @@ static int open_context(struct sv_context *ctx)
 	ctx->attr = rsp.u.dev;
 	sv_direct_open(ctx);
 	ctx->vctx.context.async_fd = sp[0];
-	ctx->vctx.context.cmd_fd = ctx->conn.fd;
+	ctx->vctx.context.cmd_fd = token;
 	return 0;
 
 err_db:
@@ -123,24 +139,25 @@ err_db:
 		munmap(ctx->db_map, ctx->db_bytes);
 	ctx->db_map = NULL;
 err_sock:
+	if (token >= 0 && token != import_fd)
+		close(token);
 	close(sp[0]);
 err_conn:
 	sv_conn_close(&ctx->conn);
 	return ret;
 }
 
-SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+static struct ibv_context *context_new(struct ibv_device *device,
+				       int import_fd)
 {
 	struct sv_context *ctx;
 	struct ibv_context *c;
 	int ret;
 
-	if (device != &sv_device0.ibdev)
-		return sv_err_ptr(-ENODEV);
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return sv_err_ptr(-ENOMEM);
-	ret = open_context(ctx);
+	ret = open_context(ctx, import_fd);
 	if (ret) {
 		free(ctx);
 		return sv_err_ptr(ret == -ETIMEDOUT ? -ENODEV : ret);
@@ -152,6 +169,27 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&ctx->lock, NULL);
 	sv_context_set_ops(ctx);
 	return c;
+}
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	if (device != &sv_device0.ibdev)
+		return sv_err_ptr(-ENODEV);
+	return context_new(device, -1);
+}
+
+/* The context whose cmd_fd (a dup of it) cmd_fd is; the new context owns
+ * cmd_fd from here on and closes it with itself. */
+SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	int ret;
+
+	if (cmd_fd < 0 || fcntl(cmd_fd, F_GETFD) < 0)
+		return sv_err_ptr(-EBADF);
+	ret = sv_device_probe();
+	if (ret)
+		return sv_err_ptr(ret);
+	return context_new(&sv_device0.ibdev, cmd_fd);
 }
 
 SV_EXPORT int ibv_close_device(struct ibv_context *context)
@@ -167,6 +205,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 		free(rd);
 	}
 	close(context->async_fd);
+	close(context->cmd_fd);
 	sv_conn_close(&ctx->conn);
 	sv_direct_close(ctx);
 	if (ctx->db_map)

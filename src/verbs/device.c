@@ -61,6 +61,16 @@ static int probe_device(void)
 	return 0;
 }
 
+int sv_device_probe(void)
+{
+	int ret;
+
+	pthread_mutex_lock(&list_lock);
+	ret = probe_device();
+	pthread_mutex_unlock(&list_lock);
+	return ret;
+}
+
 SV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 {
 	struct ibv_device **list;

@@ -68,13 +68,38 @@ static int dm_memcpy_from(void *host, struct ibv_dm *ibdm, uint64_t off,
 	return ret;
 }
 
+/* Map the DM's memfd fd (bytes long; length as allocated) into dm and fill
+ * its verbs part; takes fd on success. */
+static int dm_setup(struct sv_dm *dm, struct ibv_context *context,
+		    uint64_t handle, int fd, uint64_t bytes, uint64_t length)
+{
+	void *map;
+
+	if (fd < 0 || bytes < length || !length || bytes > SIZE_MAX)
+		return -EPROTO;
+	map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	dm->ibdm.context = context;
+	dm->ibdm.memcpy_to_dm = dm_memcpy_to;
+	dm->ibdm.memcpy_from_dm = dm_memcpy_from;
+	dm->ibdm.comp_mask = IBV_DM_MASK_HANDLE;
+	dm->ibdm.handle = (uint32_t)handle;
+	dm->handle = handle;
+	dm->map = map;
+	dm->bytes = (size_t)bytes;
+	dm->length = length;
+	dm->fd = fd;
+	return 0;
+}
+
 struct ibv_dm *sv_alloc_dm(struct ibv_context *context,
 			   struct ibv_alloc_dm_attr *attr)
 {
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
 	struct sv_dm *dm;
-	void *map;
 	int ret, fd = -1;
 
 	if (!attr || attr->comp_mask || !attr->length)
@@ -90,35 +115,52 @@ struct ibv_dm *sv_alloc_dm(struct ibv_context *context,
 		free(dm);
 		return sv_err_ptr(ret);
 	}
-	if (fd < 0 || rsp.u.dm.bytes < attr->length ||
-	    rsp.u.dm.bytes > SIZE_MAX) {
-		ret = -EPROTO;
-		goto err;
-	}
-	map = mmap(NULL, (size_t)rsp.u.dm.bytes, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		ret = -errno;
-		goto err;
-	}
-	dm->ibdm.context = context;
-	dm->ibdm.memcpy_to_dm = dm_memcpy_to;
-	dm->ibdm.memcpy_from_dm = dm_memcpy_from;
-	dm->ibdm.comp_mask = IBV_DM_MASK_HANDLE;
-	dm->ibdm.handle = (uint32_t)rsp.u.dm.handle;
-	dm->handle = rsp.u.dm.handle;
-	dm->map = map;
-	dm->bytes = (size_t)rsp.u.dm.bytes;
-	dm->length = attr->length;
-	dm->fd = fd;
-	return &dm->ibdm;
-
-err:
+	ret = dm_setup(dm, context, rsp.u.dm.handle, fd, rsp.u.dm.bytes,
+		       attr->length);
+	if (!ret)
+		return &dm->ibdm;
 	if (fd >= 0)
 		close(fd);
 	sv_destroy_obj(context, SV_CMD_FREE_DM, rsp.u.dm.handle);
 	free(dm);
 	return sv_err_ptr(ret);
+}
+
+/* The DM of context's (imported) context named by dm_handle, mapped here
+ * too; ibv_free_dm frees it for all, ibv_unimport_dm only here. */
+SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
+				       uint32_t dm_handle)
+{
+	struct sv_rsp rsp;
+	struct sv_dm *dm;
+	int ret, fd = -1;
+
+	if (!context)
+		return sv_err_ptr(-EINVAL);
+	dm = calloc(1, sizeof(*dm));
+	if (!dm)
+		return sv_err_ptr(-ENOMEM);
+	ret = sv_import_obj(context, SV_OBJ_DM, dm_handle, 0, &rsp, &fd);
+	if (!ret)
+		ret = dm_setup(dm, context, rsp.u.import.handle, fd,
+			       rsp.u.import.bytes, rsp.u.import.length);
+	if (!ret)
+		return &dm->ibdm;
+	if (fd >= 0)
+		close(fd);
+	free(dm);
+	return sv_err_ptr(ret);
+}
+
+SV_EXPORT void ibv_unimport_dm(struct ibv_dm *ibdm)
+{
+	struct sv_dm *dm = to_sv_dm(ibdm);
+
+	if (!ibdm)
+		return;
+	munmap(dm->map, dm->bytes);
+	close(dm->fd);
+	free(dm);
 }
 
 int sv_free_dm(struct ibv_dm *ibdm)

@@ -52,6 +52,89 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	return ret;
 }
 
+int sv_import_obj(struct ibv_context *context, unsigned int type,
+		  uint32_t handle, uint64_t pd, struct sv_rsp *rsp, int *fd)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, SV_CMD_IMPORT_OBJ);
+	cmd.u.import_obj.type = type;
+	cmd.u.import_obj.handle = handle;
+	cmd.u.import_obj.pd = pd;
+	return sv_conn_call(sv_conn_of(context), &cmd, -1, rsp, fd);
+}
+
+/* The PD of context's (imported) context named by pd_handle: the same PD
+ * (ibv_dealloc_pd frees it for every holder; ibv_unimport_pd frees only
+ * this struct). */
+SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
+				       uint32_t pd_handle)
+{
+	struct sv_rsp rsp;
+	struct sv_pd *pd;
+	int ret;
+
+	if (!context)
+		return sv_err_ptr(-EINVAL);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return sv_err_ptr(-ENOMEM);
+	ret = sv_import_obj(context, SV_OBJ_PD, pd_handle, 0, &rsp, NULL);
+	if (ret) {
+		free(pd);
+		return sv_err_ptr(ret);
+	}
+	pd->handle = rsp.u.import.handle;
+	pd->ibpd.context = context;
+	pd->ibpd.handle = (uint32_t)pd->handle;
+	return &pd->ibpd;
+}
+
+SV_EXPORT void ibv_unimport_pd(struct ibv_pd *ibpd)
+{
+	struct sv_pd *pd = to_sv_pd(ibpd);
+
+	/* a parent domain is not a PD the device knows */
+	if (pd && !pd->parent)
+		free(pd);
+}
+
+/* The MR named by mr_handle, which must lie in pd. As rdma-core's, its addr
+ * is NULL: the memory is wherever the exporter registered it (iova is
+ * what keys name). */
+SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *ibpd,
+				       uint32_t mr_handle)
+{
+	struct sv_rsp rsp;
+	struct sv_mr *mr;
+	int ret;
+
+	if (!ibpd || to_sv_pd(ibpd)->parent)
+		return sv_err_ptr(-EINVAL);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return sv_err_ptr(-ENOMEM);
+	ret = sv_import_obj(ibpd->context, SV_OBJ_MR, mr_handle,
+			    to_sv_pd(ibpd)->handle, &rsp, NULL);
+	if (ret || rsp.u.import.length > SIZE_MAX) {
+		free(mr);
+		return sv_err_ptr(ret ? ret : -EPROTO);
+	}
+	mr->handle = rsp.u.import.handle;
+	mr->ibmr.context = ibpd->context;
+	mr->ibmr.pd = ibpd;
+	mr->ibmr.length = (size_t)rsp.u.import.length;
+	mr->ibmr.handle = (uint32_t)mr->handle;
+	mr->ibmr.lkey = rsp.u.import.lkey;
+	mr->ibmr.rkey = rsp.u.import.rkey;
+	return &mr->ibmr;
+}
+
+SV_EXPORT void ibv_unimport_mr(struct ibv_mr *ibmr)
+{
+	free((struct sv_mr *)ibmr);  /* ibmr is its first member */
+}
+
 struct ibv_mr *sv_mr_create(struct ibv_pd *pd, struct sv_cmd *cmd,
 			     void *addr, uint64_t length)
 {

@@ -478,6 +478,11 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 
 /* device.c */
 extern struct sv_device sv_device0;
+/* IMPORT_OBJ (pd_mr.c): 0 or -errno; *fd (if fd) the DM's memfd. */
+int sv_import_obj(struct ibv_context *context, unsigned int type,
+		  uint32_t handle, uint64_t pd, struct sv_rsp *rsp, int *fd);
+/* Fill sv_device0 from the daemon if not yet done: 0 or -errno. */
+int sv_device_probe(void);
 
 /* events.c: is cookie a live CQ of ctx? (the CQ, else NULL) */
 struct sv_cq *sv_ctx_find_cq(struct sv_context *ctx, uint64_t cookie);

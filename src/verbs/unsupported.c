@@ -233,16 +233,7 @@ void sv_fill_unsupported_ops(struct verbs_context *v)
 NOSUP_EXPORT_INT(ibv_resolve_eth_l2_from_gid, struct ibv_context *c,
 		 struct ibv_ah_attr *a, uint8_t mac[ETHERNET_LL_SIZE],
 		 uint16_t *vid)
-NOSUP_EXPORT_PTR(ibv_import_device, struct ibv_context, int fd)
-NOSUP_EXPORT_PTR(ibv_import_mr, struct ibv_mr, struct ibv_pd *pd, uint32_t h)
-NOSUP_EXPORT_PTR(ibv_import_pd, struct ibv_pd, struct ibv_context *c,
-		 uint32_t h)
 NOSUP_EXPORT_INT(ibv_query_ece, struct ibv_qp *qp, struct ibv_ece *e)
 NOSUP_EXPORT_INT(ibv_set_ece, struct ibv_qp *qp, struct ibv_ece *e)
-NOSUP_EXPORT_VOID(ibv_unimport_mr, struct ibv_mr *mr)
-NOSUP_EXPORT_VOID(ibv_unimport_pd, struct ibv_pd *pd)
 NOSUP_EXPORT_PTR(ibv_reg_dmabuf_mr, struct ibv_mr, struct ibv_pd *pd,
 		 uint64_t off, size_t len, uint64_t iova, int fd, int acc)
-NOSUP_EXPORT_PTR(ibv_import_dm, struct ibv_dm, struct ibv_context *c,
-		 uint32_t h)
-NOSUP_EXPORT_VOID(ibv_unimport_dm, struct ibv_dm *dm)

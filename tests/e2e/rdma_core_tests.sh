@@ -5,12 +5,13 @@
 # through 'softverbs run' (the vendor modules, test_mlx5_* and test_efa*,
 # skip themselves on a device that is not theirs). Fails if any test fails
 # or errors, or if the suite does not finish; a skip is fine (a feature
-# sv0 lacks, the way rxe lacks it: raw packet QPs, dma-buf, importing a
-# context). Device memory, on-demand paging and tag matching are not
-# skipped: their tests (test_device's DMTest, test_mr's
-# DeviceMemoryAPITest, test_odp's OdpTestCase, test_tag_matching's TMTest)
-# must run and pass when the whole suite runs. Prints each module's passes,
-# skips and failures, and the skips' reasons with their counts.
+# sv0 lacks, the way rxe lacks it: raw packet QPs, dma-buf). Device
+# memory, on-demand paging, importing and tag matching are not skipped:
+# their tests (test_device's DMTest and SharedDMTest, test_mr's
+# DeviceMemoryAPITest, test_odp's OdpTestCase, test_shared_pd,
+# test_tag_matching's TMTest) must run and pass when the whole suite runs.
+# Prints each module's passes, skips and failures, and the skips' reasons
+# with their counts.
 #   rdma_core_tests.sh [NAME...]   unittest names only (tests.test_qp, ...)
 # $RDMA_CORE_TESTS: another copy of the suite's folder.
 . "$(dirname "$0")/lib.sh"
@@ -86,10 +87,12 @@ if [ $rc -ne 0 ] || [ -z "$ran" ] || [ "${last%% *}" != OK ]; then
 	grep -E '^(FAIL|ERROR): ' "$out"
 	fail "rdma-core's tests on sv0: ${last:-did not finish} (exit $rc)"
 fi
-# what sv0 has must not be skipped (issue 23: device memory, ODP, tag
-# matching)
+# what sv0 has must not be skipped (issue 23: device memory, ODP,
+# importing, tag matching)
 if [ $# -eq 0 ]; then
 	for t in DMTest.test_multi_process_alloc_dm DMTest.test_dm_write_bad_flow \
+		SharedDMTest.test_import_dm \
+		SharedPDTestCase.test_imported_rc_ex_rdma_write \
 		DeviceMemoryAPITest.test_create_dm_mr \
 		DeviceMemoryAPITest.test_dm_bad_access \
 		OdpTestCase.test_odp_rc_traffic OdpTestCase.test_odp_ud_traffic \

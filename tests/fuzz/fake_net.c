@@ -47,6 +47,13 @@ int sv_net_fd(const struct sv_net *n)
 	return -1;                  /* poll() skips it: the wire thread sleeps */
 }
 
+int sv_net_set_inject(struct sv_net *n, const char *spec)
+{
+	(void)n;
+	(void)spec;
+	return 0;                   /* this transport injects nothing */
+}
+
 int sv_net_sport(struct sv_net *n, uint16_t want)
 {
 	(void)n;

@@ -343,6 +343,44 @@ static void test_foreach_order(void **state)
 	}
 }
 
+/* An importer's table: handles carry SV_OBJTAB_IMPORT_BIT, and neither
+ * table answers the other's handles; widen finds a live handle from its
+ * low 32 bits only. */
+static void test_import_tables(void **state)
+{
+	struct sv_objtab *t = *state, imp;
+	uint64_t h, hi;
+
+	assert_int_equal(sv_objtab_init(&imp, 1000), 0);
+	assert_int_equal(sv_objtab_insert(&imp, SV_OBJ_PD, &objs[1], &hi), 0);
+	assert_int_equal(sv_objtab_mark_import(&imp), -EBUSY);
+	assert_non_null(sv_objtab_remove(&imp, hi, SV_OBJ_PD));
+	assert_int_equal(sv_objtab_mark_import(&imp), 0);
+	assert_int_equal(sv_objtab_insert(t, SV_OBJ_PD, &objs[0], &h), 0);
+	assert_int_equal(sv_objtab_insert(&imp, SV_OBJ_PD, &objs[1], &hi), 0);
+	assert_true(hi & SV_OBJTAB_IMPORT_BIT);
+	assert_false(h & SV_OBJTAB_IMPORT_BIT);
+	assert_ptr_equal(sv_objtab_lookup(&imp, hi, SV_OBJ_PD), &objs[1]);
+	assert_null(sv_objtab_lookup(&imp, h, SV_OBJ_PD));
+	assert_null(sv_objtab_lookup(t, hi, SV_OBJ_PD));
+	assert_null(sv_objtab_lookup(&imp, hi & ~(uint64_t)SV_OBJTAB_IMPORT_BIT,
+				     SV_OBJ_PD));
+	/* widen: the whole handle, only for a live object of that type */
+	assert_int_equal(sv_objtab_widen(t, (uint32_t)h, SV_OBJ_PD), h);
+	assert_int_equal(sv_objtab_widen(&imp, (uint32_t)hi, SV_OBJ_PD), hi);
+	assert_int_equal(sv_objtab_widen(t, (uint32_t)h, SV_OBJ_MR), 0);
+	assert_int_equal(sv_objtab_widen(t, (uint32_t)hi, SV_OBJ_PD), 0);
+	assert_int_equal(sv_objtab_widen(t, 0, SV_OBJ_PD), 0);
+	assert_int_equal(sv_objtab_widen(t, 0xffffffffu, SV_OBJ_PD), 0);
+	assert_non_null(sv_objtab_remove(t, h, SV_OBJ_PD));
+	assert_int_equal(sv_objtab_widen(t, (uint32_t)h, SV_OBJ_PD), 0);
+	sv_objtab_fini(&imp);
+	/* a table too large for the bit cannot be an importer's */
+	assert_int_equal(sv_objtab_init(&imp, (1u << 24) - 1), 0);
+	assert_int_equal(sv_objtab_mark_import(&imp), -EINVAL);
+	sv_objtab_fini(&imp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +401,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slot_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreach_order, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_import_tables, setup,
 						teardown),
 	};
 

@@ -186,6 +186,7 @@ static void rewind_to(struct sv_roce_qp *rq, uint32_t p)
 				if (e->rd)
 					rq->cur_pkt = (uint32_t)(e->got / rq->mtu);
 				sv_roce_stats.retransmits++;
+				rq->qp->st_retrans++;
 			}
 			return;
 		}

@@ -141,6 +141,11 @@ static void tx_send(struct sv_net *net, const struct sv_net_tx *pkt,
 {
 	if (!net)
 		return;
+	/* a port that is down (softverbs inject port down) sends nothing */
+	if (__builtin_expect(__atomic_load_n(&sv_dev.port.state,
+					     __ATOMIC_RELAXED) !=
+			     IBV_PORT_ACTIVE, 0))
+		return;
 	pthread_mutex_lock(&wire.tx_lock);
 	sv_roce_stats.tx_pkts += sv_net_send(net, pkt, n);
 	pthread_mutex_unlock(&wire.tx_lock);
@@ -473,7 +478,9 @@ static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
 {
 	unsigned int n = sv_net_recv(net, rx, RX_BATCH);
 
-	if (n)
+	/* nor receives anything */
+	if (n && __atomic_load_n(&sv_dev.port.state, __ATOMIC_RELAXED) ==
+		 IBV_PORT_ACTIVE)
 		sv_roce_rx_batch(rx, n, touched, tx);
 	return n;
 }
@@ -625,6 +632,16 @@ void sv_roce_stop(void)
 	gsi.fd = -1;
 	wire.running = false;
 	nets_close();
+}
+
+int sv_roce_inject(const char *spec)
+{
+	int ret = wire.running ? 0 : -ENODEV;
+
+	for (unsigned int i = 0; !ret && i < SV_GID_TBL_LEN; i++)
+		if (wire.net[i])
+			ret = sv_net_set_inject(wire.net[i], spec);
+	return ret;
 }
 
 bool sv_roce_running(void)

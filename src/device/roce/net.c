@@ -31,6 +31,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -76,6 +77,13 @@ struct emit {
 	union sv_sa dst;
 };
 
+/* The injector's settings (an inject string, parsed). */
+struct inj_cfg {
+	bool inj;                       /* any probability above 0 */
+	double p_drop, p_dup, p_reorder, p_corrupt;
+	uint64_t rng;
+};
+
 struct sv_net {
 	bool v4;                    /* AF_INET sockets (else AF_INET6) */
 	uint8_t addr[16];
@@ -107,10 +115,12 @@ struct sv_net {
 	uint16_t order[STAGE];
 	unsigned int tx_lost_primary;   /* of the flush: primaries not sent */
 
-	/* injector */
-	bool inj;
-	double p_drop, p_dup, p_reorder, p_corrupt;
-	uint64_t rng;
+	/* injector: ij is the send side's; sv_net_set_inject (any thread)
+	 * leaves a new one in ij_new and bumps ij_gen, and the next
+	 * sv_net_send takes it */
+	struct inj_cfg ij, ij_new;
+	uint32_t ij_gen, ij_seen;
+	pthread_mutex_t ij_mu;
 	struct {
 		uint8_t *buf;           /* SV_NET_MAX_PKT bytes */
 		uint32_t len;
@@ -223,7 +233,7 @@ static uint64_t rng_seed(uint64_t seed)
 }
 
 /* One "key=value" of the inject string, value ending at end. */
-static int inj_kv(struct sv_net *n, const char *key, size_t klen,
+static int inj_kv(struct inj_cfg *n, const char *key, size_t klen,
 		  const char *val, const char *end, unsigned int *seen,
 		  uint64_t *seed)
 {
@@ -263,7 +273,7 @@ static int inj_kv(struct sv_net *n, const char *key, size_t klen,
 }
 
 /* "seed=N,drop=P,dup=P,reorder=P,corrupt=P": any subset, any order. */
-static int inj_parse(struct sv_net *n, const char *s)
+static int inj_parse(struct inj_cfg *n, const char *s)
 {
 	unsigned int seen = 0;
 	uint64_t seed = 1;
@@ -516,7 +526,8 @@ int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 		return -ENOMEM;
 	n->rx_fd = -1;
 	n->rx_short = true;
-	rc = inj_parse(n, cfg->inject);
+	pthread_mutex_init(&n->ij_mu, NULL);
+	rc = inj_parse(&n->ij, cfg->inject);
 	if (rc)
 		goto fail;
 	memcpy(n->addr, cfg->addr, 16);
@@ -532,7 +543,7 @@ int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 
 	n->ifindex = ifindex_of(cfg->addr, n->v4);
 	n->gso = n->gro = !cfg->no_offload;
-	if (n->inj)
+	if (n->ij.inj)
 		n->gso = false;         /* the injector works on packets */
 	n->hold.buf = malloc(SV_NET_MAX_PKT);
 	n->rxbuf = malloc((size_t)SV_NET_RX_MSGS * RX_MSG_BYTES);
@@ -811,10 +822,10 @@ static void inject(struct sv_net *n, const struct sv_net_tx *p,
 		   uint8_t slot, const union sv_sa *dst)
 {
 	/* four draws per packet, whatever the outcome */
-	bool drop = rng_unit(&n->rng) < n->p_drop;
-	bool corrupt = rng_unit(&n->rng) < n->p_corrupt;
-	bool dup = rng_unit(&n->rng) < n->p_dup;
-	bool reorder = rng_unit(&n->rng) < n->p_reorder;
+	bool drop = rng_unit(&n->ij.rng) < n->ij.p_drop;
+	bool corrupt = rng_unit(&n->ij.rng) < n->ij.p_corrupt;
+	bool dup = rng_unit(&n->ij.rng) < n->ij.p_dup;
+	bool reorder = rng_unit(&n->ij.rng) < n->ij.p_reorder;
 	uint32_t flip = NO_FLIP;
 	uint8_t flipped = 0;
 	unsigned int c, copies = dup ? 2 : 1;
@@ -824,7 +835,7 @@ static void inject(struct sv_net *n, const struct sv_net_tx *p,
 		return;
 	}
 	if (corrupt && p->len) {
-		uint64_t bit = rng_next(&n->rng) % ((uint64_t)p->len * 8);
+		uint64_t bit = rng_next(&n->ij.rng) % ((uint64_t)p->len * 8);
 
 		flip = (uint32_t)(bit >> 3);
 		flipped = (uint8_t)(p->buf[flip] ^ (1u << (bit & 7)));
@@ -856,12 +867,35 @@ static void inject(struct sv_net *n, const struct sv_net_tx *p,
 	}
 }
 
+int sv_net_set_inject(struct sv_net *n, const char *spec)
+{
+	struct inj_cfg c;
+	int rc = inj_parse(&c, spec);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&n->ij_mu);
+	n->ij_new = c;
+	__atomic_store_n(&n->ij_gen, n->ij_gen + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&n->ij_mu);
+	return 0;
+}
+
 unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		     unsigned cnt)
 {
 	unsigned int i, taken = 0;
 
 	n->tx_lost_primary = 0;
+	if (unlikely(__atomic_load_n(&n->ij_gen, __ATOMIC_ACQUIRE) !=
+		     n->ij_seen)) {
+		pthread_mutex_lock(&n->ij_mu);
+		n->ij = n->ij_new;
+		n->ij_seen = n->ij_gen;
+		pthread_mutex_unlock(&n->ij_mu);
+		if (n->ij.inj)
+			n->gso = false; /* the injector works on packets */
+	}
 	for (i = 0; i < cnt; i++) {
 		const struct sv_net_tx *p = &pkts[i];
 		union sv_sa dst;
@@ -879,7 +913,7 @@ unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		}
 		sa_make(n, &dst, p->dst, n->port);
 		taken++;
-		if (!n->inj) {
+		if (!n->ij.inj) {
 			stage(n, p->buf, p->len, NO_FLIP, 0, (uint8_t)slot,
 			      true, &dst);
 			n->stage[n->nstage - 1].cont = p->cont && i &&

@@ -83,6 +83,11 @@ struct sv_net_cfg {
 	bool no_offload;
 };
 
+/* Replace the injector's settings (an inject string as in sv_net_cfg; NULL
+ * or "": none) from any thread: the next sv_net_send takes them, and the
+ * seed starts its draws afresh. 0 or -EINVAL (nothing changed). */
+int sv_net_set_inject(struct sv_net *n, const char *spec);
+
 /* 0 or -errno (-EINVAL: a bad inject string; -EADDRINUSE, -EADDRNOTAVAIL:
  * from bind). Binds addr:port. */
 int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg);

@@ -524,8 +524,10 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	/* the PSNs this packet takes (a READ request: its responses') */
 	if (sv_psn_diff(sv_psn_add(psn, span), rq->snd) > 0)
 		rq->snd = sv_psn_add(psn, span);
-	else
+	else {
 		sv_roce_stats.retransmits++;
+		rq->qp->st_retrans++;
+	}
 	if (last) {
 		rq->cur++;
 		rq->cur_pkt = 0;

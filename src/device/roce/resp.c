@@ -398,7 +398,8 @@ static bool size_ok(const struct sv_roce_qp *rq, const struct sv_roce_pkt *p)
  * an RNR NAK (RC, none posted) or a NAK and ERR (the ring is bad). */
 static bool take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
 {
-	int ret = msg_rx_take(t);
+	/* softverbs inject: as if none were posted */
+	int ret = sv_inject_resp(t, true) ? -ENOENT : msg_rx_take(t);
 
 	if (ret == -ENOENT) {
 		if (is_rc(t)) {
@@ -1033,6 +1034,16 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
 		else
 			sv_roce_drop(SV_RX_DROP_MALFORMED);
+		return;
+	}
+	if (__builtin_expect(t->inj_access != 0, 0) && rq->in == SV_IN_NONE &&
+	    ((p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
+			  SV_RF_AWRITE)) ||
+	     (p->flags & (SV_RF_WRITE | SV_RF_FIRST)) ==
+		     (SV_RF_WRITE | SV_RF_FIRST)) &&
+	    sv_inject_resp(t, false)) {
+		/* softverbs inject: a remote access error */
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
 		return;
 	}
 	if (p->flags & SV_RF_SEND) {

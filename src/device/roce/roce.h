@@ -40,6 +40,10 @@ struct sv_roce_stats {
  * (net.h); no_offload: no UDP GSO/GRO (net.h). 0, or -errno (the daemon
  * then runs without a wire). */
 int sv_roce_start(uint16_t port, const char *inject, bool no_offload);
+/* New fault-injector settings for every address served (softverbs
+ * inject wire=SPEC): 0, -EINVAL (a bad spec: nothing changed), -ENODEV
+ * (no RoCEv2 port). */
+int sv_roce_inject(const char *spec);
 void sv_roce_stop(void);
 bool sv_roce_running(void);
 void sv_roce_get_stats(struct sv_roce_stats *out);

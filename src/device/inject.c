@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fault injection on demand (softverbs inject; docs/DESIGN.md "Fault
+ * injection"): faults a real NIC gives only by accident, made to happen
+ * now or on the next N occasions, each with the effect a program would see
+ * on hardware:
+ *
+ *   a command failing with a chosen errno (ENOMEM from ibv_create_qp);
+ *   an RNR NAK for a message that needs a receive WQE (RC: the requester
+ *   retries rnr_retry times, then IBV_WC_RNR_RETRY_EXC_ERR);
+ *   a remote access error for an RDMA or atomic request (the requester's
+ *   IBV_WC_REM_ACCESS_ERR, both QPs in ERR);
+ *   a fatal QP (ERR and IBV_EVENT_QP_FATAL);
+ *   the port going down and up (IBV_EVENT_PORT_ERR / PORT_ACTIVE to every
+ *   context, and the port's state as ibv_query_port reads it);
+ *   drops, duplicates, reordering and corruption of RoCEv2 packets (the
+ *   seeded injector of net.c, set at run time).
+ *
+ * Everything runs under the device lock. Every injection is logged and
+ * counted (the counts come with every INJECT response).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "device/direct.h"
+#include "device/exec_int.h"
+#include "device/roce/roce.h"
+#include "device/sv_dev.h"
+
+#define CMD_FAULTS 16
+
+static struct {
+	uint32_t op, pid, count;
+	int32_t err;
+} cmd_fault[CMD_FAULTS];
+static uint32_t cmd_armed;         /* entries with count > 0 */
+
+bool sv_inject_cmd_armed(void)
+{
+	return cmd_armed != 0;
+}
+
+int sv_inject_cmd(const struct sv_client *c, unsigned int op)
+{
+	for (unsigned int i = 0; i < CMD_FAULTS; i++) {
+		typeof(cmd_fault[0]) *f = &cmd_fault[i];
+
+		if (!f->count || f->op != op ||
+		    (f->pid && f->pid != (uint32_t)c->pid))
+			continue;
+		if (!--f->count)
+			cmd_armed--;
+		sv_inj_done[SV_INJ_CMD]++;
+		sv_log(SV_LOG_INFO, "inject: %s of client %llu (pid %d) "
+		       "fails with %s (%u more armed)", sv_cmd_name(op),
+		       (unsigned long long)c->id, (int)c->pid,
+		       strerror(f->err), f->count);
+		return -f->err;
+	}
+	return 0;
+}
+
+static void port_event(uint32_t type)
+{
+	struct sv_event ev = {
+		.magic = SV_PROTO_MAGIC, .type = type, .port_num = 1,
+	};
+
+	for (struct sv_client *c = sv_dev.clients.next; c != &sv_dev.clients;
+	     c = c->next)
+		if (!c->dead && c->async_fd >= 0 &&
+		    send(c->async_fd, &ev, sizeof(ev),
+			 MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			sv_log(SV_LOG_DEBUG, "client %llu: port event dropped",
+			       (unsigned long long)c->id);
+}
+
+static int arm_cmd(struct sv_req *r, const struct sv_cmd_inject *a)
+{
+	unsigned int i, free_i = CMD_FAULTS;
+
+	if (!a->op || a->op >= SV_CMD_MAX || a->op == SV_CMD_INJECT ||
+	    a->op == SV_CMD_HELLO || a->err <= 0 || a->err > 4095) {
+		r->why = "a command other than HELLO and INJECT, and a positive errno";
+		return -EINVAL;
+	}
+	for (i = 0; i < CMD_FAULTS; i++) {
+		if (cmd_fault[i].count && cmd_fault[i].op == a->op &&
+		    cmd_fault[i].pid == a->pid)
+			break;          /* the same fault again: re-armed */
+		if (!cmd_fault[i].count && free_i == CMD_FAULTS)
+			free_i = i;
+	}
+	if (i == CMD_FAULTS) {
+		if (free_i == CMD_FAULTS) {
+			r->why = "every command fault slot is armed";
+			return -ENOSPC;
+		}
+		i = free_i;
+		cmd_armed++;
+	}
+	cmd_fault[i].op = a->op;
+	cmd_fault[i].pid = a->pid;
+	cmd_fault[i].err = a->err;
+	cmd_fault[i].count = a->count;
+	return 0;
+}
+
+/* Take qp off the direct path, with its peer on this host: the initiator
+ * must ask the device, which then answers with the fault. */
+static void no_direct(struct sv_qp *qp)
+{
+	struct sv_qp *peer = qp->roce ? NULL :
+			     sv_qp_lookup(qp->attr.dest_qp_num);
+
+	qp->direct_off = true;
+	sv_direct_qp(qp);
+	if (peer && peer->attr.dest_qp_num == qp->qpn) {
+		peer->direct_off = true;
+		sv_direct_qp(peer);
+	}
+}
+
+static void clear_all(void)
+{
+	memset(cmd_fault, 0, sizeof(cmd_fault));
+	cmd_armed = 0;
+	for (uint32_t i = 0; i < sizeof(sv_dev.qpn_tab) /
+				 sizeof(sv_dev.qpn_tab[0]); i++)
+		if (sv_dev.qpn_tab[i])
+			sv_dev.qpn_tab[i]->inj_rnr =
+				sv_dev.qpn_tab[i]->inj_access = 0;
+	if (sv_roce_running())
+		(void)sv_roce_inject(NULL);
+}
+
+int sv_cmd_inject(struct sv_req *r)
+{
+	const struct sv_cmd_inject *a = &r->cmd->u.inject;
+	struct sv_rsp_inject *o = &r->rsp->u.inject;
+	struct sv_qp *qp = NULL;
+	int ret = 0;
+
+	if (a->rsvd || !a->kind || a->kind >= SV_INJ_KIND_MAX) {
+		r->why = "no such kind of fault";
+		return -EINVAL;
+	}
+	if (a->kind == SV_INJ_RNR || a->kind == SV_INJ_ACCESS ||
+	    a->kind == SV_INJ_FATAL) {
+		qp = sv_qp_lookup(a->qpn);
+		if (!qp || qp->qpn != a->qpn) {
+			r->why = "no such qp";
+			return -EINVAL;
+		}
+	}
+	if ((a->kind == SV_INJ_CMD || a->kind == SV_INJ_RNR ||
+	     a->kind == SV_INJ_ACCESS) && !a->count) {
+		r->why = "a count of at least 1";
+		return -EINVAL;
+	}
+	switch (a->kind) {
+	case SV_INJ_CMD:
+		ret = arm_cmd(r, a);
+		break;
+	case SV_INJ_RNR:
+	case SV_INJ_ACCESS:
+		if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_RECV) {
+			r->why = "RNR and access faults are an RC responder's";
+			return -EINVAL;
+		}
+		if (a->kind == SV_INJ_RNR)
+			qp->inj_rnr = a->count;
+		else
+			qp->inj_access = a->count;
+		no_direct(qp);
+		break;
+	case SV_INJ_FATAL:
+		sv_inj_done[SV_INJ_FATAL]++;
+		sv_qp_error(qp, IBV_EVENT_QP_FATAL);
+		break;
+	case SV_INJ_PORT:
+		if (a->up > 1) {
+			r->why = "up is 0 or 1";
+			return -EINVAL;
+		}
+		sv_inj_done[SV_INJ_PORT]++;
+		sv_dev.port.state = a->up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+		sv_dev.port.phys_state = a->up ? 5 : 3; /* LinkUp, Disabled */
+		port_event(a->up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
+		break;
+	case SV_INJ_WIRE:
+		if (!memchr(a->spec, 0, sizeof(a->spec))) {
+			r->why = "the spec is not terminated";
+			return -EINVAL;
+		}
+		ret = sv_roce_inject(a->spec);
+		if (ret)
+			r->why = ret == -ENODEV ? "no RoCEv2 port" :
+			 "not seed=N,drop=P,dup=P,reorder=P,corrupt=P";
+		else
+			sv_inj_done[SV_INJ_WIRE]++;
+		break;
+	case SV_INJ_CLEAR:
+		clear_all();
+		break;
+	default:
+		break;
+	}
+	if (ret)
+		return ret;
+	if (a->kind != SV_INJ_QUERY)
+		sv_log(SV_LOG_INFO, "inject: kind %u armed or done (qpn %#x, "
+		       "count %u)", a->kind, a->qpn, a->count);
+	memcpy(o->done, sv_inj_done, sizeof(o->done));
+	o->armed = cmd_armed;
+	for (uint32_t i = 0; i < sizeof(sv_dev.qpn_tab) /
+				 sizeof(sv_dev.qpn_tab[0]); i++)
+		if (sv_dev.qpn_tab[i] && (sv_dev.qpn_tab[i]->inj_rnr ||
+					  sv_dev.qpn_tab[i]->inj_access))
+			o->armed++;
+	return 0;
+}

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softverbs inject (issue 24, Deliver 2), each fault with the effect a
+ * program sees on a NIC that has that fault, through the verbs only:
+ *
+ *   cmd=create_qp errno=ENOMEM: the next ibv_create_qp of this process
+ *     fails with ENOMEM, the one after works; count=2 of alloc_pd for any
+ *     process: two fail (EACCES), the third works;
+ *   port down / up: IBV_EVENT_PORT_ERR then IBV_EVENT_PORT_ACTIVE for
+ *     port 1, and ibv_query_port says DOWN, then ACTIVE;
+ *   fatal: IBV_EVENT_QP_FATAL for that QP, which is in ERR; a WR posted
+ *     then is flushed;
+ *   rnr: with rnr_retry 0 a SEND (a receive posted at the target) ends in
+ *     IBV_WC_RNR_RETRY_EXC_ERR; with rnr_retry 7 two injected RNR NAKs are
+ *     retried through and the message arrives;
+ *   access: a WRITE with a good rkey ends in IBV_WC_REM_ACCESS_ERR and
+ *     writes nothing (the direct path is withdrawn from both QPs, so a
+ *     WRITE that would run in this process reaches the device);
+ *   refused: a QPN that names no QP, an unknown command name.
+ * The tool's counts say how many of each were injected.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vu.h"
+
+static const struct vu_qp_caps caps = {
+	.send_wr = 16, .recv_wr = 16, .send_sge = 1, .recv_sge = 1,
+};
+
+/* softverbs inject ARGS: its exit status; its output in out (if given) */
+static int inject(char *out, size_t outlen, const char *fmt, ...)
+{
+	const char *b = getenv("SV_BUILD_DIR");
+	char cmd[512], args[256];
+	va_list ap;
+	FILE *f;
+	size_t n = 0;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s/bin/softverbs inject %s 2>&1",
+		 b ? b : "build", args);
+	f = popen(cmd, "r");
+	VU_CHECK(f, "popen");
+	if (out) {
+		n = fread(out, 1, outlen - 1, f);
+		out[n] = 0;
+	} else {
+		char sink[512];
+
+		while (fread(sink, 1, sizeof(sink), f) > 0)
+			;
+	}
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void connect_pair(struct ibv_context *ctx, struct vu_ep *a,
+			 struct vu_ep *b, uint8_t rnr_retry)
+{
+	struct vu_conn c = vu_conn_default();
+
+	c.rnr_retry = rnr_retry;
+	VU_CHECK(!vu_ep_create(a, ctx, NULL, IBV_QPT_RC, &caps), "ep a");
+	VU_CHECK(!vu_ep_create(b, ctx, a->pd, IBV_QPT_RC, &caps), "ep b");
+	VU_CHECK(!vu_connect_pair(a->qp, b->qp, &c), "connect");
+}
+
+static enum ibv_wc_status post_one(struct vu_ep *ep, enum ibv_wr_opcode op,
+				   void *buf, struct ibv_mr *mr, uint32_t len,
+				   uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	VU_CHECK(!ibv_post_send(ep->qp, &wr, &bad), "post %s",
+		 vu_opcode_str(op));
+	VU_CHECK(vu_poll(ep->scq, &wc, 1, VU_WAIT_MS) == 1, "no completion");
+	return wc.status;
+}
+
+static void post_recv(struct vu_ep *ep, void *buf, struct ibv_mr *mr,
+		      uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
+			       .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 },
+			   *bad;
+
+	VU_CHECK(!ibv_post_recv(ep->qp, &wr, &bad), "post_recv");
+}
+
+static void cmd_faults(struct ibv_context *ctx)
+{
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_pd *pd = ibv_alloc_pd(ctx), *p;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp;
+
+	VU_CHECK(pd && cq, "pd, cq");
+	qa.send_cq = qa.recv_cq = cq;
+	VU_CHECK(!inject(NULL, 0, "cmd=create_qp errno=ENOMEM pid=%d",
+			 (int)getpid()), "inject cmd");
+	errno = 0;
+	VU_CHECK(!ibv_create_qp(pd, &qa) && errno == ENOMEM,
+		 "injected create_qp: errno %d", errno);
+	qp = ibv_create_qp(pd, &qa);
+	VU_CHECK(qp, "create_qp after the fault: %s", strerror(errno));
+	VU_CHECK(!ibv_destroy_qp(qp), "destroy");
+	VU_CHECK(!inject(NULL, 0, "cmd=alloc_pd errno=EACCES count=2"),
+		 "inject alloc_pd");
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		VU_CHECK(!ibv_alloc_pd(ctx) && errno == EACCES,
+			 "injected alloc_pd %d: errno %d", i, errno);
+	}
+	p = ibv_alloc_pd(ctx);
+	VU_CHECK(p, "alloc_pd after the faults");
+	VU_CHECK(!ibv_dealloc_pd(p) && !ibv_destroy_cq(cq) &&
+		 !ibv_dealloc_pd(pd), "cleanup");
+	/* another process's pid: not ours */
+	VU_CHECK(!inject(NULL, 0, "cmd=alloc_pd errno=EIO pid=1"), "pid 1");
+	p = ibv_alloc_pd(ctx);
+	VU_CHECK(p && !ibv_dealloc_pd(p), "a fault armed for pid 1 hit us");
+	VU_CHECK(!inject(NULL, 0, "clear"), "clear");
+}
+
+static void port_faults(struct ibv_context *ctx)
+{
+	struct ibv_async_event ev;
+	struct ibv_port_attr pa;
+
+	VU_CHECK(!inject(NULL, 0, "port down"), "port down");
+	VU_CHECK(!vu_async_event(ctx, &ev, VU_WAIT_MS) &&
+		 ev.event_type == IBV_EVENT_PORT_ERR &&
+		 ev.element.port_num == 1, "no PORT_ERR for port 1");
+	VU_CHECK(!ibv_query_port(ctx, 1, &pa) && pa.state == IBV_PORT_DOWN,
+		 "the port is %d, not DOWN", (int)pa.state);
+	VU_CHECK(!inject(NULL, 0, "port up"), "port up");
+	VU_CHECK(!vu_async_event(ctx, &ev, VU_WAIT_MS) &&
+		 ev.event_type == IBV_EVENT_PORT_ACTIVE &&
+		 ev.element.port_num == 1, "no PORT_ACTIVE for port 1");
+	VU_CHECK(!ibv_query_port(ctx, 1, &pa) && pa.state == IBV_PORT_ACTIVE,
+		 "the port is %d, not ACTIVE", (int)pa.state);
+}
+
+static void qp_faults(struct ibv_context *ctx)
+{
+	static uint8_t abuf[4096], bbuf[4096];
+	struct vu_ep a, b;
+	struct ibv_mr *amr, *bmr;
+	struct ibv_async_event ev;
+	char out[512];
+
+	/* fatal */
+	connect_pair(ctx, &a, &b, 7);
+	amr = ibv_reg_mr(a.pd, abuf, sizeof(abuf), IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE);
+	bmr = ibv_reg_mr(a.pd, bbuf, sizeof(bbuf), IBV_ACCESS_LOCAL_WRITE);
+	VU_CHECK(amr && bmr, "mrs");
+	VU_CHECK(!inject(NULL, 0, "fatal qp=%u", a.qp->qp_num), "fatal");
+	VU_CHECK(!vu_async_event(ctx, &ev, VU_WAIT_MS) &&
+		 ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == a.qp,
+		 "no QP_FATAL for the QP");
+	VU_CHECK(vu_qp_state(a.qp) == IBV_QPS_ERR, "not in ERR");
+	VU_CHECK(post_one(&a, IBV_WR_SEND, abuf, amr, 8, 0, 0) ==
+		 IBV_WC_WR_FLUSH_ERR, "a WR on a fatal QP was not flushed");
+	VU_CHECK(!ibv_dereg_mr(amr) && !ibv_dereg_mr(bmr), "dereg");
+	vu_ep_destroy(&b);
+	vu_ep_destroy(&a);
+
+	/* RNR, rnr_retry 0: the requester gives up at once */
+	connect_pair(ctx, &a, &b, 0);
+	amr = ibv_reg_mr(a.pd, abuf, sizeof(abuf), IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE);
+	bmr = ibv_reg_mr(a.pd, bbuf, sizeof(bbuf), IBV_ACCESS_LOCAL_WRITE);
+	VU_CHECK(amr && bmr, "mrs");
+	post_recv(&a, abuf, amr, sizeof(abuf));
+	VU_CHECK(!inject(NULL, 0, "rnr qp=%u count=1", a.qp->qp_num), "rnr");
+	VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
+		 IBV_WC_RNR_RETRY_EXC_ERR,
+		 "a SEND met by an injected RNR NAK (rnr_retry 0)");
+	VU_CHECK(!ibv_dereg_mr(amr) && !ibv_dereg_mr(bmr), "dereg");
+	vu_ep_destroy(&b);
+	vu_ep_destroy(&a);
+
+	/* RNR, rnr_retry 7: retried through */
+	connect_pair(ctx, &a, &b, 7);
+	amr = ibv_reg_mr(a.pd, abuf, sizeof(abuf), IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE);
+	bmr = ibv_reg_mr(a.pd, bbuf, sizeof(bbuf), IBV_ACCESS_LOCAL_WRITE);
+	VU_CHECK(amr && bmr, "mrs");
+	post_recv(&a, abuf, amr, sizeof(abuf));
+	VU_CHECK(!inject(NULL, 0, "rnr qp=%u count=2", a.qp->qp_num), "rnr");
+	memset(bbuf, 0x5a, 64);
+	VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
+		 IBV_WC_SUCCESS, "a SEND retried through two RNR NAKs");
+	{
+		struct ibv_wc wc;
+
+		VU_CHECK(vu_poll(a.rcq, &wc, 1, VU_WAIT_MS) == 1 &&
+			 wc.status == IBV_WC_SUCCESS && wc.byte_len == 64,
+			 "the receive");
+		VU_CHECK(abuf[0] == 0x5a && abuf[63] == 0x5a, "bytes");
+	}
+
+	/* access: a good rkey refused, nothing written */
+	memset(abuf, 0, sizeof(abuf));
+	memset(bbuf, 0x77, sizeof(bbuf));
+	VU_CHECK(!inject(NULL, 0, "access qp=%u", a.qp->qp_num), "access");
+	VU_CHECK(post_one(&b, IBV_WR_RDMA_WRITE, bbuf, bmr, 4096,
+			  (uintptr_t)abuf, amr->rkey) == IBV_WC_REM_ACCESS_ERR,
+		 "a WRITE met by an injected access error");
+	for (size_t i = 0; i < sizeof(abuf); i++)
+		VU_CHECK(!abuf[i], "byte %zu written through a refused WRITE",
+			 i);
+	VU_CHECK(!inject(out, sizeof(out), "status"), "status");
+	VU_CHECK(strstr(out, "rnr 3,") && strstr(out, "access 1,") &&
+		 strstr(out, "fatal 1,") && strstr(out, "cmd 3,") &&
+		 strstr(out, "port 2,") && strstr(out, "armed: 0"),
+		 "counts: %s", out);
+	VU_CHECK(!ibv_dereg_mr(amr) && !ibv_dereg_mr(bmr), "dereg");
+	vu_ep_destroy(&b);
+	vu_ep_destroy(&a);
+
+	/* refused */
+	VU_CHECK(inject(NULL, 0, "rnr qp=%u", 0xfffff0u) == 1,
+		 "a fault for a QP that does not exist");
+	VU_CHECK(inject(NULL, 0, "cmd=no_such errno=EIO") == 2,
+		 "an unknown command name");
+	VU_CHECK(inject(NULL, 0, "cmd=hello errno=EIO") == 1,
+		 "HELLO cannot be made to fail");
+}
+
+int main(void)
+{
+	struct ibv_context *ctx = vu_open();
+
+	VU_CHECK(ctx, "no device");
+	cmd_faults(ctx);
+	port_faults(ctx);
+	qp_faults(ctx);
+	VU_CHECK(!ibv_close_device(ctx), "close");
+	printf("PASS: every injected fault has its effect\n");
+	return 0;
+}

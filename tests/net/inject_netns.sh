@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# softverbs inject's wire faults at run time (issue 24, Deliver 2), with
+# Debian's unmodified ibv_rc_pingpong between two hosts:
+#   - wire drop=1 on the client's host: nothing it sends arrives, and the
+#     client's first SEND ends in a transport retry error (the pingpong
+#     fails and says so);
+#   - wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005: a
+#     pingpong of 300 messages completes (RC recovers), and the
+#     injector's counts and the retransmissions show it was at work;
+#   - wire "" turns it off: a clean pingpong, no more injected;
+#   - port down on the client's host: its pingpong fails with a transport
+#     retry error; port up: one goes through again.
+#   inject_netns.sh BUILD_DIR
+export SV_BUILD_DIR=$1
+. "$(dirname "$0")/lib.sh"
+
+command -v ibv_rc_pingpong >/dev/null || skip "ibv_rc_pingpong is not installed"
+ns_pair_up "$(ns_prefix inj)"
+ns_daemons_up
+port=18515
+inj_b() { ns_sv "$NS_B" "$SOCK_B" timeout 5 "$SV" inject "$@"; }
+stat_b() { ns_sv "$NS_B" "$SOCK_B" timeout 5 "$SV" stat --json; }
+field() { # json path...
+	/usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin)
+for k in sys.argv[1:]:
+    d = d[k]
+print(d)' "$@"
+}
+
+# 1. every packet lost: the requester gives up
+inj_b wire drop=1 || fail "inject wire drop=1"
+if ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 5; then
+	fail "a pingpong went through a wire that drops everything"
+fi
+cat "$NS_COUT"
+grep -Eqi 'retry|status 12|Failed status' "$NS_COUT" ||
+	fail "the client did not report a transport retry error"
+echo "drop=1: the client failed as a NIC's would: $(grep -Ei 'status' "$NS_COUT" | head -n 1)"
+
+# 2. a lossy, reordering, duplicating, corrupting wire: RC recovers
+port=$((port + 1))
+inj_b wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005 ||
+	fail "inject wire with probabilities"
+before=$(stat_b | field roce retransmits)
+ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 300 ||
+	fail "a pingpong over an injected wire: $NS_WHY"
+j=$(stat_b)
+drops=$(echo "$j" | field roce injected drop)
+dups=$(echo "$j" | field roce injected dup)
+retx=$(( $(echo "$j" | field roce retransmits) - before ))
+echo "injected on b: $drops dropped, $dups duplicated; b retransmitted $retx packets"
+[ "$drops" -gt 0 ] && [ "$dups" -gt 0 ] || fail "the injector did nothing"
+[ "$retx" -gt 0 ] || fail "nothing was retransmitted"
+
+# 3. off again
+port=$((port + 1))
+inj_b wire "" || fail "inject wire \"\""
+d0=$(stat_b | field roce injected drop)
+ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 500 ||
+	fail "a pingpong after the injector was turned off: $NS_WHY"
+d1=$(stat_b | field roce injected drop)
+[ "$d0" = "$d1" ] || fail "the injector dropped $((d1 - d0)) packets after it was turned off"
+inj_b wire nonsense=1 && fail "a bad spec was taken"
+
+# 4. the port down, then up
+port=$((port + 1))
+inj_b port down || fail "inject port down"
+if ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 5; then
+	fail "a pingpong went through a port that is down"
+fi
+grep -q 'retry counter exceeded' "$NS_COUT" ||
+	{ cat "$NS_COUT"; fail "the client behind a port that is down did not report a retry error"; }
+port=$((port + 1))
+inj_b port up || fail "inject port up"
+ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
+	fail "a pingpong after the port came up: $NS_WHY"
+pass "wire faults and the port injected at run time: loss and a port that is down fail the requester, recoverable faults are recovered"
