@@ -467,6 +467,10 @@ struct sv_cmd_create_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;
+	/* IBV_SRQT_TM (then cq is the SRQ's CQ): ibv_tm_cap; the memfd
+	 * then holds its ops ring too (src/abi/sv_tm.h) */
+	uint32_t max_num_tags;
+	uint32_t max_ops;
 };
 
 struct sv_cmd_modify_srq {
@@ -731,6 +735,11 @@ struct sv_rsp_srq {
 	uint32_t entries;
 	uint32_t stride;
 	uint64_t ring_bytes;       /* the ring header is at offset 0 */
+	/* a tag-matching SRQ's ops ring (src/abi/sv_tm.h), in the same
+	 * memfd: its header's offset and its slots; 0 for other SRQs */
+	uint64_t tm_ops_offset;
+	uint32_t tm_ops_entries;
+	uint32_t rsvd;
 };
 
 struct sv_rsp_domain {

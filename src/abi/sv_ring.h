@@ -61,7 +61,13 @@ struct sv_cqe {
 	uint64_t wr_id;
 	uint32_t status;           /* enum ibv_wc_status */
 	uint32_t opcode;           /* enum ibv_wc_opcode */
-	uint32_t vendor_err;
+	union {
+		uint32_t vendor_err;
+		/* a receive that matched a tag (IBV_WC_TM_MATCH): the
+		 * TMH's app_ctx, host order (a successful completion has
+		 * no vendor error) */
+		uint32_t tm_priv;
+	};
 	uint32_t byte_len;
 	uint32_t imm_data;         /* big-endian imm, or the invalidated rkey */
 	uint32_t qp_num;
@@ -74,7 +80,8 @@ struct sv_cqe {
 	uint16_t dev_flags;        /* SV_CQE_F_*: the device's own, not a
 				    * wc field (ibv_wc's padding) */
 	uint64_t timestamp;        /* ns, CLOCK_MONOTONIC */
-	uint8_t rsvd1[8];
+	uint64_t tm_tag;           /* IBV_WC_TM_MATCH: the TMH's tag, host
+				    * order; else 0 */
 };
 
 _Static_assert(sizeof(struct sv_cq_ring) <= SV_RING_HDR_BYTES, "cq ring hdr");

@@ -233,6 +233,31 @@ void sv_engine_remove_qp(struct sv_qp *qp)
 	e->nqp--;
 }
 
+void sv_engine_add_srq(struct sv_srq *srq)
+{
+	struct sv_engine *e = &engines[0];
+
+	if (!e->started)
+		return;
+	srq->tm_engine = e;
+	srq->tm_next = e->tm_srqs;
+	e->tm_srqs = srq;
+}
+
+void sv_engine_remove_srq(struct sv_srq *srq)
+{
+	struct sv_engine *e = srq->tm_engine;
+
+	if (!e)
+		return;
+	for (struct sv_srq **p = &e->tm_srqs; *p; p = &(*p)->tm_next)
+		if (*p == srq) {
+			*p = srq->tm_next;
+			break;
+		}
+	srq->tm_engine = NULL;
+}
+
 static void wake(struct sv_engine *e)
 {
 	__atomic_add_fetch(&e->db->seq, 1, __ATOMIC_SEQ_CST);
@@ -327,6 +352,10 @@ static bool engine_pass(struct sv_engine *e, struct sv_exec *x)
 				break;
 		}
 	}
+	/* the ops of tag-matching SRQs (no lock let go in between: the list
+	 * stays) */
+	for (struct sv_srq *srq = e->tm_srqs; srq; srq = srq->tm_next)
+		progress |= sv_tm_drain(srq);
 	step_aside(true);
 	return progress;
 }
@@ -336,6 +365,14 @@ static bool engine_ready(struct sv_engine *e, uint64_t now, uint64_t *timer)
 {
 	struct sv_qp *qp = e->qps;
 
+	for (const struct sv_srq *srq = e->tm_srqs; srq; srq = srq->tm_next) {
+		uint32_t n = __atomic_load_n(&srq->tm_ops.hdr->prod,
+					     __ATOMIC_ACQUIRE) -
+			     srq->tm_ops.cons;
+
+		if (n && n <= srq->tm_ops.entries)
+			return true;   /* ops to apply (a corrupt ring: none) */
+	}
 	if (!qp)
 		return false;
 	do {

@@ -54,6 +54,9 @@ struct sv_engine {
 	struct sv_qp *qps;
 	struct sv_qp *cursor;      /* the next QP a pass visits */
 	uint32_t nqp;
+	/* the tag-matching SRQs whose ops rings it applies (through
+	 * sv_srq.tm_next), under sv_dev.lock */
+	struct sv_srq *tm_srqs;
 	void *bounce;              /* allocated once, at start */
 	size_t bounce_bytes;
 };

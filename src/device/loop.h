@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "abi/sv_tm.h"
 #include "device/engine.h"
 #include "device/exec_int.h"
 #include "device/sv_dev.h"
@@ -28,6 +29,17 @@
 
 /* The opcode rules are abi/sv_op.h's table, which the library reads too. */
 
+/* A rendezvous that matched a tag (loop_resp.c): what is left to do once
+ * the requester's SEND has completed. */
+struct tm_rndv {
+	uint32_t tqpn;             /* the responder */
+	uint32_t num_sge;
+	uint64_t wr_id;            /* the tag's recv_wr_id */
+	struct sv_wqe_sge sge;     /* the tagged buffer */
+	struct ibv_tmh tmh;
+	struct ibv_rvh rvh;
+};
+
 /* One message on its way from requester to responder. */
 struct msg {
 	struct sv_qp *qp;          /* requester */
@@ -40,6 +52,8 @@ struct msg {
 	struct sv_ah *ah;          /* UD */
 	uint64_t rnr_ns;           /* out: the target's RNR timer */
 	int lost;                  /* out: see msg_copy (loop_resp.c) */
+	bool rndv_due;             /* out: rndv is to run (sv_loop_tm_rndv) */
+	struct tm_rndv rndv;
 };
 
 /* The Q_Key a UD send WQE h of qp sends. */
@@ -55,6 +69,10 @@ static inline uint32_t sv_ud_qkey(const struct sv_qp *qp,
 /* Hand message m to the QP it is addressed to: the requester's completion
  * status, or RES_*. */
 int sv_loop_deliver(struct sv_exec *x, struct msg *m);
+/* A tag-matching rendezvous (m->rndv_due), after the requester's SEND
+ * completed: READ the data into the tagged buffer, the FIN, the data's
+ * completion. */
+void sv_loop_tm_rndv(struct sv_exec *x, struct msg *m);
 /* A UD send to a multicast GID (m->ah's): every QP of the group here,
  * then the wire. f: the opcode's SV_OPF_* flags. */
 int sv_loop_mcast(struct sv_exec *x, struct msg *m, uint32_t f);

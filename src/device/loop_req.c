@@ -228,6 +228,7 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	m.rnr_ns = 0;
 	m.len = 0;
 	m.lost = 0;
+	m.rndv_due = false;
 	res = sq_run(x, qp, &w, &m);
 	if (res == RES_BUSY || res == RES_LOST)
 		return;         /* the head stays; next pass, or the flush */
@@ -265,6 +266,9 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 		return;
 	}
 	sv_sq_complete(qp, &w, (uint32_t)res, res == IBV_WC_SUCCESS ? m.len : 0);
+	/* a tag-matching rendezvous goes on after the SEND completed */
+	if (__builtin_expect(m.rndv_due, 0))
+		sv_loop_tm_rndv(x, &m);
 }
 
 /* ---- the same-host transport (transport.h) ---- */

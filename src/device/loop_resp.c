@@ -28,6 +28,7 @@
  * (msg_copy_unlocked); the requester or the responder may change meanwhile.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -35,6 +36,7 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_op.h"
+#include "abi/sv_tm.h"
 #include "device/atomic.h"
 #include "device/engine.h"
 #include "device/exec_int.h"
@@ -348,8 +350,9 @@ static int recv_fail(struct sv_qp *t, struct rwqe *r, uint32_t st,
 }
 
 /* Take a receive WQE and fill it with the message (SEND, SEND_WITH_IMM,
- * SEND_WITH_INV). */
-static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
+ * SEND_WITH_INV); it completes with opcode (enum ibv_wc_opcode). */
+static int deliver_recv(struct sv_exec *x, struct sv_qp *t, struct msg *m,
+			uint32_t opcode)
 {
 	struct rwqe r;
 	uint8_t grh[SV_GRH_BYTES];
@@ -406,9 +409,284 @@ static int deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 		if (ret)
 			return ret;
 	}
-	rq_complete(t, &r, IBV_WC_SUCCESS, IBV_WC_RECV, m,
+	rq_complete(t, &r, IBV_WC_SUCCESS, opcode, m,
 		    (uint32_t)(hdr + m->len));
 	return IBV_WC_SUCCESS;
+}
+
+/* ---- tag matching (tm.c; docs/DESIGN.md "Tag matching") ---- */
+
+/* A completion of tag-matching SRQ t->srq's tagged buffer (wr_id): on the
+ * SRQ's CQ; an error puts t in ERR. */
+static void tm_complete(struct sv_qp *t, const struct msg *m, uint64_t wr_id,
+			uint32_t status, uint32_t flags,
+			const struct ibv_tmh *tmh, uint32_t byte_len)
+{
+	struct sv_cqe e;
+
+	sv_cqe_init(&e, wr_id, status, IBV_WC_TM_RECV, t->qpn);
+	e.byte_len = byte_len;
+	e.src_qp = m->qp->qpn;
+	e.sl = m->qp->attr.ah_attr.sl;
+	if (status == IBV_WC_SUCCESS) {
+		e.wc_flags = flags;
+		if (flags & IBV_WC_TM_MATCH) {
+			e.tm_tag = be64toh(tmh->tag);
+			e.tm_priv = be32toh(tmh->app_ctx);
+		}
+		if (sv_op_flags(m->opcode) & SV_OPF_IMM) {
+			e.imm_data = m->w->h.imm;
+			e.wc_flags |= IBV_WC_WITH_IMM;
+		}
+	}
+	sv_qp_push(t, t->srq->cq, &e, false);
+	if (status != IBV_WC_SUCCESS)
+		sv_qp_error(t, 0);
+}
+
+/* A tagged buffer (num_sge SV_TM_MAX_SGE at most) of srq, resolved into
+ * s: a completion status, and *cap its bytes. */
+static uint32_t tm_buffer(const struct sv_srq *srq,
+			  const struct sv_wqe_sge *sge, uint32_t num_sge,
+			  struct span *s, struct sv_map *map,
+			  struct iovec *iov, uint64_t *cap)
+{
+	return sv_span_sges(s, map, iov, sge, num_sge, srq->pd, true, cap);
+}
+
+/* The FIN of a rendezvous, into the requester s's next receive WQE (as
+ * a SEND from t would land); none posted, or one that fails: it is lost,
+ * or the WQE's error completion says why. */
+static void tm_fin(struct sv_exec *x, struct sv_qp *s, const struct sv_qp *t,
+		   const struct ibv_tmh *tmh)
+{
+	struct ibv_tmh fin = *tmh;
+	struct sv_cqe e;
+	struct span f;
+	struct rwqe r;
+	uint32_t st;
+
+	fin.opcode = IBV_TMH_FIN;
+	if (!sv_qp_can_receive(s) || *rx_busy_of(s) || sv_rq_peek(s, &r))
+		return;
+	st = sv_rq_resolve(s, &r);
+	sv_span_raw(&f, &fin, sizeof(fin));
+	if (st == IBV_WC_SUCCESS && r.cap < sizeof(fin))
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st == IBV_WC_SUCCESS &&
+	    sv_span_copy(x, &r.mem, 0, &f, 0, sizeof(fin)) != SV_COPY_OK)
+		st = IBV_WC_LOC_PROT_ERR;
+	sv_rq_commit(&r);
+	sv_cqe_init(&e, r.h.wr_id, st, IBV_WC_RECV, s->qpn);
+	e.byte_len = st == IBV_WC_SUCCESS ? sizeof(fin) : 0;
+	e.src_qp = t->qpn;
+	sv_qp_push(s, sv_recv_cq(s, &r), &e, false);
+	if (st != IBV_WC_SUCCESS)
+		sv_qp_error(s, 0);
+}
+
+/* The rendezvous READ goes a window at a time: the lock is let go (and
+ * the keys granted again) between two. */
+#define TM_RNDV_WINDOW (128u * 1024u)
+
+/*
+ * The rendezvous READ of v: its len bytes at the requester's va (its rkey,
+ * the requester QP's REMOTE_READ) into the tagged buffer, a window at a
+ * time. For each window, under the lock, both sides are resolved again
+ * (the keys may have changed); a window of plain memory on both sides of
+ * SV_UNLOCKED_COPY bytes or more is copied without the lock, as
+ * msg_copy_unlocked does (copy_seq odd meanwhile, so that the QPs, the SRQ
+ * and the memory resolved outlive it), then m->lost says whether a QP
+ * changed meanwhile. A completion status for the tag.
+ */
+static uint32_t tm_rndv_copy(struct sv_exec *x, struct msg *m, struct sv_qp *t,
+			     const struct tm_rndv *v, uint64_t len)
+{
+	struct sv_qp *s = m->qp;
+	uint32_t qgen = s->state_gen, tgen = t->state_gen;
+	struct sv_map map[SV_TM_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+	struct rspan rmem;
+	struct span buf;
+	uint64_t cap, n;
+	uint32_t st;
+	int ret;
+
+	if (!(s->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
+		return IBV_WC_REM_ACCESS_ERR;
+	for (uint64_t off = 0; off < len; off += n) {
+		n = len - off < TM_RNDV_WINDOW ? len - off : TM_RNDV_WINDOW;
+		st = sv_span_sges(&buf, map, iov, &v->sge, v->num_sge,
+				  t->srq->pd, true, &cap);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+		if (cap < len)
+			return IBV_WC_LOC_LEN_ERR;
+		if (!sv_span_remote(&rmem, be32toh(v->rvh.rkey), s,
+				    be64toh(v->rvh.va) + off, n,
+				    IBV_ACCESS_REMOTE_READ))
+			return IBV_WC_REM_ACCESS_ERR;
+		if (x->copy_seq && buf.whole && rmem.s.whole &&
+		    n >= SV_UNLOCKED_COPY) {
+			__atomic_store_n(x->copy_seq, *x->copy_seq + 1,
+					 __ATOMIC_RELEASE);
+			sv_dev_unlock();
+			ret = sv_mem_copy(&buf.mem, off, &rmem.s.mem, 0, n,
+					  x->bounce, x->bounce_bytes);
+			sv_dev_lock(false);
+			__atomic_store_n(x->copy_seq, *x->copy_seq + 1,
+					 __ATOMIC_RELEASE);
+			msg_check(m, t, qgen, tgen);
+			if (m->lost)
+				return IBV_WC_REM_ABORT_ERR;
+		} else {
+			ret = sv_span_copy(x, &buf, off, &rmem.s, 0, n);
+		}
+		if (ret == SV_COPY_SRC_FAULT)
+			return IBV_WC_REM_ACCESS_ERR;
+		if (ret != SV_COPY_OK)
+			return IBV_WC_LOC_PROT_ERR;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/*
+ * A rendezvous whose tag matched (that completion is written) and whose
+ * SEND has completed at the requester, as its ACK would come first on a
+ * wire: now the device READs the data into the tagged buffer
+ * (tm_rndv_copy), sends the FIN back into the requester's receive queue
+ * and completes the data (IBV_WC_TM_DATA_VALID). A responder that went
+ * away (or changed state) meanwhile takes nothing; a requester that did
+ * leaves the data incomplete (IBV_WC_REM_ABORT_ERR) and no FIN.
+ */
+void sv_loop_tm_rndv(struct sv_exec *x, struct msg *m)
+{
+	const struct tm_rndv *v = &m->rndv;
+	struct sv_qp *t = sv_qp_lookup(v->tqpn);
+	uint64_t len = be32toh(v->rvh.len);
+	uint32_t st;
+
+	m->rndv_due = false;
+	m->lost = 0;
+	if (!t || t->dead || !t->srq || !t->srq->tm || !sv_qp_can_receive(t))
+		return;
+	st = tm_rndv_copy(x, m, t, v, len);
+	if (m->lost == LOST_RESP)
+		return;
+	if (st == IBV_WC_SUCCESS)
+		tm_fin(x, m->qp, t, &v->tmh);
+	tm_complete(t, m, v->wr_id, st, IBV_WC_TM_DATA_VALID, &v->tmh,
+		    st == IBV_WC_SUCCESS ? (uint32_t)len : 0);
+}
+
+/*
+ * A SEND into a tag-matching SRQ: its first 16 bytes are a TMH. EAGER and
+ * RNDV look for a tag (sv_tm_match): matched, the data after the TMH (or
+ * the rendezvous READ) goes to the tagged buffer; unmatched, the whole
+ * message is unexpected (an ordinary receive WQE, IBV_WC_TM_RECV, and the
+ * device's unexpected count goes up). NO_TAG, a message too short for its
+ * header, and any other opcode go to an ordinary receive WQE as
+ * IBV_WC_TM_NO_TAG.
+ */
+static __attribute__((noinline)) int
+deliver_tm(struct sv_exec *x, struct sv_qp *t, struct msg *m)
+{
+	struct sv_srq *srq = t->srq;
+	struct ibv_tmh tmh;
+	struct ibv_rvh rvh;
+	struct sv_map map[SV_TM_MAX_SGE];
+	struct iovec iov[SV_IOV_WINDOW];
+	struct sv_tm_tag *g;
+	struct span hs, buf;
+	uint64_t cap, need, wr_id;
+	uint32_t st;
+	int ret;
+
+	/* the ops posted before the message came apply first; an SRQ in
+	 * error (a corrupt ring) takes nothing: sv_rq_peek says so */
+	sv_tm_drain(srq);
+	if (m->len < sizeof(tmh) || srq->in_error)
+		return deliver_recv(x, t, m, IBV_WC_TM_NO_TAG);
+	sv_span_raw(&hs, &tmh, sizeof(tmh));
+	if (sv_span_copy(x, &hs, 0, &m->local, 0, sizeof(tmh)) != SV_COPY_OK)
+		return IBV_WC_LOC_PROT_ERR;
+	if (tmh.opcode == IBV_TMH_RNDV) {
+		if (m->len < sizeof(tmh) + sizeof(rvh))
+			return deliver_recv(x, t, m, IBV_WC_TM_NO_TAG);
+		sv_span_raw(&hs, &rvh, sizeof(rvh));
+		if (sv_span_copy(x, &hs, 0, &m->local, sizeof(tmh),
+				 sizeof(rvh)) != SV_COPY_OK)
+			return IBV_WC_LOC_PROT_ERR;
+	} else if (tmh.opcode != IBV_TMH_EAGER) {
+		return deliver_recv(x, t, m, IBV_WC_TM_NO_TAG);
+	}
+	g = sv_tm_match(srq->tm, be64toh(tmh.tag));
+	if (!g) {
+		ret = deliver_recv(x, t, m, IBV_WC_TM_RECV);
+		if (ret == IBV_WC_SUCCESS)
+			srq->tm->unexp++;
+		return ret;
+	}
+	wr_id = g->wr_id;
+	need = tmh.opcode == IBV_TMH_RNDV ? be32toh(rvh.len) :
+					    m->len - sizeof(tmh);
+	st = tm_buffer(srq, &g->sge, g->num_sge, &buf, map, iov, &cap);
+	if (st == IBV_WC_SUCCESS && cap < need)
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st != IBV_WC_SUCCESS) {
+		sv_tm_take(srq->tm, g);
+		tm_complete(t, m, wr_id, st, 0, &tmh, 0);
+		return answer(t, st == IBV_WC_LOC_LEN_ERR ?
+			      SV_OUTCOME_RECV_LEN : SV_OUTCOME_RECV_ERR);
+	}
+	if (tmh.opcode == IBV_TMH_RNDV) {
+		m->rndv = (struct tm_rndv){
+			.tqpn = t->qpn, .num_sge = g->num_sge, .wr_id = wr_id,
+			.sge = g->sge, .tmh = tmh, .rvh = rvh,
+		};
+		m->rndv_due = true;
+		sv_tm_take(srq->tm, g);
+		tm_complete(t, m, wr_id, IBV_WC_SUCCESS, IBV_WC_TM_MATCH, &tmh,
+			    (uint32_t)need);
+		return IBV_WC_SUCCESS;
+	}
+	/* EAGER: no other message takes the tag while its data lands (the
+	 * copy may let the lock go) */
+	g->busy = true;
+	ret = msg_copy(x, m, t, false, &buf, 0, &m->local, sizeof(tmh), need);
+	g->busy = false;
+	if (m->lost)
+		return lost_res(m);
+	switch (ret) {
+	case SV_COPY_SRC_FAULT:
+		/* the requester's memory: the tag stays posted */
+		return IBV_WC_LOC_PROT_ERR;
+	case SV_COPY_DST_FAULT:
+		if (sv_target_gone(t))
+			return RES_NOACK;
+		sv_tm_take(srq->tm, g);
+		tm_complete(t, m, wr_id, IBV_WC_LOC_PROT_ERR, 0, &tmh, 0);
+		return answer(t, SV_OUTCOME_RECV_ERR);
+	default:
+		break;
+	}
+	sv_tm_take(srq->tm, g);
+	tm_complete(t, m, wr_id, IBV_WC_SUCCESS,
+		    IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID, &tmh,
+		    (uint32_t)need);
+	return IBV_WC_SUCCESS;
+}
+
+/* A SEND, SEND_WITH_IMM or SEND_WITH_INV into t's receive queue. */
+static inline __attribute__((always_inline)) int
+deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
+{
+	/* SEND_WITH_INV goes to an ordinary buffer even there (see
+	 * docs/DESIGN.md "Tag matching") */
+	if (unlikely(t->srq && t->srq->tm) &&
+	    m->opcode != IBV_WR_SEND_WITH_INV)
+		return deliver_tm(x, t, m);
+	return deliver_recv(x, t, m, IBV_WC_RECV);
 }
 
 /* deliver_write, deliver_read and deliver_atomic are inlined into

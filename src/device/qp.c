@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "abi/sv_op.h"
+#include "abi/sv_tm.h"
 #include "device/engine.h"
 #include "device/qp_state.h"
 #include "device/direct.h"
@@ -292,7 +293,9 @@ int sv_cmd_create_qp(struct sv_req *r)
 		srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
 		if (!srq)
 			return -EINVAL;
-		if (srq->type != IBV_SRQT_BASIC) {
+		/* a tag-matching SRQ serves RC QPs (ibv_tm_caps: RC) */
+		if (srq->type != IBV_SRQT_BASIC &&
+		    !(srq->type == IBV_SRQT_TM && a->qp_type == IBV_QPT_RC)) {
 			r->why = "srq type does not fit the QP";
 			return -EINVAL;
 		}
@@ -748,20 +751,26 @@ int sv_cmd_create_srq(struct sv_req *r)
 {
 	const struct sv_cmd_create_srq *a = &r->cmd->u.create_srq;
 	struct sv_client *c = r->client;
-	uint32_t entries, stride, sge;
+	uint32_t entries, stride, sge, ops = 0;
 	struct sv_srq *srq;
 	struct sv_pd *pd;
-	size_t bytes;
+	size_t bytes, ops_off = 0;
 	int ret, out;
 
 	struct sv_xrcd *xrcd = NULL;
 	struct sv_cq *cq = NULL;
 
 	if (a->srq_type == IBV_SRQT_TM) {
-		r->why = "SRQ type not supported";
-		return -EOPNOTSUPP;
-	}
-	if (a->srq_type == IBV_SRQT_XRC) {
+		/* its ops' completions (and its receives') go to its CQ */
+		cq = sv_req_obj(r, a->cq, SV_OBJ_CQ);
+		if (!cq || a->xrcd)
+			return -EINVAL;
+		if (!a->max_num_tags || a->max_num_tags > SV_TM_MAX_TAGS ||
+		    a->max_ops > SV_TM_MAX_OPS) {
+			r->why = "max_num_tags or max_ops out of range";
+			return -EINVAL;
+		}
+	} else if (a->srq_type == IBV_SRQT_XRC) {
 		xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
 		cq = xrcd ? sv_req_obj(r, a->cq, SV_OBJ_CQ) : NULL;
 		if (!cq)
@@ -790,15 +799,30 @@ int sv_cmd_create_srq(struct sv_req *r)
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return -ENOMEM;
+	if (a->srq_type == IBV_SRQT_TM) {
+		srq->tm = sv_tm_new(a->max_num_tags, a->max_ops);
+		if (!srq->tm) {
+			free(srq);
+			return -ENOMEM;
+		}
+	}
 	bytes = page_up(sv_wq_ring_bytes(entries, stride));
+	if (srq->tm) {
+		/* the ops ring, after the receive ring */
+		ops_off = bytes;
+		ops = pow2_at_least(a->max_ops ? a->max_ops : 1);
+		bytes += page_up(sv_wq_ring_bytes(ops, SV_TM_OP_STRIDE));
+	}
 	ret = sv_req_charge(r, bytes);
 	if (ret) {
+		free(srq->tm);
 		free(srq);
 		return ret;
 	}
 	ret = sv_ring_alloc("softverbs-srq", bytes, &srq->memfd, &srq->ring);
 	if (ret) {
 		sv_client_uncharge(c, bytes);
+		free(srq->tm);
 		free(srq);
 		r->why = "cannot allocate the ring";
 		return ret;
@@ -835,6 +859,12 @@ int sv_cmd_create_srq(struct sv_req *r)
 	srq->limit = 0; /* ibv_create_srq ignores srq_limit; modify arms it */
 	wq_init(&srq->rq, srq->ring, entries, stride, sge, 0);
 	srq->rq.hdr->qp_state = 0;
+	if (srq->tm) {
+		wq_init(&srq->tm_ops, (char *)srq->ring + ops_off, ops,
+			SV_TM_OP_STRIDE, 0, 0);
+		srq->tm->kdone = &srq->tm_ops.hdr->done;
+		sv_engine_add_srq(srq);
+	}
 	pd->refs++;
 	r->rsp->u.srq = (struct sv_rsp_srq){
 		.handle = srq->handle,
@@ -845,6 +875,8 @@ int sv_cmd_create_srq(struct sv_req *r)
 		.entries = entries,
 		.stride = stride,
 		.ring_bytes = bytes,
+		.tm_ops_offset = ops_off,
+		.tm_ops_entries = ops,
 	};
 	r->fd_out = out;
 	return 0;
@@ -853,6 +885,7 @@ err_ring:
 	sv_client_uncharge(c, srq->ring_bytes);
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);
+	free(srq->tm);
 	free(srq);
 	return ret;
 }
@@ -903,6 +936,7 @@ int sv_cmd_query_srq(struct sv_req *r)
 void sv_srq_destroy(struct sv_srq *srq)
 {
 	sv_srqn_free(srq);     /* no message finds it now */
+	sv_engine_remove_srq(srq);
 	sv_engine_quiesce();   /* a receive being filled from its ring */
 	srq->pd->refs--;
 	if (srq->xrcd)
@@ -912,6 +946,7 @@ void sv_srq_destroy(struct sv_srq *srq)
 	sv_client_uncharge(srq->owner, srq->ring_bytes);
 	munmap(srq->ring, srq->ring_bytes);
 	close(srq->memfd);
+	free(srq->tm);
 	free(srq);
 }
 

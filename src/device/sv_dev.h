@@ -16,6 +16,7 @@
 #include "abi/sv_ib.h"
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
+#include "abi/sv_tm.h"
 #include "device/keys.h"
 #include "device/objtab.h"
 
@@ -244,6 +245,41 @@ struct sv_xrcd {
 				    * through it */
 };
 
+/*
+ * A tag-matching SRQ's list of tagged buffers (tm.c): a slot per tag; the
+ * posted ones form a list in posting order (first match wins), the free
+ * ones a stack. Private to the daemon: the client
+ * changes it only through the ops ring (sv_tm.h).
+ */
+struct sv_tm_tag {
+	uint64_t tag, mask;
+	uint64_t wr_id;            /* recv_wr_id: its completions' wr_id */
+	struct sv_wqe_sge sge;
+	uint32_t num_sge;
+	uint32_t handle;           /* the library's (TAG_DEL names it) */
+	uint32_t phase;            /* unexpected messages when it was added */
+	uint32_t prev, next;       /* posting order; free stack (next) */
+	bool posted;
+	bool busy;                 /* matched, its data being placed: no
+				    * other message matches it, no DEL takes
+				    * it */
+};
+
+#define SV_TM_NONE UINT32_MAX
+
+struct sv_tm {
+	uint32_t max_tags;
+	uint32_t max_ops;
+	uint32_t posted;           /* tags in the list */
+	uint32_t head, tail;       /* the list, oldest first */
+	uint32_t free;             /* the free stack's top */
+	uint32_t unexp;            /* unexpected messages (the device's count) */
+	uint32_t synced;           /* the count software acknowledged */
+	uint32_t done;             /* TAG_ADDs that hold no place (sv_tm.h) */
+	uint32_t *kdone;           /* published here: the ops ring's `done` */
+	struct sv_tm_tag tag[];    /* [max_tags] */
+};
+
 struct sv_srq {
 	struct sv_client *owner;
 	uint64_t handle;
@@ -263,6 +299,13 @@ struct sv_srq {
 	/* XRC SRQs (type IBV_SRQT_XRC) */
 	struct sv_xrcd *xrcd;      /* the handle it was made through */
 	struct sv_cq *cq;          /* its receive completions */
+	/* tag-matching SRQs (IBV_SRQT_TM; cq: their completions too): the
+	 * tag list, the ops ring, the engine that applies it (its list of
+	 * such SRQs through tm_next) */
+	struct sv_tm *tm;
+	struct sv_wq tm_ops;
+	struct sv_engine *tm_engine;
+	struct sv_srq *tm_next;
 };
 
 struct sv_ah {
@@ -563,6 +606,25 @@ int sv_cmd_create_srq(struct sv_req *r);
 int sv_cmd_modify_srq(struct sv_req *r);
 int sv_cmd_query_srq(struct sv_req *r);
 int sv_cmd_destroy_srq(struct sv_req *r);
+/* tm.c: tag-matching SRQs */
+struct sv_tm *sv_tm_new(uint32_t max_tags, uint32_t max_ops);
+/* What an op did: its completion's opcode and status, and whether
+ * software is behind the device's unexpected count. */
+struct sv_tm_done {
+	uint32_t opcode;           /* enum ibv_wc_opcode */
+	uint32_t status;           /* enum ibv_wc_status */
+	bool sync_req;
+};
+/* Apply one op (a private copy of a slot of the ops ring) to a tag list. */
+void sv_tm_apply(struct sv_tm *tm, const struct sv_tm_op *o,
+		 struct sv_tm_done *d);
+/* wq.c: apply what srq's ops ring holds, each op's completion on its CQ:
+ * whether there was any. */
+bool sv_tm_drain(struct sv_srq *srq);
+/* The first tag in posting order that a message's tag matches (and that
+ * is in phase), or NULL; sv_tm_take takes it off the list. */
+struct sv_tm_tag *sv_tm_match(struct sv_tm *tm, uint64_t tag);
+void sv_tm_take(struct sv_tm *tm, struct sv_tm_tag *t);
 void sv_srq_destroy(struct sv_srq *srq);
 int sv_cmd_create_ah(struct sv_req *r);
 int sv_cmd_destroy_ah(struct sv_req *r);
@@ -604,6 +666,10 @@ unsigned int sv_engine_index(const struct sv_engine *e);
 /* qp joins engine e (NULL: the default page 0) */
 void sv_engine_add_qp(struct sv_qp *qp, struct sv_engine *e);
 void sv_engine_remove_qp(struct sv_qp *qp); /* before qp is freed */
+/* A tag-matching SRQ's ops ring is applied by the engine of the default
+ * page 0, whose doorbell the library rings (none without engines) */
+void sv_engine_add_srq(struct sv_srq *srq);
+void sv_engine_remove_srq(struct sv_srq *srq); /* before srq is freed */
 /* Something changed that the engine must look at (a QP moved to ERR or
  * back to RTS, a QP was destroyed): wake its engine. */
 void sv_engine_kick(struct sv_engine *e);

@@ -274,6 +274,47 @@ void sv_rq_commit(struct rwqe *r)
 	}
 }
 
+/* ---- a tag-matching SRQ's ops ring (tm.c) ---- */
+
+/*
+ * Apply the ops of tag-matching SRQ srq's ring (its engine's pass, and
+ * whoever delivers a message into it, first), in order, each copied out of
+ * its slot before it is looked at; each op's completion on the SRQ's CQ
+ * when it is signaled or failed. A corrupt ring (prod more than a ring
+ * ahead) applies nothing more: IBV_EVENT_SRQ_ERR. true if any was applied.
+ */
+bool sv_tm_drain(struct sv_srq *srq)
+{
+	struct sv_wq *wq = &srq->tm_ops;
+	bool corrupt;
+	uint32_t n = wq_pending(wq, &corrupt);
+
+	if (corrupt)
+		srq_error(srq);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sv_tm_op o;
+		struct sv_tm_done d;
+		struct sv_cqe e;
+
+		memcpy(&o, wq_head(wq), sizeof(o));
+		wq_consume(wq);
+		sv_tm_apply(srq->tm, &o, &d);
+		if (d.status == IBV_WC_SUCCESS &&
+		    !(o.flags & IBV_OPS_SIGNALED))
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.wr_id = o.wr_id;
+		e.status = d.status;
+		e.opcode = d.opcode;
+		e.wc_flags = d.sync_req ? IBV_WC_TM_SYNC_REQ : 0;
+		e.timestamp = sv_now_ns();
+		/* a full CQ raises its own error (IBV_EVENT_CQ_ERR); the op
+		 * stays done, as a NIC's would */
+		sv_cq_push(srq->cq, &e, false);
+	}
+	return n != 0;
+}
+
 /* ---- flushes (a QP in ERR, a send queue in SQE) ---- */
 
 /* Complete the head WQE of qp's send queue with IBV_WC_WR_FLUSH_ERR. */

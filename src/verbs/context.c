@@ -45,6 +45,7 @@ void sv_context_set_ops(struct sv_context *ctx)
 	v->create_qp_ex = sv_create_qp_ex;
 	v->create_srq_ex = sv_create_srq_ex;
 	v->get_srq_num = sv_get_srq_num;
+	v->post_srq_ops = sv_post_srq_ops;
 	v->open_xrcd = sv_open_xrcd;
 	v->close_xrcd = sv_close_xrcd;
 	v->open_qp = sv_open_qp;

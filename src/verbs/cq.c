@@ -25,7 +25,7 @@
 
 #define SV_CQ_WC_FLAGS_SUPPORTED                                             \
 	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |       \
-	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK | IBV_WC_EX_WITH_TM_INFO)
 
 /* The CQ lock (sv_lock.h), unless the CQ was made single-threaded. */
 static inline void cq_spin_init(struct sv_cq *cq)
@@ -639,10 +639,18 @@ static uint64_t ex_read_wallclock_ns(struct ibv_cq_ex *ex)
 	       ((uint64_t)m.tv_sec * 1000000000ull + m.tv_nsec);
 }
 
+/* A receive that matched a tag (IBV_WC_TM_MATCH; a rendezvous left to
+ * software too): its TMH's tag and app_ctx; any other completion: 0. */
 static void ex_read_tm_info(struct ibv_cq_ex *ex, struct ibv_wc_tm_info *tm)
 {
-	(void)ex;
+	const struct sv_cqe *e = ex_to_sv(ex)->cur;
+	bool match = (e->status == IBV_WC_SUCCESS ||
+		      e->status == IBV_WC_TM_RNDV_INCOMPLETE) &&
+		     (e->wc_flags & IBV_WC_TM_MATCH);
+
 	memset(tm, 0, sizeof(*tm));
+	tm->tag = match ? e->tm_tag : 0;
+	tm->priv = match ? e->tm_priv : 0;
 }
 
 static void set_ex_ops(struct ibv_cq_ex *ex)

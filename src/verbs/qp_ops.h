@@ -24,6 +24,8 @@ int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad_wr);
 int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr);
+int sv_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *wr,
+		    struct ibv_ops_wr **bad_wr);
 int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 

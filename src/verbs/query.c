@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "abi/sv_ib.h"
+#include "abi/sv_tm.h"
 #include "verbs/sv_verbs.h"
 
 #undef ibv_query_port
@@ -80,6 +81,14 @@ int sv_query_device_ex(struct ibv_context *context,
 	ex.odp_caps.per_transport_caps.uc_odp_caps = a->odp_uc;
 	ex.odp_caps.per_transport_caps.ud_odp_caps = a->odp_ud;
 	ex.xrc_odp_caps = a->odp_xrc;
+	/* tag matching: RC QPs into an IBV_SRQT_TM SRQ, on this host
+	 * (docs/DESIGN.md "Tag matching"); the limits are the device's
+	 * (src/abi/sv_tm.h) */
+	ex.tm_caps.max_rndv_hdr_size = SV_TM_MAX_RNDV_HDR;
+	ex.tm_caps.max_num_tags = SV_TM_MAX_TAGS;
+	ex.tm_caps.flags = IBV_TM_CAP_RC;
+	ex.tm_caps.max_ops = SV_TM_MAX_OPS;
+	ex.tm_caps.max_sge = SV_TM_MAX_SGE;
 	/* an older caller's struct is shorter: give it what fits */
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	if (attr_size > sizeof(ex))

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "abi/sv_tm.h"
 #include "verbs/qp_ops.h"
 #include "verbs/sv_post.h"
 
@@ -60,13 +61,32 @@ static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
 					 (size_t)r->db_index * SV_DB_PAGE_BYTES);
 	srq->srqn = r->srqn;
 	srq->max_wr = r->max_wr;
+	if (r->tm_ops_entries) {
+		/* the ops ring, behind the receive ring */
+		if ((r->tm_ops_entries & (r->tm_ops_entries - 1)) ||
+		    r->tm_ops_offset < sv_wq_ring_bytes(r->entries, r->stride) ||
+		    r->tm_ops_offset > r->ring_bytes ||
+		    r->ring_bytes - r->tm_ops_offset <
+		    sv_wq_ring_bytes(r->tm_ops_entries, SV_TM_OP_STRIDE)) {
+			munmap(map, r->ring_bytes);
+			return -EPROTO;
+		}
+		srq->tm_ops.hdr = (struct sv_wq_ring *)((char *)map +
+							r->tm_ops_offset);
+		srq->tm_ops.entries = r->tm_ops_entries;
+		srq->tm_ops.stride = SV_TM_OP_STRIDE;
+		srq->tm_ops.prod = __atomic_load_n(&srq->tm_ops.hdr->prod,
+						   __ATOMIC_RELAXED);
+	}
 	return 0;
 }
 
-/* xrcd and cq: an XRC SRQ's (else NULL) */
+/* xrcd and cq: an XRC SRQ's (else NULL); tm: a tag-matching SRQ's
+ * limits (else NULL), and then cq is its CQ */
 static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 				  struct ibv_srq_attr *attr,
-				  struct ibv_xrcd *xrcd, struct ibv_cq *cq)
+				  struct ibv_xrcd *xrcd, struct ibv_cq *cq,
+				  const struct ibv_tm_cap *tm)
 {
 	struct sv_context *ctx = to_sv_ctx(pd->context);
 	struct sv_srq *srq;
@@ -84,6 +104,11 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 	if (xrcd) {
 		cmd.u.create_srq.xrcd = to_sv_xrcd(xrcd)->handle;
 		cmd.u.create_srq.cq = to_sv_cq(cq)->handle;
+	} else if (tm) {
+		cmd.u.create_srq.srq_type = IBV_SRQT_TM;
+		cmd.u.create_srq.cq = to_sv_cq(cq)->handle;
+		cmd.u.create_srq.max_num_tags = tm->max_num_tags;
+		cmd.u.create_srq.max_ops = tm->max_ops;
 	}
 	cmd.u.create_srq.max_wr = attr->max_wr;
 	cmd.u.create_srq.max_sge = attr->max_sge;
@@ -97,8 +122,12 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 	ret = map_srq_ring(ctx, srq, fd, &rsp.u.srq);
 	if (fd >= 0)
 		close(fd);
+	if (!ret && !tm != !srq->tm_ops.hdr)
+		ret = -EPROTO;     /* an ops ring for a TM SRQ, and only there */
 	if (ret)
 		goto err_destroy;
+	if (tm)
+		srq->tm_max_tags = tm->max_num_tags;
 	sv_spin_init(&srq->lock);
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = srq_context;
@@ -128,7 +157,8 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 {
 	if (!pd || !attr)
 		return sv_err_ptr(-EINVAL);
-	return create_srq(pd, attr->srq_context, &attr->attr, NULL, NULL);
+	return create_srq(pd, attr->srq_context, &attr->attr, NULL, NULL,
+			  NULL);
 }
 
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
@@ -136,13 +166,14 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 {
 	bool xrc = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
 		   a->srq_type == IBV_SRQT_XRC;
+	bool tm = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+		  a->srq_type == IBV_SRQT_TM;
 
 	if (a->comp_mask & ~SV_SRQ_INIT_ATTR_KNOWN)
 		return sv_err_ptr(-EINVAL);
 	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    a->srq_type != IBV_SRQT_BASIC && !xrc)
-		return sv_err_ptr(a->srq_type == IBV_SRQT_TM ?
-				  -EOPNOTSUPP : -EINVAL);
+	    a->srq_type != IBV_SRQT_BASIC && !xrc && !tm)
+		return sv_err_ptr(-EINVAL);
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd ||
 	    a->pd->context != context)
 		return sv_err_ptr(-EINVAL);
@@ -152,8 +183,110 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *context,
 		    !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq ||
 		    a->cq->context != context))
 		return sv_err_ptr(-EINVAL);
+	/* tag matching: its limits and a CQ of this context */
+	if (tm && (!(a->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
+		   !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq ||
+		   a->cq->context != context ||
+		   !a->tm_cap.max_num_tags ||
+		   a->tm_cap.max_num_tags > SV_TM_MAX_TAGS ||
+		   a->tm_cap.max_ops > SV_TM_MAX_OPS))
+		return sv_err_ptr(-EINVAL);
 	return create_srq(a->pd, a->srq_context, &a->attr,
-			  xrc ? a->xrcd : NULL, xrc ? a->cq : NULL);
+			  xrc ? a->xrcd : NULL, xrc || tm ? a->cq : NULL,
+			  tm ? &a->tm_cap : NULL);
+}
+
+/* Is op wr one the device takes (it refuses the rest, as a failed op)? */
+static bool ops_wr_ok(const struct ibv_ops_wr *wr)
+{
+	if (wr->flags & ~(IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC))
+		return false;
+	switch (wr->opcode) {
+	case IBV_WR_TAG_ADD:
+		return wr->tm.add.num_sge >= 0 &&
+		       wr->tm.add.num_sge <= (int)SV_TM_MAX_SGE &&
+		       (!wr->tm.add.num_sge || wr->tm.add.sg_list);
+	case IBV_WR_TAG_DEL:
+	case IBV_WR_TAG_SYNC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * ibv_post_srq_ops: each op goes into a slot of the SRQ's ops ring, as a
+ * receive goes into the receive ring; the ring is published and the
+ * doorbell rung once (src/abi/sv_tm.h). A TAG_ADD's handle is given here;
+ * one that would make the list hold more than max_num_tags tags (counting
+ * those the device has not given back yet), or a full ops ring, is ENOMEM;
+ * a malformed op EINVAL; the list stops there, *bad_wr at it, the ops
+ * before it posted.
+ */
+int sv_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
+		    struct ibv_ops_wr **bad_wr)
+{
+	struct sv_srq *srq = to_sv_srq(ibsrq);
+	struct sv_wq *wq = &srq->tm_ops;
+	uint32_t start;
+	int ret = 0;
+
+	if (!wq->hdr) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return wr ? EINVAL : 0;
+	}
+	sv_spin_lock(&srq->lock);
+	start = wq->prod;
+	for (; wr; wr = wr->next) {
+		struct sv_tm_op *o;
+
+		if (!ops_wr_ok(wr)) {
+			ret = EINVAL;
+			break;
+		}
+		/* acquire: pairs with the device's release of `done` */
+		if (wr->opcode == IBV_WR_TAG_ADD &&
+		    srq->tm_adds - __atomic_load_n(&wq->hdr->done,
+						   __ATOMIC_ACQUIRE) >=
+		    srq->tm_max_tags) {
+			ret = ENOMEM;
+			break;
+		}
+		if (!sv_wq_has_room(wq, wq->entries)) {
+			ret = ENOMEM;
+			break;
+		}
+		o = sv_wq_slot_at(wq, wq->prod);
+		memset(o, 0, sizeof(*o));
+		o->wr_id = wr->wr_id;
+		o->opcode = (uint32_t)wr->opcode;
+		o->flags = (uint32_t)wr->flags;
+		o->unexpected_cnt = wr->tm.unexpected_cnt;
+		o->handle = wr->tm.handle;
+		if (wr->opcode == IBV_WR_TAG_ADD) {
+			if (!++srq->tm_handle)
+				srq->tm_handle = 1;
+			wr->tm.handle = o->handle = srq->tm_handle;
+			srq->tm_adds++;
+			o->recv_wr_id = wr->tm.add.recv_wr_id;
+			o->tag = wr->tm.add.tag;
+			o->mask = wr->tm.add.mask;
+			o->num_sge = (uint32_t)wr->tm.add.num_sge;
+			if (o->num_sge) {
+				o->sge.addr = wr->tm.add.sg_list[0].addr;
+				o->sge.length = wr->tm.add.sg_list[0].length;
+				o->sge.lkey = wr->tm.add.sg_list[0].lkey;
+			}
+		}
+		wq->prod++;
+	}
+	if (wq->prod != start)
+		sv_wq_publish(wq, srq->db);
+	sv_spin_unlock(&srq->lock);
+	if (ret && bad_wr)
+		*bad_wr = wr;
+	return ret;
 }
 
 int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)

@@ -403,6 +403,13 @@ struct sv_srq {
 	uint32_t srqn;
 	uint32_t max_wr;
 	int lock;                  /* sv_lock.h */
+	/* a tag-matching SRQ: its ops ring (src/abi/sv_tm.h; hdr NULL for
+	 * others), the tags its list holds, the TAG_ADDs posted, the last
+	 * handle given */
+	struct sv_wq tm_ops;
+	uint32_t tm_max_tags;
+	uint32_t tm_adds;
+	uint32_t tm_handle;
 };
 
 static inline struct sv_srq *to_sv_srq(struct ibv_srq *srq)

@@ -50,7 +50,8 @@ assert x.orig_attr.vendor_part_id == a.vendor_part_id
 assert x.orig_attr.hw_ver == a.hw_ver
 assert x.max_dm_size == 64 << 20, x.max_dm_size  # issue 23
 assert x.odp_caps.general_caps == 3, x.odp_caps.general_caps  # ODP, implicit
-assert x.tm_caps.max_num_tags == 0
+assert x.tm_caps.flags == 1 and x.tm_caps.max_num_tags == 1024, \
+    (x.tm_caps.flags, x.tm_caps.max_num_tags)  # tag matching, RC: issue 23
 assert x.pci_atomic_caps.fetch_add == 0 and x.pci_atomic_caps.swap == 0 \
     and x.pci_atomic_caps.compare_swap == 0
 # and, above them, ATOMIC WRITE (bit 40) and FLUSH_GLOBAL (38): issue 23

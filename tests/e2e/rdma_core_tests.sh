@@ -5,12 +5,13 @@
 # through 'softverbs run' (the vendor modules, test_mlx5_* and test_efa*,
 # skip themselves on a device that is not theirs). Fails if any test fails
 # or errors, or if the suite does not finish; a skip is fine (a feature
-# sv0 lacks, the way rxe lacks it: tag matching, raw packet QPs,
-# dma-buf). Device memory, on-demand paging and importing are not
-# skipped: their tests (test_device's DMTest and SharedDMTest, test_mr's
-# DeviceMemoryAPITest, test_odp's OdpTestCase, test_shared_pd) must run
-# and pass when the whole suite runs. Prints each module's passes, skips and
-# failures, and the skips' reasons with their counts.
+# sv0 lacks, the way rxe lacks it: raw packet QPs, dma-buf). Device
+# memory, on-demand paging, importing and tag matching are not skipped:
+# their tests (test_device's DMTest and SharedDMTest, test_mr's
+# DeviceMemoryAPITest, test_odp's OdpTestCase, test_shared_pd,
+# test_tag_matching's TMTest) must run and pass when the whole suite runs.
+# Prints each module's passes, skips and failures, and the skips' reasons
+# with their counts.
 #   rdma_core_tests.sh [NAME...]   unittest names only (tests.test_qp, ...)
 # $RDMA_CORE_TESTS: another copy of the suite's folder.
 . "$(dirname "$0")/lib.sh"
@@ -87,7 +88,7 @@ if [ $rc -ne 0 ] || [ -z "$ran" ] || [ "${last%% *}" != OK ]; then
 	fail "rdma-core's tests on sv0: ${last:-did not finish} (exit $rc)"
 fi
 # what sv0 has must not be skipped (issue 23: device memory, ODP,
-# importing)
+# importing, tag matching)
 if [ $# -eq 0 ]; then
 	for t in DMTest.test_multi_process_alloc_dm DMTest.test_dm_write_bad_flow \
 		SharedDMTest.test_import_dm \
@@ -100,7 +101,9 @@ if [ $# -eq 0 ]; then
 		OdpTestCase.test_odp_rc_atomic_fetch_and_add \
 		OdpTestCase.test_odp_rc_rdma_read \
 		OdpTestCase.test_odp_sync_prefetch_rc_traffic \
-		OdpTestCase.test_odp_implicit_async_prefetch_rc_traffic; do
+		OdpTestCase.test_odp_implicit_async_prefetch_rc_traffic \
+		TMTest.test_tm_traffic TMTest.test_tm_unexpected_tag \
+		TMTest.test_tm_no_tag TMTest.test_tm_rndv; do
 		# its result: on its own line, or a later one (after a
 		# docstring, and whatever the test printed)
 		awk -v t=".$t)" '

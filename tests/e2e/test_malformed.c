@@ -2443,8 +2443,11 @@ static void test_srq_cmds(void **state)
 	/* XRC: no domain */
 	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, cq, 0, NULL),
 		      -EINVAL);
+	/* tag matching: a CQ and max_num_tags (0 here) are needed */
 	assert_status(create_srq(s, pd, IBV_SRQT_TM, 16, 1, 0, 0, NULL),
-		      -EOPNOTSUPP);
+		      -EINVAL);
+	assert_status(create_srq(s, pd, IBV_SRQT_TM, 16, 1, cq, 0, NULL),
+		      -EINVAL);
 	assert_status(create_srq(s, pd, 3, 16, 1, 0, 0, NULL), -EINVAL);
 	assert_status(create_srq(s, pd, ~0u, 16, 1, 0, 0, NULL), -EINVAL);
 	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, cq, 0, NULL),

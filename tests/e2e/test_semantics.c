@@ -169,8 +169,12 @@ static void test_identity(void **state)
 	assert_int_equal(x.odp_caps.general_caps,
 			 IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT);
 	assert_int_not_equal(x.odp_caps.per_transport_caps.rc_odp_caps, 0);
-	assert_int_equal(x.tm_caps.max_num_tags, 0);
-	assert_int_equal(x.tm_caps.flags, 0);
+	/* tag matching (issue 23; e2e_test_tm): RC, with these limits */
+	assert_int_equal(x.tm_caps.flags, IBV_TM_CAP_RC);
+	assert_int_equal(x.tm_caps.max_num_tags, 1024);
+	assert_int_equal(x.tm_caps.max_ops, 1024);
+	assert_int_equal(x.tm_caps.max_sge, 1);
+	assert_int_equal(x.tm_caps.max_rndv_hdr_size, 64);
 	/* device memory (issue 23): what ALLOC_DM gives in all */
 	assert_int_equal(x.max_dm_size, 64ull << 20);
 	assert_int_equal(x.pci_atomic_caps.fetch_add, 0);

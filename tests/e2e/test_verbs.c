@@ -1113,10 +1113,16 @@ static void test_cq_ex(void **state)
 	assert_int_equal(ibv_start_poll(cq, &pattr), ENOENT);
 	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
 
-	/* a completion field the device cannot fill */
+	/* tag-matching completions carry their TMH's tag (e2e_test_tm) */
 	memset(&attr, 0, sizeof(attr));
 	attr.cqe = 64;
 	attr.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_TM_INFO;
+	cq = ibv_create_cq_ex(g_ctx, &attr);
+	assert_non_null(cq);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+
+	/* a completion field the device cannot fill */
+	attr.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_FLOW_TAG;
 	errno = 0;
 	cq = ibv_create_cq_ex(g_ctx, &attr);
 	assert_null(cq);

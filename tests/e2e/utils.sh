@@ -28,7 +28,12 @@ ibv_devinfo)
 		fail "no implicit ODP shown"
 	grep -A7 'rc_odp_caps:' "$out" | grep -q 'SUPPORT_ATOMIC' ||
 		fail "no RC ODP atomics shown"
-	pass "ibv_devinfo -v shows sv0, port ACTIVE, a GID, device memory, ODP"
+	# tag matching (issue 23): the limits, and RC
+	grep -Eq 'max_num_tags:[[:space:]]+[1-9][0-9]*$' "$out" ||
+		fail "no tag-matching limits shown"
+	grep -A6 'max_rndv_hdr_size:' "$out" | grep -q 'IBV_TM_CAP_RC' ||
+		fail "no tag matching on RC shown"
+	pass "ibv_devinfo -v shows sv0, port ACTIVE, a GID, device memory, ODP, tag matching"
 	;;
 pyverbs)
 	"$SV" run -- /usr/bin/python3 - >"$out" 2>&1 <<'PY' || { cat "$out"; fail "pyverbs"; }

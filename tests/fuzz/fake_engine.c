@@ -64,6 +64,8 @@ static unsigned int run_locked(unsigned int steps)
 				did++;
 			}
 		}
+		for (struct sv_srq *srq = e->tm_srqs; srq; srq = srq->tm_next)
+			did += sv_tm_drain(srq);
 	}
 	return did;
 }
@@ -119,6 +121,29 @@ void sv_engine_add_qp(struct sv_qp *qp, struct sv_engine *e)
 		e->qps->eng_prev = qp;
 	}
 	e->nqp++;
+}
+
+void sv_engine_add_srq(struct sv_srq *srq)
+{
+	struct sv_engine *e = &engines[0];
+
+	srq->tm_engine = e;
+	srq->tm_next = e->tm_srqs;
+	e->tm_srqs = srq;
+}
+
+void sv_engine_remove_srq(struct sv_srq *srq)
+{
+	struct sv_engine *e = srq->tm_engine;
+
+	if (!e)
+		return;
+	for (struct sv_srq **p = &e->tm_srqs; *p; p = &(*p)->tm_next)
+		if (*p == srq) {
+			*p = srq->tm_next;
+			break;
+		}
+	srq->tm_engine = NULL;
 }
 
 void sv_engine_remove_qp(struct sv_qp *qp)

@@ -811,6 +811,7 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 
 void sv_roce_qp_destroy(struct sv_qp *qp)
 {
+	sv_roce_tm_release(qp);
 	roce_free(qp);
 }
 

@@ -41,6 +41,7 @@
  * Q_Key checked, the GRH built from the IP header.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -109,6 +110,52 @@ static void rx_done(struct sv_qp *t, const struct rwqe *r, uint32_t status,
 		sv_qp_error(t, 0);
 }
 
+/*
+ * The end of a SEND into a tag-matching SRQ (rq->tm_op): a matched tag
+ * leaves the list, an unexpected message that arrived whole is counted;
+ * the completion is the tag's (TM_MATCH, its TMH's tag and app_ctx) or an
+ * ordinary WQE's (TM_RECV, TM_NO_TAG). A matched rendezvous is not read
+ * across the wire: its tag completes with IBV_WC_TM_RNDV_INCOMPLETE and
+ * holds the message after the TMH (the RVH first), for software to finish
+ * (docs/DESIGN.md "Tag matching").
+ */
+static __attribute__((noinline)) void
+tm_rx_done(struct sv_qp *t, uint32_t status, uint32_t byte_len,
+	   const struct sv_roce_pkt *p)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_tm *tm = rq->rx.srq ? rq->rx.srq->tm : NULL;
+	struct sv_cqe e;
+
+	if (rq->tm_tag != SV_TM_NONE) {
+		if (tm)
+			sv_tm_take(tm, &tm->tag[rq->tm_tag]);
+		if (status == IBV_WC_SUCCESS && rq->tm_rndv)
+			status = IBV_WC_TM_RNDV_INCOMPLETE;
+	} else if (status == IBV_WC_SUCCESS && rq->tm_unexp && tm) {
+		tm->unexp++;
+	}
+	sv_cqe_init(&e, rq->rx.h.wr_id, status, rq->tm_op, t->qpn);
+	e.byte_len = byte_len;
+	e.src_qp = rq->dqpn;
+	if (status == IBV_WC_SUCCESS ||
+	    status == IBV_WC_TM_RNDV_INCOMPLETE) {
+		e.wc_flags = rq->tm_flags;
+		if (rq->tm_flags & IBV_WC_TM_MATCH) {
+			e.tm_tag = be64toh(rq->tm_tmh.tag);
+			e.tm_priv = be32toh(rq->tm_tmh.app_ctx);
+		}
+		if (p && (p->flags & SV_RF_IMMDT)) {
+			e.imm_data = p->imm;
+			e.wc_flags |= IBV_WC_WITH_IMM;
+		}
+	}
+	rq->tm_op = 0;
+	sv_qp_push(t, sv_recv_cq(t, &rq->rx), &e, false);
+	if (status != IBV_WC_SUCCESS && status != IBV_WC_TM_RNDV_INCOMPLETE)
+		sv_qp_error(t, 0);
+}
+
 /* The connected QP's message in progress completes its receive WQE. */
 static void msg_rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
 			uint32_t byte_len, const struct sv_roce_pkt *p)
@@ -116,6 +163,10 @@ static void msg_rx_done(struct sv_qp *t, uint32_t status, uint32_t opcode,
 	struct sv_roce_qp *rq = t->roce;
 
 	rq->rx_taken = false;
+	if (__builtin_expect(rq->tm_op != 0, 0)) {
+		tm_rx_done(t, status, byte_len, p);
+		return;
+	}
 	rx_done(t, &rq->rx, status, opcode, byte_len, p, 0, rq->dqpn);
 }
 
@@ -367,18 +418,86 @@ static bool take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
 	return true;
 }
 
+/*
+ * The first packet of a SEND into a tag-matching SRQ: its TMH (the first
+ * 16 bytes) says where the message goes (loop_resp.c's deliver_tm on one
+ * host): an EAGER or RNDV whose tag matches (sv_tm_match) fills the
+ * tagged buffer from the byte after the TMH, the tag busy until the last
+ * packet; anything else takes an ordinary receive WQE, whole. true: taken
+ * (*skip: the bytes of this packet not placed); false: answered (RNR).
+ */
+static __attribute__((noinline)) bool
+tm_take(struct sv_qp *t, const struct sv_roce_pkt *p, struct sv_roce_tx *tx,
+	uint32_t *skip)
+{
+	struct sv_roce_qp *rq = t->roce;
+	struct sv_tm *tm = t->srq->tm;
+	struct sv_tm_tag *g = NULL;
+	struct ibv_tmh h;
+	uint32_t op = IBV_WC_TM_NO_TAG;
+
+	/* the ops posted before the message came apply first */
+	sv_tm_drain(t->srq);
+	memset(&h, 0, sizeof(h));
+	if (p->paylen >= sizeof(h))
+		memcpy(&h, p->payload, sizeof(h));
+	/* an SRQ in error (a corrupt ring): take_or_nak NAKs */
+	if (p->paylen >= sizeof(h) && !t->srq->in_error &&
+	    (h.opcode == IBV_TMH_EAGER ||
+	     (h.opcode == IBV_TMH_RNDV &&
+	      p->paylen >= sizeof(h) + sizeof(struct ibv_rvh)))) {
+		op = IBV_WC_TM_RECV;
+		g = sv_tm_match(tm, be64toh(h.tag));
+	}
+	*skip = 0;
+	if (!g) {
+		if (!take_or_nak(t, tx, p->psn))
+			return false;
+		rq->tm_tag = SV_TM_NONE;
+		rq->tm_flags = 0;
+		rq->tm_unexp = op == IBV_WC_TM_RECV;
+		rq->tm_rndv = false;
+	} else {
+		memset(&rq->rx.h, 0, sizeof(rq->rx.h));
+		rq->rx.h.wr_id = g->wr_id;
+		rq->rx.h.num_sge = g->num_sge;
+		rq->rx.sge[0] = g->sge;
+		rq->rx.srq = t->srq;
+		rq->rx.wq = NULL;
+		rq->rx_taken = true;
+		rq->rx_off = 0;
+		g->busy = true;
+		rq->tm_tag = (uint32_t)(g - tm->tag);
+		rq->tm_unexp = false;
+		rq->tm_rndv = h.opcode == IBV_TMH_RNDV;
+		rq->tm_flags = rq->tm_rndv ? IBV_WC_TM_MATCH :
+			       IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID;
+		*skip = sizeof(h);
+	}
+	rq->tm_op = op;
+	rq->tm_tmh = h;
+	return true;
+}
+
 static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 		    struct sv_roce_tx *tx)
 {
 	struct sv_roce_qp *rq = t->roce;
-	uint32_t st;
+	uint32_t st, skip = 0;
 
 	if (p->flags & SV_RF_FIRST) {
-		if (!take_or_nak(t, tx, p->psn))
+		/* SEND_WITH_INV goes to an ordinary WQE even there */
+		if (__builtin_expect(t->srq && t->srq->tm &&
+				     !(p->flags & SV_RF_IETH), 0)) {
+			if (!tm_take(t, p, tx, &skip))
+				return;
+		} else if (!take_or_nak(t, tx, p->psn)) {
 			return;         /* nothing consumed: epsn stays */
+		}
 		rq->in = SV_IN_SEND;
 	}
-	st = rx_put(t, &rq->rx, rq->rx_off, p->payload, p->paylen);
+	st = rx_put(t, &rq->rx, rq->rx_off, p->payload + skip,
+		    p->paylen - skip);
 	if (st == IBV_WC_LOC_PROT_ERR && sv_target_gone(t)) {
 		/* no answer, as a vanished host (write_fail): not taken */
 		rq->ack_due = false;
@@ -391,7 +510,7 @@ static void rc_send(struct sv_qp *t, const struct sv_roce_pkt *p,
 			   SV_OUTCOME_RECV_ERR, p->psn);
 		return;
 	}
-	rq->rx_off += p->paylen;
+	rq->rx_off += p->paylen - skip;
 	rq->epsn = sv_psn_add(rq->epsn, 1);
 	if (!(p->flags & SV_RF_LAST))
 		return;
@@ -1010,6 +1129,18 @@ int sv_roce_flush(struct sv_qp *qp)
 	rq->in = SV_IN_NONE;
 	msg_rx_done(qp, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, NULL);
 	return true;
+}
+
+void sv_roce_tm_release(struct sv_qp *qp)
+{
+	struct sv_roce_qp *rq = qp->roce;
+
+	/* nothing of the message completed: the tag may match again */
+	if (rq && rq->rx_taken && rq->tm_op && rq->tm_tag != SV_TM_NONE &&
+	    rq->rx.srq && rq->rx.srq->tm)
+		rq->rx.srq->tm->tag[rq->tm_tag].busy = false;
+	if (rq)
+		rq->tm_op = 0;
 }
 
 int sv_roce_flush_pending(const struct sv_qp *qp)

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "abi/sv_tm.h"
 #include "device/exec_int.h"
 #include "device/roce/net.h"
 #include "device/roce/roce.h"
@@ -99,6 +100,16 @@ struct sv_roce_qp {
 	bool rx_taken;             /* rx holds a receive WQE taken off the ring */
 	struct rwqe rx;
 	uint64_t rx_off;
+	/* a SEND into a tag-matching SRQ in progress (rx_taken; resp.c's
+	 * tm_take): its completion's opcode (0: not one), flags and TMH;
+	 * the tag it matched (busy; rx is made of it) or SV_TM_NONE; an
+	 * unexpected one (counted once received) */
+	uint32_t tm_op;
+	uint32_t tm_flags;
+	uint32_t tm_tag;
+	bool tm_unexp;
+	bool tm_rndv;
+	struct ibv_tmh tm_tmh;
 	uint64_t wr_va, wr_len, wr_off;
 	uint32_t wr_rkey;
 	struct sv_rres res[SV_MAX_RD_ATOM];
@@ -182,6 +193,9 @@ int sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
  * in progress): is there any, finish it. XRC: srq goes; a message target
  * t was receiving into it ends (a flush completion on srq's CQ). */
 int sv_roce_flush_pending(const struct sv_qp *qp);
+/* qp goes with a message half received into a tag: the tag is no longer
+ * busy (resp.c) */
+void sv_roce_tm_release(struct sv_qp *qp);
 int sv_roce_flush(struct sv_qp *qp);
 int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
 /* dev.c: a UD datagram to a peer of another host: one packet. payload:
