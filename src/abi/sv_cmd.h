@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 11u
+#define SV_PROTO_VERSION 12u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
