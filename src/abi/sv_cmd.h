@@ -104,7 +104,8 @@ enum sv_obj_type {
 	X(IMPORT_OBJ, 49)                                                    \
 	X(STAT_QP, 50)                                                       \
 	X(INJECT, 51)                                                        \
-	X(WHY, 52)
+	X(WHY, 52)                                                           \
+	X(CAPTURE, 53)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -289,6 +290,38 @@ struct sv_cmd_inject {
 	uint32_t up;
 	uint32_t rsvd;
 	char spec[160];            /* SV_INJ_WIRE, NUL-terminated */
+};
+
+/*
+ * CAPTURE (softverbs capture; docs/DESIGN.md "Capture"), allowed on a
+ * probe connection, with a descriptor: the write end of a SOCK_SEQPACKET
+ * socket pair. From then on every RoCEv2 packet the device sends or
+ * receives goes to it as one message, a struct sv_cap_rec and the first
+ * caplen bytes of the UDP payload (at most snaplen), until the reader
+ * closes its end or another CAPTURE takes its place. A message the reader
+ * has no room for is counted, never waited for. Without a descriptor:
+ * capture stops. struct sv_rsp_capture: what the last capture sent and
+ * lost.
+ */
+struct sv_cmd_capture {
+	uint32_t snaplen;          /* 0: whole packets */
+	uint32_t rsvd;
+};
+
+struct sv_cap_rec {
+	uint64_t time_ns;          /* CLOCK_REALTIME */
+	uint32_t len;              /* the UDP payload's length */
+	uint32_t caplen;           /* bytes of it that follow */
+	uint8_t src[16], dst[16];  /* GID form (IPv4 as ::ffff:a.b.c.d) */
+	uint16_t sport, dport;
+	uint16_t ip_id;            /* IPv4 identification, as sent */
+	uint8_t df;
+	uint8_t dir;               /* SV_CAP_OUT or SV_CAP_IN */
+};
+enum { SV_CAP_OUT = 1, SV_CAP_IN = 2 };
+
+struct sv_rsp_capture {
+	uint64_t sent, lost;       /* of the capture that ended */
 };
 
 /*
@@ -543,6 +576,7 @@ struct sv_cmd {
 		struct sv_cmd_advise_mr advise_mr;
 		struct sv_cmd_import_obj import_obj;
 		struct sv_cmd_inject inject;
+		struct sv_cmd_capture capture;
 		struct sv_cmd_alloc_mw alloc_mw;
 		struct sv_cmd_mcast mcast;
 		struct sv_cmd_open_xrcd open_xrcd;
@@ -974,6 +1008,7 @@ struct sv_rsp {
 		struct sv_rsp_dm dm;
 		struct sv_rsp_import import;
 		struct sv_rsp_inject inject;
+		struct sv_rsp_capture capture;
 		struct sv_rsp_advise advise;
 		uint8_t raw[SV_RSP_SIZE - sizeof(struct sv_rsp_hdr)];
 	} u;

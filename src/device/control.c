@@ -277,6 +277,7 @@ static const struct {
 	[SV_CMD_STAT_QP] = { cmd_stat_qp, F_PROBE },
 	[SV_CMD_INJECT] = { sv_cmd_inject, F_PROBE },
 	[SV_CMD_WHY] = { sv_cmd_why, F_PROBE },
+	[SV_CMD_CAPTURE] = { sv_cmd_capture, F_PROBE | F_FD },
 	[SV_CMD_CREATE_QP] = { sv_cmd_create_qp, 0 },
 	[SV_CMD_MODIFY_QP] = { sv_cmd_modify_qp, 0 },
 	[SV_CMD_QUERY_QP] = { sv_cmd_query_qp, 0 },

@@ -495,6 +495,9 @@ void sv_why_cmd(const struct sv_client *c, unsigned int op, int err,
 		const char *why);
 void sv_why_cqe(const struct sv_qp *qp, const struct sv_cqe *e);
 
+/* capture.c: RoCEv2 packets to a reader (softverbs capture) */
+int sv_cmd_capture(struct sv_req *r);
+
 /* inject.c */
 int sv_cmd_inject(struct sv_req *r);
 /* A command fault is armed (a branch on the command path)... */

@@ -8,6 +8,7 @@
  *   softverbs top             the QPs, live
  *   softverbs inject FAULT    a fault on demand
  *   softverbs why             the last refusals and error completions, why
+ *   softverbs capture -w F    the RoCEv2 packets into a pcapng file
  *   softverbs run -- CMD      run an unmodified verbs program on softverbs
  *   softverbs bench [ARGS]    measure softverbs (sv-bench, run as by 'run')
  */
@@ -65,6 +66,7 @@ static void usage(FILE *f)
 "                    or up, RoCEv2 packet loss\n"
 "  why [--qp N]      the last refused commands and error completions,\n"
 "                    with the device's reason (key, bound, right)\n"
+"  capture -w FILE   the device's RoCEv2 packets into a pcapng file\n"
 "  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
 "  bench [ARGS]      bandwidth, latency and message rate between two\n"
 "                    processes; 'softverbs bench --help' lists its options\n"
@@ -242,6 +244,8 @@ int main(int argc, char **argv)
 		return sv_tool_inject(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "why"))
 		return sv_tool_why(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "capture"))
+		return sv_tool_capture(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
 		usage(stdout);

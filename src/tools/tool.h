@@ -14,5 +14,7 @@ int sv_tool_serve(const char *addr);
 int sv_tool_inject(int argc, char **argv);
 /* why.c */
 int sv_tool_why(int argc, char **argv);
+/* capture.c */
+int sv_tool_capture(int argc, char **argv);
 
 #endif

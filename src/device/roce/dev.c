@@ -215,6 +215,9 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 		ip.df = true;
 		t->len = (uint32_t)sv_roce_finish((uint8_t *)t->buf, t->len,
 						  &ip);
+		if (__builtin_expect(__atomic_load_n(&sv_cap_on,
+						     __ATOMIC_RELAXED), 0))
+			sv_capture_pkt(SV_CAP_OUT, &ip, t->buf, t->len);
 	}
 	tx_send(net, tx->pkt + from, tx->n - from);
 	tx->n = 0;
@@ -478,6 +481,11 @@ static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
 {
 	unsigned int n = sv_net_recv(net, rx, RX_BATCH);
 
+	if (__builtin_expect(n && __atomic_load_n(&sv_cap_on,
+						  __ATOMIC_RELAXED), 0))
+		for (unsigned int i = 0; i < n; i++)
+			sv_capture_pkt(SV_CAP_IN, &rx[i].ip, rx[i].buf,
+				       rx[i].len);
 	/* nor receives anything */
 	if (n && __atomic_load_n(&sv_dev.port.state, __ATOMIC_RELAXED) ==
 		 IBV_PORT_ACTIVE)

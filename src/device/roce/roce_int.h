@@ -292,4 +292,10 @@ static inline uint32_t sv_psn_prev(uint32_t psn)
 	return sv_psn_add(psn, SV_PSN_MASK);
 }
 
+/* capture.c: is a capture on (a relaxed load), and one packet to it
+ * (dir SV_CAP_OUT or SV_CAP_IN) */
+extern bool sv_cap_on;
+void sv_capture_pkt(unsigned int dir, const struct sv_roce_ip *ip,
+		    const uint8_t *buf, uint32_t len);
+
 #endif

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softverbs capture: the device's RoCEv2 packets, as they left or arrived,
+ * into a pcapng file that Wireshark and tshark dissect with their stock
+ * InfiniBand dissector (docs/DESIGN.md "Capture"). The device hands each
+ * packet over a SOCK_SEQPACKET socket (CAPTURE); here it gets the
+ * Ethernet, IP and UDP headers it had on the wire (the IPv4 identification
+ * and DF as sent, so its ICRC verifies), its direction in epb_flags, and
+ * goes to the file.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abi/sv_sock.h"
+#include "tools/snap.h"
+#include "tools/tool.h"
+
+#define MAX_FRAME (14 + 40 + 8 + 65536)
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+struct out {
+	const char *path;
+	unsigned int files, idx;   /* ring: files > 1 */
+	uint64_t max_bytes, bytes;
+	uint32_t snaplen;
+	FILE *f;
+};
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+static int out_open(struct out *o)
+{
+	char name[4096];
+	uint8_t shb[28], idb[32];
+
+	if (o->files > 1)
+		snprintf(name, sizeof(name), "%s.%u", o->path, o->idx);
+	else
+		snprintf(name, sizeof(name), "%s", o->path);
+	o->f = fopen(name, "wb");
+	if (!o->f) {
+		fprintf(stderr, "softverbs capture: %s: %s\n", name,
+			strerror(errno));
+		return -1;
+	}
+	/* section header: byte order magic, version 1.0, length unknown */
+	put32(shb, 0x0A0D0D0A);
+	put32(shb + 4, sizeof(shb));
+	put32(shb + 8, 0x1A2B3C4D);
+	put16(shb + 12, 1);
+	put16(shb + 14, 0);
+	memset(shb + 16, 0xff, 8);
+	put32(shb + 24, sizeof(shb));
+	/* one interface: Ethernet, nanosecond timestamps (if_tsresol 9) */
+	put32(idb, 1);
+	put32(idb + 4, sizeof(idb));
+	put16(idb + 8, 1);
+	put16(idb + 10, 0);
+	put32(idb + 12, o->snaplen ? o->snaplen + 62 : 0);
+	put16(idb + 16, 9);
+	put16(idb + 18, 1);
+	idb[20] = 9;
+	idb[21] = idb[22] = idb[23] = 0;
+	put32(idb + 24, 0);             /* opt_endofopt */
+	put32(idb + 28, sizeof(idb));
+	if (fwrite(shb, sizeof(shb), 1, o->f) != 1 ||
+	    fwrite(idb, sizeof(idb), 1, o->f) != 1)
+		return -1;
+	o->bytes = sizeof(shb) + sizeof(idb);
+	return 0;
+}
+
+static uint16_t ip_csum(const uint8_t *h, size_t n)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i < n; i += 2)
+		s += (uint32_t)h[i] << 8 | h[i + 1];
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static bool is_v4(const uint8_t *gid)
+{
+	static const uint8_t pre[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(gid, pre, 12);
+}
+
+/* The frame the packet was on the wire: Ethernet, IPv4 or IPv6, UDP. */
+static size_t frame(const struct sv_cap_rec *r, const uint8_t *payload,
+		    uint8_t *f, uint32_t *orig)
+{
+	bool v4 = is_v4(r->src);
+	size_t iph = v4 ? 20 : 40, n = 0;
+	uint16_t udplen = (uint16_t)(8 + r->len);
+
+	/* locally administered MACs: 02:00:00:00:00:01 out, :02 in */
+	memset(f, 0, 12);
+	f[0] = f[6] = 0x02;
+	f[5] = r->dir == SV_CAP_OUT ? 2 : 1;
+	f[11] = r->dir == SV_CAP_OUT ? 1 : 2;
+	f[12] = v4 ? 0x08 : 0x86;
+	f[13] = v4 ? 0x00 : 0xdd;
+	n = 14;
+	if (v4) {
+		uint8_t *h = f + n;
+
+		h[0] = 0x45;
+		h[1] = 0;
+		put16(h + 2, htons((uint16_t)(20 + udplen)));
+		put16(h + 4, htons(r->ip_id));
+		put16(h + 6, htons(r->df ? 0x4000 : 0));
+		h[8] = 64;
+		h[9] = 17;
+		put16(h + 10, 0);
+		memcpy(h + 12, r->src + 12, 4);
+		memcpy(h + 16, r->dst + 12, 4);
+		put16(h + 10, htons(ip_csum(h, 20)));
+	} else {
+		uint8_t *h = f + n;
+
+		memset(h, 0, 4);
+		h[0] = 0x60;
+		put16(h + 4, htons(udplen));
+		h[6] = 17;
+		h[7] = 64;
+		memcpy(h + 8, r->src, 16);
+		memcpy(h + 24, r->dst, 16);
+	}
+	n += iph;
+	put16(f + n, htons(r->sport));
+	put16(f + n + 2, htons(r->dport));
+	put16(f + n + 4, htons(udplen));
+	put16(f + n + 6, 0);
+	n += 8;
+	memcpy(f + n, payload, r->caplen);
+	*orig = (uint32_t)(n + r->len);
+	return n + r->caplen;
+}
+
+static int write_epb(struct out *o, const struct sv_cap_rec *r,
+		     const uint8_t *payload)
+{
+	static uint8_t f[MAX_FRAME];
+	uint8_t h[28], opt[12], tail[4];
+	uint32_t orig, pad, total;
+	size_t len = frame(r, payload, f, &orig);
+	static const uint8_t zero[4];
+
+	pad = (uint32_t)((4 - len % 4) % 4);
+	total = (uint32_t)(sizeof(h) + len + pad + sizeof(opt) + sizeof(tail));
+	put32(h, 6);
+	put32(h + 4, total);
+	put32(h + 8, 0);
+	put32(h + 12, (uint32_t)(r->time_ns >> 32));
+	put32(h + 16, (uint32_t)r->time_ns);
+	put32(h + 20, (uint32_t)len);
+	put32(h + 24, orig);
+	/* epb_flags: direction, 1 inbound, 2 outbound */
+	put16(opt, 2);
+	put16(opt + 2, 4);
+	put32(opt + 4, r->dir == SV_CAP_IN ? 1 : 2);
+	put32(opt + 8, 0);
+	put32(tail, total);
+	if (fwrite(h, sizeof(h), 1, o->f) != 1 ||
+	    (len && fwrite(f, len, 1, o->f) != 1) ||
+	    (pad && fwrite(zero, pad, 1, o->f) != 1) ||
+	    fwrite(opt, sizeof(opt), 1, o->f) != 1 ||
+	    fwrite(tail, sizeof(tail), 1, o->f) != 1)
+		return -1;
+	o->bytes += total;
+	if (o->files > 1 && o->max_bytes && o->bytes >= o->max_bytes) {
+		fclose(o->f);
+		o->idx = (o->idx + 1) % o->files;
+		return out_open(o);
+	}
+	return 0;
+}
+
+static int capture_cmd(struct sv_probe *p, int fd, uint32_t snaplen,
+		       struct sv_rsp *rsp)
+{
+	struct sv_cmd cmd;
+	int status, ret;
+
+	sv_cmd_init(&cmd, SV_CMD_CAPTURE);
+	cmd.u.capture.snaplen = snaplen;
+	cmd.hdr.seq = ++p->seq;
+	ret = sv_call(p->fd, &cmd, fd, rsp, &status, NULL, false);
+	return ret ? ret : status;
+}
+
+int sv_tool_capture(int argc, char **argv)
+{
+	struct out o = { .files = 1 };
+	long count = 0, got = 0, shown = 0;
+	double secs = 0;
+	long qpn = -1, opcode = -1;
+	struct sv_probe p;
+	struct sv_rsp rsp;
+	static uint8_t msg[sizeof(struct sv_cap_rec) + 65536];
+	int sp[2], opt, ret;
+	struct timespec t0, now;
+
+	while ((opt = getopt(argc, argv, "w:s:c:d:W:C:q:o:h")) != -1) {
+		switch (opt) {
+		case 'w': o.path = optarg; break;
+		case 's': o.snaplen = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'c': count = strtol(optarg, NULL, 0); break;
+		case 'd': secs = strtod(optarg, NULL); break;
+		case 'W': o.files = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'C': o.max_bytes = strtoull(optarg, NULL, 0); break;
+		case 'q': qpn = strtol(optarg, NULL, 0); break;
+		case 'o': opcode = strtol(optarg, NULL, 0); break;
+		default:
+			printf("usage: softverbs capture -w FILE [-s SNAPLEN] "
+			       "[-c COUNT] [-d SECONDS]\n"
+			       "       [-q QPN] [-o OPCODE] [-W FILES -C BYTES]\n"
+			       "  the device's RoCEv2 packets, both directions, "
+			       "into a pcapng file\n"
+			       "  (tshark -r FILE); until COUNT packets, SECONDS "
+			       "or a signal.\n"
+			       "  -q, -o: only packets to that QPN (BTH) or with "
+			       "that opcode\n"
+			       "  -W, -C: a ring of FILES files FILE.0 ... of "
+			       "about BYTES each\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (!o.path || !o.files || (o.files > 1 && !o.max_bytes)) {
+		fprintf(stderr, "softverbs capture: -w FILE is needed (and -C "
+			"with -W); see -h\n");
+		return 2;
+	}
+	if (sv_probe_open(&p, NULL))
+		return 1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp)) {
+		perror("softverbs capture: socketpair");
+		return 1;
+	}
+	{
+		int big = 4 << 20;
+
+		setsockopt(sp[0], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+		setsockopt(sp[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	}
+	if (out_open(&o))
+		return 1;
+	ret = capture_cmd(&p, sp[1], o.snaplen, &rsp);
+	close(sp[1]);
+	if (ret) {
+		fprintf(stderr, "softverbs capture: the device refused: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	fprintf(stderr, "capturing the device's RoCEv2 packets into %s\n",
+		o.path);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!stop && (!count || shown < count)) {
+		struct pollfd pfd = { .fd = sp[0], .events = POLLIN };
+		const struct sv_cap_rec *r = (const void *)msg;
+		ssize_t n;
+
+		if (secs > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((double)(now.tv_sec - t0.tv_sec) +
+			    (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
+				break;
+		}
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = recv(sp[0], msg, sizeof(msg), MSG_DONTWAIT);
+		if (n <= 0) {
+			if (n == 0)
+				break;  /* the device ended it */
+			continue;
+		}
+		if ((size_t)n < sizeof(*r) || r->caplen > (size_t)n - sizeof(*r) ||
+		    r->caplen > 65536 || r->len < r->caplen)
+			continue;
+		got++;
+		if (r->caplen >= 12) {
+			const uint8_t *bth = msg + sizeof(*r);
+			uint32_t dq = (uint32_t)bth[5] << 16 |
+				      (uint32_t)bth[6] << 8 | bth[7];
+
+			if ((qpn >= 0 && dq != (uint32_t)qpn) ||
+			    (opcode >= 0 && bth[0] != opcode))
+				continue;
+		} else if (qpn >= 0 || opcode >= 0) {
+			continue;
+		}
+		if (write_epb(&o, r, msg + sizeof(*r))) {
+			fprintf(stderr, "softverbs capture: writing %s: %s\n",
+				o.path, strerror(errno));
+			break;
+		}
+		shown++;
+	}
+	ret = capture_cmd(&p, -1, 0, &rsp);
+	sv_probe_close(&p);
+	close(sp[0]);
+	if (fclose(o.f)) {
+		perror("softverbs capture: closing the file");
+		return 1;
+	}
+	fprintf(stderr, "%ld packets written (%ld seen); the device sent %llu "
+		"and lost %llu to a full socket\n", shown, got,
+		ret ? 0ull : (unsigned long long)rsp.u.capture.sent,
+		ret ? 0ull : (unsigned long long)rsp.u.capture.lost);
+	return 0;
+}
