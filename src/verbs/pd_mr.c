@@ -15,9 +15,11 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+/* A PD struct for the device's PD that cmd (ALLOC_PD, or IMPORT_OBJ of a
+ * PD) gives: its handle from the response. */
+static struct ibv_pd *pd_from(struct ibv_context *context, struct sv_cmd *cmd)
 {
-	struct sv_cmd cmd;
+	bool alloc = cmd->hdr.op == SV_CMD_ALLOC_PD;
 	struct sv_rsp rsp;
 	struct sv_pd *pd;
 	int ret;
@@ -25,16 +27,23 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return sv_err_ptr(-ENOMEM);
-	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
-	ret = sv_conn_call(sv_conn_of(context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(context), cmd, -1, &rsp, NULL);
 	if (ret) {
 		free(pd);
 		return sv_err_ptr(ret);
 	}
-	pd->handle = rsp.u.obj.handle;
+	pd->handle = alloc ? rsp.u.obj.handle : rsp.u.import.handle;
 	pd->ibpd.context = context;
 	pd->ibpd.handle = (uint32_t)pd->handle;
 	return &pd->ibpd;
+}
+
+SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+	return pd_from(context, &cmd);
 }
 
 SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
@@ -70,24 +79,14 @@ int sv_import_obj(struct ibv_context *context, unsigned int type,
 SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 				       uint32_t pd_handle)
 {
-	struct sv_rsp rsp;
-	struct sv_pd *pd;
-	int ret;
+	struct sv_cmd cmd;
 
 	if (!context)
 		return sv_err_ptr(-EINVAL);
-	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return sv_err_ptr(-ENOMEM);
-	ret = sv_import_obj(context, SV_OBJ_PD, pd_handle, 0, &rsp, NULL);
-	if (ret) {
-		free(pd);
-		return sv_err_ptr(ret);
-	}
-	pd->handle = rsp.u.import.handle;
-	pd->ibpd.context = context;
-	pd->ibpd.handle = (uint32_t)pd->handle;
-	return &pd->ibpd;
+	sv_cmd_init(&cmd, SV_CMD_IMPORT_OBJ);
+	cmd.u.import_obj.type = SV_OBJ_PD;
+	cmd.u.import_obj.handle = pd_handle;
+	return pd_from(context, &cmd);
 }
 
 SV_EXPORT void ibv_unimport_pd(struct ibv_pd *ibpd)

@@ -67,25 +67,9 @@ struct target {
 	uint32_t mr_len;
 };
 
-/* The pattern of byte i of piece tag: never all zero. */
-static uint8_t pat(unsigned int tag, size_t i)
-{
-	return (uint8_t)(i * 7 + tag * 31 + (i >> 8) + 1);
-}
-
-static void fill(uint8_t *p, unsigned int tag, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pat(tag, i);
-}
-
-static void expect(const uint8_t *p, unsigned int tag, size_t n,
-		   const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		CHECK(p[i] == pat(tag, i), "%s: byte %zu is %#x, not %#x", what,
-		      i, p[i], pat(tag, i));
-}
+#define pat vu_pat
+#define fill vu_fill
+#define expect vu_expect
 
 static struct ibv_dm *dm_alloc(struct ibv_context *ctx, size_t len)
 {

@@ -109,45 +109,6 @@ static void hear(int sock, char what)
 	VU_CHECK(got == what, "expected step '%c', got '%c'", what, got);
 }
 
-static uint8_t pat(unsigned int tag, size_t i)
-{
-	return (uint8_t)(i * 7 + tag * 31 + 1);
-}
-
-static void fill(uint8_t *p, unsigned int tag, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pat(tag, i);
-}
-
-static void expect(const uint8_t *p, unsigned int tag, size_t n,
-		   const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		VU_CHECK(p[i] == pat(tag, i), "%s: byte %zu is %u, not %u",
-			 what, i, p[i], pat(tag, i));
-}
-
-/* One RDMA op on ep's QP; the completion's status. */
-static enum ibv_wc_status rdma(struct vu_ep *ep, enum ibv_wr_opcode op,
-			       uint64_t laddr, uint32_t lkey, uint32_t len,
-			       uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge sge = { .addr = laddr, .length = len, .lkey = lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
-	struct ibv_wc wc;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	VU_CHECK(!ibv_post_send(ep->qp, &wr, &bad), "post %s",
-		 vu_opcode_str(op));
-	VU_CHECK(vu_poll(ep->scq, &wc, 1, VU_WAIT_MS) == 1, "no completion");
-	return wc.status;
-}
-
 static void refused_fd(int fd, int err, const char *what)
 {
 	errno = 0;
@@ -242,8 +203,8 @@ static void importer(int sock)
 	VU_CHECK(idm && idm->handle == s.dm, "ibv_import_dm: %s",
 		 strerror(errno));
 	VU_CHECK(!ibv_memcpy_from_dm(tmp, idm, 0, sizeof(tmp)), "from dm");
-	expect(tmp, 1, sizeof(tmp), "the exporter's DM, read here");
-	fill(tmp, 4, sizeof(tmp));
+	vu_expect(tmp, 1, sizeof(tmp), "the exporter's DM, read here");
+	vu_fill(tmp, 4, sizeof(tmp));
 	VU_CHECK(!ibv_memcpy_to_dm(idm, 2048, tmp, sizeof(tmp)), "to dm");
 
 	/* a QP of our own on the imported PD, towards the exporter's */
@@ -256,28 +217,28 @@ static void importer(int sock)
 	VU_CHECK(!vu_connect(eb.qp, &s.qa, &conn), "connect");
 	bbuf = aligned_alloc(4096, BUF);
 	VU_CHECK(bbuf, "alloc");
-	fill(bbuf, 3, 4096);
+	vu_fill(bbuf, 3, 4096);
 	memset(bbuf + 4096, 0, 4096);
 	bmr = ibv_reg_mr(ipd, bbuf, BUF, IBV_ACCESS_LOCAL_WRITE);
 	VU_CHECK(bmr, "an MR of ours on the imported PD: %s", strerror(errno));
 
-	VU_CHECK(rdma(&eb, IBV_WR_RDMA_WRITE, (uintptr_t)bbuf, bmr->lkey, 4096,
+	VU_CHECK(vu_post_one(&eb, IBV_WR_RDMA_WRITE, 7, (uintptr_t)bbuf, bmr->lkey, 4096,
 		      s.buf, imr->rkey) == IBV_WC_SUCCESS,
 		 "WRITE into the imported MR");
-	VU_CHECK(rdma(&eb, IBV_WR_RDMA_WRITE, s.buf, imr->lkey, 4096,
+	VU_CHECK(vu_post_one(&eb, IBV_WR_RDMA_WRITE, 7, s.buf, imr->lkey, 4096,
 		      s.buf + 4096, imr->rkey) == IBV_WC_SUCCESS,
 		 "WRITE from the imported MR's memory into it");
-	VU_CHECK(rdma(&eb, IBV_WR_RDMA_READ, (uintptr_t)bbuf + 4096,
+	VU_CHECK(vu_post_one(&eb, IBV_WR_RDMA_READ, 7, (uintptr_t)bbuf + 4096,
 		      bmr->lkey, 4096, s.buf + 4096, imr->rkey) ==
 		 IBV_WC_SUCCESS, "READ of the imported MR");
-	expect(bbuf + 4096, 3, 4096, "READ back");
+	vu_expect(bbuf + 4096, 3, 4096, "READ back");
 	say(sock, 'W');
 	hear(sock, 'w');
 
 	/* unimport frees our view only */
 	ibv_unimport_mr(imr);
 	ibv_unimport_dm(idm);
-	VU_CHECK(rdma(&eb, IBV_WR_RDMA_READ, (uintptr_t)bbuf + 4096,
+	VU_CHECK(vu_post_one(&eb, IBV_WR_RDMA_READ, 7, (uintptr_t)bbuf + 4096,
 		      bmr->lkey, 4096, s.buf, s.rkey) == IBV_WC_SUCCESS,
 		 "the key after ibv_unimport_mr");
 
@@ -287,7 +248,7 @@ static void importer(int sock)
 	VU_CHECK(!ibv_dealloc_pd(p), "dealloc of an imported PD");
 	say(sock, 'D');
 	hear(sock, 'd');              /* the exporter deregistered its MR */
-	VU_CHECK(rdma(&eb, IBV_WR_RDMA_WRITE, (uintptr_t)bbuf, bmr->lkey, 64,
+	VU_CHECK(vu_post_one(&eb, IBV_WR_RDMA_WRITE, 7, (uintptr_t)bbuf, bmr->lkey, 64,
 		      s.buf, s.rkey) == IBV_WC_REM_ACCESS_ERR,
 		 "a WRITE through a key the exporter deregistered");
 	say(sock, 'E');
@@ -380,7 +341,7 @@ int main(void)
 	VU_CHECK(mr, "reg_mr: %s", strerror(errno));
 	dm = ibv_alloc_dm(ctx, &da);
 	VU_CHECK(dm, "alloc_dm: %s", strerror(errno));
-	fill(tmp, 1, sizeof(tmp));
+	vu_fill(tmp, 1, sizeof(tmp));
 	VU_CHECK(!ibv_memcpy_to_dm(dm, 0, tmp, sizeof(tmp)), "to dm");
 	VU_CHECK(!vu_ep_create(&ea, ctx, pd, IBV_QPT_RC, &caps), "ep");
 
@@ -407,7 +368,7 @@ int main(void)
 		 strerror(errno));
 	VU_CHECK(!ibv_dereg_mr(mr2), "dereg");
 	VU_CHECK(!ibv_memcpy_from_dm(tmp, dm, 0, sizeof(tmp)), "from dm");
-	expect(tmp, 1, sizeof(tmp), "the DM after a careless importer left");
+	vu_expect(tmp, 1, sizeof(tmp), "the DM after a careless importer left");
 
 	fd = dup(ctx->cmd_fd);
 	send_fd(sock, fd);
@@ -418,10 +379,10 @@ int main(void)
 	VU_CHECK(!vu_connect(ea.qp, &qb, &conn), "connect");
 
 	hear(sock, 'W');
-	expect(buf, 3, 4096, "the importer's WRITE");
-	expect(buf + 4096, 3, 4096, "the WRITE from our memory");
+	vu_expect(buf, 3, 4096, "the importer's WRITE");
+	vu_expect(buf + 4096, 3, 4096, "the WRITE from our memory");
 	VU_CHECK(!ibv_memcpy_from_dm(tmp, dm, 2048, sizeof(tmp)), "from dm");
-	expect(tmp, 4, sizeof(tmp), "the importer's write into the DM");
+	vu_expect(tmp, 4, sizeof(tmp), "the importer's write into the DM");
 	say(sock, 'w');
 
 	hear(sock, 'D');

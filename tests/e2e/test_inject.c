@@ -21,11 +21,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vu.h"
@@ -34,35 +32,7 @@ static const struct vu_qp_caps caps = {
 	.send_wr = 16, .recv_wr = 16, .send_sge = 1, .recv_sge = 1,
 };
 
-/* softverbs inject ARGS: its exit status; its output in out (if given) */
-static int inject(char *out, size_t outlen, const char *fmt, ...)
-{
-	const char *b = getenv("SV_BUILD_DIR");
-	char cmd[512], args[256];
-	va_list ap;
-	FILE *f;
-	size_t n = 0;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "%s/bin/softverbs inject %s 2>&1",
-		 b ? b : "build", args);
-	f = popen(cmd, "r");
-	VU_CHECK(f, "popen");
-	if (out) {
-		n = fread(out, 1, outlen - 1, f);
-		out[n] = 0;
-	} else {
-		char sink[512];
-
-		while (fread(sink, 1, sizeof(sink), f) > 0)
-			;
-	}
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+#define inject(out, len, ...) vu_softverbs(out, len, "inject " __VA_ARGS__)
 
 static void connect_pair(struct ibv_context *ctx, struct vu_ep *a,
 			 struct vu_ep *b, uint8_t rnr_retry)
@@ -75,25 +45,9 @@ static void connect_pair(struct ibv_context *ctx, struct vu_ep *a,
 	VU_CHECK(!vu_connect_pair(a->qp, b->qp, &c), "connect");
 }
 
-static enum ibv_wc_status post_one(struct vu_ep *ep, enum ibv_wr_opcode op,
-				   void *buf, struct ibv_mr *mr, uint32_t len,
-				   uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
-			       .lkey = mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
-	struct ibv_wc wc;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	VU_CHECK(!ibv_post_send(ep->qp, &wr, &bad), "post %s",
-		 vu_opcode_str(op));
-	VU_CHECK(vu_poll(ep->scq, &wc, 1, VU_WAIT_MS) == 1, "no completion");
-	return wc.status;
-}
+/* One signaled WR on ep's QP from buf (mr): its completion's status. */
+#define post_one(ep, op, buf, mr, len, raddr, rkey) \
+	vu_post_one(ep, op, 1, (uintptr_t)(buf), (mr)->lkey, len, raddr, rkey)
 
 static void post_recv(struct vu_ep *ep, void *buf, struct ibv_mr *mr,
 		      uint32_t len)

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vu.h"
@@ -28,21 +27,11 @@ static const struct vu_qp_caps caps = {
 	.send_wr = 16, .recv_wr = 16, .send_sge = 1, .recv_sge = 1,
 };
 
-/* softverbs why ARGS into out */
+/* softverbs why ARGS into out; it must succeed */
 static void why(char *out, size_t len, const char *args)
 {
-	const char *b = getenv("SV_BUILD_DIR");
-	char cmd[512];
-	size_t n;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "%s/bin/softverbs why %s 2>&1",
-		 b ? b : "build", args);
-	f = popen(cmd, "r");
-	VU_CHECK(f, "popen");
-	n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	VU_CHECK(pclose(f) == 0, "softverbs why %s failed: %s", args, out);
+	VU_CHECK(vu_softverbs(out, len, "why %s", args) == 0,
+		 "softverbs why %s failed: %s", args, out);
 }
 
 static void expect_in(const char *args, const char *a, const char *b)
@@ -55,23 +44,8 @@ static void expect_in(const char *args, const char *a, const char *b)
 		 b ? " with " : "", b ? b : "", out);
 }
 
-static enum ibv_wc_status post(struct vu_ep *ep, enum ibv_wr_opcode op,
-			       uint64_t addr, uint32_t lkey, uint32_t len,
-			       uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = 42, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
-	struct ibv_wc wc;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	VU_CHECK(!ibv_post_send(ep->qp, &wr, &bad), "post");
-	VU_CHECK(vu_poll(ep->scq, &wc, 1, VU_WAIT_MS) == 1, "no completion");
-	return wc.status;
-}
+#define post(ep, op, addr, lkey, len, raddr, rkey) \
+	vu_post_one(ep, op, 42, addr, lkey, len, raddr, rkey)
 
 int main(void)
 {

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vu.h"
@@ -514,4 +516,72 @@ int vu_threads_named(pid_t pid, const char *prefix, int *tid)
 	}
 	closedir(dir);
 	return n;
+}
+
+uint8_t vu_pat(unsigned int tag, size_t i)
+{
+	return (uint8_t)(i * 7 + tag * 31 + (i >> 8) + 1);
+}
+
+void vu_fill(uint8_t *p, unsigned int tag, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = vu_pat(tag, i);
+}
+
+void vu_expect(const uint8_t *p, unsigned int tag, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		VU_CHECK(p[i] == vu_pat(tag, i), "%s: byte %zu is %#x, not %#x",
+			 what, i, p[i], vu_pat(tag, i));
+}
+
+enum ibv_wc_status vu_post_one(struct vu_ep *ep, enum ibv_wr_opcode op,
+			       uint64_t wr_id, uint64_t laddr, uint32_t lkey,
+			       uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	VU_CHECK(!ibv_post_send(ep->qp, &wr, &bad), "post %s",
+		 vu_opcode_str(op));
+	VU_CHECK(vu_poll(ep->scq, &wc, 1, VU_WAIT_MS) == 1,
+		 "no completion for %s", vu_opcode_str(op));
+	return wc.status;
+}
+
+int vu_softverbs(char *out, size_t outlen, const char *fmt, ...)
+{
+	const char *b = getenv("SV_BUILD_DIR");
+	char cmd[1024], args[512];
+	va_list ap;
+	FILE *f;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s/bin/softverbs %s 2>&1",
+		 b ? b : "build", args);
+	f = popen(cmd, "r");
+	VU_CHECK(f, "popen %s", cmd);
+	if (out && outlen) {
+		size_t n = fread(out, 1, outlen - 1, f);
+
+		out[n] = 0;
+	}
+	{
+		char sink[512];
+
+		while (fread(sink, 1, sizeof(sink), f) > 0)
+			;
+	}
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }

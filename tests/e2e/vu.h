@@ -131,6 +131,18 @@ int vu_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, long ms);
 
 const char *vu_opcode_str(enum ibv_wr_opcode op);
 
+/* The byte i of pattern tag (never all zero); fill n bytes with it, or
+ * check n bytes against it (exit 1 with what and the byte otherwise). */
+uint8_t vu_pat(unsigned int tag, size_t i);
+void vu_fill(uint8_t *p, unsigned int tag, size_t n);
+void vu_expect(const uint8_t *p, unsigned int tag, size_t n, const char *what);
+
+/* Run this build's softverbs tool ($SV_BUILD_DIR/bin/softverbs) with the
+ * arguments fmt makes; its output (stdout and stderr) in out if out is not
+ * NULL. Its exit status (128 when it did not exit). */
+int vu_softverbs(char *out, size_t outlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* One endpoint: context, PD, a CQ for sends and one for receives, a QP. */
 struct vu_ep {
 	struct ibv_context *ctx;
@@ -153,5 +165,12 @@ struct vu_qp_caps {
 int vu_ep_create(struct vu_ep *ep, struct ibv_context *ctx, struct ibv_pd *pd,
 		 enum ibv_qp_type type, const struct vu_qp_caps *caps);
 void vu_ep_destroy(struct vu_ep *ep);
+
+/* Post one signaled WR of op on ep's QP (one SGE: laddr, len, lkey; raddr
+ * and rkey for RDMA) and wait for its completion: its status. Exits 1 if
+ * the post fails or no completion comes. */
+enum ibv_wc_status vu_post_one(struct vu_ep *ep, enum ibv_wr_opcode op,
+			       uint64_t wr_id, uint64_t laddr, uint32_t lkey,
+			       uint32_t len, uint64_t raddr, uint32_t rkey);
 
 #endif
