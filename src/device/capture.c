@@ -10,7 +10,8 @@
  * Off, it costs one relaxed load per batch of packets. On, each packet is
  * one non-blocking sendmsg under a leaf mutex; a reader that is behind
  * loses packets (counted), it never holds the device up. A reader that
- * went away ends the capture.
+ * went away ends the capture, and so does the end of the connection that
+ * asked for it (softverbs capture holds it for as long as it runs).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +30,7 @@ bool sv_cap_on;
 static struct {
 	pthread_mutex_t lock;
 	int fd;
+	uint64_t client_id;        /* the connection that asked for it */
 	uint32_t snaplen;
 	uint64_t sent, lost;
 } cap = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
@@ -119,6 +121,7 @@ int sv_cmd_capture(struct sv_req *r)
 	if (r->fd_in >= 0) {
 		cap.fd = r->fd_in;
 		r->fd_in = -1;          /* ours now */
+		cap.client_id = r->client->id;
 		cap.snaplen = a->snaplen;
 		__atomic_store_n(&sv_cap_on, true, __ATOMIC_RELAXED);
 		sv_log(SV_LOG_INFO, "capture: on (client %llu, pid %d, snap "
@@ -127,4 +130,16 @@ int sv_cmd_capture(struct sv_req *r)
 	}
 	pthread_mutex_unlock(&cap.lock);
 	return 0;
+}
+
+void sv_capture_client_gone(const struct sv_client *c)
+{
+	pthread_mutex_lock(&cap.lock);
+	if (cap.fd >= 0 && cap.client_id == c->id) {
+		sv_log(SV_LOG_INFO, "capture: its client is gone: %llu packets "
+		       "captured, %llu lost", (unsigned long long)cap.sent,
+		       (unsigned long long)cap.lost);
+		stop_locked();
+	}
+	pthread_mutex_unlock(&cap.lock);
 }

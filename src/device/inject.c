@@ -133,6 +133,12 @@ static void clear_all(void)
 				sv_dev.qpn_tab[i]->inj_access = 0;
 	if (sv_roce_running())
 		(void)sv_roce_inject(NULL);
+	/* and a port taken down comes up again */
+	if (sv_dev.port.state != IBV_PORT_ACTIVE) {
+		sv_dev.port.state = IBV_PORT_ACTIVE;
+		sv_dev.port.phys_state = 5;
+		port_event(IBV_EVENT_PORT_ACTIVE);
+	}
 }
 
 int sv_cmd_inject(struct sv_req *r)

@@ -497,6 +497,7 @@ static void client_drop(struct sv_client *c)
 	if (c->pidfd >= 0)
 		epoll_ctl(d.epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
 	ctl_lock();
+	sv_capture_client_gone(c);
 	sv_client_teardown(c);
 	ctl_unlock();
 	c->next = grave;

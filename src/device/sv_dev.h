@@ -497,6 +497,8 @@ void sv_why_cqe(const struct sv_qp *qp, const struct sv_cqe *e);
 
 /* capture.c: RoCEv2 packets to a reader (softverbs capture) */
 int sv_cmd_capture(struct sv_req *r);
+/* c is going: a capture it asked for ends with it. */
+void sv_capture_client_gone(const struct sv_client *c);
 
 /* inject.c */
 int sv_cmd_inject(struct sv_req *r);

@@ -3553,6 +3553,17 @@ static void test_fuzz(void **state)
 	assert_status(hello(s, SV_PROTO_VERSION, 0, NULL), 0);
 	/* and it still creates things */
 	assert_status(create_channel(s, NULL), 0);
+	/* random INJECTs may have armed faults or taken the port down, as a
+	 * test script may: disarmed, as such a script does at its end */
+	{
+		struct sv_cmd cmd;
+		struct sv_rsp rsp;
+
+		sv_cmd_init(&cmd, SV_CMD_INJECT);
+		cmd.u.inject.kind = SV_INJ_CLEAR;
+		assert_status(xfer(s, &cmd, &rsp), 0);
+		assert_int_equal(rsp.u.inject.armed, 0);
+	}
 	conn_close(s);
 	close(p[0]);
 	close(p[1]);
