@@ -15,6 +15,7 @@
  *    the client) is always written, whatever the buckets hold, so the reason
  *    of the first refusal of each kind is never lost;
  *  - size: a log file past its cap (--log-max-bytes) is renamed FILE.1
+ *    (only a regular file: a log at /dev/null or on a pipe is left as it is)
  *    (replacing the previous one) and a new FILE begun: at most twice the
  *    cap on disk.
  * Engine and wire threads log too: one mutex, a leaf, guards all of it.
@@ -62,6 +63,7 @@ static struct {
 	char path[512];            /* "" when logging to stderr */
 	uint64_t size;             /* bytes in the current file */
 	bool stderr_is_log;        /* stderr was opened on the same file */
+	bool rotatable;            /* a regular file: FILE.1 when full */
 	struct bucket all;
 	struct bucket keys[SV_LOG_KEYS];
 	struct {
@@ -100,6 +102,9 @@ int sv_log_open(const char *path)
 	lg.fd = fd;
 	snprintf(lg.path, sizeof(lg.path), "%s", path);
 	lg.size = fstat(fd, &st) ? 0 : (uint64_t)st.st_size;
+	/* only a regular file is rotated: never rename a device (a log at
+	 * /dev/null, as the fuzz targets keep theirs) or a pipe */
+	lg.rotatable = !fstat(fd, &st) && S_ISREG(st.st_mode);
 	/* the spawner points the daemon's stderr at its log: keep them one */
 	lg.stderr_is_log = same_file(fd, STDERR_FILENO);
 	pthread_mutex_unlock(&lg.lock);
@@ -135,7 +140,7 @@ static void put(const char *line, size_t n)
 {
 	uint64_t cap = sv_log_max_bytes;
 
-	if (lg.path[0] && cap) {
+	if (lg.path[0] && cap && lg.rotatable) {
 		if (cap < SV_LOG_MIN_CAP)
 			cap = SV_LOG_MIN_CAP;
 		if (lg.size + n > cap)
