@@ -276,8 +276,10 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	(void)sv_direct_qp_init(qp);
 	sv_qp_init_post(qp, a->qp_type);
 	qp->rd = dom->rd;
-	if (a->pd && to_sv_pd(a->pd)->parent)
+	if (a->pd && to_sv_pd(a->pd)->parent) {
 		sv_pd_get(a->pd);
+		qp->pdom = a->pd;
+	}
 	qp->sq_sig_all = cmd.u.create_qp.sq_sig_all;
 	qp->send_ops_flags = cmd.u.create_qp.send_ops_flags;
 	ibqp->context = context;
@@ -750,8 +752,8 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_ring_unmap(&qp->mem);
 	if (qp->rd)
 		sv_rd_put(ctx, qp->rd);
-	if (ibqp->pd && to_sv_pd(ibqp->pd)->parent)
-		sv_pd_put(ibqp->pd);
+	if (qp->pdom)
+		sv_pd_put(qp->pdom);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	sv_direct_qp_fini(qp);

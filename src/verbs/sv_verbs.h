@@ -351,6 +351,10 @@ struct sv_wq {
 struct sv_qp {
 	struct ibv_qp_ex ex;       /* head is a struct ibv_qp */
 	uint64_t handle;
+	/* the parent domain it holds a reference on, or NULL: kept here, not
+	 * read from ibqp->pd at destroy (an imported PD may be unimported,
+	 * its struct freed, before the QPs made on it are destroyed) */
+	struct ibv_pd *pdom;
 	struct sv_evtarget ev;     /* on sv_context.evtargets */
 	void *ring;                /* the QP's memfd mapping */
 	size_t ring_bytes;

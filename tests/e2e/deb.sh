@@ -22,7 +22,11 @@ deb=$("$src/scripts/mkdeb.sh" "$build" "$T") || fail "mkdeb.sh"
 echo "built $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"
 root=$T/root
 mirror=${SV_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-timeout 900 debootstrap --variant=minbase --include=ibverbs-utils bookworm \
+# in a mount namespace of its own: what debootstrap mounts in the root
+# (proc, or the host's /dev nodes bound in a container) goes with it even
+# if it is killed, and no later rm -rf of the root reaches the host's
+timeout 900 unshare -m --propagation private \
+	debootstrap --variant=minbase --include=ibverbs-utils bookworm \
 	"$root" "$mirror" >"$T/debootstrap.log" 2>&1 ||
 	{ tail -n 30 "$T/debootstrap.log"; fail "debootstrap bookworm from $mirror"; }
 cp "$deb" "$root/tmp/"

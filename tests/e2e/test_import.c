@@ -271,10 +271,12 @@ static void importer(int sock)
 	errno = 0;
 	VU_CHECK(!ibv_alloc_pd(ictx) && errno == EIO,
 		 "a command after the exporter closed: errno %d", errno);
+	/* the PD's struct goes before the objects made on it, as pyverbs'
+	 * test_shared_pd does it: nothing may read it after */
+	ibv_unimport_pd(ipd);
 	VU_CHECK(!ibv_dereg_mr(bmr), "dereg after the exporter closed");
 	vu_ep_destroy(&eb);
 	VU_CHECK(!ibv_dealloc_pd(own), "dealloc after the exporter closed");
-	ibv_unimport_pd(ipd);
 	VU_CHECK(!ibv_close_device(ictx), "close");
 	free(bbuf);
 	say(sock, 'Z');
