@@ -4,8 +4,8 @@
 #   - wire drop=1 on the client's host: nothing it sends arrives, and the
 #     client's first SEND ends in a transport retry error (the pingpong
 #     fails and says so);
-#   - wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005: a
-#     pingpong of 300 messages completes (RC recovers), and the
+#   - wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005: an
+#     ib_write_bw of 300 8 KiB WRITEs completes (RC recovers), and the
 #     injector's counts and the retransmissions show it was at work;
 #   - wire "" turns it off: a clean pingpong, no more injected;
 #   - port down on the client's host: its pingpong fails with a transport
@@ -14,7 +14,8 @@
 export SV_BUILD_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
-command -v ibv_rc_pingpong >/dev/null || skip "ibv_rc_pingpong is not installed"
+command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong is not installed"
+command -v ib_write_bw >/dev/null || fail "ib_write_bw is not installed (perftest)"
 ns_pair_up "$(ns_prefix inj)"
 ns_daemons_up
 port=18515
@@ -38,13 +39,16 @@ grep -Eqi 'retry|status 12|Failed status' "$NS_COUT" ||
 	fail "the client did not report a transport retry error"
 echo "drop=1: the client failed as a NIC's would: $(grep -Ei 'status' "$NS_COUT" | head -n 1)"
 
-# 2. a lossy, reordering, duplicating, corrupting wire: RC recovers
+# 2. a lossy, reordering, duplicating, corrupting wire: RC recovers. (Not
+# ibv_rc_pingpong: on a lossy wire its last ACK may be lost after the peer
+# has exited, and the sender then rightly gives up; perftest's ends meet
+# over TCP once the traffic is done.)
 port=$((port + 1))
 inj_b wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005 ||
 	fail "inject wire with probabilities"
 before=$(stat_b | field roce retransmits)
-ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 300 ||
-	fail "a pingpong over an injected wire: $NS_WHY"
+ns_run_pair $port ib_write_bw -d sv0 -x 0 -p $port -n 300 -s 8192 ||
+	fail "ib_write_bw over an injected wire: $NS_WHY"
 j=$(stat_b)
 drops=$(echo "$j" | field roce injected drop)
 dups=$(echo "$j" | field roce injected dup)
