@@ -34,8 +34,13 @@ static const struct vu_qp_caps caps = {
 
 #define inject(out, len, ...) vu_softverbs(out, len, "inject " __VA_ARGS__)
 
+static uint8_t abuf[4096], bbuf[4096];
+
+/* a and b connected (RC, rnr_retry as given), with an MR over abuf on a's
+ * side that takes remote writes and one over bbuf for b's sends */
 static void connect_pair(struct ibv_context *ctx, struct vu_ep *a,
-			 struct vu_ep *b, uint8_t rnr_retry)
+			 struct vu_ep *b, uint8_t rnr_retry,
+			 struct ibv_mr **amr, struct ibv_mr **bmr)
 {
 	struct vu_conn c = vu_conn_default();
 
@@ -43,6 +48,18 @@ static void connect_pair(struct ibv_context *ctx, struct vu_ep *a,
 	VU_CHECK(!vu_ep_create(a, ctx, NULL, IBV_QPT_RC, &caps), "ep a");
 	VU_CHECK(!vu_ep_create(b, ctx, a->pd, IBV_QPT_RC, &caps), "ep b");
 	VU_CHECK(!vu_connect_pair(a->qp, b->qp, &c), "connect");
+	*amr = ibv_reg_mr(a->pd, abuf, sizeof(abuf), IBV_ACCESS_LOCAL_WRITE |
+			  IBV_ACCESS_REMOTE_WRITE);
+	*bmr = ibv_reg_mr(a->pd, bbuf, sizeof(bbuf), IBV_ACCESS_LOCAL_WRITE);
+	VU_CHECK(*amr && *bmr, "mrs");
+}
+
+static void drop_pair(struct vu_ep *a, struct vu_ep *b, struct ibv_mr *amr,
+		      struct ibv_mr *bmr)
+{
+	VU_CHECK(!ibv_dereg_mr(amr) && !ibv_dereg_mr(bmr), "dereg");
+	vu_ep_destroy(b);
+	vu_ep_destroy(a);
 }
 
 /* One signaled WR on ep's QP from buf (mr): its completion's status. */
@@ -120,18 +137,13 @@ static void port_faults(struct ibv_context *ctx)
 
 static void qp_faults(struct ibv_context *ctx)
 {
-	static uint8_t abuf[4096], bbuf[4096];
 	struct vu_ep a, b;
 	struct ibv_mr *amr, *bmr;
 	struct ibv_async_event ev;
 	char out[512];
 
 	/* fatal */
-	connect_pair(ctx, &a, &b, 7);
-	amr = ibv_reg_mr(a.pd, abuf, sizeof(abuf), IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE);
-	bmr = ibv_reg_mr(a.pd, bbuf, sizeof(bbuf), IBV_ACCESS_LOCAL_WRITE);
-	VU_CHECK(amr && bmr, "mrs");
+	connect_pair(ctx, &a, &b, 7, &amr, &bmr);
 	VU_CHECK(!inject(NULL, 0, "fatal qp=%u", a.qp->qp_num), "fatal");
 	VU_CHECK(!vu_async_event(ctx, &ev, VU_WAIT_MS) &&
 		 ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == a.qp,
@@ -139,31 +151,19 @@ static void qp_faults(struct ibv_context *ctx)
 	VU_CHECK(vu_qp_state(a.qp) == IBV_QPS_ERR, "not in ERR");
 	VU_CHECK(post_one(&a, IBV_WR_SEND, abuf, amr, 8, 0, 0) ==
 		 IBV_WC_WR_FLUSH_ERR, "a WR on a fatal QP was not flushed");
-	VU_CHECK(!ibv_dereg_mr(amr) && !ibv_dereg_mr(bmr), "dereg");
-	vu_ep_destroy(&b);
-	vu_ep_destroy(&a);
+	drop_pair(&a, &b, amr, bmr);
 
 	/* RNR, rnr_retry 0: the requester gives up at once */
-	connect_pair(ctx, &a, &b, 0);
-	amr = ibv_reg_mr(a.pd, abuf, sizeof(abuf), IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE);
-	bmr = ibv_reg_mr(a.pd, bbuf, sizeof(bbuf), IBV_ACCESS_LOCAL_WRITE);
-	VU_CHECK(amr && bmr, "mrs");
+	connect_pair(ctx, &a, &b, 0, &amr, &bmr);
 	post_recv(&a, abuf, amr, sizeof(abuf));
 	VU_CHECK(!inject(NULL, 0, "rnr qp=%u count=1", a.qp->qp_num), "rnr");
 	VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
 		 IBV_WC_RNR_RETRY_EXC_ERR,
 		 "a SEND met by an injected RNR NAK (rnr_retry 0)");
-	VU_CHECK(!ibv_dereg_mr(amr) && !ibv_dereg_mr(bmr), "dereg");
-	vu_ep_destroy(&b);
-	vu_ep_destroy(&a);
+	drop_pair(&a, &b, amr, bmr);
 
 	/* RNR, rnr_retry 7: retried through */
-	connect_pair(ctx, &a, &b, 7);
-	amr = ibv_reg_mr(a.pd, abuf, sizeof(abuf), IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE);
-	bmr = ibv_reg_mr(a.pd, bbuf, sizeof(bbuf), IBV_ACCESS_LOCAL_WRITE);
-	VU_CHECK(amr && bmr, "mrs");
+	connect_pair(ctx, &a, &b, 7, &amr, &bmr);
 	post_recv(&a, abuf, amr, sizeof(abuf));
 	VU_CHECK(!inject(NULL, 0, "rnr qp=%u count=2", a.qp->qp_num), "rnr");
 	memset(bbuf, 0x5a, 64);
@@ -193,9 +193,7 @@ static void qp_faults(struct ibv_context *ctx)
 		 strstr(out, "fatal 1,") && strstr(out, "cmd 3,") &&
 		 strstr(out, "port 2,") && strstr(out, "armed: 0"),
 		 "counts: %s", out);
-	VU_CHECK(!ibv_dereg_mr(amr) && !ibv_dereg_mr(bmr), "dereg");
-	vu_ep_destroy(&b);
-	vu_ep_destroy(&a);
+	drop_pair(&a, &b, amr, bmr);
 
 	/* refused */
 	VU_CHECK(inject(NULL, 0, "rnr qp=%u", 0xfffff0u) == 1,

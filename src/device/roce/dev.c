@@ -167,10 +167,12 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 	uint32_t run_len = 0, run_bytes = 0, last = 0, seg = 0;
 	struct sv_net *net = NULL;
 	unsigned int from = 0;
-	bool gso = false;
+	bool gso = false, cap;
 
 	if (!tx->n)
 		return;
+	/* softverbs capture: one load for the batch */
+	cap = __builtin_expect(__atomic_load_n(&sv_cap_on, __ATOMIC_RELAXED), 0);
 	/* Each packet's pad and ICRC. With GSO, a packet for the same
 	 * peer from the same port as the one before joins its datagram
 	 * while the rules of sv_net_tx hold; the kernel gives segment k of
@@ -215,8 +217,7 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 		ip.df = true;
 		t->len = (uint32_t)sv_roce_finish((uint8_t *)t->buf, t->len,
 						  &ip);
-		if (__builtin_expect(__atomic_load_n(&sv_cap_on,
-						     __ATOMIC_RELAXED), 0))
+		if (cap)
 			sv_capture_pkt(SV_CAP_OUT, &ip, t->buf, t->len);
 	}
 	tx_send(net, tx->pkt + from, tx->n - from);
