@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 12u
+#define SV_PROTO_VERSION 13u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -296,9 +296,12 @@ struct sv_cmd_inject {
  * CAPTURE (softverbs capture; docs/DESIGN.md "Capture"), allowed on a
  * probe connection, with a descriptor: the write end of a SOCK_SEQPACKET
  * socket pair. From then on every RoCEv2 packet the device sends or
- * receives goes to it as one message, a struct sv_cap_rec and the first
- * caplen bytes of the UDP payload (at most snaplen), until the reader
- * closes its end or another CAPTURE takes its place. A message the reader
+ * receives, and every packet that a message between two QPs of this host
+ * would have been on a wire (local), goes to it as one message, a struct
+ * sv_cap_rec and the first caplen bytes of the UDP payload (at most
+ * snaplen), until the reader closes its end or another CAPTURE takes its
+ * place. While a capture is on, no QP takes the direct path (the device
+ * renders only what it carries). A message the reader
  * has no room for is counted, never waited for. Without a descriptor:
  * capture stops. struct sv_rsp_capture: what the last capture sent and
  * lost.
@@ -317,8 +320,21 @@ struct sv_cap_rec {
 	uint16_t ip_id;            /* IPv4 identification, as sent */
 	uint8_t df;
 	uint8_t dir;               /* SV_CAP_OUT or SV_CAP_IN */
+	uint8_t local;             /* 1: between two QPs of this host, never
+				    * on a wire: the packet a NIC would have
+				    * sent (rendered by the device) */
+	uint8_t rsvd[3];
+	/* local: the QP that sent it and its process, and the QP it went
+	 * to and its process (pid 0: none). RoCEv2 packets: 0 (the tool
+	 * finds them) */
+	uint32_t qpn;
+	int32_t pid;
+	uint32_t peer_qpn;
+	int32_t peer_pid;
+	uint32_t rsvd2;
 };
 enum { SV_CAP_OUT = 1, SV_CAP_IN = 2 };
+_Static_assert(sizeof(struct sv_cap_rec) == 80, "capture record");
 
 struct sv_rsp_capture {
 	uint64_t sent, lost;       /* of the capture that ended */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Capture (softverbs capture; docs/DESIGN.md "Capture"): every RoCEv2
- * packet the device sends or receives, as it left or arrived, to a reader
- * that asked for them (CAPTURE), one message each on a SOCK_SEQPACKET
- * socket: a struct sv_cap_rec (addresses, ports, the IPv4 identification
- * and DF the packet had, direction, time) and the UDP payload up to a
- * snap length. The reader writes the pcapng.
+ * packet the device sends or receives, as it left or arrived, and every
+ * message between two QPs of this host rendered as the packets a NIC would
+ * have sent for it (sv_capture_loop), to a reader that asked for them
+ * (CAPTURE), one message each on a SOCK_SEQPACKET socket: a struct
+ * sv_cap_rec (addresses, ports, the IPv4 identification and DF the packet
+ * had, direction, time; the QPs and processes of a rendered one) and the
+ * UDP payload up to a snap length. The reader writes the pcapng.
  *
  * Off, it costs one relaxed load per batch of packets. On, each packet is
  * one non-blocking sendmsg under a leaf mutex; a reader that is behind
@@ -22,6 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi/sv_op.h"
+#include "device/direct.h"
+#include "device/loop.h"
+#include "device/roce/roce.h"
 #include "device/roce/roce_int.h"
 #include "device/sv_dev.h"
 
@@ -43,18 +49,54 @@ static void stop_locked(void)
 	cap.fd = -1;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Record r (all but caplen) and the len bytes of buf to the reader. */
+static void cap_put(struct sv_cap_rec *r, const uint8_t *buf, uint32_t len)
+{
+	struct iovec iov[2];
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	r->len = len;
+	pthread_mutex_lock(&cap.lock);
+	if (cap.fd < 0) {
+		pthread_mutex_unlock(&cap.lock);
+		return;
+	}
+	r->caplen = cap.snaplen && cap.snaplen < len ? cap.snaplen : len;
+	iov[0].iov_base = r;
+	iov[0].iov_len = sizeof(*r);
+	iov[1].iov_base = (void *)buf;
+	iov[1].iov_len = r->caplen;
+	if (sendmsg(cap.fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+		cap.sent++;
+	} else if (errno == EAGAIN || errno == ENOBUFS) {
+		cap.lost++;
+	} else {
+		sv_log(SV_LOG_INFO, "capture: the reader is gone (%s): %llu "
+		       "packets captured, %llu lost", strerror(errno),
+		       (unsigned long long)cap.sent,
+		       (unsigned long long)cap.lost);
+		/* the direct path comes back when the connection that
+		 * asked goes, or with the next CAPTURE (under sv_dev.lock) */
+		stop_locked();
+	}
+	pthread_mutex_unlock(&cap.lock);
+}
+
 void sv_capture_pkt(unsigned int dir, const struct sv_roce_ip *ip,
 		    const uint8_t *buf, uint32_t len)
 {
 	struct sv_cap_rec r;
-	struct iovec iov[2];
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
-	struct timespec ts;
 
 	memset(&r, 0, sizeof(r));
-	clock_gettime(CLOCK_REALTIME, &ts);
-	r.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	r.len = len;
+	r.time_ns = now_ns();
 	memcpy(r.src, ip->src, 16);
 	memcpy(r.dst, ip->dst, 16);
 	r.sport = ip->sport;
@@ -73,28 +115,287 @@ void sv_capture_pkt(unsigned int dir, const struct sv_roce_ip *ip,
 			r.df = df;
 		}
 	}
-	pthread_mutex_lock(&cap.lock);
-	if (cap.fd < 0) {
-		pthread_mutex_unlock(&cap.lock);
+	cap_put(&r, buf, len);
+}
+
+/* ---- same-host traffic, rendered ---- */
+
+/* One message between two QPs of this host, being rendered. */
+struct render {
+	struct sv_exec *x;
+	const struct msg *m;
+	struct sv_qp *qp, *t;      /* requester; responder (or NULL) */
+	struct sv_roce_ip ip;      /* the requester's direction */
+	uint32_t dqpn;
+};
+
+/* The GID a same-host QP sends from (its AV's source, else the first). */
+static const uint8_t *src_gid(unsigned int idx)
+{
+	if (idx < SV_GID_TBL_LEN && sv_dev.gid[idx].valid)
+		return sv_dev.gid[idx].gid;
+	return sv_dev.gid[0].gid;
+}
+
+/* Packet p with len payload bytes (from raw, or byte off of the message's
+ * local span), sent by the responder when resp. */
+static void emit(struct render *rd, bool resp, const struct sv_roce_pkt *p,
+		 const void *raw, uint64_t off, uint32_t len)
+{
+	uint8_t buf[SV_ROCE_MAX_HDR + 4096 + 8];
+	struct sv_cap_rec r;
+	struct sv_roce_ip ip = rd->ip;
+	const struct sv_qp *from = resp ? rd->t : rd->qp,
+			   *to = resp ? rd->qp : rd->t;
+	size_t hdr = sv_roce_build_hdr(buf, p);
+
+	if (!hdr || len > 4096)
+		return;
+	if (raw) {
+		memcpy(buf + hdr, raw, len);
+	} else if (len) {
+		struct span d;
+
+		sv_span_raw(&d, buf + hdr, len);
+		if (sv_span_copy(rd->x, &d, 0, &rd->m->local, off, len))
+			memset(buf + hdr, 0, len);
+	}
+	if (resp) {
+		memcpy(ip.src, rd->ip.dst, 16);
+		memcpy(ip.dst, rd->ip.src, 16);
+	}
+	memset(&r, 0, sizeof(r));
+	r.time_ns = now_ns();
+	memcpy(r.src, ip.src, 16);
+	memcpy(r.dst, ip.dst, 16);
+	r.sport = ip.sport;
+	r.dport = ip.dport;
+	r.df = ip.df;
+	r.dir = SV_CAP_OUT;
+	r.local = 1;
+	r.qpn = from ? from->qpn : 0;
+	r.pid = from && from->owner ? from->owner->pid : 0;
+	r.peer_qpn = to ? to->qpn : resp ? 0 : rd->dqpn;
+	r.peer_pid = to && to->owner ? to->owner->pid : 0;
+	cap_put(&r, buf, (uint32_t)sv_roce_finish(buf, hdr + len, &ip));
+}
+
+/* The request packets of the message: how many PSNs they take. */
+static uint32_t requests(struct render *rd, uint32_t psn, uint32_t mtu)
+{
+	const struct msg *m = rd->m;
+	const struct sv_send_wqe *h = &m->w->h;
+	uint32_t op = m->opcode, base = sv_roce_op_base(rd->qp), n;
+	struct sv_roce_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.pkey = SV_PKEY_DEFAULT;
+	p.dqpn = rd->dqpn;
+	p.psn = psn;
+	p.xrcsrq = h->remote_qpn & SV_SRQN_MASK;
+	p.ackreq = sv_qp_reliable(rd->qp);
+	switch (op) {
+	case IBV_WR_RDMA_READ:
+	case SV_WR_RDMA_READ_INV:
+		p.opcode = (uint8_t)(SV_OP_RC_READ_REQ + base);
+		p.va = h->remote_addr;
+		p.rkey = h->rkey;
+		p.dmalen = (uint32_t)m->len;
+		emit(rd, false, &p, NULL, 0, 0);
+		return sv_roce_pkts(m->len, mtu);
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		p.opcode = (uint8_t)((op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+				      SV_OP_RC_CMP_SWAP : SV_OP_RC_FETCH_ADD) +
+				     base);
+		p.va = h->remote_addr;
+		p.rkey = h->rkey;
+		p.swap_add = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			     h->atomic.swap : h->atomic.compare_add;
+		p.compare = h->atomic.compare_add;
+		emit(rd, false, &p, NULL, 0, 0);
+		return 1;
+	case SV_WR_MASKED_CMP_SWAP:
+	case SV_WR_MASKED_FETCH_ADD:
+		p.opcode = op == SV_WR_MASKED_CMP_SWAP ?
+			   SV_OP_RC_MASKED_CMP_SWAP : SV_OP_RC_MASKED_FETCH_ADD;
+		p.va = h->masked.remote_addr;
+		p.rkey = h->imm;
+		p.swap_add = op == SV_WR_MASKED_CMP_SWAP ? h->masked.swap :
+			     h->masked.compare_add;
+		p.compare = op == SV_WR_MASKED_CMP_SWAP ?
+			    h->masked.compare_add : h->masked.swap;
+		p.swap_mask = h->masked.swap_mask;
+		p.compare_mask = h->masked.compare_mask;
+		emit(rd, false, &p, NULL, 0, 0);
+		return 1;
+	case IBV_WR_ATOMIC_WRITE:
+		p.opcode = SV_OP_RC_ATOMIC_WRITE;
+		p.va = h->remote_addr;
+		p.rkey = h->rkey;
+		p.dmalen = 8;
+		emit(rd, false, &p, &h->atomic.swap, 0, 8);
+		return 1;
+	}
+	if (rd->qp->type == IBV_QPT_UD) {
+		p.opcode = (sv_op_flags(op) & SV_OPF_IMM) ?
+			   SV_OP_UD_SEND_ONLY_IMM : SV_OP_UD_SEND_ONLY;
+		p.imm = h->imm;
+		p.qkey = sv_ud_qkey(rd->qp, h);
+		p.sqpn = rd->qp->qpn;
+		p.se = (h->flags & IBV_SEND_SOLICITED) != 0;
+		emit(rd, false, &p, NULL, 0, (uint32_t)m->len);
+		return 1;
+	}
+	n = sv_roce_pkts(m->len, mtu);
+	for (uint32_t k = 0; k < n; k++) {
+		bool send = !(sv_op_flags(op) & SV_OPF_REMOTE),
+		     imm = (sv_op_flags(op) & SV_OPF_IMM) != 0,
+		     inv = (sv_op_flags(op) & SV_OPF_INV) != 0,
+		     last = k + 1 == n;
+		uint64_t off = (uint64_t)k * mtu;
+
+		p.opcode = (uint8_t)(sv_roce_data_opcode(send, imm, inv,
+							 !k, last) + base);
+		p.psn = sv_psn_add(psn, k);
+		p.va = k ? 0 : h->remote_addr;
+		p.rkey = k || send ? 0 : h->rkey;
+		p.dmalen = k || send ? 0 : (uint32_t)m->len;
+		p.imm = imm ? h->imm : 0;
+		p.ieth_rkey = inv ? h->imm : 0;
+		p.se = last && (h->flags & IBV_SEND_SOLICITED) &&
+		       (send || imm);
+		emit(rd, false, &p, NULL, off,
+		     (uint32_t)(m->len - off < mtu ? m->len - off : mtu));
+	}
+	return n;
+}
+
+/* The responder's answer to a message of n PSNs from psn that ended in
+ * res (reliable QPs). */
+static void answer(struct render *rd, uint32_t psn, uint32_t n,
+		   uint32_t mtu, int res)
+{
+	const struct msg *m = rd->m;
+	uint32_t base = sv_roce_op_base(rd->qp), f = sv_op_flags(m->opcode);
+	struct sv_roce_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.pkey = SV_PKEY_DEFAULT;
+	p.dqpn = rd->qp->qpn;
+	p.psn = psn;
+	p.opcode = (uint8_t)(SV_OP_RC_ACK + base);
+	if (rd->t)
+		p.msn = rd->t->cap_msn;
+	switch (res) {
+	case RES_NOACK:
+		return;         /* nothing came back */
+	case RES_RNR:
+		p.syndrome = (uint8_t)SV_AETH_RNR(rd->t ?
+					rd->t->attr.min_rnr_timer : 0);
+		emit(rd, true, &p, NULL, 0, 0);
+		return;
+	case IBV_WC_REM_ACCESS_ERR:
+		p.syndrome = SV_AETH_NAK_ACCESS;
+		emit(rd, true, &p, NULL, 0, 0);
+		return;
+	case IBV_WC_REM_INV_REQ_ERR:
+		p.syndrome = SV_AETH_NAK_INV;
+		emit(rd, true, &p, NULL, 0, 0);
+		return;
+	case IBV_WC_REM_OP_ERR:
+		p.syndrome = SV_AETH_NAK_OP;
+		emit(rd, true, &p, NULL, 0, 0);
 		return;
 	}
-	r.caplen = cap.snaplen && cap.snaplen < len ? cap.snaplen : len;
-	iov[0].iov_base = &r;
-	iov[0].iov_len = sizeof(r);
-	iov[1].iov_base = (void *)buf;
-	iov[1].iov_len = r.caplen;
-	if (sendmsg(cap.fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
-		cap.sent++;
-	} else if (errno == EAGAIN || errno == ENOBUFS) {
-		cap.lost++;
+	p.syndrome = SV_AETH_ACK;
+	if (rd->t)
+		p.msn = ++rd->t->cap_msn & SV_PSN_MASK;
+	if (f & SV_OPF_ATOMIC) {
+		uint64_t orig = 0;
+		struct span d;
+
+		sv_span_raw(&d, &orig, 8);
+		(void)sv_span_copy(rd->x, &d, 0, &m->local, 0, 8);
+		p.opcode = (uint8_t)(SV_OP_RC_ATOMIC_ACK + base);
+		p.orig = orig;
+		emit(rd, true, &p, NULL, 0, 0);
+	} else if (f & SV_OPF_SINK) {
+		for (uint32_t k = 0; k < n; k++) {
+			uint64_t off = (uint64_t)k * mtu;
+
+			p.opcode = (uint8_t)(base + (n == 1 ?
+					SV_OP_RC_READ_RESP_ONLY : !k ?
+					SV_OP_RC_READ_RESP_FIRST : k + 1 == n ?
+					SV_OP_RC_READ_RESP_LAST :
+					SV_OP_RC_READ_RESP_MIDDLE));
+			p.psn = sv_psn_add(psn, k);
+			emit(rd, true, &p, NULL, off,
+			     (uint32_t)(m->len - off < mtu ? m->len - off :
+							     mtu));
+		}
+	} else if (f & SV_OPF_AWRITE) {
+		/* answered by an empty READ response */
+		p.opcode = SV_OP_RC_READ_RESP_ONLY;
+		emit(rd, true, &p, NULL, 0, 0);
 	} else {
-		sv_log(SV_LOG_INFO, "capture: the reader is gone (%s): %llu "
-		       "packets captured, %llu lost", strerror(errno),
-		       (unsigned long long)cap.sent,
-		       (unsigned long long)cap.lost);
-		stop_locked();
+		p.psn = sv_psn_add(psn, n - 1);
+		emit(rd, true, &p, NULL, 0, 0);
 	}
-	pthread_mutex_unlock(&cap.lock);
+}
+
+void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res)
+{
+	struct sv_qp *qp = m->qp;
+	const struct sv_send_wqe *h = &m->w->h;
+	const struct sv_wire_ah *av;
+	struct render rd = { .x = x, .m = m, .qp = qp };
+	uint32_t mtu, psn, n;
+
+	/* what reached the responder: an error the requester found sent
+	 * nothing, and a retry to come is rendered when it runs */
+	if (res != IBV_WC_SUCCESS && res != IBV_WC_REM_ACCESS_ERR &&
+	    res != IBV_WC_REM_INV_REQ_ERR && res != IBV_WC_REM_OP_ERR &&
+	    res != RES_RNR && res != RES_NOACK)
+		return;
+	if (sv_op_flags(m->opcode) & SV_OPF_LOCAL)
+		return;
+	if (qp->type == IBV_QPT_UD) {
+		/* a datagram to a group or to another host: what the wire
+		 * carried is captured there */
+		if (!m->ah || sv_gid_is_mcast(m->ah->attr.dgid) ||
+		    (sv_roce_running() &&
+		     !sv_roce_gid_local(m->ah->attr.dgid)))
+			return;
+		av = &m->ah->attr;
+		rd.dqpn = h->remote_qpn & SV_QPN_MASK;
+		mtu = sv_mtu_bytes(sv_dev.port.active_mtu);
+	} else {
+		av = &qp->attr.ah_attr;
+		rd.dqpn = qp->attr.dest_qp_num & SV_QPN_MASK;
+		mtu = sv_mtu_bytes(qp->attr.path_mtu);
+	}
+	if (mtu > 4096 || !mtu)
+		mtu = 4096;
+	rd.t = sv_qp_lookup(rd.dqpn);
+	memcpy(rd.ip.src, src_gid(av->sgid_index), 16);
+	memcpy(rd.ip.dst, av->is_global ? av->dgid : rd.ip.src, 16);
+	rd.ip.sport = sv_roce_sport(qp->qpn, rd.dqpn);
+	rd.ip.dport = SV_ROCE_PORT;
+	rd.ip.df = true;
+	/* PSNs: from the QP's sq_psn, on by what was rendered (a message
+	 * that ran while no capture was on took none) */
+	if (!qp->cap_psn_set || qp->cap_psn_base != qp->attr.sq_psn) {
+		qp->cap_psn = qp->cap_psn_base = qp->attr.sq_psn & SV_PSN_MASK;
+		qp->cap_psn_set = true;
+	}
+	psn = qp->cap_psn;
+	n = requests(&rd, psn, mtu);
+	if (sv_qp_reliable(qp))
+		answer(&rd, psn, n, mtu, res);
+	/* a retry sends the same PSNs again */
+	if (res != RES_RNR && res != RES_NOACK)
+		qp->cap_psn = sv_psn_add(psn, n);
 }
 
 int sv_cmd_capture(struct sv_req *r)
@@ -102,23 +403,30 @@ int sv_cmd_capture(struct sv_req *r)
 	const struct sv_cmd_capture *a = &r->cmd->u.capture;
 	int type = 0;
 	socklen_t tl = sizeof(type);
+	bool on = r->fd_in >= 0;
 
 	if (a->rsvd) {
 		r->why = "reserved fields set";
 		return -EINVAL;
 	}
-	if (r->fd_in >= 0 &&
+	if (on &&
 	    (getsockopt(r->fd_in, SOL_SOCKET, SO_TYPE, &type, &tl) ||
 	     type != SOCK_SEQPACKET)) {
 		r->why = "the descriptor is not a SOCK_SEQPACKET socket";
 		return -EINVAL;
 	}
+	/* while a capture is on, every message runs through the device,
+	 * which renders it: no QP takes the direct path (this may let
+	 * sv_dev.lock go, so not under cap.lock, which engines take under
+	 * sv_dev.lock) */
+	if (on)
+		sv_direct_all_off(true);
 	pthread_mutex_lock(&cap.lock);
 	r->rsp->u.capture.sent = cap.sent;
 	r->rsp->u.capture.lost = cap.lost;
 	stop_locked();
 	cap.sent = cap.lost = 0;
-	if (r->fd_in >= 0) {
+	if (on) {
 		cap.fd = r->fd_in;
 		r->fd_in = -1;          /* ours now */
 		cap.client_id = r->client->id;
@@ -129,17 +437,24 @@ int sv_cmd_capture(struct sv_req *r)
 		       (int)r->client->pid, a->snaplen);
 	}
 	pthread_mutex_unlock(&cap.lock);
+	if (!on)
+		sv_direct_all_off(false);
 	return 0;
 }
 
 void sv_capture_client_gone(const struct sv_client *c)
 {
+	bool ended = false;
+
 	pthread_mutex_lock(&cap.lock);
 	if (cap.fd >= 0 && cap.client_id == c->id) {
 		sv_log(SV_LOG_INFO, "capture: its client is gone: %llu packets "
 		       "captured, %llu lost", (unsigned long long)cap.sent,
 		       (unsigned long long)cap.lost);
 		stop_locked();
+		ended = true;
 	}
 	pthread_mutex_unlock(&cap.lock);
+	if (ended)
+		sv_direct_all_off(false);
 }

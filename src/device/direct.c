@@ -46,6 +46,7 @@ static struct {
 	uint32_t key_slots;
 	uint64_t revokes, waits, given_up;
 	uint64_t msgs_gone, bytes_gone, mapped_gone; /* of QPs gone */
+	bool all_off;              /* a capture is on (sv_direct_all_off) */
 } dt = { .memfd = -1 };
 
 static size_t page_up(size_t n)
@@ -183,7 +184,7 @@ static void qp_value(const struct sv_qp *qp, union sv_direct_qp_u *v)
 	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
 	    qp->state == IBV_QPS_SQE || qp->comm_est_sent)
 		v->e.flags |= SV_DQP_EST;
-	if (qp->direct_off)
+	if (qp->direct_off || dt.all_off)
 		v->e.flags |= SV_DQP_NODIRECT;
 	v->e.access = qp->attr.qp_access_flags;
 	v->e.pd = qp->pd ? qp->pd->id : 0;
@@ -199,6 +200,21 @@ void sv_direct_qp(const struct sv_qp *qp)
 		return;
 	qp_value(qp, &v);
 	sv_direct_write(dt.qp[qp->qpn & QP_MASK].w, v.w, sizeof(v.w) / 8);
+}
+
+void sv_direct_all_off(bool off)
+{
+	if (dt.all_off == off)
+		return;
+	/* kept also before the tables exist: they are made with it */
+	dt.all_off = off;
+	if (dt.memfd < 0)
+		return;
+	for (uint32_t i = 0; i < QP_SLOTS; i++)
+		if (sv_dev.qpn_tab[i])
+			sv_direct_qp(sv_dev.qpn_tab[i]);
+	if (off)
+		sv_direct_revoke();
 }
 
 void sv_direct_qp_clear(const struct sv_qp *qp)

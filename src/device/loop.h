@@ -84,6 +84,14 @@ bool sv_grant_fence_needed(const struct sv_exec *x,
 			   uint32_t seen[SV_DB_PAGES]);
 void sv_grant_fence_wait(struct sv_exec *x, const uint32_t seen[SV_DB_PAGES]);
 
+/* ---- capture.c ---- */
+
+/* softverbs capture is on (one relaxed load; roce_int.h too). */
+extern bool sv_cap_on;
+/* Message m ran with res (sq_run's result): render the packets a NIC
+ * would have sent for it, both ways, to the capture. */
+void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res);
+
 /* ---- loop_req.c: the requester ---- */
 
 /* LOCAL_INV, and the invalidation of RDMA_READ_INV: a completion status,

@@ -232,6 +232,8 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 	res = sq_run(x, qp, &w, &m);
 	if (res == RES_BUSY || res == RES_LOST)
 		return;         /* the head stays; next pass, or the flush */
+	if (unlikely(__atomic_load_n(&sv_cap_on, __ATOMIC_RELAXED)))
+		sv_capture_loop(x, &m, res);
 	if (!sv_qp_reliable(qp)) {
 		/* no acknowledgements: remote trouble is invisible */
 		if (res == RES_RNR || res == RES_NOACK ||

@@ -367,6 +367,10 @@ struct sv_qp {
 	/* the RoCEv2 wire (roce/roce.h): NULL for a peer on this daemon */
 	struct sv_roce_qp *roce;
 	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
+	/* capture.c: the PSN of the next same-host message rendered (from
+	 * cap_psn_base, the sq_psn it started at); a responder's MSN */
+	uint32_t cap_psn, cap_psn_base, cap_msn;
+	bool cap_psn_set;
 	/* what STAT_QP reports (softverbs stat, top) */
 	uint64_t st_sends, st_recvs, st_errors, st_retrans;
 	/* inject.c: the next so many messages answered with a fault */

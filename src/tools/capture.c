@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * softverbs capture: the device's RoCEv2 packets, as they left or arrived,
- * into a pcapng file that Wireshark and tshark dissect with their stock
- * InfiniBand dissector (docs/DESIGN.md "Capture"). The device hands each
- * packet over a SOCK_SEQPACKET socket (CAPTURE); here it gets the
- * Ethernet, IP and UDP headers it had on the wire (the IPv4 identification
- * and DF as sent, so its ICRC verifies), its direction in epb_flags, and
- * goes to the file.
+ * and its messages between QPs of this host rendered as the packets a NIC
+ * would have sent, into a pcapng file that Wireshark and tshark dissect
+ * with their stock InfiniBand dissector (docs/DESIGN.md "Capture"). The
+ * device hands each packet over a SOCK_SEQPACKET socket (CAPTURE); here it
+ * gets the Ethernet, IP and UDP headers it had on the wire (the IPv4
+ * identification and DF as sent, so its ICRC verifies), its interface (0:
+ * the wire, 1: this host), its direction in epb_flags, its QPs and
+ * processes in a comment, and goes to the file.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -19,6 +21,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <infiniband/verbs.h>
 
 #include "abi/sv_sock.h"
 #include "tools/snap.h"
@@ -45,10 +49,47 @@ struct out {
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
+/* pcapng option code, length and value, padded to 4 bytes: the bytes. */
+static size_t put_opt(uint8_t *p, uint16_t code, const void *v, size_t len)
+{
+	size_t pad = (4 - len % 4) % 4;
+
+	put16(p, code);
+	put16(p + 2, (uint16_t)len);
+	memcpy(p + 4, v, len);
+	memset(p + 4 + len, 0, pad);
+	return 4 + len + pad;
+}
+
+/* Interface description block: Ethernet, nanosecond timestamps. */
+static int put_idb(struct out *o, const char *name, const char *descr)
+{
+	uint8_t b[256];
+	uint8_t res = 9;
+	size_t n = 16;
+
+	put16(b + 8, 1);                /* LINKTYPE_ETHERNET */
+	put16(b + 10, 0);
+	put32(b + 12, o->snaplen ? o->snaplen + 62 : 0);
+	n += put_opt(b + n, 2, name, strlen(name));    /* if_name */
+	n += put_opt(b + n, 3, descr, strlen(descr));  /* if_description */
+	n += put_opt(b + n, 9, &res, 1);               /* if_tsresol */
+	put32(b + n, 0);                               /* opt_endofopt */
+	n += 4;
+	put32(b, 1);
+	put32(b + 4, (uint32_t)(n + 4));
+	put32(b + n, (uint32_t)(n + 4));
+	n += 4;
+	if (fwrite(b, n, 1, o->f) != 1)
+		return -1;
+	o->bytes += n;
+	return 0;
+}
+
 static int out_open(struct out *o)
 {
 	char name[4096];
-	uint8_t shb[28], idb[32];
+	uint8_t shb[28];
 
 	if (o->files > 1)
 		snprintf(name, sizeof(name), "%s.%u", o->path, o->idx);
@@ -68,22 +109,16 @@ static int out_open(struct out *o)
 	put16(shb + 14, 0);
 	memset(shb + 16, 0xff, 8);
 	put32(shb + 24, sizeof(shb));
-	/* one interface: Ethernet, nanosecond timestamps (if_tsresol 9) */
-	put32(idb, 1);
-	put32(idb + 4, sizeof(idb));
-	put16(idb + 8, 1);
-	put16(idb + 10, 0);
-	put32(idb + 12, o->snaplen ? o->snaplen + 62 : 0);
-	put16(idb + 16, 9);
-	put16(idb + 18, 1);
-	idb[20] = 9;
-	idb[21] = idb[22] = idb[23] = 0;
-	put32(idb + 24, 0);             /* opt_endofopt */
-	put32(idb + 28, sizeof(idb));
-	if (fwrite(shb, sizeof(shb), 1, o->f) != 1 ||
-	    fwrite(idb, sizeof(idb), 1, o->f) != 1)
+	if (fwrite(shb, sizeof(shb), 1, o->f) != 1)
 		return -1;
-	o->bytes = sizeof(shb) + sizeof(idb);
+	o->bytes = sizeof(shb);
+	/* interface 0: RoCEv2 on the wire; 1: traffic between two QPs of
+	 * this host, rendered as the packets a NIC would have sent */
+	if (put_idb(o, "sv0", "RoCEv2 packets of the device, as they left "
+		    "or arrived") ||
+	    put_idb(o, "sv0-local", "messages between QPs of this host, "
+		    "rendered as RoCEv2 packets"))
+		return -1;
 	return 0;
 }
 
@@ -157,34 +192,54 @@ static size_t frame(const struct sv_cap_rec *r, const uint8_t *payload,
 	return n + r->caplen;
 }
 
+/* What the frame's comment says: its QPs and processes. */
+static size_t who(const struct sv_cap_rec *r, char *c, size_t room)
+{
+	int n;
+
+	if (r->local)
+		n = snprintf(c, room, "same-host: pid %d qp %#x -> pid %d "
+			     "qp %#x", (int)r->pid, r->qpn, (int)r->peer_pid,
+			     r->peer_qpn);
+	else if (r->pid)
+		n = snprintf(c, room, "%s: pid %d qp %#x",
+			     r->dir == SV_CAP_IN ? "in" : "out", (int)r->pid,
+			     r->qpn);
+	else
+		n = snprintf(c, room, "%s: qp not known",
+			     r->dir == SV_CAP_IN ? "in" : "out");
+	return n < 0 ? 0 : (size_t)n < room ? (size_t)n : room - 1;
+}
+
 static int write_epb(struct out *o, const struct sv_cap_rec *r,
 		     const uint8_t *payload)
 {
 	static uint8_t f[MAX_FRAME];
-	uint8_t h[28], opt[12], tail[4];
-	uint32_t orig, pad, total;
-	size_t len = frame(r, payload, f, &orig);
+	uint8_t h[28], opt[160], tail[4];
+	char c[96];
+	uint32_t orig, pad, total, flags = r->dir == SV_CAP_IN ? 1 : 2;
+	size_t len = frame(r, payload, f, &orig), nopt = 0;
 	static const uint8_t zero[4];
 
+	/* epb_flags: direction, 1 inbound, 2 outbound; opt_comment: who */
+	nopt += put_opt(opt + nopt, 2, &flags, 4);
+	nopt += put_opt(opt + nopt, 1, c, who(r, c, sizeof(c)));
+	put32(opt + nopt, 0);
+	nopt += 4;
 	pad = (uint32_t)((4 - len % 4) % 4);
-	total = (uint32_t)(sizeof(h) + len + pad + sizeof(opt) + sizeof(tail));
+	total = (uint32_t)(sizeof(h) + len + pad + nopt + sizeof(tail));
 	put32(h, 6);
 	put32(h + 4, total);
-	put32(h + 8, 0);
+	put32(h + 8, r->local ? 1 : 0);
 	put32(h + 12, (uint32_t)(r->time_ns >> 32));
 	put32(h + 16, (uint32_t)r->time_ns);
 	put32(h + 20, (uint32_t)len);
 	put32(h + 24, orig);
-	/* epb_flags: direction, 1 inbound, 2 outbound */
-	put16(opt, 2);
-	put16(opt + 2, 4);
-	put32(opt + 4, r->dir == SV_CAP_IN ? 1 : 2);
-	put32(opt + 8, 0);
 	put32(tail, total);
 	if (fwrite(h, sizeof(h), 1, o->f) != 1 ||
 	    (len && fwrite(f, len, 1, o->f) != 1) ||
 	    (pad && fwrite(zero, pad, 1, o->f) != 1) ||
-	    fwrite(opt, sizeof(opt), 1, o->f) != 1 ||
+	    fwrite(opt, nopt, 1, o->f) != 1 ||
 	    fwrite(tail, sizeof(tail), 1, o->f) != 1)
 		return -1;
 	o->bytes += total;
@@ -194,6 +249,71 @@ static int write_epb(struct out *o, const struct sv_cap_rec *r,
 		return out_open(o);
 	}
 	return 0;
+}
+
+/* The QPs of this device, as last looked at: which local QP and process a
+ * RoCEv2 packet is of (the device names them only for rendered ones). */
+struct qps {
+	struct sv_snap s;
+	double t;                  /* when taken (0: never) */
+	bool ok;
+};
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const struct sv_stat_qp *qp_find(const struct qps *q, uint32_t qpn,
+					bool by_dest)
+{
+	for (uint32_t i = 0; q->ok && i < q->s.nqps; i++) {
+		const struct sv_stat_qp *e = &q->s.qps[i];
+
+		if (by_dest ? e->wire && e->dest_qpn == qpn &&
+			      e->type != IBV_QPT_UD :
+			      e->qpn == qpn)
+			return e;
+	}
+	return NULL;
+}
+
+/* r's local QP and process, from its headers: an arriving packet is for
+ * the QP its BTH names; a datagram sent says its QP in the DETH; any other
+ * packet sent is of the wire QP whose peer the BTH names. A QP not seen
+ * yet has the device looked at again (at most every 50 ms). */
+static void resolve(struct sv_probe *p, struct qps *q, struct sv_cap_rec *r,
+		    const uint8_t *b)
+{
+	uint32_t dq, qpn;
+	bool by_dest = false;
+	const struct sv_stat_qp *e;
+
+	if (r->local || r->caplen < 12)
+		return;
+	dq = (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+	if (r->dir == SV_CAP_IN)
+		qpn = dq;
+	else if ((b[0] & 0xe0) == 0x60 && r->caplen >= 20)
+		qpn = (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+	else {
+		qpn = dq;
+		by_dest = true;
+	}
+	e = qp_find(q, qpn, by_dest);
+	if (!e && mono() - q->t > 0.05) {
+		sv_snap_free(&q->s);
+		q->ok = !sv_snap_take(p, "sv0", &q->s);
+		q->t = mono();
+		e = qp_find(q, qpn, by_dest);
+	}
+	if (e) {
+		r->qpn = e->qpn;
+		r->pid = (int32_t)e->pid;
+	}
 }
 
 static int capture_cmd(struct sv_probe *p, int fd, uint32_t snaplen,
@@ -214,14 +334,15 @@ int sv_tool_capture(int argc, char **argv)
 	struct out o = { .files = 1 };
 	long count = 0, got = 0, shown = 0;
 	double secs = 0;
-	long qpn = -1, opcode = -1;
+	long qpn = -1, opcode = -1, pid = -1;
+	struct qps q = { .ok = false };
 	struct sv_probe p;
 	struct sv_rsp rsp;
 	static uint8_t msg[sizeof(struct sv_cap_rec) + 65536];
 	int sp[2], opt, ret;
 	struct timespec t0, now;
 
-	while ((opt = getopt(argc, argv, "w:s:c:d:W:C:q:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "w:s:c:d:W:C:q:o:p:h")) != -1) {
 		switch (opt) {
 		case 'w': o.path = optarg; break;
 		case 's': o.snaplen = (uint32_t)strtoul(optarg, NULL, 0); break;
@@ -231,16 +352,22 @@ int sv_tool_capture(int argc, char **argv)
 		case 'C': o.max_bytes = strtoull(optarg, NULL, 0); break;
 		case 'q': qpn = strtol(optarg, NULL, 0); break;
 		case 'o': opcode = strtol(optarg, NULL, 0); break;
+		case 'p': pid = strtol(optarg, NULL, 0); break;
 		default:
 			printf("usage: softverbs capture -w FILE [-s SNAPLEN] "
 			       "[-c COUNT] [-d SECONDS]\n"
-			       "       [-q QPN] [-o OPCODE] [-W FILES -C BYTES]\n"
+			       "       [-q QPN] [-p PID] [-o OPCODE] "
+			       "[-W FILES -C BYTES]\n"
 			       "  the device's RoCEv2 packets, both directions, "
-			       "into a pcapng file\n"
-			       "  (tshark -r FILE); until COUNT packets, SECONDS "
-			       "or a signal.\n"
-			       "  -q, -o: only packets to that QPN (BTH) or with "
-			       "that opcode\n"
+			       "and its messages\n"
+			       "  between QPs of this host as the packets a NIC "
+			       "would have sent,\n"
+			       "  into a pcapng file (tshark -r FILE); until "
+			       "COUNT packets, SECONDS\n"
+			       "  or a signal.\n"
+			       "  -q, -p, -o: only packets of that QP (either "
+			       "end), of that process\n"
+			       "  (either end) or with that opcode\n"
 			       "  -W, -C: a ring of FILES files FILE.0 ... of "
 			       "about BYTES each\n");
 			return opt == 'h' ? 0 : 2;
@@ -275,8 +402,7 @@ int sv_tool_capture(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	fprintf(stderr, "capturing the device's RoCEv2 packets into %s\n",
-		o.path);
+	fprintf(stderr, "capturing the device's packets into %s\n", o.path);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!stop && (!count || shown < count)) {
 		struct pollfd pfd = { .fd = sp[0], .events = POLLIN };
@@ -301,17 +427,22 @@ int sv_tool_capture(int argc, char **argv)
 		    r->caplen > 65536 || r->len < r->caplen)
 			continue;
 		got++;
+		resolve(&p, &q, (struct sv_cap_rec *)msg, msg + sizeof(*r));
 		if (r->caplen >= 12) {
 			const uint8_t *bth = msg + sizeof(*r);
 			uint32_t dq = (uint32_t)bth[5] << 16 |
 				      (uint32_t)bth[6] << 8 | bth[7];
 
-			if ((qpn >= 0 && dq != (uint32_t)qpn) ||
+			if ((qpn >= 0 && dq != (uint32_t)qpn &&
+			     r->qpn != (uint32_t)qpn &&
+			     r->peer_qpn != (uint32_t)qpn) ||
 			    (opcode >= 0 && bth[0] != opcode))
 				continue;
 		} else if (qpn >= 0 || opcode >= 0) {
 			continue;
 		}
+		if (pid >= 0 && r->pid != pid && r->peer_pid != pid)
+			continue;
 		if (write_epb(&o, r, msg + sizeof(*r))) {
 			fprintf(stderr, "softverbs capture: writing %s: %s\n",
 				o.path, strerror(errno));
@@ -321,6 +452,7 @@ int sv_tool_capture(int argc, char **argv)
 	}
 	ret = capture_cmd(&p, -1, 0, &rsp);
 	sv_probe_close(&p);
+	sv_snap_free(&q.s);
 	close(sp[0]);
 	if (fclose(o.f)) {
 		perror("softverbs capture: closing the file");

@@ -320,27 +320,34 @@ ns_server_client() { # name prog port sock_of_a [client args...]
 # (124: timed out); the outputs are $NS_SOUT and $NS_COUT. Returns 0 when
 # both exited 0, else 1 with what went wrong in $NS_WHY.
 ns_run_pair() { # port prog args...
-	local port=$1 srv cli
-	shift
+	ns_run_pair_in "$NS_A" "$SOCK_A" "$NS_B" "$SOCK_B" "$IP_A" "$@"
+}
+
+# ns_run_pair with the server in SRV_NS on SRV_SOCK's daemon and the client
+# in CLI_NS on CLI_SOCK's, connecting to PEER_IP (both in one namespace:
+# two processes on one host).
+ns_run_pair_in() { # srv_ns srv_sock cli_ns cli_sock peer_ip port prog args...
+	local sns=$1 ssock=$2 cns=$3 csock=$4 peer=$5 port=$6 srv cli
+	shift 6
 	NS_SOUT=$NS_DIR/server.out NS_COUT=$NS_DIR/client.out
 	: >"$NS_SOUT"; : >"$NS_COUT"
-	ns_log "$NS_SOUT" "server in $NS_A: $*"
-	ns_log "$NS_COUT" "client in $NS_B: $* $IP_A"
+	ns_log "$NS_SOUT" "server in $sns: $*"
+	ns_log "$NS_COUT" "client in $cns: $* $peer"
 	srv_rc='' cli_rc=''
-	ip netns exec "$NS_A" nft reset counters table inet svcount >/dev/null 2>&1
-	timeout -k 2 $(( NS_STEP + 5 )) ip netns exec "$NS_A" env \
-		SOFTVERBS_SOCKET="$SOCK_A" SOFTVERBS_NO_AUTOSTART=1 \
+	ip netns exec "$sns" nft reset counters table inet svcount >/dev/null 2>&1
+	timeout -k 2 $(( NS_STEP + 5 )) ip netns exec "$sns" env \
+		SOFTVERBS_SOCKET="$ssock" SOFTVERBS_NO_AUTOSTART=1 \
 		"$SV" run -- stdbuf -oL -eL "$@" >"$NS_SOUT" 2>&1 &
 	srv=$!
-	if ! ns_wait_listen "$NS_A" "$port" "$srv" 10; then
+	if ! ns_wait_listen "$sns" "$port" "$srv" 10; then
 		ns_end_job "$srv"
 		srv_rc=$wait_rc cli_rc=''
 		NS_WHY="the server never listened on port $port (server $(ns_why "$srv_rc"))"
 		return 1
 	fi
-	timeout -k 2 "$NS_STEP" ip netns exec "$NS_B" env \
-		SOFTVERBS_SOCKET="$SOCK_B" SOFTVERBS_NO_AUTOSTART=1 \
-		"$SV" run -- stdbuf -oL -eL "$@" "$IP_A" >"$NS_COUT" 2>&1 &
+	timeout -k 2 "$NS_STEP" ip netns exec "$cns" env \
+		SOFTVERBS_SOCKET="$csock" SOFTVERBS_NO_AUTOSTART=1 \
+		"$SV" run -- stdbuf -oL -eL "$@" "$peer" >"$NS_COUT" 2>&1 &
 	cli=$!
 	ns_wait_job "$cli" $(( NS_STEP + 5 )) || ns_end_job "$cli"
 	cli_rc=$wait_rc

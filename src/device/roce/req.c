@@ -26,18 +26,7 @@
 #include "abi/sv_op.h"
 #include "device/roce/roce_int.h"
 
-static inline uint32_t wire_base(const struct sv_qp *qp)
-{
-	return qp->type == IBV_QPT_UC ? 0x20u :
-	       qp->type == IBV_QPT_XRC_SEND ? SV_OP_XRC_BASE : 0x00u;
-}
-
 /* ---- the requester ---- */
-
-static uint32_t pkts_of(uint64_t len, uint32_t mtu)
-{
-	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
-}
 
 enum take_res {
 	TAKE_NONE,      /* nothing to take (or no room) */
@@ -131,7 +120,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	e->got = 0;
 	e->done = false;
 	e->psn = rq->next_psn;
-	e->npkts = (f & SV_OPF_ATOMIC) ? 1 : pkts_of(total, rq->mtu);
+	e->npkts = (f & SV_OPF_ATOMIC) ? 1 : sv_roce_pkts(total, rq->mtu);
 	rq->next_psn = sv_psn_add(rq->next_psn, e->npkts);
 	rq->tail++;
 	return TAKE_ONE;
@@ -382,7 +371,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	struct sv_roce_pkt p;
 	uint8_t *buf;
 	uint64_t off = (uint64_t)k * rq->mtu;
-	uint32_t len = 0, base = wire_base(qp), span = 1;
+	uint32_t len = 0, base = sv_roce_op_base(qp), span = 1;
 	bool first = k == 0, last, raw8 = false;
 	size_t hdr;
 
@@ -462,31 +451,10 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		bool inv = op == IBV_WR_SEND_WITH_INV;
 
 		len = (uint32_t)(e->len - off < rq->mtu ? e->len - off : rq->mtu);
+		p.opcode = sv_roce_data_opcode(send, imm, inv, first, last);
 		if (send) {
-			if (first && last)
-				p.opcode = imm ? SV_OP_RC_SEND_ONLY_IMM :
-					   inv ? SV_OP_RC_SEND_ONLY_INV :
-						 SV_OP_RC_SEND_ONLY;
-			else if (first)
-				p.opcode = SV_OP_RC_SEND_FIRST;
-			else if (last)
-				p.opcode = imm ? SV_OP_RC_SEND_LAST_IMM :
-					   inv ? SV_OP_RC_SEND_LAST_INV :
-						 SV_OP_RC_SEND_LAST;
-			else
-				p.opcode = SV_OP_RC_SEND_MIDDLE;
 			p.se = last && (e->w.h.flags & IBV_SEND_SOLICITED);
 		} else {
-			if (first && last)
-				p.opcode = imm ? SV_OP_RC_WRITE_ONLY_IMM :
-						 SV_OP_RC_WRITE_ONLY;
-			else if (first)
-				p.opcode = SV_OP_RC_WRITE_FIRST;
-			else if (last)
-				p.opcode = imm ? SV_OP_RC_WRITE_LAST_IMM :
-						 SV_OP_RC_WRITE_LAST;
-			else
-				p.opcode = SV_OP_RC_WRITE_MIDDLE;
 			if (first) {
 				p.va = e->w.h.remote_addr;
 				p.rkey = e->w.h.rkey;

@@ -281,6 +281,19 @@ bool sv_roce_resp_place(struct sv_roce_tx *tx);
 /* resp.c: the end of a receive batch: the ACKs it owes */
 void sv_roce_resp_flush_ack(struct sv_qp *qp, struct sv_roce_tx *tx);
 
+/* The opcode base of qp's transport (wire.h): RC 0, UC 0x20, XRC 0xa0. */
+static inline uint32_t sv_roce_op_base(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_UC ? 0x20u :
+	       qp->type == IBV_QPT_XRC_SEND ? SV_OP_XRC_BASE : 0x00u;
+}
+
+/* The packets of a message of len bytes (an empty one is one packet). */
+static inline uint32_t sv_roce_pkts(uint64_t len, uint32_t mtu)
+{
+	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
+}
+
 static inline uint32_t sv_psn_add(uint32_t psn, uint32_t n)
 {
 	return (psn + n) & SV_PSN_MASK;

@@ -298,6 +298,31 @@ size_t sv_roce_finish(uint8_t *buf, size_t hdr_plus_payload,
 	return n + SV_ICRC_BYTES;
 }
 
+uint8_t sv_roce_data_opcode(bool send, bool imm, bool inv, bool first,
+			    bool last)
+{
+	if (send) {
+		if (first && last)
+			return imm ? SV_OP_RC_SEND_ONLY_IMM :
+			       inv ? SV_OP_RC_SEND_ONLY_INV :
+				     SV_OP_RC_SEND_ONLY;
+		if (first)
+			return SV_OP_RC_SEND_FIRST;
+		if (last)
+			return imm ? SV_OP_RC_SEND_LAST_IMM :
+			       inv ? SV_OP_RC_SEND_LAST_INV :
+				     SV_OP_RC_SEND_LAST;
+		return SV_OP_RC_SEND_MIDDLE;
+	}
+	if (first && last)
+		return imm ? SV_OP_RC_WRITE_ONLY_IMM : SV_OP_RC_WRITE_ONLY;
+	if (first)
+		return SV_OP_RC_WRITE_FIRST;
+	if (last)
+		return imm ? SV_OP_RC_WRITE_LAST_IMM : SV_OP_RC_WRITE_LAST;
+	return SV_OP_RC_WRITE_MIDDLE;
+}
+
 /* ================= UDP source port ================= */
 
 uint16_t sv_roce_sport(uint32_t src_qpn, uint32_t dst_qpn)

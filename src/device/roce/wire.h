@@ -264,6 +264,12 @@ int sv_roce_parse(const uint8_t *buf, size_t len, struct sv_roce_pkt *p);
  */
 size_t sv_roce_build_hdr(uint8_t *buf, const struct sv_roce_pkt *p);
 
+/* The RC opcode of a packet of a SEND (send) or RDMA WRITE message, by its
+ * place in the message (first, last) and what the last one carries (imm,
+ * inv: SEND only). UC and XRC add their base (0x20, SV_OP_XRC_BASE). */
+uint8_t sv_roce_data_opcode(bool send, bool imm, bool inv, bool first,
+			    bool last);
+
 /* What the ICRC covers of the IP and UDP headers. */
 /* The General Services Interface: QP1 and its well-known Q_Key (IBTA
  * 13.5; the CM's MADs travel there). */
