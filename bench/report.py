@@ -900,6 +900,76 @@ def targets23(R):
                       % (num(sv, 0), num(mc, 0)))]
 
 
+CAP_CONFIGS = ("off", "nodirect", "on")
+
+
+def capture_cost(raw):
+    """bench/capture.sh: the medians of its rounds, per configuration:
+    WRITE latency p50 at 8 B and 4 KiB, bandwidth at 64 KiB; and what the
+    capture wrote and lost."""
+    out = {"rounds": 0}
+    for c in CAP_CONFIGS:
+        lat8, lat4k, bw = [], [], []
+        for f in sorted(os.listdir(raw)):
+            if not f.endswith(".json"):
+                continue
+            if f.startswith("cap_lat.%s.r" % c):
+                rows = (read_json(os.path.join(raw, f)) or {}).get("results")
+                v8, v4 = at(rows, 8, "lat_p50_us"), at(rows, 4096, "lat_p50_us")
+                if v8 is not None:
+                    lat8.append(v8)
+                if v4 is not None:
+                    lat4k.append(v4)
+            elif f.startswith("cap_bw.%s.r" % c):
+                rows = (read_json(os.path.join(raw, f)) or {}).get("results")
+                v = at(rows, 65536, "bw_MBps")
+                if v is not None:
+                    bw.append(v)
+        out[c] = {"lat8_us": median(lat8), "lat4k_us": median(lat4k),
+                  "bw64k_MBps": median(bw)}
+        out["rounds"] = max(out["rounds"], len(bw))
+    written = lost = 0
+    for f in os.listdir(raw):
+        if f.startswith("cap_on.r") and f.endswith(".err"):
+            m = re.search(r"(\d+) packets written.*lost (\d+)",
+                          read(os.path.join(raw, f)) or "")
+            if m:
+                written += int(m.group(1))
+                lost += int(m.group(2))
+    out["packets_written"], out["packets_lost"] = written, lost
+    return out if out["rounds"] else None
+
+
+def table_capture(R):
+    C = R.get("capture")
+    L = ["Issue 24: the cost of softverbs capture (WRITE between two QPs"
+         " of this host; medians of interleaved rounds)"]
+    if not C:
+        return L + ["  not measured"]
+    L.append("  %-38s %11s %11s %13s" % ("", "lat 8 B", "lat 4 KiB",
+                                         "bw 64 KiB"))
+    names = {"off": "as usual (direct path on)",
+             "nodirect": "direct path off (what capture does)",
+             "on": "capture on, 64 B of each packet"}
+    for c in CAP_CONFIGS:
+        v = C.get(c) or {}
+        L.append("  %-38s %8s us %8s us %8s MB/s"
+                 % (names[c], num(v.get("lat8_us"), 0).strip(),
+                    num(v.get("lat4k_us"), 0).strip(),
+                    num(v.get("bw64k_MBps"), 0).strip()))
+    on, off, nd = C.get("on") or {}, C.get("off") or {}, C.get("nodirect") or {}
+    L.append("  capture on / off: lat 8 B %s, bw 64 KiB %s; on / direct path"
+             " off: lat 8 B %s, bw 64 KiB %s"
+             % (times(ratio(on.get("lat8_us"), off.get("lat8_us"))).strip(),
+                times(ratio(on.get("bw64k_MBps"), off.get("bw64k_MBps"))).strip(),
+                times(ratio(on.get("lat8_us"), nd.get("lat8_us"))).strip(),
+                times(ratio(on.get("bw64k_MBps"), nd.get("bw64k_MBps"))).strip()))
+    L.append("  %d rounds; the capture wrote %d packets and lost %d to a full"
+             " socket" % (C["rounds"], C["packets_written"],
+                          C["packets_lost"]))
+    return L
+
+
 def table23(R):
     L = ["Issue 23: device memory (ratio of this run)"]
     for t in R.get("targets_issue23") or []:
@@ -1118,6 +1188,8 @@ def table(R):
     L.append("")
     L.extend(table23(R))
     L.append("")
+    L.extend(table_capture(R))
+    L.append("")
     L.extend(table_mm(R))
     L.append("")
     L.extend(table_netns(R))
@@ -1267,6 +1339,7 @@ def main():
     R["targets_issue5"] = targets5(R)
     R["targets_issue22"] = targets22(R)
     R["targets_issue23"] = targets23(R)
+    R["capture"] = capture_cost(raw)
     R["plots_error"] = plots(R, a.out)
 
     text = table(R)

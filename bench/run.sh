@@ -23,6 +23,10 @@
 #     the fast-register + local-invalidate cycle rate (one cycle at a time,
 #     and pipelined) against the ibv_reg_mr + ibv_dereg_mr cycle rate, same
 #     buffer sizes, side by side;
+#   - the cost of softverbs capture (issue 24, bench/capture.sh): WRITE
+#     latency and bandwidth on one host as usual, with the direct path off
+#     (which a capture turns off), and with a capture writing every
+#     packet's first 64 bytes, in interleaved rounds;
 #   - rdma_cm connection setup (issue 19, bench/cmtime.sh): Debian's cmtime
 #     on sv0 (1000 connections at a time, and one alone) against TCP's
 #     connect/accept of the same steps (build/bin/sv_tcp_connect) over
@@ -274,6 +278,7 @@ if [ $short = 1 ]; then
 	rd_rounds=1
 	rd_lat=(2,64 100) rd_rate=(8 2000 256) rd_q=(1000 64)
 	mm_args=(--sizes 4096,1048576 --min-time 0.02 --rounds 1)
+	cap_args=(1 500 200)       # capture: ROUNDS LAT_ITERS BW_ITERS
 	limit=60
 else
 	sizes=$(pow2 2 8388608)
@@ -292,6 +297,7 @@ else
 	rd_rounds=3
 	rd_lat=($(pow2 2 64) 2000) rd_rate=(8,64 200000 1024) rd_q=(50000 256)
 	mm_args=(--sizes 4096,65536,1048576 --min-time 0.5 --rounds 3)
+	cap_args=(3 20000 5000)
 	limit=300
 fi
 
@@ -325,6 +331,11 @@ if "$SV" bench --help >/dev/null 2>&1; then
 	# between device memory MRs (issue 23): 1 MiB WRITEs
 	step sv_write_bw_dm $limit "$SV" bench -t write -m bw --dm \
 		--sizes 8,1048576 --json --no-progress
+	# the cost of softverbs capture (issue 24): WRITE latency and
+	# bandwidth as usual, with the direct path off, and with a capture on,
+	# in interleaved rounds
+	step capture $limit bash "$here/capture.sh" "$build" "$raw" \
+		"${cap_args[@]}"
 	if [ $short = 0 ]; then
 		# sleeping on completion events instead of busy polling
 		step sv_write_lat_events $limit "$SV" bench -t write -m lat \

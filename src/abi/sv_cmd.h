@@ -297,14 +297,15 @@ struct sv_cmd_inject {
  * probe connection, with a descriptor: the write end of a SOCK_SEQPACKET
  * socket pair. From then on every RoCEv2 packet the device sends or
  * receives, and every packet that a message between two QPs of this host
- * would have been on a wire (local), goes to it as one message, a struct
+ * would have been on a wire (local), goes to it as a record: a struct
  * sv_cap_rec and the first caplen bytes of the UDP payload (at most
- * snaplen), until the reader closes its end or another CAPTURE takes its
- * place. While a capture is on, no QP takes the direct path (the device
- * renders only what it carries). A message the reader
- * has no room for is counted, never waited for. Without a descriptor:
- * capture stops. struct sv_rsp_capture: what the last capture sent and
- * lost.
+ * snaplen), padded to 8 bytes; a message holds one or more records (a
+ * message's packets, a receive batch). Until the reader closes its end or
+ * another CAPTURE takes its place. While a capture is on, no QP takes the
+ * direct path (the device renders only what it carries). A message the
+ * reader has no room for is counted (its packets), never waited for.
+ * Without a descriptor: capture stops. struct sv_rsp_capture: what the
+ * last capture sent and lost, in packets.
  */
 struct sv_cmd_capture {
 	uint32_t snaplen;          /* 0: whole packets */

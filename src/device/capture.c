@@ -57,27 +57,20 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Record r (all but caplen) and the len bytes of buf to the reader. */
-static void cap_put(struct sv_cap_rec *r, const uint8_t *buf, uint32_t len)
+/* One message to the reader, of pkts records (a reader gone stops the
+ * capture). Under cap.lock. */
+static void cap_send_locked(const struct iovec *iov, unsigned int niov,
+			    uint32_t pkts)
 {
-	struct iovec iov[2];
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct msghdr m = { .msg_iov = (struct iovec *)iov,
+			    .msg_iovlen = niov };
 
-	r->len = len;
-	pthread_mutex_lock(&cap.lock);
-	if (cap.fd < 0) {
-		pthread_mutex_unlock(&cap.lock);
+	if (cap.fd < 0)
 		return;
-	}
-	r->caplen = cap.snaplen && cap.snaplen < len ? cap.snaplen : len;
-	iov[0].iov_base = r;
-	iov[0].iov_len = sizeof(*r);
-	iov[1].iov_base = (void *)buf;
-	iov[1].iov_len = r->caplen;
 	if (sendmsg(cap.fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
-		cap.sent++;
+		cap.sent += pkts;
 	} else if (errno == EAGAIN || errno == ENOBUFS) {
-		cap.lost++;
+		cap.lost += pkts;
 	} else {
 		sv_log(SV_LOG_INFO, "capture: the reader is gone (%s): %llu "
 		       "packets captured, %llu lost", strerror(errno),
@@ -87,7 +80,55 @@ static void cap_put(struct sv_cap_rec *r, const uint8_t *buf, uint32_t len)
 		 * asked goes, or with the next CAPTURE (under sv_dev.lock) */
 		stop_locked();
 	}
+}
+
+/* The records a thread has for the reader, sent as one message by
+ * sv_capture_flush: one system call for a message's packets, or for a
+ * receive batch, instead of one each. */
+#define CAP_BATCH 65536u
+static __thread struct {
+	uint32_t bytes, pkts;
+	uint64_t b[CAP_BATCH / 8];
+} cb;
+
+void sv_capture_flush(void)
+{
+	struct iovec iov = { cb.b, cb.bytes };
+
+	if (!cb.pkts)
+		return;
+	pthread_mutex_lock(&cap.lock);
+	cap_send_locked(&iov, 1, cb.pkts);
 	pthread_mutex_unlock(&cap.lock);
+	cb.bytes = cb.pkts = 0;
+}
+
+/* Record r (all but len and caplen) and the len bytes of buf to the
+ * thread's batch. */
+static void cap_put(struct sv_cap_rec *r, const uint8_t *buf, uint32_t len)
+{
+	uint32_t snap = __atomic_load_n(&cap.snaplen, __ATOMIC_RELAXED);
+	uint32_t rec;
+
+	r->len = len;
+	r->caplen = snap && snap < len ? snap : len;
+	rec = (uint32_t)sizeof(*r) + ((r->caplen + 7) & ~7u);
+	if (cb.bytes + rec > CAP_BATCH)
+		sv_capture_flush();
+	if (rec > CAP_BATCH) {
+		/* alone in its message */
+		struct iovec iov[2] = { { r, sizeof(*r) },
+					{ (void *)buf, r->caplen } };
+
+		pthread_mutex_lock(&cap.lock);
+		cap_send_locked(iov, 2, 1);
+		pthread_mutex_unlock(&cap.lock);
+		return;
+	}
+	memcpy((uint8_t *)cb.b + cb.bytes, r, sizeof(*r));
+	memcpy((uint8_t *)cb.b + cb.bytes + sizeof(*r), buf, r->caplen);
+	cb.bytes += rec;
+	cb.pkts++;
 }
 
 void sv_capture_pkt(unsigned int dir, const struct sv_roce_ip *ip,
@@ -147,22 +188,37 @@ static void emit(struct render *rd, bool resp, const struct sv_roce_pkt *p,
 	struct sv_roce_ip ip = rd->ip;
 	const struct sv_qp *from = resp ? rd->t : rd->qp,
 			   *to = resp ? rd->qp : rd->t;
-	size_t hdr = sv_roce_build_hdr(buf, p);
+	size_t hdr = sv_roce_build_hdr(buf, p), n;
+	/* a packet cut at the snap length loses its ICRC: only the bytes
+	 * kept are read (relaxed: set before the capture was turned on) */
+	uint32_t snap = __atomic_load_n(&cap.snaplen, __ATOMIC_RELAXED);
+	uint32_t wire = (uint32_t)hdr + ((len + 3) & ~3u) + SV_ICRC_BYTES;
+	uint32_t keep = snap && snap < wire ?
+			(snap > hdr ? snap - (uint32_t)hdr : 0) : len;
 
 	if (!hdr || len > 4096)
 		return;
+	if (keep > len)
+		keep = len;
 	if (raw) {
-		memcpy(buf + hdr, raw, len);
-	} else if (len) {
+		memcpy(buf + hdr, raw, keep);
+	} else if (keep) {
 		struct span d;
 
-		sv_span_raw(&d, buf + hdr, len);
-		if (sv_span_copy(rd->x, &d, 0, &rd->m->local, off, len))
-			memset(buf + hdr, 0, len);
+		sv_span_raw(&d, buf + hdr, keep);
+		if (sv_span_copy(rd->x, &d, 0, &rd->m->local, off, keep))
+			memset(buf + hdr, 0, keep);
 	}
 	if (resp) {
 		memcpy(ip.src, rd->ip.dst, 16);
 		memcpy(ip.dst, rd->ip.src, 16);
+	}
+	if (keep < len) {
+		/* the rest is never shown: only the pad count, no ICRC */
+		buf[1] = (uint8_t)((buf[1] & ~0x30) | (-len & 3) << 4);
+		n = wire;
+	} else {
+		n = sv_roce_finish(buf, hdr + len, &ip);
 	}
 	memset(&r, 0, sizeof(r));
 	r.time_ns = now_ns();
@@ -177,7 +233,7 @@ static void emit(struct render *rd, bool resp, const struct sv_roce_pkt *p,
 	r.pid = from && from->owner ? from->owner->pid : 0;
 	r.peer_qpn = to ? to->qpn : resp ? 0 : rd->dqpn;
 	r.peer_pid = to && to->owner ? to->owner->pid : 0;
-	cap_put(&r, buf, (uint32_t)sv_roce_finish(buf, hdr + len, &ip));
+	cap_put(&r, buf, (uint32_t)n);
 }
 
 /* The request packets of the message: how many PSNs they take. */
@@ -396,6 +452,7 @@ void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res)
 	/* a retry sends the same PSNs again */
 	if (res != RES_RNR && res != RES_NOACK)
 		qp->cap_psn = sv_psn_add(psn, n);
+	sv_capture_flush();
 }
 
 int sv_cmd_capture(struct sv_req *r)

@@ -259,6 +259,15 @@ struct qps {
 	bool ok;
 };
 
+static double elapsed(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) +
+	       (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 static double mono(void)
 {
 	struct timespec ts;
@@ -316,6 +325,31 @@ static void resolve(struct sv_probe *p, struct qps *q, struct sv_cap_rec *r,
 	}
 }
 
+/* The filters of -q, -o and -p (-1: any). */
+struct filter {
+	long qpn, opcode, pid;
+};
+
+/* Does the filter keep record r, whose payload starts at b? */
+static bool wanted(const struct filter *f, const struct sv_cap_rec *r,
+		   const uint8_t *b)
+{
+	if (r->caplen < 12)
+		return f->qpn < 0 && f->opcode < 0 &&
+		       (f->pid < 0 || r->pid == f->pid ||
+			r->peer_pid == f->pid);
+	if (f->qpn >= 0) {
+		uint32_t q = (uint32_t)f->qpn,
+			 dq = (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+
+		if (dq != q && r->qpn != q && r->peer_qpn != q)
+			return false;
+	}
+	if (f->opcode >= 0 && b[0] != f->opcode)
+		return false;
+	return f->pid < 0 || r->pid == f->pid || r->peer_pid == f->pid;
+}
+
 static int capture_cmd(struct sv_probe *p, int fd, uint32_t snaplen,
 		       struct sv_rsp *rsp)
 {
@@ -334,13 +368,16 @@ int sv_tool_capture(int argc, char **argv)
 	struct out o = { .files = 1 };
 	long count = 0, got = 0, shown = 0;
 	double secs = 0;
-	long qpn = -1, opcode = -1, pid = -1;
+	struct filter flt = { -1, -1, -1 };
 	struct qps q = { .ok = false };
 	struct sv_probe p;
 	struct sv_rsp rsp;
-	static uint8_t msg[sizeof(struct sv_cap_rec) + 65536];
+	/* a message: records of at most 64 KiB, or one of a larger packet */
+	static uint64_t msg64[(131072 + 4096) / 8];
+	uint8_t *msg = (uint8_t *)msg64;
 	int sp[2], opt, ret;
-	struct timespec t0, now;
+	bool draining = false;
+	struct timespec t0;
 
 	while ((opt = getopt(argc, argv, "w:s:c:d:W:C:q:o:p:h")) != -1) {
 		switch (opt) {
@@ -350,9 +387,9 @@ int sv_tool_capture(int argc, char **argv)
 		case 'd': secs = strtod(optarg, NULL); break;
 		case 'W': o.files = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'C': o.max_bytes = strtoull(optarg, NULL, 0); break;
-		case 'q': qpn = strtol(optarg, NULL, 0); break;
-		case 'o': opcode = strtol(optarg, NULL, 0); break;
-		case 'p': pid = strtol(optarg, NULL, 0); break;
+		case 'q': flt.qpn = strtol(optarg, NULL, 0); break;
+		case 'o': flt.opcode = strtol(optarg, NULL, 0); break;
+		case 'p': flt.pid = strtol(optarg, NULL, 0); break;
 		default:
 			printf("usage: softverbs capture -w FILE [-s SNAPLEN] "
 			       "[-c COUNT] [-d SECONDS]\n"
@@ -404,53 +441,57 @@ int sv_tool_capture(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	fprintf(stderr, "capturing the device's packets into %s\n", o.path);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (!stop && (!count || shown < count)) {
+	for (;;) {
 		struct pollfd pfd = { .fd = sp[0], .events = POLLIN };
-		const struct sv_cap_rec *r = (const void *)msg;
 		ssize_t n;
 
-		if (secs > 0) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if ((double)(now.tv_sec - t0.tv_sec) +
-			    (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
-				break;
+		if (!draining && (stop || (count && shown >= count) ||
+				  (secs > 0 && elapsed(&t0) >= secs))) {
+			/* the device stops, closes its end; what it sent
+			 * before is still read (recv: 0 at the end) */
+			ret = capture_cmd(&p, -1, 0, &rsp);
+			draining = true;
 		}
-		if (poll(&pfd, 1, 100) <= 0)
+		if (count && shown >= count)
+			break;
+		if (poll(&pfd, 1, draining ? 1000 : 100) <= 0) {
+			if (draining)
+				break;
 			continue;
-		n = recv(sp[0], msg, sizeof(msg), MSG_DONTWAIT);
+		}
+		n = recv(sp[0], msg, sizeof(msg64), MSG_DONTWAIT);
 		if (n <= 0) {
 			if (n == 0)
 				break;  /* the device ended it */
 			continue;
 		}
-		if ((size_t)n < sizeof(*r) || r->caplen > (size_t)n - sizeof(*r) ||
-		    r->caplen > 65536 || r->len < r->caplen)
-			continue;
-		got++;
-		resolve(&p, &q, (struct sv_cap_rec *)msg, msg + sizeof(*r));
-		if (r->caplen >= 12) {
-			const uint8_t *bth = msg + sizeof(*r);
-			uint32_t dq = (uint32_t)bth[5] << 16 |
-				      (uint32_t)bth[6] << 8 | bth[7];
+		/* one or more records, each padded to 8 bytes */
+		for (size_t off = 0; off < (size_t)n;) {
+			struct sv_cap_rec *r = (struct sv_cap_rec *)(msg + off);
+			const uint8_t *b = msg + off + sizeof(*r);
+			size_t left = (size_t)n - off;
 
-			if ((qpn >= 0 && dq != (uint32_t)qpn &&
-			     r->qpn != (uint32_t)qpn &&
-			     r->peer_qpn != (uint32_t)qpn) ||
-			    (opcode >= 0 && bth[0] != opcode))
+			if (left < sizeof(*r) || r->caplen > left - sizeof(*r) ||
+			    r->len < r->caplen)
+				break;  /* malformed: the rest too */
+			off += sizeof(*r) + ((r->caplen + 7) & ~(size_t)7);
+			got++;
+			resolve(&p, &q, r, b);
+			if (!wanted(&flt, r, b))
 				continue;
-		} else if (qpn >= 0 || opcode >= 0) {
-			continue;
+			if (count && shown >= count)
+				break;
+			if (write_epb(&o, r, b)) {
+				fprintf(stderr, "softverbs capture: writing %s: "
+					"%s\n", o.path, strerror(errno));
+				goto out;
+			}
+			shown++;
 		}
-		if (pid >= 0 && r->pid != pid && r->peer_pid != pid)
-			continue;
-		if (write_epb(&o, r, msg + sizeof(*r))) {
-			fprintf(stderr, "softverbs capture: writing %s: %s\n",
-				o.path, strerror(errno));
-			break;
-		}
-		shown++;
 	}
-	ret = capture_cmd(&p, -1, 0, &rsp);
+out:
+	if (!draining)
+		ret = capture_cmd(&p, -1, 0, &rsp);
 	sv_probe_close(&p);
 	sv_snap_free(&q.s);
 	close(sp[0]);

@@ -94,6 +94,15 @@ if st.get("budgets") == "ok":
 else:
     need(st.get("budgets") in ("skipped", "missing"), "budgets step")
 
+# issue 24: capture's cost, each configuration measured, the capture wrote
+# packets
+if has_bench:
+    C = R.get("capture") or {}
+    need(C.get("rounds", 0) >= 1 and C.get("packets_written", 0) > 0 and
+         all((C.get(c) or {}).get(k) for c in ("off", "nodirect", "on")
+             for k in ("lat8_us", "lat4k_us", "bw64k_MBps")),
+         "capture's cost: %s" % C)
+
 # issue 22's table: every target named, a figure where its runs ran
 T = R.get("targets_issue22") or []
 need(len(T) >= 10 and all("target" in t and "met" in t for t in T),
@@ -202,7 +211,8 @@ table = open(os.path.join(out, "table.txt")).read()
 for s in ("Bandwidth (MB/s)", "Latency (us p50)", "Targets of issue 4",
           "Registration", "Instructions", "Resource domains (issue 5)",
           "Targets of issue 5", "Memory-management extensions (issue 6)",
-          "rdma_cm connection setup (issue 19)"):
+          "rdma_cm connection setup (issue 19)",
+          "the cost of softverbs capture"):
     need(s in table, "table.txt: " + s)
 if has_bench:
     for s in ("ll/hb", "hb/def", "pq/one"):

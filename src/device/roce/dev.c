@@ -220,6 +220,8 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 		if (cap)
 			sv_capture_pkt(SV_CAP_OUT, &ip, t->buf, t->len);
 	}
+	if (cap)
+		sv_capture_flush();
 	tx_send(net, tx->pkt + from, tx->n - from);
 	tx->n = 0;
 }
@@ -483,10 +485,12 @@ static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
 	unsigned int n = sv_net_recv(net, rx, RX_BATCH);
 
 	if (__builtin_expect(n && __atomic_load_n(&sv_cap_on,
-						  __ATOMIC_RELAXED), 0))
+						  __ATOMIC_RELAXED), 0)) {
 		for (unsigned int i = 0; i < n; i++)
 			sv_capture_pkt(SV_CAP_IN, &rx[i].ip, rx[i].buf,
 				       rx[i].len);
+		sv_capture_flush();
+	}
 	/* nor receives anything */
 	if (n && __atomic_load_n(&sv_dev.port.state, __ATOMIC_RELAXED) ==
 		 IBV_PORT_ACTIVE)

@@ -310,5 +310,8 @@ static inline uint32_t sv_psn_prev(uint32_t psn)
 extern bool sv_cap_on;
 void sv_capture_pkt(unsigned int dir, const struct sv_roce_ip *ip,
 		    const uint8_t *buf, uint32_t len);
+/* The packets this thread handed over since the last call go to the
+ * reader, in one message (after each batch of sv_capture_pkt). */
+void sv_capture_flush(void);
 
 #endif
