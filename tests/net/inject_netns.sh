@@ -4,6 +4,8 @@
 #   - wire drop=1 on the client's host: nothing it sends arrives, and the
 #     client's first SEND ends in a transport retry error (the pingpong
 #     fails and says so);
+#   - wire drop=1,qp=N: only what goes to QP N is lost: that server's
+#     client fails, a pingpong of other QPs goes through untouched;
 #   - wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005: an
 #     ib_write_bw of 300 8 KiB WRITEs completes (RC recovers), and the
 #     injector's counts and the retransmissions show it was at work;
@@ -38,6 +40,44 @@ cat "$NS_COUT"
 grep -Eqi 'retry|status 12|Failed status' "$NS_COUT" ||
 	fail "the client did not report a transport retry error"
 echo "drop=1: the client failed as a NIC's would: $(grep -Ei 'status' "$NS_COUT" | head -n 1)"
+
+# 1b. one connection of several: drop=1,qp=N drops only what b sends to
+# QP N. A server's QP in a: its client in b fails; a pingpong whose QPs
+# are not N goes through, and nothing of it is dropped.
+port=$((port + 1))
+qs=$NS_DIR/qp-server.out qc=$NS_DIR/qp-client.out
+ns_log "$qs" "qp=: the server in a"
+ns_log "$qc" "qp=: the client in b"
+timeout -k 2 30 ip netns exec "$NS_A" env SOFTVERBS_SOCKET="$SOCK_A" \
+	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- stdbuf -oL ibv_rc_pingpong \
+	-g 0 -p $port -n 5 >"$qs" 2>&1 &
+qsrv=$!
+sqpn=
+for _ in $(seq 1 200); do
+	sqpn=$(sed -n 's/.*local address:.*QPN \(0x[0-9a-f]*\).*/\1/p' "$qs" | head -n 1)
+	[ -n "$sqpn" ] && break
+	sleep 0.05
+done
+[ -n "$sqpn" ] || fail "qp=: the server printed no QPN"
+ns_wait_listen "$NS_A" $port "$qsrv" 10 || fail "qp=: the server does not listen"
+inj_b wire "drop=1,qp=$sqpn" || fail "inject wire drop=1,qp=$sqpn"
+if timeout -k 2 30 ip netns exec "$NS_B" env SOFTVERBS_SOCKET="$SOCK_B" \
+	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- ibv_rc_pingpong -g 0 -p $port \
+	-n 5 "$IP_A" >"$qc" 2>&1; then
+	fail "a pingpong went through a wire that drops every packet to its server's QP $sqpn"
+fi
+grep -Eqi 'retry|status 12|Failed status' "$qc" ||
+	fail "qp=: the client did not report a transport retry error"
+ns_end_job "$qsrv"      # it waits for what never came
+echo "drop=1,qp=$sqpn: the client of that QP failed: $(grep -Ei 'status' "$qc" | head -n 1)"
+port=$((port + 1))
+inj_b wire "drop=1,qp=0xfffffe" || fail "inject wire drop=1,qp=0xfffffe"
+d0=$(stat_b | field roce injected drop)
+ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
+	fail "a pingpong of other QPs through drop=1,qp=0xfffffe: $NS_WHY"
+d1=$(stat_b | field roce injected drop)
+[ "$d0" = "$d1" ] || fail "qp=0xfffffe dropped $((d1 - d0)) packets of other QPs"
+inj_b wire "drop=1,qp=0x1000000" && fail "a QPN over 24 bits was taken"
 
 # 2. a lossy, reordering, duplicating, corrupting wire: RC recovers. (Not
 # ibv_rc_pingpong: on a lossy wire its last ACK may be lost after the peer

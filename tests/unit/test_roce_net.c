@@ -115,11 +115,13 @@ static void test_config(void **state)
 		"drop=0.1,", ",drop=0.1", "drop=0.1,,dup=0.1", "foo=0.1",
 		"drop=0.1,drop=0.2", "seed=", "seed=-1", "seed=x", "seed=1.5",
 		"seed=99999999999999999999999", "DROP=0.1", "drop=0.1;dup=0.1",
-		"seed=0x", "reorder=+0.5",
+		"seed=0x", "reorder=+0.5", "qp=", "qp=0x1000000", "qp=-1",
+		"qp=1,qp=2", "qp=x",
 	};
 	static const char *const good[] = {
 		"", "seed=7", "drop=0", "drop=1", "drop=0.25,dup=0.5",
 		"corrupt=1e-3,reorder=.5,seed=0x1234,dup=0,drop=0.01",
+		"qp=7", "drop=1,qp=0xffffff", "qp=0x10,dup=0.5",
 	};
 	struct sv_net_cfg c = { .port = 0 };
 	struct sv_net *n;
@@ -719,6 +721,14 @@ static void test_injector_extremes(void **state)
 	assert_int_equal(g.nev, NPKT);
 	for (i = 0; i < NPKT; i++)
 		assert_true(g.corrupt[i] && (g.ev[i] & 0x1ff) != 0);
+	inj_free(&g);
+	/* qp=: only the packets whose BTH names that QP (make_pkt's bytes
+	 * 5..7 are seq's bytes 1..3: QP 0x010000 is seq 256..511) */
+	inj_run("drop=1,qp=0x010000", &g, &st);
+	assert_int_equal(st.inj_drop, 256);
+	assert_int_equal(g.nev, NPKT - 256);
+	for (i = 0; i < NPKT; i++)
+		assert_int_equal(g.copies[i], i >= 256 && i < 512 ? 0 : 1);
 	inj_free(&g);
 }
 

@@ -82,6 +82,8 @@ struct inj_cfg {
 	bool inj;                       /* any probability above 0 */
 	double p_drop, p_dup, p_reorder, p_corrupt;
 	uint64_t rng;
+	bool has_qp;                    /* only packets to QP qpn (BTH) */
+	uint32_t qpn;
 };
 
 struct sv_net {
@@ -238,16 +240,16 @@ static int inj_kv(struct inj_cfg *n, const char *key, size_t klen,
 		  uint64_t *seed)
 {
 	static const char *const keys[] = { "seed", "drop", "dup", "reorder",
-					    "corrupt" };
+					    "corrupt", "qp" };
 	double *probs[] = { NULL, &n->p_drop, &n->p_dup, &n->p_reorder,
-			    &n->p_corrupt };
+			    &n->p_corrupt, NULL };
 	unsigned int k;
 	char *stop;
 
-	for (k = 0; k < 5; k++)
+	for (k = 0; k < 6; k++)
 		if (strlen(keys[k]) == klen && !memcmp(key, keys[k], klen))
 			break;
-	if (k == 5 || (*seen & 1u << k))
+	if (k == 6 || (*seen & 1u << k))
 		return -EINVAL;         /* unknown, or given twice */
 	*seen |= 1u << k;
 	/* strtod/strtoull accept signs, spaces, "inf" and "nan": allow a
@@ -255,11 +257,19 @@ static int inj_kv(struct inj_cfg *n, const char *key, size_t klen,
 	if (val == end || !((*val >= '0' && *val <= '9') || *val == '.'))
 		return -EINVAL;
 	errno = 0;
-	if (k == 0) {
+	if (k == 0 || k == 5) {
 		bool hex = end - val > 2 && val[0] == '0' &&
 			   (val[1] == 'x' || val[1] == 'X');
+		uint64_t v = strtoull(val, &stop, hex ? 16 : 10);
 
-		*seed = strtoull(val, &stop, hex ? 16 : 10);
+		if (k == 0) {
+			*seed = v;
+		} else {
+			if (v > 0xffffffu)
+				return -EINVAL;
+			n->has_qp = true;
+			n->qpn = (uint32_t)v;
+		}
 	} else {
 		double p = strtod(val, &stop);
 
@@ -272,13 +282,16 @@ static int inj_kv(struct inj_cfg *n, const char *key, size_t klen,
 	return 0;
 }
 
-/* "seed=N,drop=P,dup=P,reorder=P,corrupt=P": any subset, any order. */
+/* "seed=N,drop=P,dup=P,reorder=P,corrupt=P,qp=N": any subset, any order
+ * (qp: only the packets whose BTH names that destination QP). */
 static int inj_parse(struct inj_cfg *n, const char *s)
 {
 	unsigned int seen = 0;
 	uint64_t seed = 1;
 
 	n->p_drop = n->p_dup = n->p_reorder = n->p_corrupt = 0;
+	n->has_qp = false;
+	n->qpn = 0;
 	if (s && *s) {
 		for (;;) {
 			const char *end = strchr(s, ',');
@@ -816,6 +829,14 @@ static void release_hold(struct sv_net *n)
 	n->hold.staged = true;
 }
 
+/* Is p a RoCEv2 packet to QP qpn (its BTH's destination)? */
+static bool to_qp(const struct sv_net_tx *p, uint32_t qpn)
+{
+	return p->len >= 8 &&
+	       ((uint32_t)p->buf[5] << 16 | (uint32_t)p->buf[6] << 8 |
+		p->buf[7]) == qpn;
+}
+
 /* One packet through the injector: staged (0, 1 or 2 copies, maybe the
  * held packet after it), dropped, or held. */
 static void inject(struct sv_net *n, const struct sv_net_tx *p,
@@ -913,7 +934,7 @@ unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		}
 		sa_make(n, &dst, p->dst, n->port);
 		taken++;
-		if (!n->ij.inj) {
+		if (!n->ij.inj || (n->ij.has_qp && !to_qp(p, n->ij.qpn))) {
 			stage(n, p->buf, p->len, NO_FLIP, 0, (uint8_t)slot,
 			      true, &dst);
 			n->stage[n->nstage - 1].cont = p->cont && i &&
