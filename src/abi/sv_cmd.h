@@ -967,6 +967,7 @@ struct sv_rsp_stat_wire {
 	uint64_t retry_exceeded;
 	uint64_t tx_drop_full;     /* the socket was full: dropped */
 	uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt; /* injector */
+	uint64_t inj_delay;        /* packets held back (wire delay=US) */
 	uint32_t gso, gro;         /* 1: UDP GSO / GRO in use */
 	uint64_t tx_gso, rx_gro;   /* datagrams of several packets */
 	uint64_t tx_bytes, rx_bytes; /* RoCEv2 datagrams' bytes */

@@ -27,8 +27,10 @@ static const char usage_text[] =
 "  port down|up       the port goes down or up (IBV_EVENT_PORT_ERR or\n"
 "                     PORT_ACTIVE to every context)\n"
 "  wire SPEC          RoCEv2 packets: SPEC is seed=N,drop=P,dup=P,\n"
-"                     reorder=P,corrupt=P,qp=QPN (any of them; \"\" for\n"
-"                     none; qp: only the packets sent to that QPN)\n"
+"                     reorder=P,corrupt=P,delay=US,qp=QPN (any of them;\n"
+"                     \"\" for none; delay: each packet leaves US\n"
+"                     microseconds later; qp: only the packets sent to\n"
+"                     that QPN)\n"
 "  clear              disarm everything, the wire's injector too\n"
 "  status             what has been injected, and what is armed\n";
 

@@ -262,11 +262,12 @@ void sv_snap_json(const struct sv_snap *s, FILE *f)
 		"\"naks_sent\": %llu, \"naks_received\": %llu, "
 		"\"rnr_naks_sent\": %llu, \"rnr_naks_received\": %llu, "
 		"\"injected\": {\"drop\": %llu, \"dup\": %llu, "
-		"\"reorder\": %llu, \"corrupt\": %llu}}\n}\n",
+		"\"reorder\": %llu, \"corrupt\": %llu, \"delay\": %llu}}\n}\n",
 		U64(w->retransmits), U64(w->timeouts), U64(w->retry_exceeded),
 		U64(w->dup_reqs), U64(w->naks_sent), U64(w->naks_rcvd),
 		U64(w->rnr_naks_sent), U64(w->rnr_naks_rcvd), U64(w->inj_drop),
-		U64(w->inj_dup), U64(w->inj_reorder), U64(w->inj_corrupt));
+		U64(w->inj_dup), U64(w->inj_reorder), U64(w->inj_corrupt),
+		U64(w->inj_delay));
 }
 
 /* ---- Prometheus ---- */

@@ -239,13 +239,15 @@ static void print_text(const struct sv_snap *s)
 	       "packets sent), GRO %s (%llu received)\n",
 	       w->gso ? "on" : "off", (unsigned long long)w->tx_gso,
 	       w->gro ? "on" : "off", (unsigned long long)w->rx_gro);
-	if (w->inj_drop || w->inj_dup || w->inj_reorder || w->inj_corrupt)
+	if (w->inj_drop || w->inj_dup || w->inj_reorder || w->inj_corrupt ||
+	    w->inj_delay)
 		printf("roce injected: %llu dropped, %llu duplicated, "
-		       "%llu reordered, %llu corrupted\n",
+		       "%llu reordered, %llu corrupted, %llu delayed\n",
 		       (unsigned long long)w->inj_drop,
 		       (unsigned long long)w->inj_dup,
 		       (unsigned long long)w->inj_reorder,
-		       (unsigned long long)w->inj_corrupt);
+		       (unsigned long long)w->inj_corrupt,
+		       (unsigned long long)w->inj_delay);
 }
 
 int sv_tool_stat(int argc, char **argv)

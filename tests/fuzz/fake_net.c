@@ -72,6 +72,19 @@ bool sv_net_gro(const struct sv_net *n)
 	return false;
 }
 
+/* no injector here: nothing is ever held back */
+uint32_t sv_net_delayed(const struct sv_net *n)
+{
+	(void)n;
+	return 0;
+}
+
+uint64_t sv_net_tick(struct sv_net *n)
+{
+	(void)n;
+	return 0;
+}
+
 unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		     unsigned cnt)
 {

@@ -6,6 +6,9 @@
 #     fails and says so);
 #   - wire drop=1,qp=N: only what goes to QP N is lost: that server's
 #     client fails, a pingpong of other QPs goes through untouched;
+#   - wire delay=100000: each packet b sends leaves 100 ms later: its
+#     SENDs are retransmitted (the ACK timeout is shorter), every round
+#     trip takes at least the delay, and the pingpong completes;
 #   - wire seed=7,drop=0.02,dup=0.02,reorder=0.02,corrupt=0.005: an
 #     ib_write_bw of 300 8 KiB WRITEs completes (RC recovers), and the
 #     injector's counts and the retransmissions show it was at work;
@@ -78,6 +81,28 @@ ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
 d1=$(stat_b | field roce injected drop)
 [ "$d0" = "$d1" ] || fail "qp=0xfffffe dropped $((d1 - d0)) packets of other QPs"
 inj_b wire "drop=1,qp=0x1000000" && fail "a QPN over 24 bits was taken"
+
+# 1c. a slow wire: delay=100000 holds every packet b sends for 100 ms,
+# longer than the pingpong's ACK timeout (timeout 14: 67 ms). Each SEND
+# of b's is sent again before its ACK can come, and each round trip takes
+# at least the delay; the pingpong completes.
+port=$((port + 1))
+inj_b wire "delay=100000" || fail "inject wire delay=100000"
+j=$(stat_b)
+d0=$(echo "$j" | field roce injected delay)
+r0=$(echo "$j" | field roce retransmits)
+ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 10 ||
+	fail "a pingpong over a wire with a 100 ms delay: $NS_WHY"
+j=$(stat_b)
+d1=$(echo "$j" | field roce injected delay)
+r1=$(echo "$j" | field roce retransmits)
+us=$(sed -n 's/.*iters in .* seconds = \([0-9.]*\) usec\/iter.*/\1/p' "$NS_COUT")
+echo "delay=100000: $((d1 - d0)) packets delayed, $((r1 - r0)) retransmitted, $us usec/iter"
+[ $((d1 - d0)) -ge 10 ] || fail "delay: only $((d1 - d0)) packets were held back"
+[ $((r1 - r0)) -ge 10 ] || fail "delay: only $((r1 - r0)) retransmissions past a 67 ms timeout"
+/usr/bin/python3 -c 'import sys; sys.exit(float(sys.argv[1]) < 100000)' "${us:-0}" ||
+	fail "delay: $us usec per iteration, under the 100 ms delay"
+inj_b wire "" || fail "inject wire \"\""
 
 # 2. a lossy, reordering, duplicating, corrupting wire: RC recovers. (Not
 # ibv_rc_pingpong: on a lossy wire its last ACK may be lost after the peer

@@ -116,12 +116,14 @@ static void test_config(void **state)
 		"drop=0.1,drop=0.2", "seed=", "seed=-1", "seed=x", "seed=1.5",
 		"seed=99999999999999999999999", "DROP=0.1", "drop=0.1;dup=0.1",
 		"seed=0x", "reorder=+0.5", "qp=", "qp=0x1000000", "qp=-1",
-		"qp=1,qp=2", "qp=x",
+		"qp=1,qp=2", "qp=x", "delay=10000001", "delay=-1", "delay=1.5",
+		"delay=",
 	};
 	static const char *const good[] = {
 		"", "seed=7", "drop=0", "drop=1", "drop=0.25,dup=0.5",
 		"corrupt=1e-3,reorder=.5,seed=0x1234,dup=0,drop=0.01",
-		"qp=7", "drop=1,qp=0xffffff", "qp=0x10,dup=0.5",
+		"qp=7", "drop=1,qp=0xffffff", "qp=0x10,dup=0.5", "delay=0",
+		"delay=10000000", "delay=500,qp=3,drop=0.5",
 	};
 	struct sv_net_cfg c = { .port = 0 };
 	struct sv_net *n;
@@ -732,6 +734,65 @@ static void test_injector_extremes(void **state)
 	inj_free(&g);
 }
 
+/* delay=US: what is sent waits in the net (nothing reaches the socket
+ * until it is due and a send or tick lets it go), then arrives whole and
+ * in order; a send meanwhile goes behind it. */
+static void rx_seq(const struct sv_net_rx *r, void *arg)
+{
+	uint32_t **next = arg, seq;
+
+	assert_int_equal(r->len, PLEN);
+	memcpy(&seq, r->buf, 4);
+	*(*next)++ = seq;
+}
+
+static void test_delay(void **state)
+{
+	struct sv_net *a, *b;
+	struct sv_net_tx tx[8];
+	static uint8_t bufs[16][PLEN];
+	struct sv_net_rx rx[SV_NET_RX_BATCH];
+	struct sv_net_stats st;
+	uint32_t got[16], *next = got;
+	unsigned int i;
+
+	(void)state;
+	open_pair(&a, &b, "delay=20000");
+	for (i = 0; i < 16; i++)
+		make_pkt(bufs[i], i);
+	for (i = 0; i < 8; i++) {
+		tx[i].len = PLEN;
+		gid_v4(tx[i].dst, "127.0.0.2");
+		tx[i].sport = 0xc0de;
+		tx[i].cont = false;
+		tx[i].buf = bufs[i];
+	}
+	assert_int_equal(sv_net_send(a, tx, 8), 8);
+	assert_int_equal(sv_net_delayed(a), 8);
+	/* not on the wire: the net holds them */
+	assert_int_equal(sv_net_recv(b, rx, SV_NET_RX_BATCH), 0);
+	for (i = 0; i < 8; i++)
+		tx[i].buf = bufs[8 + i];
+	assert_int_equal(sv_net_send(a, tx, 8), 8);
+	/* ticks (bounded) until all have left: the wait says how long */
+	for (i = 0; i < 1000 && sv_net_delayed(a); i++) {
+		uint64_t w = sv_net_tick(a);
+
+		assert_true(w <= 20000000u);
+		if (w)
+			usleep((useconds_t)(w / 1000 + 1));
+	}
+	assert_int_equal(sv_net_delayed(a), 0);
+	recv_n(b, 16, rx_seq, &next);
+	for (i = 0; i < 16; i++)
+		assert_int_equal(got[i], i);
+	sv_net_stats(a, &st);
+	assert_int_equal(st.inj_delay, 16);
+	assert_int_equal(st.tx_pkts, 16);
+	sv_net_close(a);
+	sv_net_close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -743,6 +804,7 @@ int main(void)
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_injector),
 		cmocka_unit_test(test_injector_extremes),
+		cmocka_unit_test(test_delay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

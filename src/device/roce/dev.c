@@ -498,6 +498,26 @@ static unsigned int wire_batch(struct sv_net *net, struct sv_net_rx *rx,
 	return n;
 }
 
+/* The injector's delayed packets whose time came leave: how long poll may
+ * sleep until the next one's (ms), or -1 when none waits. */
+static int wire_tick(struct sv_net *const *nets, unsigned int nn)
+{
+	uint64_t next = 0;
+
+	for (unsigned int k = 0; k < nn; k++) {
+		uint64_t w;
+
+		if (!sv_net_delayed(nets[k]))
+			continue;
+		pthread_mutex_lock(&wire.tx_lock);
+		w = sv_net_tick(nets[k]);
+		pthread_mutex_unlock(&wire.tx_lock);
+		if (w && (!next || w < next))
+			next = w;
+	}
+	return next ? (int)((next + 999999u) / 1000000u) : -1;
+}
+
 static void *wire_main(void *arg)
 {
 	static struct sv_net_rx rx[RX_BATCH];
@@ -541,7 +561,7 @@ static void *wire_main(void *arg)
 		}
 		more |= sv_roce_mcast_rx(tx) != 0;
 		if (!more)
-			(void)poll(pfd, nn + 2, -1);
+			(void)poll(pfd, nn + 2, wire_tick(nets, nn));
 	}
 	return NULL;
 }
@@ -698,6 +718,7 @@ void sv_roce_stat_fill(struct sv_rsp_stat_wire *o)
 		o->inj_dup += n.inj_dup;
 		o->inj_reorder += n.inj_reorder;
 		o->inj_corrupt += n.inj_corrupt;
+		o->inj_delay += n.inj_delay;
 		o->tx_gso += n.tx_gso;
 		o->tx_bytes += n.tx_bytes;
 		o->rx_bytes += n.rx_bytes;

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "device/roce/net.h"
@@ -84,6 +85,19 @@ struct inj_cfg {
 	uint64_t rng;
 	bool has_qp;                    /* only packets to QP qpn (BTH) */
 	uint32_t qpn;
+	uint64_t delay_ns;              /* hold every packet back so long */
+};
+
+/* wire delay=US: the packets the injector lets through wait in a ring, in
+ * order, and leave with the first send or tick after their time. */
+#define DELAY_SLOTS 256u
+#define DELAY_MAX_US 10000000u
+struct delayed {
+	uint64_t due;                   /* CLOCK_MONOTONIC ns */
+	uint32_t len;
+	uint8_t slot;
+	union sv_sa dst;
+	uint8_t *buf;                   /* SV_NET_MAX_PKT bytes */
 };
 
 struct sv_net {
@@ -132,6 +146,11 @@ struct sv_net {
 		bool staged;            /* buf is referenced by the stage */
 		union sv_sa dst;
 	} hold;
+	/* delay=US (the send side's; made by sv_net_set_inject or open
+	 * under ij_mu, taken with the settings, freed by close) */
+	struct delayed *dq, *dq_made;
+	uint32_t dq_head;
+	uint32_t dq_n;                  /* atomic: the wire thread looks */
 
 	/* ---- receive side (one thread) ---- */
 	bool gro;                   /* UDP GRO on the receive socket */
@@ -240,16 +259,16 @@ static int inj_kv(struct inj_cfg *n, const char *key, size_t klen,
 		  uint64_t *seed)
 {
 	static const char *const keys[] = { "seed", "drop", "dup", "reorder",
-					    "corrupt", "qp" };
+					    "corrupt", "qp", "delay" };
 	double *probs[] = { NULL, &n->p_drop, &n->p_dup, &n->p_reorder,
-			    &n->p_corrupt, NULL };
+			    &n->p_corrupt, NULL, NULL };
 	unsigned int k;
 	char *stop;
 
-	for (k = 0; k < 6; k++)
+	for (k = 0; k < 7; k++)
 		if (strlen(keys[k]) == klen && !memcmp(key, keys[k], klen))
 			break;
-	if (k == 6 || (*seen & 1u << k))
+	if (k == 7 || (*seen & 1u << k))
 		return -EINVAL;         /* unknown, or given twice */
 	*seen |= 1u << k;
 	/* strtod/strtoull accept signs, spaces, "inf" and "nan": allow a
@@ -257,18 +276,22 @@ static int inj_kv(struct inj_cfg *n, const char *key, size_t klen,
 	if (val == end || !((*val >= '0' && *val <= '9') || *val == '.'))
 		return -EINVAL;
 	errno = 0;
-	if (k == 0 || k == 5) {
+	if (k == 0 || k == 5 || k == 6) {
 		bool hex = end - val > 2 && val[0] == '0' &&
 			   (val[1] == 'x' || val[1] == 'X');
 		uint64_t v = strtoull(val, &stop, hex ? 16 : 10);
 
 		if (k == 0) {
 			*seed = v;
-		} else {
+		} else if (k == 5) {
 			if (v > 0xffffffu)
 				return -EINVAL;
 			n->has_qp = true;
 			n->qpn = (uint32_t)v;
+		} else {
+			if (v > DELAY_MAX_US)
+				return -EINVAL;
+			n->delay_ns = v * 1000u;
 		}
 	} else {
 		double p = strtod(val, &stop);
@@ -282,8 +305,9 @@ static int inj_kv(struct inj_cfg *n, const char *key, size_t klen,
 	return 0;
 }
 
-/* "seed=N,drop=P,dup=P,reorder=P,corrupt=P,qp=N": any subset, any order
- * (qp: only the packets whose BTH names that destination QP). */
+/* "seed=N,drop=P,dup=P,reorder=P,corrupt=P,qp=N,delay=US": any subset,
+ * any order (qp: only the packets whose BTH names that destination QP;
+ * delay: every packet let through leaves US microseconds later). */
 static int inj_parse(struct inj_cfg *n, const char *s)
 {
 	unsigned int seen = 0;
@@ -292,6 +316,7 @@ static int inj_parse(struct inj_cfg *n, const char *s)
 	n->p_drop = n->p_dup = n->p_reorder = n->p_corrupt = 0;
 	n->has_qp = false;
 	n->qpn = 0;
+	n->delay_ns = 0;
 	if (s && *s) {
 		for (;;) {
 			const char *end = strchr(s, ',');
@@ -314,7 +339,7 @@ static int inj_parse(struct inj_cfg *n, const char *s)
 	}
 	n->rng = rng_seed(seed);
 	n->inj = n->p_drop > 0 || n->p_dup > 0 || n->p_reorder > 0 ||
-		 n->p_corrupt > 0;
+		 n->p_corrupt > 0 || n->delay_ns > 0;
 	return 0;
 }
 
@@ -528,6 +553,28 @@ fail:
 	return rc;
 }
 
+/* The delay ring, made once (under ij_mu, or before the net is shared):
+ * 0 or -ENOMEM. */
+static int delay_make(struct sv_net *n)
+{
+	struct delayed *q;
+	uint8_t *mem;
+
+	if (n->dq_made)
+		return 0;
+	q = calloc(DELAY_SLOTS, sizeof(*q));
+	mem = malloc((size_t)DELAY_SLOTS * SV_NET_MAX_PKT);
+	if (!q || !mem) {
+		free(q);
+		free(mem);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < DELAY_SLOTS; i++)
+		q[i].buf = mem + (size_t)i * SV_NET_MAX_PKT;
+	n->dq_made = q;
+	return 0;
+}
+
 int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 {
 	struct sv_net *n;
@@ -541,8 +588,11 @@ int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 	n->rx_short = true;
 	pthread_mutex_init(&n->ij_mu, NULL);
 	rc = inj_parse(&n->ij, cfg->inject);
+	if (!rc && n->ij.delay_ns)
+		rc = delay_make(n);
 	if (rc)
 		goto fail;
+	n->dq = n->dq_made;
 	memcpy(n->addr, cfg->addr, 16);
 	n->port = cfg->port;
 	n->v4 = gid_is_v4(cfg->addr);
@@ -582,6 +632,9 @@ int sv_net_open(struct sv_net **out, const struct sv_net_cfg *cfg)
 fail:
 	free(n->hold.buf);
 	free(n->rxbuf);
+	if (n->dq_made)
+		free(n->dq_made[0].buf);
+	free(n->dq_made);
 	free(n);
 	return rc;
 }
@@ -598,6 +651,9 @@ void sv_net_close(struct sv_net *n)
 		close(n->rx_fd);
 	free(n->hold.buf);
 	free(n->rxbuf);
+	if (n->dq_made)
+		free(n->dq_made[0].buf);
+	free(n->dq_made);
 	free(n);
 }
 
@@ -817,13 +873,78 @@ static void stage(struct sv_net *n, const uint8_t *buf, uint32_t len,
 	e->dst = *dst;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A packet the injector lets through: staged, or with delay=US a copy of
+ * it (its flipped byte in place) waits in the ring; a full ring sends it
+ * now. */
+static void emit_pkt(struct sv_net *n, const uint8_t *buf, uint32_t len,
+		     uint32_t flip, uint8_t flipped, uint8_t slot,
+		     bool primary, const union sv_sa *dst)
+{
+	struct delayed *d;
+
+	if (!n->ij.delay_ns || !n->dq || n->dq_n == DELAY_SLOTS) {
+		stage(n, buf, len, flip, flipped, slot, primary, dst);
+		return;
+	}
+	d = &n->dq[(n->dq_head + n->dq_n) % DELAY_SLOTS];
+	if (len)
+		memcpy(d->buf, buf, len);
+	if (flip != NO_FLIP)
+		d->buf[flip] = flipped;
+	d->len = len;
+	d->slot = slot;
+	d->dst = *dst;
+	d->due = mono_ns() + n->ij.delay_ns;
+	__atomic_store_n(&n->dq_n, n->dq_n + 1, __ATOMIC_RELAXED);
+	ctr_add(&n->st.inj_delay, 1);
+}
+
+uint32_t sv_net_delayed(const struct sv_net *n)
+{
+	return __atomic_load_n(&n->dq_n, __ATOMIC_RELAXED);
+}
+
+uint64_t sv_net_tick(struct sv_net *n)
+{
+	uint64_t now;
+	bool any = false;
+
+	if (!n->dq_n)
+		return 0;
+	now = mono_ns();
+	while (n->dq_n) {
+		struct delayed *d = &n->dq[n->dq_head];
+
+		if (d->due > now)
+			break;
+		if (n->nstage > STAGE - EMIT_MAX_PER_PKT)
+			flush(n);
+		stage(n, d->buf, d->len, NO_FLIP, 0, d->slot, false, &d->dst);
+		n->dq_head = (n->dq_head + 1) % DELAY_SLOTS;
+		__atomic_store_n(&n->dq_n, n->dq_n - 1, __ATOMIC_RELAXED);
+		any = true;
+	}
+	/* sent before a slot released here can be written again */
+	if (any)
+		flush(n);
+	return n->dq_n ? n->dq[n->dq_head].due - now : 0;
+}
+
 /* Stage the held packet (after the one just staged). */
 static void release_hold(struct sv_net *n)
 {
 	unsigned int c;
 
 	for (c = 0; c < n->hold.copies; c++)
-		stage(n, n->hold.buf, n->hold.len, NO_FLIP, 0, n->hold.slot,
+		emit_pkt(n, n->hold.buf, n->hold.len, NO_FLIP, 0, n->hold.slot,
 		      false, &n->hold.dst);
 	n->hold.held = false;
 	n->hold.staged = true;
@@ -880,7 +1001,7 @@ static void inject(struct sv_net *n, const struct sv_net_tx *p,
 		return;
 	}
 	for (c = 0; c < copies; c++)
-		stage(n, p->buf, p->len, flip, flipped, slot, c == 0, dst);
+		emit_pkt(n, p->buf, p->len, flip, flipped, slot, c == 0, dst);
 	if (n->hold.held) {
 		/* counted once it really went out of order */
 		ctr_add(&n->st.inj_reorder, 1);
@@ -896,6 +1017,10 @@ int sv_net_set_inject(struct sv_net *n, const char *spec)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&n->ij_mu);
+	if (c.delay_ns && delay_make(n)) {
+		pthread_mutex_unlock(&n->ij_mu);
+		return -ENOMEM;
+	}
 	n->ij_new = c;
 	__atomic_store_n(&n->ij_gen, n->ij_gen + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&n->ij_mu);
@@ -913,10 +1038,14 @@ unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		pthread_mutex_lock(&n->ij_mu);
 		n->ij = n->ij_new;
 		n->ij_seen = n->ij_gen;
+		n->dq = n->dq_made;
 		pthread_mutex_unlock(&n->ij_mu);
 		if (n->ij.inj)
 			n->gso = false; /* the injector works on packets */
 	}
+	/* what waited its delay goes first */
+	if (unlikely(n->dq_n))
+		(void)sv_net_tick(n);
 	for (i = 0; i < cnt; i++) {
 		const struct sv_net_tx *p = &pkts[i];
 		union sv_sa dst;

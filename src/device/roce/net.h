@@ -133,6 +133,15 @@ bool sv_net_gro(const struct sv_net *n);
  */
 unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		     unsigned cnt);
+/*
+ * The injector's delay=US: packets held back now (any thread may look, a
+ * relaxed load), and, on the send side (as sv_net_send), the held-back
+ * packets whose time came sent: the ns until the next one's, 0 when none
+ * waits. sv_net_send sends them too; a caller with nothing to send ticks
+ * while any waits.
+ */
+uint32_t sv_net_delayed(const struct sv_net *n);
+uint64_t sv_net_tick(struct sv_net *n);
 
 struct sv_net_rx {
 	uint8_t *buf;
@@ -162,6 +171,7 @@ struct sv_net_stats {
 	uint64_t rx_pkts, rx_bytes;    /* datagrams returned by sv_net_recv */
 	uint64_t tx_drop_full;         /* dropped on EAGAIN (socket full) */
 	uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt;
+	uint64_t inj_delay;            /* held back delay_us, then sent */
 	uint64_t tx_err;               /* refused: see sv_net_send */
 	uint64_t rx_err;               /* truncated or failed receives */
 	uint64_t tx_gso, rx_gro;       /* datagrams of more than one packet */
