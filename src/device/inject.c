@@ -122,6 +122,47 @@ static void no_direct(struct sv_qp *qp)
 	}
 }
 
+/* wire SPEC pid=P: the local QPs (by qpn_tab slot) whose packets the
+ * wire's faults touch, the QPs of wire_pid (0: none) */
+#define QP_SLOTS (sizeof(sv_dev.qpn_tab) / sizeof(sv_dev.qpn_tab[0]))
+static uint8_t wire_qps[QP_SLOTS / 8];
+static uint32_t wire_pid;
+
+static void wire_qp_mark(uint32_t qpn, bool on)
+{
+	uint32_t i = qpn & (QP_SLOTS - 1);
+	uint8_t *b = &wire_qps[i >> 3];
+	uint8_t v = __atomic_load_n(b, __ATOMIC_RELAXED);
+
+	v = on ? (uint8_t)(v | 1u << (i & 7)) : (uint8_t)(v & ~(1u << (i & 7)));
+	__atomic_store_n(b, v, __ATOMIC_RELAXED);
+}
+
+void sv_inject_qp_new(const struct sv_qp *qp)
+{
+	if (wire_pid && qp->owner && qp->owner->pid == (pid_t)wire_pid)
+		wire_qp_mark(qp->qpn, true);
+}
+
+void sv_inject_qp_gone(const struct sv_qp *qp)
+{
+	if (wire_pid)
+		wire_qp_mark(qp->qpn, false);
+}
+
+/* The wire's faults for spec, for the QPs of pid (0: every packet). */
+static int wire_set(const char *spec, uint32_t pid)
+{
+	wire_pid = pid;
+	for (uint32_t i = 0; i < QP_SLOTS; i++) {
+		const struct sv_qp *qp = sv_dev.qpn_tab[i];
+
+		wire_qp_mark(i, pid && qp && qp->owner &&
+				qp->owner->pid == (pid_t)pid);
+	}
+	return sv_roce_inject(spec, pid ? wire_qps : NULL);
+}
+
 static void clear_all(void)
 {
 	memset(cmd_fault, 0, sizeof(cmd_fault));
@@ -132,7 +173,7 @@ static void clear_all(void)
 			sv_dev.qpn_tab[i]->inj_rnr =
 				sv_dev.qpn_tab[i]->inj_access = 0;
 	if (sv_roce_running())
-		(void)sv_roce_inject(NULL);
+		(void)wire_set(NULL, 0);
 	/* and a port taken down comes up again */
 	if (sv_dev.port.state != IBV_PORT_ACTIVE) {
 		sv_dev.port.state = IBV_PORT_ACTIVE;
@@ -200,10 +241,11 @@ int sv_cmd_inject(struct sv_req *r)
 			r->why = "the spec is not terminated";
 			return -EINVAL;
 		}
-		ret = sv_roce_inject(a->spec);
+		ret = wire_set(a->spec, a->pid);
 		if (ret)
 			r->why = ret == -ENODEV ? "no RoCEv2 port" :
-			 "not seed=N,drop=P,dup=P,reorder=P,corrupt=P";
+			 "not seed=N,drop=P,dup=P,reorder=P,corrupt=P,"
+			 "delay=US,qp=N";
 		else
 			sv_inj_done[SV_INJ_WIRE]++;
 		break;

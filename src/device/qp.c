@@ -355,6 +355,7 @@ checked:
 		goto err_out;
 	}
 	qp->owner = c;
+	sv_inject_qp_new(qp);
 	qp->cookie = a->cookie;
 	qp->type = a->qp_type;
 	qp->pd = pd;
@@ -698,8 +699,10 @@ void sv_qp_destroy(struct sv_qp *qp)
 		return;
 	sv_mcast_qp_destroy(qp);
 	sv_engine_remove_qp(qp);
-	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp)
+	if (sv_dev.qpn_tab[qp->qpn & QPN_MASK] == qp) {
 		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;
+		sv_inject_qp_gone(qp);
+	}
 	/* unreachable now; an engine may still be copying for it, or the
 	 * owner (directly) */
 	qp->dead = true;

@@ -510,6 +510,10 @@ int sv_cmd_inject(struct sv_req *r);
 bool sv_inject_cmd_armed(void);
 /* ...and for op of client c: 0, or the -errno to answer with. */
 int sv_inject_cmd(const struct sv_client *c, unsigned int op);
+/* A QP came (owner set) or went: with `wire SPEC pid=P`, the wire's
+ * faults follow the QPs of process P, those made later too. */
+void sv_inject_qp_new(const struct sv_qp *qp);
+void sv_inject_qp_gone(const struct sv_qp *qp);
 /* wq.c: faults the responder injects, counted by kind */
 extern uint64_t sv_inj_done[SV_INJ_KIND_MAX];
 /* Take one armed fault of t for a message that needs a receive WQE (an

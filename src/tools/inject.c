@@ -31,6 +31,8 @@ static const char usage_text[] =
 "                     \"\" for none; delay: each packet leaves US\n"
 "                     microseconds later; qp: only the packets sent to\n"
 "                     that QPN)\n"
+"  wire SPEC pid=P    the same, for the packets of process P's QPs alone\n"
+"                     (those it makes later too)\n"
 "  clear              disarm everything, the wire's injector too\n"
 "  status             what has been injected, and what is armed\n";
 
@@ -168,9 +170,10 @@ int sv_tool_inject(int argc, char **argv)
 		   (!strcmp(argv[2], "down") || !strcmp(argv[2], "up"))) {
 		a->kind = SV_INJ_PORT;
 		a->up = !strcmp(argv[2], "up");
-	} else if (!strcmp(what, "wire") && argc == 3) {
+	} else if (!strcmp(what, "wire") && (argc == 3 || argc == 4)) {
 		a->kind = SV_INJ_WIRE;
-		if (strlen(argv[2]) >= sizeof(a->spec))
+		if (strlen(argv[2]) >= sizeof(a->spec) ||
+		    (argc == 4 && (parse_kv(a, 1, argv + 3, "pid") || !a->pid)))
 			goto bad;
 		strcpy(a->spec, argv[2]);
 	} else if (!strcmp(what, "clear") && argc == 2) {

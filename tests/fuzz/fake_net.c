@@ -47,10 +47,13 @@ int sv_net_fd(const struct sv_net *n)
 	return -1;                  /* poll() skips it: the wire thread sleeps */
 }
 
-int sv_net_set_inject(struct sv_net *n, const char *spec)
+int sv_net_set_inject(struct sv_net *n, const char *spec, const uint8_t *qps,
+		      uint32_t qps_mask)
 {
 	(void)n;
 	(void)spec;
+	(void)qps;
+	(void)qps_mask;
 	return 0;                   /* this transport injects nothing */
 }
 

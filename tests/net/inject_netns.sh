@@ -6,6 +6,8 @@
 #     fails and says so);
 #   - wire drop=1,qp=N: only what goes to QP N is lost: that server's
 #     client fails, a pingpong of other QPs goes through untouched;
+#   - wire drop=1 pid=P: only what process P's QPs send is lost: that
+#     server's client fails, a pair of other processes goes through;
 #   - wire delay=100000: each packet b sends leaves 100 ms later: its
 #     SENDs are retransmitted (the ACK timeout is shorter), every round
 #     trip takes at least the delay, and the pingpong completes;
@@ -81,6 +83,42 @@ ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
 d1=$(stat_b | field roce injected drop)
 [ "$d0" = "$d1" ] || fail "qp=0xfffffe dropped $((d1 - d0)) packets of other QPs"
 inj_b wire "drop=1,qp=0x1000000" && fail "a QPN over 24 bits was taken"
+
+# 1b'. one process of several: drop=1 pid=P drops only what P's QPs send.
+# A pingpong server in b (its QP made before the fault): its client in a
+# gets no ACK and fails; then, with the fault still armed for that (now
+# gone) process, a pair of other processes loses nothing.
+port=$((port + 1))
+ps=$NS_DIR/pid-server.out pc=$NS_DIR/pid-client.out
+ns_log "$ps" "pid=: the server in b"
+ns_log "$pc" "pid=: the client in a"
+timeout -k 2 30 ip netns exec "$NS_B" env SOFTVERBS_SOCKET="$SOCK_B" \
+	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- stdbuf -oL ibv_rc_pingpong \
+	-g 0 -p $port -n 5 >"$ps" 2>&1 &
+psrv=$!
+ns_wait_listen "$NS_B" $port "$psrv" 10 || fail "pid=: the server does not listen"
+spid=
+for p in $(pgrep -x ibv_rc_pingpong); do
+	tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "-p $port " && spid=$p
+done
+[ -n "$spid" ] || fail "pid=: no server process"
+inj_b wire drop=1 pid="$spid" || fail "inject wire drop=1 pid=$spid"
+if timeout -k 2 30 ip netns exec "$NS_A" env SOFTVERBS_SOCKET="$SOCK_A" \
+	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- ibv_rc_pingpong -g 0 -p $port \
+	-n 5 "$IP_B" >"$pc" 2>&1; then
+	fail "a pingpong went through a wire that drops every packet of its server's process $spid"
+fi
+grep -Eqi 'retry|status 12|Failed status' "$pc" ||
+	fail "pid=: the client did not report a transport retry error"
+ns_end_job "$psrv"
+echo "drop=1 pid=$spid: the client of that process failed: $(grep -Ei 'status' "$pc" | head -n 1)"
+port=$((port + 1))
+d0=$(stat_b | field roce injected drop)
+ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
+	fail "a pingpong of other processes through drop=1 pid=$spid: $NS_WHY"
+d1=$(stat_b | field roce injected drop)
+[ "$d0" = "$d1" ] || fail "pid=$spid dropped $((d1 - d0)) packets of other processes"
+inj_b wire "" || fail "inject wire \"\""
 
 # 1c. a slow wire: delay=100000 holds every packet b sends for 100 ms,
 # longer than the pingpong's ACK timeout (timeout 14: 67 ms). Each SEND

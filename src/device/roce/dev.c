@@ -117,7 +117,7 @@ uint8_t *sv_roce_tx_next(struct sv_roce_tx *tx)
 
 void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 		     const uint8_t sgid[16], const uint8_t dgid[16],
-		     uint16_t sport)
+		     uint16_t sport, uint32_t lqpn)
 {
 	struct sv_net_tx *t = &tx->pkt[tx->n];
 
@@ -125,6 +125,7 @@ void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 	t->len = (uint32_t)hdr_plus_payload;   /* finished at the flush */
 	memcpy(t->dst, dgid, 16);
 	t->sport = sport;
+	t->lqpn = lqpn;
 	memcpy(tx->sgid[tx->n], sgid, 16);
 	tx->n++;
 }
@@ -243,7 +244,7 @@ void sv_roce_send_resp(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
 	p.msn = rq->msn;
 	p.orig = orig;
 	hdr = sv_roce_build_hdr(buf, &p);
-	sv_roce_tx_push(tx, hdr, rq->sgid, rq->dgid, rq->sport);
+	sv_roce_tx_push(tx, hdr, rq->sgid, rq->dgid, rq->sport, rq->qp->qpn);
 }
 
 void sv_roce_send_ack(struct sv_roce_tx *tx, struct sv_roce_qp *rq,
@@ -378,7 +379,8 @@ int sv_roce_gsi_send(const uint8_t sgid[16], const uint8_t dgid[16],
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
 	memcpy(buf + hdr, mad, len);
-	sv_roce_tx_push(tx, hdr + len, sgid, dgid, (uint16_t)sport);
+	sv_roce_tx_push(tx, hdr + len, sgid, dgid, (uint16_t)sport,
+			SV_GSI_QPN);
 	sv_roce_tx_flush(tx);
 out:
 	sv_dev_unlock();
@@ -667,13 +669,14 @@ void sv_roce_stop(void)
 	nets_close();
 }
 
-int sv_roce_inject(const char *spec)
+int sv_roce_inject(const char *spec, const uint8_t *qps)
 {
 	int ret = wire.running ? 0 : -ENODEV;
 
 	for (unsigned int i = 0; !ret && i < SV_GID_TBL_LEN; i++)
 		if (wire.net[i])
-			ret = sv_net_set_inject(wire.net[i], spec);
+			ret = sv_net_set_inject(wire.net[i], spec, qps,
+						(1u << SV_MAX_QP_BITS) - 1);
 	return ret;
 }
 
@@ -895,7 +898,7 @@ int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 	}
 	sv_roce_tx_push(tx, hdr + len,
 			sv_dev.gid[a->sgid_index % SV_GID_TBL_LEN].gid,
-			a->dgid, (uint16_t)sport);
+			a->dgid, (uint16_t)sport, qp->qpn);
 	sv_roce_tx_flush(tx);
 	return IBV_WC_SUCCESS;
 }

@@ -85,6 +85,8 @@ struct inj_cfg {
 	uint64_t rng;
 	bool has_qp;                    /* only packets to QP qpn (BTH) */
 	uint32_t qpn;
+	const uint8_t *qps;             /* only packets of these local QPs */
+	uint32_t qps_mask;
 	uint64_t delay_ns;              /* hold every packet back so long */
 };
 
@@ -958,6 +960,15 @@ static bool to_qp(const struct sv_net_tx *p, uint32_t qpn)
 		p->buf[7]) == qpn;
 }
 
+/* Is local QP lqpn one of the injector's? */
+static bool of_qps(const struct inj_cfg *c, uint32_t lqpn)
+{
+	uint32_t i = lqpn & c->qps_mask;
+
+	return (__atomic_load_n(&c->qps[i >> 3], __ATOMIC_RELAXED) >>
+		(i & 7)) & 1;
+}
+
 /* One packet through the injector: staged (0, 1 or 2 copies, maybe the
  * held packet after it), dropped, or held. */
 static void inject(struct sv_net *n, const struct sv_net_tx *p,
@@ -1009,13 +1020,16 @@ static void inject(struct sv_net *n, const struct sv_net_tx *p,
 	}
 }
 
-int sv_net_set_inject(struct sv_net *n, const char *spec)
+int sv_net_set_inject(struct sv_net *n, const char *spec, const uint8_t *qps,
+		      uint32_t qps_mask)
 {
 	struct inj_cfg c;
 	int rc = inj_parse(&c, spec);
 
 	if (rc)
 		return rc;
+	c.qps = qps;
+	c.qps_mask = qps_mask;
 	pthread_mutex_lock(&n->ij_mu);
 	if (c.delay_ns && delay_make(n)) {
 		pthread_mutex_unlock(&n->ij_mu);
@@ -1063,7 +1077,8 @@ unsigned sv_net_send(struct sv_net *n, const struct sv_net_tx *pkts,
 		}
 		sa_make(n, &dst, p->dst, n->port);
 		taken++;
-		if (!n->ij.inj || (n->ij.has_qp && !to_qp(p, n->ij.qpn))) {
+		if (!n->ij.inj || (n->ij.has_qp && !to_qp(p, n->ij.qpn)) ||
+		    (n->ij.qps && !of_qps(&n->ij, p->lqpn))) {
 			stage(n, p->buf, p->len, NO_FLIP, 0, (uint8_t)slot,
 			      true, &dst);
 			n->stage[n->nstage - 1].cont = p->cont && i &&

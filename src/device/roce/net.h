@@ -85,8 +85,12 @@ struct sv_net_cfg {
 
 /* Replace the injector's settings (an inject string as in sv_net_cfg; NULL
  * or "": none) from any thread: the next sv_net_send takes them, and the
- * seed starts its draws afresh. 0 or -EINVAL (nothing changed). */
-int sv_net_set_inject(struct sv_net *n, const char *spec);
+ * seed starts its draws afresh. 0 or -EINVAL (nothing changed). qps, when
+ * not NULL: the faults touch only the packets of the local QPs whose bit
+ * (lqpn & qps_mask) is set there; the caller keeps the bitmap, and may
+ * change its bits (relaxed bytes) while it is in use. */
+int sv_net_set_inject(struct sv_net *n, const char *spec, const uint8_t *qps,
+		      uint32_t qps_mask);
 
 /* 0 or -errno (-EINVAL: a bad inject string; -EADDRINUSE, -EADDRNOTAVAIL:
  * from bind). Binds addr:port. */
@@ -116,6 +120,7 @@ struct sv_net_tx {
 	 * SV_NET_GSO_BYTES bytes in all. A cont that breaks a rule starts a
 	 * datagram of its own. */
 	bool cont;
+	uint32_t lqpn;       /* the local QP that sends it (1: the GSI) */
 };
 
 /* May sv_net_send's caller mark packets cont now? */

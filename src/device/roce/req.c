@@ -488,7 +488,7 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	} else if (!payload(x, qp, e, off, len, buf + hdr, tx, g)) {
 		return IBV_WC_LOC_PROT_ERR;
 	}
-	sv_roce_tx_push(tx, hdr + len, rq->sgid, rq->dgid, rq->sport);
+	sv_roce_tx_push(tx, hdr + len, rq->sgid, rq->dgid, rq->sport, qp->qpn);
 	/* the PSNs this packet takes (a READ request: its responses') */
 	if (sv_psn_diff(sv_psn_add(psn, span), rq->snd) > 0)
 		rq->snd = sv_psn_add(psn, span);

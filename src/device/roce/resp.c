@@ -299,7 +299,7 @@ static bool read_respond(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn,
 				blen += l;
 			}
 			sv_roce_tx_push(tx, hdr + l, rq->sgid, rq->dgid,
-					rq->sport);
+					rq->sport, rq->qp->qpn);
 		}
 		if (blen && !read_gather(&x, t, rkey, va + off, blen, &dst)) {
 			tx->n = n0;     /* none of this batch goes */

@@ -42,8 +42,9 @@ struct sv_roce_stats {
 int sv_roce_start(uint16_t port, const char *inject, bool no_offload);
 /* New fault-injector settings for every address served (softverbs
  * inject wire=SPEC): 0, -EINVAL (a bad spec: nothing changed), -ENODEV
- * (no RoCEv2 port). */
-int sv_roce_inject(const char *spec);
+ * (no RoCEv2 port). qps: NULL, or a bitmap of the local QPs (by qpn_tab
+ * slot) whose packets alone the faults touch (net.h). */
+int sv_roce_inject(const char *spec, const uint8_t *qps);
 void sv_roce_stop(void);
 bool sv_roce_running(void);
 void sv_roce_get_stats(struct sv_roce_stats *out);

@@ -225,10 +225,11 @@ struct sv_roce_tx *sv_roce_tx_get(void);
 uint8_t *sv_roce_tx_next(struct sv_roce_tx *tx);
 /* Queue the packet written in the buffer sv_roce_tx_next gave: its headers
  * are at buf with hdr+payload bytes (the payload may still be written
- * until the flush); pad and ICRC are added at the flush. */
+ * until the flush); pad and ICRC are added at the flush. lqpn: the local
+ * QP that sends it (the injector's per-process faults). */
 void sv_roce_tx_push(struct sv_roce_tx *tx, size_t hdr_plus_payload,
 		     const uint8_t sgid[16], const uint8_t dgid[16],
-		     uint16_t sport);
+		     uint16_t sport, uint32_t lqpn);
 void sv_roce_tx_flush(struct sv_roce_tx *tx);
 /* What the wire thread does with the packets rx[0..n) sv_net_recv gave
  * (touched: room for SV_NET_RX_BATCH QPs): each to the responder or
