@@ -8,7 +8,10 @@
 #     that root, server and client, through `softverbs run`: the daemon
 #     starts by itself from /usr/libexec/softverbs, no kernel module, no
 #     privileges;
-#   - dpkg -r removes every file it brought.
+#   - dpkg -r removes every file it brought;
+#   - then dist/Dockerfile's instructions, carried out one by one in that
+#     root as a container engine would (none runs here): its command, as
+#     the unprivileged user it names, shows sv0 with its port active.
 # Needs root (debootstrap, chroot) and Debian's mirror.
 #   deb.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
@@ -80,4 +83,82 @@ rc=$?
 cat "$T/inside.log"
 [ $rc = 0 ] || fail "inside the fresh Debian 12 root: status $rc"
 grep -q 'inside: done' "$T/inside.log" || fail "the steps inside did not finish"
-pass "the package installs in a fresh Debian 12 root beside rdma-core, runs ibv_rc_pingpong unprivileged, and removes cleanly"
+
+# dist/Dockerfile, step by step, in the same root (the package removed
+# again): no container engine runs here, so each instruction is carried
+# out as an engine would in an image of FROM's root: RUN in a chroot as
+# root, COPY from the build context (the folder the package is in), USER
+# and ENV for what follows, and CMD run last as that user with that
+# environment: it must show sv0, its port active. An instruction this
+# does not know fails the test.
+/usr/bin/python3 - "$src/dist/Dockerfile" "$T" "$root" >"$T/docker.sh" <<'PY' ||
+import json, shlex, sys, glob, os
+df, ctx, root = sys.argv[1:4]
+lines, cur = [], ''
+for l in open(df):
+    l = l.rstrip('\n')
+    if not cur and (not l.strip() or l.lstrip().startswith('#')):
+        continue
+    if l.endswith('\\'):
+        cur += l[:-1] + ' '
+        continue
+    lines.append(cur + l)
+    cur = ''
+out = ['set -eu']
+user, env = 'root', {}
+for l in lines:
+    ins, _, arg = l.strip().partition(' ')
+    ins = ins.upper()
+    if ins == 'FROM':
+        assert arg.strip() in ('debian:12-slim', 'debian:12', 'debian:bookworm',
+                               'debian:bookworm-slim'), ('FROM', arg)
+    elif ins == 'RUN':
+        out.append('echo "RUN %s"' % arg.replace('"', "'")[:60])
+        out.append('chroot_run sh -c %s' % shlex.quote(arg))
+    elif ins == 'COPY':
+        srcs, dst = arg.split()[:-1], arg.split()[-1]
+        for sp in srcs:
+            hits = glob.glob(os.path.join(ctx, sp))
+            assert hits, ('COPY finds nothing', sp)
+            for h in hits:
+                out.append('cp %s %s' % (shlex.quote(h),
+                                         shlex.quote(root + '/' + dst.lstrip('/'))))
+    elif ins == 'USER':
+        user = arg.strip()
+    elif ins == 'ENV':
+        for kv in shlex.split(arg):
+            k, _, v = kv.partition('=')
+            env[k] = v
+    elif ins == 'CMD':
+        cmd = json.loads(arg)
+        envs = ' '.join(shlex.quote('%s=%s' % kv) for kv in env.items())
+        out.append('echo "CMD %s as %s"' % (' '.join(cmd), user))
+        out.append('chroot_run setpriv --reuid=%s --regid=nogroup --clear-groups '
+                   '--inh-caps=-all env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin %s %s'
+                   ' >%s/tmp/cmd.out 2>&1'
+                   % (shlex.quote(user), envs, ' '.join(shlex.quote(c) for c in cmd),
+                      shlex.quote(root)))
+        # the daemon the command started leaves by itself once idle
+        lock = root + env.get('XDG_RUNTIME_DIR', '/run') + '/softverbs/control.lock'
+        out.append('pid=$(tr -d "\\n" <%s)' % shlex.quote(lock))
+        out.append('for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done')
+        out.append('if kill -0 "$pid" 2>/dev/null; then kill "$pid"; echo "daemon $pid still there"; exit 1; fi')
+    else:
+        sys.exit('dist/Dockerfile: %s is not an instruction this test runs' % ins)
+print('\n'.join(out))
+PY
+	fail "dist/Dockerfile could not be followed"
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
+unshare -m --propagation private bash -c "
+	mount -t proc proc '$root/proc' && mount --bind /dev '$root/dev' || exit 1
+	chroot_run() { chroot '$root' \"\$@\"; }
+	. '$T/docker.sh'
+" >"$T/docker.log" 2>&1
+rc=$?
+tail -n 20 "$T/docker.log"
+[ $rc = 0 ] || fail "dist/Dockerfile's steps: status $rc"
+cat "$root/tmp/cmd.out"
+grep -q 'hca_id:[[:space:]]*sv0' "$root/tmp/cmd.out" &&
+	grep -q 'PORT_ACTIVE' "$root/tmp/cmd.out" ||
+	fail "the image's command did not show sv0 with its port active"
+pass "the package installs in a fresh Debian 12 root beside rdma-core, runs ibv_rc_pingpong unprivileged, and removes cleanly; dist/Dockerfile's steps build that root into the image, whose command shows sv0 to an unprivileged user"
