@@ -343,24 +343,15 @@ static void answer(struct render *rd, uint32_t psn, uint32_t n,
 	p.opcode = (uint8_t)(SV_OP_RC_ACK + base);
 	if (rd->t)
 		p.msn = rd->t->cap_msn;
-	switch (res) {
-	case RES_NOACK:
+	if (res == RES_NOACK)
 		return;         /* nothing came back */
-	case RES_RNR:
-		p.syndrome = (uint8_t)SV_AETH_RNR(rd->t ?
-					rd->t->attr.min_rnr_timer : 0);
-		emit(rd, true, &p, NULL, 0, 0);
-		return;
-	case IBV_WC_REM_ACCESS_ERR:
-		p.syndrome = SV_AETH_NAK_ACCESS;
-		emit(rd, true, &p, NULL, 0, 0);
-		return;
-	case IBV_WC_REM_INV_REQ_ERR:
-		p.syndrome = SV_AETH_NAK_INV;
-		emit(rd, true, &p, NULL, 0, 0);
-		return;
-	case IBV_WC_REM_OP_ERR:
-		p.syndrome = SV_AETH_NAK_OP;
+	if (res != IBV_WC_SUCCESS) {
+		/* the NAK of the outcome, at the request's first PSN */
+		p.syndrome = (uint8_t)(res == RES_RNR ?
+			SV_AETH_RNR(rd->t ? rd->t->attr.min_rnr_timer : 0) :
+			res == IBV_WC_REM_ACCESS_ERR ? SV_AETH_NAK_ACCESS :
+			res == IBV_WC_REM_INV_REQ_ERR ? SV_AETH_NAK_INV :
+			SV_AETH_NAK_OP);
 		emit(rd, true, &p, NULL, 0, 0);
 		return;
 	}

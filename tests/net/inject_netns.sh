@@ -36,52 +36,67 @@ for k in sys.argv[1:]:
 print(d)' "$@"
 }
 
+# ARGS through softverbs run inside NS on SOCK's daemon, 30 s at most
+sv_in() { # ns sock args...
+	local ns=$1 sock=$2
+	shift 2
+	timeout -k 2 30 ip netns exec "$ns" env SOFTVERBS_SOCKET="$sock" \
+		SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- "$@"
+}
+# A pingpong server (5 iterations on $port) in NS on SOCK's daemon, once it
+# listens: its output in $srv_out, its job in $srv_job.
+server_in() { # ns sock name
+	srv_out=$NS_DIR/$3-server.out
+	ns_log "$srv_out" "$3: the server in $1"
+	sv_in "$1" "$2" stdbuf -oL ibv_rc_pingpong -g 0 -p "$port" -n 5 \
+		>"$srv_out" 2>&1 &
+	srv_job=$!
+	ns_wait_listen "$1" "$port" "$srv_job" 10 || fail "$3: the server does not listen"
+}
+# The client's output says it failed with a transport retry error.
+retry_failed() { # file what
+	grep -Eqi 'retry|status 12|Failed status' "$1" ||
+		fail "$2: the client did not report a transport retry error"
+}
+# A pingpong of other QPs and processes through the armed fault (WHAT):
+# it completes, and nothing of it is dropped.
+untouched() { # port what
+	local d0 d1
+	d0=$(stat_b | field roce injected drop)
+	ns_run_pair "$1" ibv_rc_pingpong -g 0 -p "$1" -n 100 ||
+		fail "a pingpong of others through $2: $NS_WHY"
+	d1=$(stat_b | field roce injected drop)
+	[ "$d0" = "$d1" ] || fail "$2 dropped $((d1 - d0)) packets of others"
+}
+
 # 1. every packet lost: the requester gives up
 inj_b wire drop=1 || fail "inject wire drop=1"
 if ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 5; then
 	fail "a pingpong went through a wire that drops everything"
 fi
 cat "$NS_COUT"
-grep -Eqi 'retry|status 12|Failed status' "$NS_COUT" ||
-	fail "the client did not report a transport retry error"
+retry_failed "$NS_COUT" "drop=1"
 echo "drop=1: the client failed as a NIC's would: $(grep -Ei 'status' "$NS_COUT" | head -n 1)"
 
 # 1b. one connection of several: drop=1,qp=N drops only what b sends to
 # QP N. A server's QP in a: its client in b fails; a pingpong whose QPs
 # are not N goes through, and nothing of it is dropped.
 port=$((port + 1))
-qs=$NS_DIR/qp-server.out qc=$NS_DIR/qp-client.out
-ns_log "$qs" "qp=: the server in a"
+qc=$NS_DIR/qp-client.out
 ns_log "$qc" "qp=: the client in b"
-timeout -k 2 30 ip netns exec "$NS_A" env SOFTVERBS_SOCKET="$SOCK_A" \
-	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- stdbuf -oL ibv_rc_pingpong \
-	-g 0 -p $port -n 5 >"$qs" 2>&1 &
-qsrv=$!
-sqpn=
-for _ in $(seq 1 200); do
-	sqpn=$(sed -n 's/.*local address:.*QPN \(0x[0-9a-f]*\).*/\1/p' "$qs" | head -n 1)
-	[ -n "$sqpn" ] && break
-	sleep 0.05
-done
+server_in "$NS_A" "$SOCK_A" qp=
+sqpn=$(sed -n 's/.*local address:.*QPN \(0x[0-9a-f]*\).*/\1/p' "$srv_out" | head -n 1)
 [ -n "$sqpn" ] || fail "qp=: the server printed no QPN"
-ns_wait_listen "$NS_A" $port "$qsrv" 10 || fail "qp=: the server does not listen"
 inj_b wire "drop=1,qp=$sqpn" || fail "inject wire drop=1,qp=$sqpn"
-if timeout -k 2 30 ip netns exec "$NS_B" env SOFTVERBS_SOCKET="$SOCK_B" \
-	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- ibv_rc_pingpong -g 0 -p $port \
-	-n 5 "$IP_A" >"$qc" 2>&1; then
+if sv_in "$NS_B" "$SOCK_B" ibv_rc_pingpong -g 0 -p $port -n 5 "$IP_A" >"$qc" 2>&1; then
 	fail "a pingpong went through a wire that drops every packet to its server's QP $sqpn"
 fi
-grep -Eqi 'retry|status 12|Failed status' "$qc" ||
-	fail "qp=: the client did not report a transport retry error"
-ns_end_job "$qsrv"      # it waits for what never came
+retry_failed "$qc" "qp="
+ns_end_job "$srv_job"   # it waits for what never came
 echo "drop=1,qp=$sqpn: the client of that QP failed: $(grep -Ei 'status' "$qc" | head -n 1)"
 port=$((port + 1))
 inj_b wire "drop=1,qp=0xfffffe" || fail "inject wire drop=1,qp=0xfffffe"
-d0=$(stat_b | field roce injected drop)
-ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
-	fail "a pingpong of other QPs through drop=1,qp=0xfffffe: $NS_WHY"
-d1=$(stat_b | field roce injected drop)
-[ "$d0" = "$d1" ] || fail "qp=0xfffffe dropped $((d1 - d0)) packets of other QPs"
+untouched $port "drop=1,qp=0xfffffe"
 inj_b wire "drop=1,qp=0x1000000" && fail "a QPN over 24 bits was taken"
 
 # 1b'. one process of several: drop=1 pid=P drops only what P's QPs send.
@@ -89,35 +104,23 @@ inj_b wire "drop=1,qp=0x1000000" && fail "a QPN over 24 bits was taken"
 # gets no ACK and fails; then, with the fault still armed for that (now
 # gone) process, a pair of other processes loses nothing.
 port=$((port + 1))
-ps=$NS_DIR/pid-server.out pc=$NS_DIR/pid-client.out
-ns_log "$ps" "pid=: the server in b"
+pc=$NS_DIR/pid-client.out
 ns_log "$pc" "pid=: the client in a"
-timeout -k 2 30 ip netns exec "$NS_B" env SOFTVERBS_SOCKET="$SOCK_B" \
-	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- stdbuf -oL ibv_rc_pingpong \
-	-g 0 -p $port -n 5 >"$ps" 2>&1 &
-psrv=$!
-ns_wait_listen "$NS_B" $port "$psrv" 10 || fail "pid=: the server does not listen"
+server_in "$NS_B" "$SOCK_B" pid=
 spid=
 for p in $(pgrep -x ibv_rc_pingpong); do
 	tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "-p $port " && spid=$p
 done
 [ -n "$spid" ] || fail "pid=: no server process"
 inj_b wire drop=1 pid="$spid" || fail "inject wire drop=1 pid=$spid"
-if timeout -k 2 30 ip netns exec "$NS_A" env SOFTVERBS_SOCKET="$SOCK_A" \
-	SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- ibv_rc_pingpong -g 0 -p $port \
-	-n 5 "$IP_B" >"$pc" 2>&1; then
+if sv_in "$NS_A" "$SOCK_A" ibv_rc_pingpong -g 0 -p $port -n 5 "$IP_B" >"$pc" 2>&1; then
 	fail "a pingpong went through a wire that drops every packet of its server's process $spid"
 fi
-grep -Eqi 'retry|status 12|Failed status' "$pc" ||
-	fail "pid=: the client did not report a transport retry error"
-ns_end_job "$psrv"
+retry_failed "$pc" "pid="
+ns_end_job "$srv_job"
 echo "drop=1 pid=$spid: the client of that process failed: $(grep -Ei 'status' "$pc" | head -n 1)"
 port=$((port + 1))
-d0=$(stat_b | field roce injected drop)
-ns_run_pair $port ibv_rc_pingpong -g 0 -p $port -n 100 ||
-	fail "a pingpong of other processes through drop=1 pid=$spid: $NS_WHY"
-d1=$(stat_b | field roce injected drop)
-[ "$d0" = "$d1" ] || fail "pid=$spid dropped $((d1 - d0)) packets of other processes"
+untouched $port "drop=1 pid=$spid"
 inj_b wire "" || fail "inject wire \"\""
 
 # 1c. a slow wire: delay=100000 holds every packet b sends for 100 ms,
