@@ -277,6 +277,9 @@ enum sv_inj_kind {
 	SV_INJ_WIRE,
 	SV_INJ_CLEAR,
 	SV_INJ_QUERY,
+	SV_INJ_LOSE,               /* same-host: the next count messages to
+				    * qpn get no answer (the requester's
+				    * timeout, its retries) */
 	SV_INJ_KIND_MAX
 };
 

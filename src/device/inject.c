@@ -171,7 +171,8 @@ static void clear_all(void)
 				 sizeof(sv_dev.qpn_tab[0]); i++)
 		if (sv_dev.qpn_tab[i])
 			sv_dev.qpn_tab[i]->inj_rnr =
-				sv_dev.qpn_tab[i]->inj_access = 0;
+				sv_dev.qpn_tab[i]->inj_access =
+				sv_dev.qpn_tab[i]->inj_lose = 0;
 	if (sv_roce_running())
 		(void)wire_set(NULL, 0);
 	/* and a port taken down comes up again */
@@ -194,7 +195,7 @@ int sv_cmd_inject(struct sv_req *r)
 		return -EINVAL;
 	}
 	if (a->kind == SV_INJ_RNR || a->kind == SV_INJ_ACCESS ||
-	    a->kind == SV_INJ_FATAL) {
+	    a->kind == SV_INJ_FATAL || a->kind == SV_INJ_LOSE) {
 		qp = sv_qp_lookup(a->qpn);
 		if (!qp || qp->qpn != a->qpn) {
 			r->why = "no such qp";
@@ -202,7 +203,8 @@ int sv_cmd_inject(struct sv_req *r)
 		}
 	}
 	if ((a->kind == SV_INJ_CMD || a->kind == SV_INJ_RNR ||
-	     a->kind == SV_INJ_ACCESS) && !a->count) {
+	     a->kind == SV_INJ_ACCESS || a->kind == SV_INJ_LOSE) &&
+	    !a->count) {
 		r->why = "a count of at least 1";
 		return -EINVAL;
 	}
@@ -220,6 +222,19 @@ int sv_cmd_inject(struct sv_req *r)
 			qp->inj_rnr = a->count;
 		else
 			qp->inj_access = a->count;
+		no_direct(qp);
+		break;
+	case SV_INJ_LOSE:
+		if (qp->roce) {
+			r->why = "a QP across RoCEv2 loses packets with "
+				 "`wire drop=P,qp=N`";
+			return -EINVAL;
+		}
+		if (qp->type == IBV_QPT_XRC_SEND) {
+			r->why = "lose is a responder's: name the XRC target";
+			return -EINVAL;
+		}
+		qp->inj_lose = a->count;
 		no_direct(qp);
 		break;
 	case SV_INJ_FATAL:
@@ -265,7 +280,8 @@ int sv_cmd_inject(struct sv_req *r)
 	for (uint32_t i = 0; i < sizeof(sv_dev.qpn_tab) /
 				 sizeof(sv_dev.qpn_tab[0]); i++)
 		if (sv_dev.qpn_tab[i] && (sv_dev.qpn_tab[i]->inj_rnr ||
-					  sv_dev.qpn_tab[i]->inj_access))
+					  sv_dev.qpn_tab[i]->inj_access ||
+					  sv_dev.qpn_tab[i]->inj_lose))
 			o->armed++;
 	return 0;
 }

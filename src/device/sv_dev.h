@@ -374,7 +374,7 @@ struct sv_qp {
 	/* what STAT_QP reports (softverbs stat, top) */
 	uint64_t st_sends, st_recvs, st_errors, st_retrans;
 	/* inject.c: the next so many messages answered with a fault */
-	uint32_t inj_rnr, inj_access;
+	uint32_t inj_rnr, inj_access, inj_lose;
 	uint32_t mcast_n;          /* multicast groups attached (mcast.c) */
 	/* XRC_RECV: the XRCD handle it was made (or opened) through. Its pd
 	 * and srq are those of the message being received (no references:
@@ -520,6 +520,8 @@ extern uint64_t sv_inj_done[SV_INJ_KIND_MAX];
  * RNR NAK) or for an RDMA or atomic request (a remote access error):
  * true when the message gets it. */
 bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv);
+/* Take one armed "lose" of t (same-host): true when the message is lost. */
+bool sv_inject_lose_take(struct sv_qp *t);
 static inline bool sv_inject_resp(struct sv_qp *t, bool needs_recv)
 {
 	return __builtin_expect((t->inj_rnr | t->inj_access) != 0, 0) &&

@@ -149,6 +149,18 @@ bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv)
 	return true;
 }
 
+bool sv_inject_lose_take(struct sv_qp *t)
+{
+	if (!t->inj_lose)
+		return false;
+	t->inj_lose--;
+	sv_inj_done[SV_INJ_LOSE]++;
+	sv_why_set("injected by softverbs inject (lose)");
+	sv_log(SV_LOG_INFO, "inject: qp %#x loses a message (%u more armed)",
+	       t->qpn, t->inj_lose);
+	return true;
+}
+
 /* Push a CQE for qp; a CQ overrun is fatal to the QP. */
 void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 		bool solicited)

@@ -23,6 +23,8 @@ static const char usage_text[] =
 "                     WQE get an RNR NAK\n"
 "  access qp=QPN [count=N]  the next N RDMA or atomic requests to QPN get\n"
 "                     a remote access error\n"
+"  lose qp=QPN [count=N]    the next N messages to QPN (same host) get no\n"
+"                     answer: the requester's timeout and retries\n"
 "  fatal qp=QPN       QPN fails now (IBV_EVENT_QP_FATAL)\n"
 "  port down|up       the port goes down or up (IBV_EVENT_PORT_ERR or\n"
 "                     PORT_ACTIVE to every context)\n"
@@ -137,6 +139,7 @@ int sv_tool_inject(int argc, char **argv)
 		[SV_INJ_CMD] = "cmd", [SV_INJ_RNR] = "rnr",
 		[SV_INJ_ACCESS] = "access", [SV_INJ_FATAL] = "fatal",
 		[SV_INJ_PORT] = "port", [SV_INJ_WIRE] = "wire",
+		[SV_INJ_LOSE] = "lose",
 	};
 	struct sv_cmd cmd;
 	struct sv_cmd_inject *a = &cmd.u.inject;
@@ -158,9 +161,10 @@ int sv_tool_inject(int argc, char **argv)
 		    !a->op || !a->err)
 			goto bad;
 	} else if (!strcmp(what, "rnr") || !strcmp(what, "access") ||
-		   !strcmp(what, "fatal")) {
+		   !strcmp(what, "fatal") || !strcmp(what, "lose")) {
 		a->kind = what[0] == 'r' ? SV_INJ_RNR :
-			  what[0] == 'a' ? SV_INJ_ACCESS : SV_INJ_FATAL;
+			  what[0] == 'a' ? SV_INJ_ACCESS :
+			  what[0] == 'l' ? SV_INJ_LOSE : SV_INJ_FATAL;
 		a->qpn = 0;
 		if (parse_kv(a, argc - 2, argv + 2,
 			     a->kind == SV_INJ_FATAL ? "qp" : "qp count") ||
@@ -193,9 +197,11 @@ int sv_tool_inject(int argc, char **argv)
 		return 1;
 	}
 	printf("injected so far:");
-	for (unsigned int k = SV_INJ_CMD; k <= SV_INJ_WIRE; k++)
-		printf("%s %s %llu", k > SV_INJ_CMD ? "," : "", kinds[k],
-		       (unsigned long long)rsp.u.inject.done[k]);
+	for (unsigned int k = SV_INJ_CMD; k < SV_INJ_KIND_MAX; k++)
+		if (kinds[k])
+			printf("%s %s %llu", k > SV_INJ_CMD ? "," : "",
+			       kinds[k],
+			       (unsigned long long)rsp.u.inject.done[k]);
 	printf("; armed: %u\n", rsp.u.inject.armed);
 	return 0;
 bad:

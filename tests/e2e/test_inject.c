@@ -16,6 +16,9 @@
  *   access: a WRITE with a good rkey ends in IBV_WC_REM_ACCESS_ERR and
  *     writes nothing (the direct path is withdrawn from both QPs, so a
  *     WRITE that would run in this process reaches the device);
+ *   lose: the next message to the QP gets no answer: a SEND is sent
+ *     again after the requester's timeout and arrives; three lost WRITEs
+ *     with retry_cnt 2 end in IBV_WC_RETRY_EXC_ERR;
  *   refused: a QPN that names no QP, an unknown command name.
  * The tool's counts say how many of each were injected.
  */
@@ -36,15 +39,21 @@ static const struct vu_qp_caps caps = {
 
 static uint8_t abuf[4096], bbuf[4096];
 
-/* a and b connected (RC, rnr_retry as given), with an MR over abuf on a's
- * side that takes remote writes and one over bbuf for b's sends */
-static void connect_pair(struct ibv_context *ctx, struct vu_ep *a,
-			 struct vu_ep *b, uint8_t rnr_retry,
-			 struct ibv_mr **amr, struct ibv_mr **bmr)
+/* The default connection with rnr_retry as given. */
+static struct vu_conn conn_rnr(uint8_t rnr_retry)
 {
 	struct vu_conn c = vu_conn_default();
 
 	c.rnr_retry = rnr_retry;
+	return c;
+}
+
+/* a and b connected (RC, as c says), with an MR over abuf on a's side that
+ * takes remote writes and one over bbuf for b's sends */
+static void connect_pair(struct ibv_context *ctx, struct vu_ep *a,
+			 struct vu_ep *b, struct vu_conn c,
+			 struct ibv_mr **amr, struct ibv_mr **bmr)
+{
 	VU_CHECK(!vu_ep_create(a, ctx, NULL, IBV_QPT_RC, &caps), "ep a");
 	VU_CHECK(!vu_ep_create(b, ctx, a->pd, IBV_QPT_RC, &caps), "ep b");
 	VU_CHECK(!vu_connect_pair(a->qp, b->qp, &c), "connect");
@@ -143,7 +152,7 @@ static void qp_faults(struct ibv_context *ctx)
 	char out[512];
 
 	/* fatal */
-	connect_pair(ctx, &a, &b, 7, &amr, &bmr);
+	connect_pair(ctx, &a, &b, conn_rnr(7), &amr, &bmr);
 	VU_CHECK(!inject(NULL, 0, "fatal qp=%u", a.qp->qp_num), "fatal");
 	VU_CHECK(!vu_async_event(ctx, &ev, VU_WAIT_MS) &&
 		 ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == a.qp,
@@ -154,7 +163,7 @@ static void qp_faults(struct ibv_context *ctx)
 	drop_pair(&a, &b, amr, bmr);
 
 	/* RNR, rnr_retry 0: the requester gives up at once */
-	connect_pair(ctx, &a, &b, 0, &amr, &bmr);
+	connect_pair(ctx, &a, &b, conn_rnr(0), &amr, &bmr);
 	post_recv(&a, abuf, amr, sizeof(abuf));
 	VU_CHECK(!inject(NULL, 0, "rnr qp=%u count=1", a.qp->qp_num), "rnr");
 	VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
@@ -163,7 +172,7 @@ static void qp_faults(struct ibv_context *ctx)
 	drop_pair(&a, &b, amr, bmr);
 
 	/* RNR, rnr_retry 7: retried through */
-	connect_pair(ctx, &a, &b, 7, &amr, &bmr);
+	connect_pair(ctx, &a, &b, conn_rnr(7), &amr, &bmr);
 	post_recv(&a, abuf, amr, sizeof(abuf));
 	VU_CHECK(!inject(NULL, 0, "rnr qp=%u count=2", a.qp->qp_num), "rnr");
 	memset(bbuf, 0x5a, 64);
@@ -188,12 +197,38 @@ static void qp_faults(struct ibv_context *ctx)
 	for (size_t i = 0; i < sizeof(abuf); i++)
 		VU_CHECK(!abuf[i], "byte %zu written through a refused WRITE",
 			 i);
+	drop_pair(&a, &b, amr, bmr);
+
+	/* lose: no answer; one lost message is retried through, more than
+	 * retry_cnt allows end in a retry error (timeout 8: about 1 ms) */
+	{
+		struct vu_conn c = conn_rnr(7);
+		struct ibv_wc wc;
+
+		c.timeout = 8;
+		c.retry_cnt = 2;
+		connect_pair(ctx, &a, &b, c, &amr, &bmr);
+		post_recv(&a, abuf, amr, sizeof(abuf));
+		VU_CHECK(!inject(NULL, 0, "lose qp=%u", a.qp->qp_num), "lose");
+		memset(bbuf, 0x3c, 64);
+		VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
+			 IBV_WC_SUCCESS, "a SEND sent again after a loss");
+		VU_CHECK(vu_poll(a.rcq, &wc, 1, VU_WAIT_MS) == 1 &&
+			 wc.status == IBV_WC_SUCCESS && wc.byte_len == 64 &&
+			 abuf[0] == 0x3c, "the receive after a loss");
+		VU_CHECK(!inject(NULL, 0, "lose qp=%u count=3", a.qp->qp_num),
+			 "lose 3");
+		VU_CHECK(post_one(&b, IBV_WR_RDMA_WRITE, bbuf, bmr, 64,
+				  (uintptr_t)abuf, amr->rkey) ==
+			 IBV_WC_RETRY_EXC_ERR,
+			 "a WRITE lost three times with retry_cnt 2");
+		drop_pair(&a, &b, amr, bmr);
+	}
 	VU_CHECK(!inject(out, sizeof(out), "status"), "status");
 	VU_CHECK(strstr(out, "rnr 3,") && strstr(out, "access 1,") &&
 		 strstr(out, "fatal 1,") && strstr(out, "cmd 3,") &&
-		 strstr(out, "port 2,") && strstr(out, "armed: 0"),
-		 "counts: %s", out);
-	drop_pair(&a, &b, amr, bmr);
+		 strstr(out, "port 2,") && strstr(out, "lose 4") &&
+		 strstr(out, "armed: 0"), "counts: %s", out);
 
 	/* refused */
 	VU_CHECK(inject(NULL, 0, "rnr qp=%u", 0xfffff0u) == 1,
