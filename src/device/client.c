@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "device/direct.h"
 #include "device/sv_dev.h"
 
 #ifndef SO_PEERPIDFD
@@ -66,8 +67,10 @@ static struct sv_account *acct_get(pid_t pid)
 		a->next = sv_dev.accounts;
 		sv_dev.accounts = a;
 	}
-	if (a->nclients >= SV_PROC_MAX_CONTEXTS)
+	if (a->nclients >= SV_PROC_MAX_CONTEXTS) {
+		errno = EMFILE;
 		return NULL;
+	}
 	a->nclients++;
 	return a;
 }
@@ -129,9 +132,14 @@ struct sv_client *sv_client_new(int fd)
 		return NULL;
 	c->acct = acct_get(cred.pid);
 	if (!c->acct) {
-		sv_log(SV_LOG_WARN, "refused pid %d: it has %u connections already",
-		       (int)cred.pid, SV_PROC_MAX_CONTEXTS);
+		int err = errno;
+
+		if (err == EMFILE)
+			sv_log(SV_LOG_WARN, "refused pid %d: it has %u "
+			       "connections already", (int)cred.pid,
+			       SV_PROC_MAX_CONTEXTS);
 		free(c);
+		errno = err;
 		return NULL;
 	}
 	if (sv_objtab_init(&c->objs, SV_MAX_OBJS_CLIENT)) {
@@ -256,11 +264,28 @@ static void destroy_obj(void *arg, unsigned int type, void *obj, uint64_t h)
 	}
 }
 
+/* The direct path's entries of c's MRs and QPs go first, all together. */
+static void clear_direct(void *arg, unsigned int type, void *obj, uint64_t h)
+{
+	(void)arg;
+	(void)h;
+	if (type == SV_OBJ_MR)
+		sv_direct_key_clear(((struct sv_mr *)obj)->key);
+	else if (type == SV_OBJ_QP)
+		sv_direct_qp_clear(obj);
+}
+
 /* Free every object in c's own table, leaving it empty. */
 void sv_client_free_objs(struct sv_client *c)
 {
 	uint32_t hflag = c->objs.hflag;
 
+	/* one revocation for all of them (docs/DESIGN.md "The direct
+	 * path"): each object's own then finds its entry cleared already
+	 * and waits for nothing, so a client of 262144 MRs leaves in
+	 * linear time, not one scan of every guard per MR */
+	sv_objtab_foreach(&c->objs, clear_direct, NULL);
+	sv_direct_revoke();
 	/* higher types first: nothing is freed before what depends on it */
 	sv_objtab_foreach(&c->objs, destroy_obj, c);
 	sv_objtab_fini(&c->objs);

@@ -47,6 +47,8 @@ static struct {
 	uint64_t revokes, waits, given_up;
 	uint64_t msgs_gone, bytes_gone, mapped_gone; /* of QPs gone */
 	bool all_off;              /* a capture is on (sv_direct_all_off) */
+	bool dirty;                /* an entry changed since the last
+				    * revocation's epoch */
 } dt = { .memfd = -1 };
 
 static size_t page_up(size_t n)
@@ -121,6 +123,21 @@ bool sv_direct_enabled(void)
 	return dt.memfd >= 0;
 }
 
+/* Rewrites an entry of n words (word 0's low half is its seq) if its value
+ * changes; a change is what the next sv_direct_revoke waits out. */
+static void entry_write(uint64_t *dst, const uint64_t *val, unsigned int n)
+{
+	bool same = (__atomic_load_n(&dst[0], __ATOMIC_RELAXED) >> 32) ==
+		    (val[0] >> 32);
+
+	for (unsigned int i = 1; same && i < n; i++)
+		same = __atomic_load_n(&dst[i], __ATOMIC_RELAXED) == val[i];
+	if (same)
+		return;
+	dt.dirty = true;
+	sv_direct_write(dst, val, n);
+}
+
 /* ---- keys ---- */
 
 static union sv_direct_key_u *key_entry(uint32_t key)
@@ -158,7 +175,7 @@ void sv_direct_mr(const struct sv_mr *mr)
 	if (dt.memfd < 0 || !(e = key_entry(mr->key)))
 		return;
 	mr_value(mr, &v);
-	sv_direct_write(e->w, v.w, sizeof(v.w) / 8);
+	entry_write(e->w, v.w, sizeof(v.w) / 8);
 }
 
 void sv_direct_key_clear(uint32_t key)
@@ -168,7 +185,7 @@ void sv_direct_key_clear(uint32_t key)
 	if (dt.memfd < 0 || !(e = key_entry(key)))
 		return;
 	memset(&v, 0, sizeof(v));
-	sv_direct_write(e->w, v.w, sizeof(v.w) / 8);
+	entry_write(e->w, v.w, sizeof(v.w) / 8);
 }
 
 /* ---- QPs ---- */
@@ -199,7 +216,7 @@ void sv_direct_qp(const struct sv_qp *qp)
 	if (dt.memfd < 0 || qp->opened)
 		return;
 	qp_value(qp, &v);
-	sv_direct_write(dt.qp[qp->qpn & QP_MASK].w, v.w, sizeof(v.w) / 8);
+	entry_write(dt.qp[qp->qpn & QP_MASK].w, v.w, sizeof(v.w) / 8);
 }
 
 void sv_direct_all_off(bool off)
@@ -228,7 +245,7 @@ void sv_direct_qp_clear(const struct sv_qp *qp)
 	if ((uint32_t)(e->w[0] >> 32) != qp->qpn)
 		return;         /* another QP's slot now */
 	memset(&v, 0, sizeof(v));
-	sv_direct_write(e->w, v.w, sizeof(v.w) / 8);
+	entry_write(e->w, v.w, sizeof(v.w) / 8);
 }
 
 void sv_direct_guard_reset(const struct sv_qp *qp)
@@ -310,8 +327,13 @@ void sv_direct_revoke(void)
 	uint32_t first = QP_SLOTS;
 	bool gave_up = false;
 
-	if (dt.memfd < 0)
+	/* no entry changed since the last revocation's epoch: every copy
+	 * that read an older one began before that epoch, and that
+	 * revocation waited for it (a client's whole teardown clears its
+	 * entries first and revokes once, sv_client_free_objs) */
+	if (dt.memfd < 0 || !dt.dirty)
 		return;
+	dt.dirty = false;
 	dt.revokes++;
 	/* seq_cst: the entries rewritten before are seen by any initiator
 	 * whose guard store this scan misses (its seq_cst fence between the

@@ -58,8 +58,10 @@ struct sv_evtag {
  * takes far less. */
 #define SV_LOCK_GRACE_MS 3000
 
-/* Connections of another uid, waiting for their HELLO to be answered with
- * EACCES (then closed); the oldest goes when a new one needs its slot. */
+/* Refused connections, waiting for their HELLO to be answered with the
+ * reason (then closed): EACCES for another uid, EMFILE for a process at
+ * its share of connections, ENFILE for a device at its count of clients;
+ * the oldest goes when a new one needs its slot. */
 #define SV_REFUSED_SLOTS 8
 
 static struct {
@@ -72,6 +74,7 @@ static struct {
 	int ready_fd;             /* --ready-fd: one word to the spawner */
 	struct {
 		int fd;
+		int status;       /* -errno the HELLO gets */
 		uint64_t seq;     /* age: the lowest goes first */
 		struct sv_evtag tag;
 	} refused[SV_REFUSED_SLOTS];
@@ -506,16 +509,13 @@ static void client_drop(struct sv_client *c)
 		idle_arm(true);
 }
 
-/* A connection of another uid: kept until its HELLO is answered with
- * EACCES and the owner's uid, so that its library fails at once with a
+/* A refused connection: kept until its HELLO is answered with status (and,
+ * for EACCES, the owner's uid), so that its library fails at once with a
  * clear word instead of retrying a closed socket. */
-static void refuse_park(int fd, const struct ucred *cr)
+static void refuse_park(int fd, int status)
 {
 	unsigned int i, old = 0;
 
-	/* one line per kind: a client retrying in a loop is counted */
-	sv_log(SV_LOG_WARN, "refused pid %d: uid %u is not the daemon's uid %u",
-	       (int)cr->pid, cr->uid, geteuid());
 	for (i = 0; i < SV_REFUSED_SLOTS; i++) {
 		if (d.refused[i].fd < 0)
 			break;
@@ -527,6 +527,7 @@ static void refuse_park(int fd, const struct ucred *cr)
 		close(d.refused[i].fd); /* leaves epoll with it */
 	}
 	d.refused[i].fd = fd;
+	d.refused[i].status = status;
 	d.refused[i].seq = ++d.refused_seq;
 	d.refused[i].tag = (struct sv_evtag){ .kind = EV_REFUSED, .slot = i };
 	if (ep_add(fd, EPOLLIN | EPOLLRDHUP, &d.refused[i].tag)) {
@@ -550,7 +551,7 @@ static void on_refused(unsigned int i)
 		return;
 	if (n >= (ssize_t)sizeof(cmd.hdr) && cmd.hdr.magic == SV_PROTO_MAGIC &&
 	    cmd.hdr.op == SV_CMD_HELLO) {
-		sv_rsp_init(&rsp, &cmd, -EACCES);
+		sv_rsp_init(&rsp, &cmd, d.refused[i].status);
 		rsp.u.hello.abi = SV_PROTO_VERSION;
 		rsp.u.hello.daemon_pid = (uint32_t)getpid();
 		rsp.u.hello.owner_uid = (uint32_t)geteuid();
@@ -588,19 +589,29 @@ static void on_accept(void)
 
 			if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) &&
 			    cr.uid != geteuid() && cr.uid != 0) {
-				refuse_park(fd, &cr);
+				/* one line per kind: a client retrying in a
+				 * loop is counted */
+				sv_log(SV_LOG_WARN, "refused pid %d: uid %u is "
+				       "not the daemon's uid %u", (int)cr.pid,
+				       cr.uid, geteuid());
+				refuse_park(fd, -EACCES);
 				continue;
 			}
 		}
 		if (sv_dev.nclients >= SV_MAX_CLIENTS) {
 			sv_log(SV_LOG_WARN, "refused a connection: %u clients",
 			       sv_dev.nclients);
-			close(fd);
+			refuse_park(fd, -ENFILE);
 			continue;
 		}
+		errno = 0;
 		c = sv_client_new(fd);
 		if (!c) {
-			close(fd);
+			/* a process at its share of connections hears so */
+			if (errno == EMFILE)
+				refuse_park(fd, -EMFILE);
+			else
+				close(fd);
 			continue;
 		}
 		/* from here on the client is on sv_dev's list: under the lock */

@@ -6,7 +6,8 @@
  *
  * An exhausting process, while a bystander process waits:
  *   - opens device contexts until the device refuses one (it must refuse
- *     one: a process may hold a bounded number of connections);
+ *     one: a process may hold a bounded number of connections), with
+ *     EMFILE, while ibv_get_device_list still lists sv0;
  *   - on one context: CQs until ENOMEM, exactly at the max_cq that
  *     ibv_query_device reported; then QPs until ENOMEM, exactly at max_qp;
  *     then MRs (of one buffer) until ENOMEM, exactly at max_mr;
@@ -40,17 +41,36 @@
 #define ROUNDS    200
 #define MSG       4096
 
+/*
+ * The exhausting process creates hundreds of thousands of objects, which
+ * takes a minute under the sanitizers on a busy two-core machine: it sends
+ * a '.' as it goes, and each one restarts the other process's bound. A
+ * wait fails after 60 s without any word, not after 60 s in all.
+ */
 static void wait_byte(int fd, char want)
 {
 	char c = 0;
 
-	VU_CHECK(vu_fd_readable(fd, 60000), "no word from the other process");
-	VU_CHECK(read(fd, &c, 1) == 1 && c == want, "unexpected message '%c'", c);
+	do {
+		VU_CHECK(vu_fd_readable(fd, 60000),
+			 "no word from the other process in 60 s");
+		VU_CHECK(read(fd, &c, 1) == 1, "the other process is gone");
+	} while (c == '.' && want != '.');
+	VU_CHECK(c == want, "unexpected message '%c'", c);
 }
 
 static void say(int fd, char c)
 {
 	VU_CHECK(write(fd, &c, 1) == 1, "cannot write the pipe");
+}
+
+static int progress_fd = -1;
+
+/* a sign of life from the exhausting process, every few thousand objects */
+static void progress(int n)
+{
+	if (progress_fd >= 0 && n % 4096 == 0)
+		say(progress_fd, '.');
 }
 
 /* ---- the bystander's work: a ping-pong between two RC QPs ---- */
@@ -166,6 +186,19 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 	}
 	VU_CHECK(h->nctx > 1 && h->nctx < MAX_CTX,
 	      "opened %d contexts: no share of connections", h->nctx);
+	/* the refusal is EMFILE, at once, and the device is still listed */
+	{
+		int n = 0;
+		struct ibv_device **list = ibv_get_device_list(&n);
+
+		VU_CHECK(list && n == 1, "a process at its share of contexts "
+			 "lists %d devices", n);
+		errno = 0;
+		VU_CHECK(!ibv_open_device(list[0]) && errno == EMFILE,
+			 "one more context: %s (EMFILE expected)",
+			 strerror(errno));
+		ibv_free_device_list(list);
+	}
 	printf("exhauster: contexts: %d opened, then refused\n", h->nctx);
 	/* give most back: the objects below need only two */
 	while (h->nctx > 2)
@@ -179,6 +212,7 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 	h->mr = calloc((size_t)attr->max_mr + 1, sizeof(*h->mr));
 	VU_CHECK(h->cq && h->qp && h->mr, "calloc");
 	for (h->ncq = 0; h->ncq <= attr->max_cq; h->ncq++) {
+		progress(h->ncq);
 		h->cq[h->ncq] = ibv_create_cq(ctx, 1, NULL, NULL, 0);
 		if (!h->cq[h->ncq])
 			break;
@@ -188,6 +222,7 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 	      strerror(errno));
 	qa.send_cq = qa.recv_cq = h->cq[0];
 	for (h->nqp = 0; h->nqp <= attr->max_qp; h->nqp++) {
+		progress(h->nqp);
 		h->qp[h->nqp] = ibv_create_qp(h->pd, &qa);
 		if (!h->qp[h->nqp])
 			break;
@@ -198,6 +233,7 @@ static void exhaust(struct held *h, const struct ibv_device_attr *attr)
 	h->buf = calloc(1, 4096);
 	VU_CHECK(h->buf, "calloc");
 	for (h->nmr = 0; h->nmr <= attr->max_mr; h->nmr++) {
+		progress(h->nmr);
 		h->mr[h->nmr] = ibv_reg_mr(h->pd, h->buf, 4096,
 					   IBV_ACCESS_LOCAL_WRITE);
 		if (!h->mr[h->nmr])
@@ -283,6 +319,7 @@ int main(void)
 
 		close(to_ex[1]);
 		close(from_ex[0]);
+		progress_fd = from_ex[1];
 		exhaust(&h, &attr);
 		say(from_ex[1], 'E');          /* exhausted, holding */
 		wait_byte(to_ex[0], 'R');
