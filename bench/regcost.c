@@ -5,8 +5,12 @@
  * nothing and touches no page, so the cost should not grow with the size:
  * the figure to read is the ratio 1 GiB / 4 KiB of the median times.
  * The 1 GiB region is reserved address space that is never touched.
+ * --mappings N first makes N more mappings (of one page each, below the
+ * regions, which the text of /proc/PID/maps lists first), as a large
+ * program has: the daemon checks every registration against the
+ * process's mappings, and the cost of that check is what grows.
  * Prints one JSON object on stdout, a line per size on stderr.
- *   sv_regcost [--iters N]
+ *   sv_regcost [--iters N] [--mappings N]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,21 +33,32 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "iters", required_argument, NULL, 'n' },
+		{ "mappings", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	int iters = 200, c, n;
+	int iters = 200, nmaps = 0, c, n;
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	double *reg[NSIZES], *dereg[NSIZES], mreg[NSIZES], mdereg[NSIZES];
-	char *base;
+	char *base, *many = NULL;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'm') {
+			nmaps = atoi(optarg);
+			if (nmaps < 0 || nmaps > 60000) {
+				fprintf(stderr, "sv_regcost: --mappings "
+					"0..60000\n");
+				return 2;
+			}
+			continue;
+		}
 		if (c != 'n') {
-			fprintf(stderr, "usage: sv_regcost [--iters N]\n");
+			fprintf(stderr, "usage: sv_regcost [--iters N] "
+				"[--mappings N]\n");
 			return 2;
 		}
 		iters = atoi(optarg);
@@ -74,6 +89,21 @@ int main(int argc, char **argv)
 	if (base == MAP_FAILED) {
 		perror("sv_regcost: mmap");
 		return 1;
+	}
+	/* made after the regions, so below them: every other page without
+	 * access keeps the kernel from merging them into one */
+	if (nmaps) {
+		many = mmap(NULL, (size_t)nmaps * 4096, PROT_READ,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (many == MAP_FAILED) {
+			perror("sv_regcost: mmap of the mappings");
+			return 1;
+		}
+		for (int i = 1; i < nmaps; i += 2)
+			if (mprotect(many + (size_t)i * 4096, 4096, PROT_NONE)) {
+				perror("sv_regcost: mprotect");
+				return 1;
+			}
 	}
 	for (int s = 0; s < NSIZES; s++) {
 		reg[s] = calloc((size_t)iters, sizeof(double));
@@ -117,8 +147,8 @@ int main(int argc, char **argv)
 			sizes[s], mreg[s], mdereg[s], iters);
 	}
 
-	printf("{\"tool\": \"sv_regcost\", \"device\": \"%s\", \"iters\": %d",
-	       ibv_get_device_name(list[0]), iters);
+	printf("{\"tool\": \"sv_regcost\", \"device\": \"%s\", \"iters\": %d,"
+	       " \"mappings\": %d", ibv_get_device_name(list[0]), iters, nmaps);
 	for (int s = 0; s < NSIZES; s++)
 		printf(", \"reg_%s_us\": %.3f, \"dereg_%s_us\": %.3f",
 		       names[s], mreg[s], names[s], mdereg[s]);
@@ -130,6 +160,8 @@ int main(int argc, char **argv)
 		free(dereg[s]);
 	}
 	munmap(base, sizes[NSIZES - 1]);
+	if (many)
+		munmap(many, (size_t)nmaps * 4096);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);

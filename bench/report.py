@@ -235,8 +235,9 @@ def check_outputs(R, raw):
             ok = n[3:] in R["perftest"]
         elif n == "ucx":
             ok = ucx_want > 0 and ucx_got == ucx_want
-        elif n == "regcost":
-            ok = bool((R["regcost"] or {}).get("reg_4k_us"))
+        elif n == "regcost" or n.startswith("regcost_maps"):
+            ok = bool((read_json(os.path.join(raw, n + ".out")) or {})
+                      .get("reg_4k_us"))
         elif n == "mm_cycle":
             ok = bool(((R.get("mm_cycle") or {}).get("results")))
         elif n == "netns":
@@ -261,6 +262,30 @@ def check_outputs(R, raw):
             st["note"] = "exited 0 but left no figures (see raw/%s.*)" % n
             hollow.append(n)
     return hollow
+
+
+def regcost_maps(raw):
+    """sv_regcost --mappings N with the daemon's maps query and with its
+    maps text (SOFTVERBSD_MAPS_TEXT=1), in alternating rounds: the best
+    round of each, their ratio, and whether this kernel has the query."""
+    q, t, maps = [], [], None
+    for r in range(1, 10):
+        a = read_json(os.path.join(raw, "regcost_maps_%d.out" % r))
+        b = read_json(os.path.join(raw, "regcost_maps_text_%d.out" % r))
+        if a and a.get("reg_4k_us"):
+            q.append(a["reg_4k_us"])
+            maps = a.get("mappings")
+        if b and b.get("reg_4k_us"):
+            t.append(b["reg_4k_us"])
+    if not q or not t:
+        return None
+    rel = os.uname().release
+    m = re.match(r"(\d+)\.(\d+)", rel)
+    has = bool(m) and (int(m.group(1)), int(m.group(2))) >= (6, 11)
+    return {"mappings": maps, "rounds": min(len(q), len(t)),
+            "query_us": min(q), "text_us": min(t),
+            "ratio": min(t) / min(q) if min(q) > 0 else None,
+            "kernel": rel, "kernel_has_query": has}
 
 
 # ---- resource domains (issue 5) ----
@@ -1151,6 +1176,18 @@ def table(R):
                     times(rc.get("ratio_dereg_1g_4k"), 0)))
     else:
         L.append("Registration: not measured")
+    rm = R.get("regcost_maps") or {}
+    if rm.get("query_us") is not None and rm.get("text_us") is not None:
+        L.append("Registration in a process of %d more mappings (median us"
+                 " of ibv_reg_mr 4 KiB, best of %d rounds): the daemon's"
+                 " check by the maps query %s, by the maps text %s: text /"
+                 " query = %s (kernel %s%s)"
+                 % (rm["mappings"], rm["rounds"], num(rm["query_us"], 0),
+                    num(rm["text_us"], 0), times(rm["ratio"], 1),
+                    rm["kernel"], "" if rm["kernel_has_query"] else
+                    ": no maps query before 6.11, both read the text"))
+    else:
+        L.append("Registration in a process of many mappings: not measured")
 
     # instructions
     bu = R["budgets"]
@@ -1324,6 +1361,7 @@ def main():
             R["perftest"][p] = j
     R["ucx"] = ucx(os.path.join(raw, "ucx.out"))
     R["regcost"] = read_json(os.path.join(raw, "regcost.out"))
+    R["regcost_maps"] = regcost_maps(raw)
     R["budgets"] = read_json(os.path.join(raw, "budgets.out"))
     R["mm_cycle"] = mm_cycle(raw)
     R["netns"] = read_json(os.path.join(raw, "netns.out"))

@@ -18,7 +18,10 @@
 #   - UCX's ucx_perftest between two processes over shared memory: put
 #     bandwidth, put latency, active-message rate;
 #   - the callgrind instruction budgets (bench/budgets.sh) and the cost of
-#     ibv_reg_mr of 4 KiB against 1 GiB (build/bin/sv_regcost);
+#     ibv_reg_mr of 4 KiB against 1 GiB (build/bin/sv_regcost), then in a
+#     process of 8192 more mappings, with the daemon's check of them by
+#     Linux 6.11's maps query and by the maps text (SOFTVERBSD_MAPS_TEXT=1,
+#     a second device of its own), side by side;
 #   - the memory-management extensions (issue 6, build/bin/sv_mm_cycle):
 #     the fast-register + local-invalidate cycle rate (one cycle at a time,
 #     and pipelined) against the ibv_reg_mr + ibv_dereg_mr cycle rate, same
@@ -123,6 +126,7 @@ cleanup() {
 	cp "$(dirname "$SOFTVERBS_SOCKET")/softverbsd.log" \
 		"$raw/softverbsd.log" 2>/dev/null
 	[ $own_dev = 1 ] && rm -rf "$devdir"
+	[ -n "${textdev:-}" ] && rm -rf "$textdev"
 	return 0
 }
 trap cleanup EXIT
@@ -420,6 +424,15 @@ fi
 
 # -- registration cost, on our library
 step regcost $limit "$SV" run -- "$build/bin/sv_regcost" --iters $reg_iters
+# in a process of many mappings: the query against the text, alternating
+textdev=$(mktemp -d /tmp/softverbs-bench-text.XXXXXX)
+for r in 1 2; do
+	step regcost_maps_$r $limit "$SV" run -- "$build/bin/sv_regcost" \
+		--iters $reg_iters --mappings 8192
+	step regcost_maps_text_$r $limit env SOFTVERBSD_MAPS_TEXT=1 \
+		SOFTVERBS_SOCKET="$textdev/control" "$SV" run -- \
+		"$build/bin/sv_regcost" --iters $reg_iters --mappings 8192
+done
 
 # -- memory-management extensions: fast register + local invalidate
 # against ibv_reg_mr + ibv_dereg_mr, cycles per second

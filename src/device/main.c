@@ -208,7 +208,9 @@ static void usage(FILE *f)
 "  --ready-fd FD        write \"0\" to FD once serving, or \"-ERRNO reason\"\n"
 "                       when it cannot (the autostart waits for it)\n"
 "  --verbose            log every command\n"
-"  --help               this text\n");
+"  --help               this text\n"
+"Environment: $SOFTVERBSD_MAPS_TEXT=1 checks registrations against the text\n"
+"of /proc/PID/maps even where the kernel has its query (Linux 6.11).\n");
 }
 
 static int ep_add(int fd, uint32_t events, struct sv_evtag *tag)
@@ -858,6 +860,9 @@ int main(int argc, char **argv)
 			 !strcmp(getenv("SOFTVERBSD_NO_DIRECT"), "1");
 	int c, ret = -ENOMEM, nice_want = SV_NICE;
 	bool nice_asked = false;
+
+	sv_dev.maps_text = getenv("SOFTVERBSD_MAPS_TEXT") &&
+			   !strcmp(getenv("SOFTVERBSD_MAPS_TEXT"), "1");
 
 	if (getenv("SOFTVERBSD_NICE") && *getenv("SOFTVERBSD_NICE")) {
 		if (parse_nice(getenv("SOFTVERBSD_NICE"), &nice_want)) {

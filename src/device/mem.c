@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -57,10 +58,106 @@ struct mem_range {
 };
 
 /*
+ * The maps file's query of one mapping (Linux 6.11: PROCMAP_QUERY on an
+ * open /proc/PID/maps; the layout of struct procmap_query in the kernel's
+ * uapi <linux/fs.h>, which Debian 12's headers predate): the mapping that
+ * covers an address, in O(log mappings), where the text costs a line per
+ * mapping of the process, every registration.
+ */
+struct maps_query {
+	uint64_t size;             /* in: sizeof */
+	uint64_t query_flags;      /* in: 0, the mapping covering query_addr */
+	uint64_t query_addr;
+	uint64_t vma_start;        /* out */
+	uint64_t vma_end;
+	uint64_t vma_flags;        /* MQ_* */
+	uint64_t vma_page_size;
+	uint64_t vma_offset;       /* of the file, as the text's offset */
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;    /* in/out: 0, no name asked */
+	uint32_t build_id_size;    /* in/out: 0 */
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+
+_Static_assert(sizeof(struct maps_query) == 104, "procmap_query");
+
+#define MAPS_QUERY _IOWR('f', 17, struct maps_query)
+#define MQ_READ    0x01u
+#define MQ_WRITE   0x02u
+#define MQ_EXEC    0x04u
+#define MQ_SHARED  0x08u
+
+/* Does this kernel answer MAPS_QUERY? Unknown until the first try. */
+static enum { MQ_UNKNOWN, MQ_YES, MQ_NO } maps_query_ok;
+
+/*
+ * check_ranges by MAPS_QUERY on the open maps file fd: 0, -EFAULT with
+ * *why, or 1 when the kernel has no such query (then the text is read).
+ */
+static int query_ranges(int fd, const struct mem_range *r, size_t n,
+			bool write, const char **why, char shared_vma[512])
+{
+	for (size_t k = 0; k < n; k++) {
+		uint64_t cur = r[k].addr, end = r[k].addr + r[k].len;
+
+		while (cur < end) {
+			struct maps_query q = { .size = sizeof(q),
+						.query_addr = cur };
+
+			if (ioctl(fd, MAPS_QUERY, &q)) {
+				if (maps_query_ok == MQ_UNKNOWN &&
+				    (errno == ENOTTY || errno == EINVAL ||
+				     errno == EOPNOTSUPP)) {
+					maps_query_ok = MQ_NO;
+					return 1;
+				}
+				/* ENOENT: a hole; ESRCH: the process is gone */
+				*why = "range not mapped";
+				return -EFAULT;
+			}
+			maps_query_ok = MQ_YES;
+			if (q.vma_start > cur || q.vma_end <= cur) {
+				*why = "range not mapped";
+				return -EFAULT;
+			}
+			if (!(q.vma_flags & MQ_READ)) {
+				*why = "range not readable";
+				return -EFAULT;
+			}
+			if (write && !(q.vma_flags & MQ_WRITE)) {
+				*why = "write access asked on read-only memory";
+				return -EFAULT;
+			}
+			/* one range in one shared mapping: its line, as the
+			 * text has it, for mrfile.c */
+			if (shared_vma && n == 1 && cur == r[0].addr &&
+			    q.vma_end >= end && (q.vma_flags & MQ_SHARED))
+				snprintf(shared_vma, 512,
+					 "%08llx-%08llx %c%c%cs %08llx "
+					 "%02x:%02x %llu",
+					 (unsigned long long)q.vma_start,
+					 (unsigned long long)q.vma_end,
+					 q.vma_flags & MQ_READ ? 'r' : '-',
+					 q.vma_flags & MQ_WRITE ? 'w' : '-',
+					 q.vma_flags & MQ_EXEC ? 'x' : '-',
+					 (unsigned long long)q.vma_offset,
+					 q.dev_major, q.dev_minor,
+					 (unsigned long long)q.inode);
+			cur = q.vma_end;
+		}
+	}
+	return 0;
+}
+
+/*
  * Walk the client's mappings (ascending, possibly adjacent) and check that
  * every range of r[0 .. n) (ascending, disjoint, none empty) is covered
- * without a hole, readable, and writable when write is set. Reads the maps
- * file once, in fixed chunks: no allocation.
+ * without a hole, readable, and writable when write is set. Asks the maps
+ * file for the mappings of the ranges where the kernel can (query_ranges),
+ * else reads it once, in fixed chunks: no allocation either way.
  */
 static int check_ranges(struct sv_client *c, const struct mem_range *r,
 			size_t n, bool write, const char **why,
@@ -82,6 +179,12 @@ static int check_ranges(struct sv_client *c, const struct mem_range *r,
 	if (fd < 0) {
 		*why = "cannot read the client's memory map";
 		return -EFAULT;
+	}
+	if (maps_query_ok != MQ_NO && !sv_dev.maps_text) {
+		ret = query_ranges(fd, r, n, write, why, shared_vma);
+		if (ret <= 0)
+			goto out;
+		ret = -EFAULT;
 	}
 	while (ret == -EFAULT && (got = read(fd, buf, sizeof(buf))) > 0) {
 		for (ssize_t i = 0; i < got; i++) {

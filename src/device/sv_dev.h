@@ -433,6 +433,9 @@ struct sv_device {
 	uint64_t next_client_id;
 	uint32_t total[SV_OBJ_TYPE_MAX];
 	struct sv_account *accounts;
+	bool maps_text;            /* $SOFTVERBSD_MAPS_TEXT=1: registrations
+				    * read the maps text, as before Linux
+				    * 6.11's query (mem.c) */
 	uint64_t proc_ring_max;    /* SV_PROC_MAX_RING_BYTES or the option */
 	uint64_t refused;
 	uint32_t uverbs;           /* N of the view's /dev/infiniband/uverbsN */

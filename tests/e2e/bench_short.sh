@@ -70,6 +70,11 @@ rc = R.get("regcost") or {}
 need(rc.get("reg_4k_us", 0) > 0 and rc.get("reg_1g_us", 0) > 0
      and rc.get("ratio_reg_1g_4k", 0) > 0, "regcost")
 
+rm = R.get("regcost_maps") or {}
+need(rm.get("mappings") == 8192 and (rm.get("query_us") or 0) > 0
+     and (rm.get("text_us") or 0) > 0 and (rm.get("ratio") or 0) > 0,
+     "regcost in a process of many mappings: maps query / text")
+
 st = {s["step"]: s["status"] for s in R["steps"]}
 if st.get("budgets") == "ok":
     b = R.get("budgets") or {}
@@ -209,7 +214,8 @@ if has_bench:
 
 table = open(os.path.join(out, "table.txt")).read()
 for s in ("Bandwidth (MB/s)", "Latency (us p50)", "Targets of issue 4",
-          "Registration", "Instructions", "Resource domains (issue 5)",
+          "Registration", "Registration in a process of 8192 more mappings",
+          "Instructions", "Resource domains (issue 5)",
           "Targets of issue 5", "Memory-management extensions (issue 6)",
           "rdma_cm connection setup (issue 19)",
           "the cost of softverbs capture"):
