@@ -260,7 +260,10 @@ struct sv_cmd_import_obj {
  *                  WQE get an RNR NAK, as if none were posted
  *   SV_INJ_ACCESS  the next count RDMA or atomic requests to QP qpn get a
  *                  remote access error
- *   SV_INJ_FATAL   QP qpn fails: ERR and IBV_EVENT_QP_FATAL
+ *                  (RNR, ACCESS and LOSE with qpn 0: the next count to any
+ *                  QP of process pid, or of the device with pid 0)
+ *   SV_INJ_FATAL   QP qpn fails: ERR and IBV_EVENT_QP_FATAL (qpn 0: every
+ *                  QP of process pid)
  *   SV_INJ_PORT    port 1 goes down (up 0) or up (up 1):
  *                  IBV_EVENT_PORT_ERR or IBV_EVENT_PORT_ACTIVE to every
  *                  context

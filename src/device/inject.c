@@ -107,8 +107,49 @@ static int arm_cmd(struct sv_req *r, const struct sv_cmd_inject *a)
 	return 0;
 }
 
+/*
+ * Responder faults of a process (pid) or of the whole device (pid 0): the
+ * next count messages to any of its QPs. A QP's own faults go first
+ * (sv_qp.inj_*); these are looked up only while one is armed (sv_inj_wide,
+ * read by the engines under the device lock; taken in wq.c).
+ */
+#define WIDE_FAULTS SV_INJ_WIDE
+#define wide sv_inj_wide_tab
+
+static bool wide_match(const struct sv_qp *qp, uint32_t pid)
+{
+	return !pid || (qp->owner && qp->owner->pid == (pid_t)pid);
+}
+
+static int arm_wide(struct sv_req *r, const struct sv_cmd_inject *a)
+{
+	unsigned int i, free_i = WIDE_FAULTS;
+
+	for (i = 0; i < WIDE_FAULTS; i++) {
+		if (wide[i].count && wide[i].kind == a->kind &&
+		    wide[i].pid == a->pid)
+			break;          /* the same fault again: re-armed */
+		if (!wide[i].count && free_i == WIDE_FAULTS)
+			free_i = i;
+	}
+	if (i == WIDE_FAULTS) {
+		if (free_i == WIDE_FAULTS) {
+			r->why = "every process or device fault slot is armed";
+			return -ENOSPC;
+		}
+		i = free_i;
+		sv_inj_wide++;
+	}
+	wide[i].kind = a->kind;
+	wide[i].pid = a->pid;
+	wide[i].count = a->count;
+	return 0;
+}
+
 /* Take qp off the direct path, with its peer on this host: the initiator
- * must ask the device, which then answers with the fault. */
+ * must ask the device, which then answers with the fault. (A QP's entry
+ * without the direct path also keeps initiators that connect to it later
+ * off: the library checks both ends.) */
 static void no_direct(struct sv_qp *qp)
 {
 	struct sv_qp *peer = qp->roce ? NULL :
@@ -138,10 +179,15 @@ static void wire_qp_mark(uint32_t qpn, bool on)
 	__atomic_store_n(b, v, __ATOMIC_RELAXED);
 }
 
-void sv_inject_qp_new(const struct sv_qp *qp)
+void sv_inject_qp_new(struct sv_qp *qp)
 {
 	if (wire_pid && qp->owner && qp->owner->pid == (pid_t)wire_pid)
 		wire_qp_mark(qp->qpn, true);
+	/* a fault armed for its process (or the device) reaches it at the
+	 * device: no direct path */
+	for (unsigned int i = 0; sv_inj_wide && i < WIDE_FAULTS; i++)
+		if (wide[i].count && wide_match(qp, wide[i].pid))
+			qp->direct_off = true;
 }
 
 void sv_inject_qp_gone(const struct sv_qp *qp)
@@ -167,6 +213,8 @@ static void clear_all(void)
 {
 	memset(cmd_fault, 0, sizeof(cmd_fault));
 	cmd_armed = 0;
+	memset(wide, 0, sizeof(wide));
+	sv_inj_wide = 0;
 	for (uint32_t i = 0; i < sizeof(sv_dev.qpn_tab) /
 				 sizeof(sv_dev.qpn_tab[0]); i++)
 		if (sv_dev.qpn_tab[i])
@@ -194,8 +242,12 @@ int sv_cmd_inject(struct sv_req *r)
 		r->why = "no such kind of fault";
 		return -EINVAL;
 	}
-	if (a->kind == SV_INJ_RNR || a->kind == SV_INJ_ACCESS ||
-	    a->kind == SV_INJ_FATAL || a->kind == SV_INJ_LOSE) {
+	if ((a->kind == SV_INJ_RNR || a->kind == SV_INJ_ACCESS ||
+	     a->kind == SV_INJ_FATAL || a->kind == SV_INJ_LOSE) && a->qpn) {
+		if (a->pid) {
+			r->why = "a QP or a process, not both";
+			return -EINVAL;
+		}
 		qp = sv_qp_lookup(a->qpn);
 		if (!qp || qp->qpn != a->qpn) {
 			r->why = "no such qp";
@@ -207,6 +259,42 @@ int sv_cmd_inject(struct sv_req *r)
 	    !a->count) {
 		r->why = "a count of at least 1";
 		return -EINVAL;
+	}
+	if (!qp && (a->kind == SV_INJ_RNR || a->kind == SV_INJ_ACCESS ||
+		    a->kind == SV_INJ_LOSE)) {
+		/* of a process, or of the device: its QPs, those it makes
+		 * later too, reach the device for it */
+		ret = arm_wide(r, a);
+		if (ret)
+			return ret;
+		for (uint32_t i = 0; i < QP_SLOTS; i++)
+			if (sv_dev.qpn_tab[i] && !sv_dev.qpn_tab[i]->opened &&
+			    wide_match(sv_dev.qpn_tab[i], a->pid))
+				no_direct(sv_dev.qpn_tab[i]);
+		goto done;
+	}
+	if (!qp && a->kind == SV_INJ_FATAL) {
+		unsigned int n = 0;
+
+		if (!a->pid) {
+			r->why = "fatal takes a QP or a process";
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < QP_SLOTS; i++) {
+			struct sv_qp *q = sv_dev.qpn_tab[i];
+
+			if (q && !q->opened && wide_match(q, a->pid) &&
+			    q->state != IBV_QPS_ERR) {
+				sv_qp_error(q, IBV_EVENT_QP_FATAL);
+				n++;
+			}
+		}
+		if (!n) {
+			r->why = "that process has no QP out of the error state";
+			return -ENOENT;
+		}
+		sv_inj_done[SV_INJ_FATAL] += n;
+		goto done;
 	}
 	switch (a->kind) {
 	case SV_INJ_CMD:
@@ -272,11 +360,12 @@ int sv_cmd_inject(struct sv_req *r)
 	}
 	if (ret)
 		return ret;
+done:
 	if (a->kind != SV_INJ_QUERY)
 		sv_log(SV_LOG_INFO, "inject: kind %u armed or done (qpn %#x, "
-		       "count %u)", a->kind, a->qpn, a->count);
+		       "pid %u, count %u)", a->kind, a->qpn, a->pid, a->count);
 	memcpy(o->done, sv_inj_done, sizeof(o->done));
-	o->armed = cmd_armed;
+	o->armed = cmd_armed + sv_inj_wide;
 	for (uint32_t i = 0; i < sizeof(sv_dev.qpn_tab) /
 				 sizeof(sv_dev.qpn_tab[0]); i++)
 		if (sv_dev.qpn_tab[i] && (sv_dev.qpn_tab[i]->inj_rnr ||

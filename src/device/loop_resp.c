@@ -877,9 +877,10 @@ int sv_loop_deliver(struct sv_exec *x, struct msg *m)
 			return answer(t, SV_OUTCOME_NO_SRQ);
 	}
 	sv_comm_est(t);
-	if (unlikely(t->inj_lose) && sv_inject_lose_take(t))
+	if (unlikely(t->inj_lose | sv_inj_wide) && sv_inject_lose_take(t))
 		return RES_NOACK;       /* softverbs inject: lost on the way */
-	if (unlikely(t->inj_rnr | t->inj_access) && qp->type != IBV_QPT_UD) {
+	if (unlikely(t->inj_rnr | t->inj_access | sv_inj_wide) &&
+	    qp->type != IBV_QPT_UD) {
 		/* softverbs inject: an RNR NAK for a message that takes a
 		 * receive WQE, a remote access error for an RDMA request */
 		bool recv = m->opcode == IBV_WR_SEND ||

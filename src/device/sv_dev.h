@@ -515,7 +515,7 @@ bool sv_inject_cmd_armed(void);
 int sv_inject_cmd(const struct sv_client *c, unsigned int op);
 /* A QP came (owner set) or went: with `wire SPEC pid=P`, the wire's
  * faults follow the QPs of process P, those made later too. */
-void sv_inject_qp_new(const struct sv_qp *qp);
+void sv_inject_qp_new(struct sv_qp *qp);
 void sv_inject_qp_gone(const struct sv_qp *qp);
 /* wq.c: faults the responder injects, counted by kind */
 extern uint64_t sv_inj_done[SV_INJ_KIND_MAX];
@@ -525,9 +525,18 @@ extern uint64_t sv_inj_done[SV_INJ_KIND_MAX];
 bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv);
 /* Take one armed "lose" of t (same-host): true when the message is lost. */
 bool sv_inject_lose_take(struct sv_qp *t);
+/* Faults armed for a process (pid) or the device (pid 0), armed by
+ * inject.c, taken in wq.c: the table, and how many entries are armed. */
+#define SV_INJ_WIDE 8
+struct sv_inj_wide_fault {
+	uint32_t kind, pid, count;
+};
+extern struct sv_inj_wide_fault sv_inj_wide_tab[SV_INJ_WIDE];
+extern uint32_t sv_inj_wide;
 static inline bool sv_inject_resp(struct sv_qp *t, bool needs_recv)
 {
-	return __builtin_expect((t->inj_rnr | t->inj_access) != 0, 0) &&
+	return __builtin_expect((t->inj_rnr | t->inj_access |
+				 sv_inj_wide) != 0, 0) &&
 	       sv_inject_resp_take(t, needs_recv);
 }
 

@@ -132,15 +132,39 @@ void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 }
 
 uint64_t sv_inj_done[SV_INJ_KIND_MAX];
+struct sv_inj_wide_fault sv_inj_wide_tab[SV_INJ_WIDE];
+uint32_t sv_inj_wide;
+
+/* One fault of kind armed for t's process or the device, taken: the count
+ * left, or NULL when none reaches t. */
+static uint32_t *wide_take(const struct sv_qp *t, unsigned int kind)
+{
+	if ((kind == SV_INJ_RNR || kind == SV_INJ_ACCESS) &&
+	    t->type != IBV_QPT_RC && t->type != IBV_QPT_XRC_RECV)
+		return NULL;
+	for (unsigned int i = 0; i < SV_INJ_WIDE; i++) {
+		struct sv_inj_wide_fault *f = &sv_inj_wide_tab[i];
+
+		if (!f->count || f->kind != kind ||
+		    (f->pid && (!t->owner || t->owner->pid != (pid_t)f->pid)))
+			continue;
+		if (!--f->count)
+			sv_inj_wide--;
+		return &f->count;
+	}
+	return NULL;
+}
 
 bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv)
 {
+	unsigned int kind = needs_recv ? SV_INJ_RNR : SV_INJ_ACCESS;
 	uint32_t *left = needs_recv ? &t->inj_rnr : &t->inj_access;
 
-	if (!*left)
+	if (*left)
+		--*left;
+	else if (!sv_inj_wide || !(left = wide_take(t, kind)))
 		return false;
-	--*left;
-	sv_inj_done[needs_recv ? SV_INJ_RNR : SV_INJ_ACCESS]++;
+	sv_inj_done[kind]++;
 	sv_why_set("injected by softverbs inject (%s)",
 		   needs_recv ? "rnr" : "access");
 	sv_log(SV_LOG_INFO, "inject: qp %#x answers %s (%u more armed)",
@@ -151,13 +175,17 @@ bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv)
 
 bool sv_inject_lose_take(struct sv_qp *t)
 {
-	if (!t->inj_lose)
+	uint32_t *left = &t->inj_lose;
+
+	if (*left)
+		--*left;
+	else if (!sv_inj_wide ||
+		 !(left = wide_take(t, SV_INJ_LOSE)))
 		return false;
-	t->inj_lose--;
 	sv_inj_done[SV_INJ_LOSE]++;
 	sv_why_set("injected by softverbs inject (lose)");
 	sv_log(SV_LOG_INFO, "inject: qp %#x loses a message (%u more armed)",
-	       t->qpn, t->inj_lose);
+	       t->qpn, *left);
 	return true;
 }
 

@@ -25,7 +25,13 @@ static const char usage_text[] =
 "                     a remote access error\n"
 "  lose qp=QPN [count=N]    the next N messages to QPN (same host) get no\n"
 "                     answer: the requester's timeout and retries\n"
+"  rnr|access|lose pid=P [count=N]\n"
+"                     the same for the next N to any QP of process P\n"
+"                     (those it makes later too)\n"
+"  rnr|access|lose [count=N]\n"
+"                     the same for the next N to any QP of the device\n"
 "  fatal qp=QPN       QPN fails now (IBV_EVENT_QP_FATAL)\n"
+"  fatal pid=P        every QP of process P fails now\n"
 "  port down|up       the port goes down or up (IBV_EVENT_PORT_ERR or\n"
 "                     PORT_ACTIVE to every context)\n"
 "  wire SPEC          RoCEv2 packets: SPEC is seed=N,drop=P,dup=P,\n"
@@ -166,9 +172,12 @@ int sv_tool_inject(int argc, char **argv)
 			  what[0] == 'a' ? SV_INJ_ACCESS :
 			  what[0] == 'l' ? SV_INJ_LOSE : SV_INJ_FATAL;
 		a->qpn = 0;
+		/* a QP, a process, or (but fatal) the whole device */
 		if (parse_kv(a, argc - 2, argv + 2,
-			     a->kind == SV_INJ_FATAL ? "qp" : "qp count") ||
-		    !a->qpn)
+			     a->kind == SV_INJ_FATAL ? "qp pid" :
+						       "qp pid count") ||
+		    (a->qpn && a->pid) ||
+		    (a->kind == SV_INJ_FATAL && !a->qpn && !a->pid))
 			goto bad;
 	} else if (!strcmp(what, "port") && argc == 3 &&
 		   (!strcmp(argv[2], "down") || !strcmp(argv[2], "up"))) {

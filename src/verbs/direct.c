@@ -489,8 +489,11 @@ static bool check(struct sv_direct *d, struct sv_qp *qp,
 	    (me.e.flags & (SV_DQP_LOCAL | SV_DQP_NODIRECT)) != SV_DQP_LOCAL ||
 	    me.e.type != qp->ex.qp_base.qp_type)
 		return false;
+	/* the peer's entry: on this host, established, and not withdrawn
+	 * from the direct path (a fault armed for it answers at the device) */
 	if (!qp_entry(d, me.e.dest_qpn, &peer) || peer.e.type != me.e.type ||
-	    !(peer.e.flags & SV_DQP_LOCAL) || !(peer.e.flags & SV_DQP_EST) ||
+	    (peer.e.flags & (SV_DQP_LOCAL | SV_DQP_EST | SV_DQP_NODIRECT)) !=
+		    (SV_DQP_LOCAL | SV_DQP_EST) ||
 	    !can_receive(peer.e.state) || peer.e.dest_qpn != qpn ||
 	    !(peer.e.access & need))
 		return false;

@@ -20,6 +20,17 @@
  *     again after the requester's timeout and arrives; three lost WRITEs
  *     with retry_cnt 2 end in IBV_WC_RETRY_EXC_ERR;
  *   refused: a QPN that names no QP, an unknown command name.
+ * Then the same faults for a process and for the whole device:
+ *   rnr (no QP, no process): the next SEND to any QP meets an RNR NAK;
+ *   rnr pid=1: armed for another process, our SEND goes through;
+ *   access pid=<ours>, armed before our QPs exist: a WRITE between two QPs
+ *     made afterwards ends in IBV_WC_REM_ACCESS_ERR, nothing written;
+ *   lose pid=<ours>: a SEND is lost once and sent again;
+ *   fatal pid=<ours>: IBV_EVENT_QP_FATAL for both QPs of a pair;
+ *   access pid=<another process>, armed for that process's QP before ours
+ *     connects to it: our WRITE (which the direct path would run in this
+ *     process) reaches the device and ends in IBV_WC_REM_ACCESS_ERR, and
+ *     the other process's memory is untouched.
  * The tool's counts say how many of each were injected.
  */
 #define _GNU_SOURCE
@@ -27,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vu.h"
@@ -239,6 +252,183 @@ static void qp_faults(struct ibv_context *ctx)
 		 "HELLO cannot be made to fail");
 }
 
+/* The other process of wide_faults: a QP and an MR over its own buffer,
+ * which it checks is untouched once the parent says so. */
+static void target_process(int fd)
+{
+	struct ibv_context *ctx = vu_open();
+	struct vu_ep a = { 0 };
+	struct vu_addr me, peer;
+	struct ibv_mr *mr;
+	struct { uint64_t addr; uint32_t rkey; } where;
+	static uint8_t buf[4096];
+	char c;
+
+	VU_CHECK(ctx, "target: no device");
+	VU_CHECK(!vu_ep_create(&a, ctx, NULL, IBV_QPT_RC, &caps), "target ep");
+	mr = ibv_reg_mr(a.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	VU_CHECK(mr, "target mr");
+	me = vu_addr_of(a.qp, 0);
+	where.addr = (uintptr_t)buf;
+	where.rkey = mr->rkey;
+	vu_xfer_all(fd, &me, sizeof(me), true);
+	vu_xfer_all(fd, &where, sizeof(where), true);
+	vu_xfer_all(fd, &peer, sizeof(peer), false);
+	{
+		struct vu_conn cn = vu_conn_default();
+
+		VU_CHECK(!vu_connect(a.qp, &peer, &cn), "target connect");
+	}
+	c = 'C';
+	vu_xfer_all(fd, &c, 1, true);
+	vu_xfer_all(fd, &c, 1, false);          /* the parent wrote */
+	for (size_t i = 0; i < sizeof(buf); i++)
+		VU_CHECK(!buf[i], "byte %zu written through a refused WRITE "
+			 "from another process", i);
+	VU_CHECK(!ibv_dereg_mr(mr), "target dereg");
+	vu_ep_destroy(&a);
+	VU_CHECK(!ibv_close_device(ctx), "target close");
+	_exit(0);
+}
+
+static void wide_faults(struct ibv_context *ctx)
+{
+	struct vu_ep a, b;
+	struct ibv_mr *amr, *bmr;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	char out[512];
+	int pid = (int)getpid();
+
+	/* the whole device: the next SEND to any QP */
+	connect_pair(ctx, &a, &b, conn_rnr(0), &amr, &bmr);
+	post_recv(&a, abuf, amr, sizeof(abuf));
+	VU_CHECK(!inject(NULL, 0, "rnr count=1"), "rnr for the device");
+	VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
+		 IBV_WC_RNR_RETRY_EXC_ERR,
+		 "a SEND met by an RNR NAK armed for the device");
+	drop_pair(&a, &b, amr, bmr);
+
+	/* another process's fault is not ours */
+	connect_pair(ctx, &a, &b, conn_rnr(0), &amr, &bmr);
+	post_recv(&a, abuf, amr, sizeof(abuf));
+	VU_CHECK(!inject(NULL, 0, "rnr pid=1"), "rnr for pid 1");
+	VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
+		 IBV_WC_SUCCESS, "an RNR NAK armed for pid 1 hit us");
+	VU_CHECK(vu_poll(a.rcq, &wc, 1, VU_WAIT_MS) == 1 &&
+		 wc.status == IBV_WC_SUCCESS, "the receive");
+	VU_CHECK(!inject(out, sizeof(out), "status") &&
+		 strstr(out, "armed: 1"), "pid 1's fault armed: %s", out);
+	VU_CHECK(!inject(NULL, 0, "clear"), "clear");
+	drop_pair(&a, &b, amr, bmr);
+
+	/* this process, armed before its QPs exist */
+	VU_CHECK(!inject(NULL, 0, "access pid=%d", pid), "access pid");
+	connect_pair(ctx, &a, &b, conn_rnr(7), &amr, &bmr);
+	memset(abuf, 0, sizeof(abuf));
+	memset(bbuf, 0x66, sizeof(bbuf));
+	VU_CHECK(post_one(&b, IBV_WR_RDMA_WRITE, bbuf, bmr, 4096,
+			  (uintptr_t)abuf, amr->rkey) == IBV_WC_REM_ACCESS_ERR,
+		 "a WRITE between QPs made after access pid=%d", pid);
+	for (size_t i = 0; i < sizeof(abuf); i++)
+		VU_CHECK(!abuf[i], "byte %zu written through a refused WRITE",
+			 i);
+	drop_pair(&a, &b, amr, bmr);
+
+	/* lose, for this process */
+	{
+		struct vu_conn c = conn_rnr(7);
+
+		c.timeout = 8;
+		c.retry_cnt = 2;
+		connect_pair(ctx, &a, &b, c, &amr, &bmr);
+		post_recv(&a, abuf, amr, sizeof(abuf));
+		VU_CHECK(!inject(NULL, 0, "lose pid=%d", pid), "lose pid");
+		memset(bbuf, 0x4b, 64);
+		VU_CHECK(post_one(&b, IBV_WR_SEND, bbuf, bmr, 64, 0, 0) ==
+			 IBV_WC_SUCCESS, "a SEND sent again after a loss");
+		VU_CHECK(vu_poll(a.rcq, &wc, 1, VU_WAIT_MS) == 1 &&
+			 wc.status == IBV_WC_SUCCESS && abuf[0] == 0x4b,
+			 "the receive after a loss");
+	}
+
+	/* fatal, for this process: both QPs */
+	VU_CHECK(!inject(NULL, 0, "fatal pid=%d", pid), "fatal pid");
+	{
+		bool fa = false, fb = false;
+
+		/* (after the access errors' QP_ACCESS_ERR events) */
+		for (int i = 0, n = 0; n < 2; i++) {
+			VU_CHECK(i < 8 && !vu_async_event(ctx, &ev, VU_WAIT_MS),
+				 "QP_FATAL %d of 2", n + 1);
+			if (ev.event_type != IBV_EVENT_QP_FATAL)
+				continue;
+			n++;
+			fa |= ev.element.qp == a.qp;
+			fb |= ev.element.qp == b.qp;
+		}
+		VU_CHECK(fa && fb, "QP_FATAL for both QPs of the process");
+		VU_CHECK(vu_qp_state(a.qp) == IBV_QPS_ERR &&
+			 vu_qp_state(b.qp) == IBV_QPS_ERR, "both in ERR");
+	}
+	drop_pair(&a, &b, amr, bmr);
+	VU_CHECK(inject(NULL, 0, "fatal pid=%d", pid) == 1,
+		 "fatal for a process without a QP");
+	VU_CHECK(inject(NULL, 0, "fatal") == 2 &&
+		 inject(NULL, 0, "rnr qp=1 pid=%d", pid) == 2,
+		 "fatal of nothing, or of a QP and a process");
+
+	/* another process's QP, armed before ours connects to it */
+	{
+		int sv[2], status;
+		struct vu_addr ta, me;
+		struct { uint64_t addr; uint32_t rkey; } where;
+		struct vu_conn cn = vu_conn_default();
+		pid_t child;
+		char c;
+
+		VU_CHECK(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+		child = fork();
+		VU_CHECK(child >= 0, "fork");
+		if (child == 0) {
+			close(sv[0]);
+			target_process(sv[1]);
+		}
+		close(sv[1]);
+		memset(&b, 0, sizeof(b));
+		VU_CHECK(!vu_ep_create(&b, ctx, NULL, IBV_QPT_RC, &caps),
+			 "ep b");
+		bmr = ibv_reg_mr(b.pd, bbuf, sizeof(bbuf),
+				 IBV_ACCESS_LOCAL_WRITE);
+		VU_CHECK(bmr, "mr b");
+		vu_xfer_all(sv[0], &ta, sizeof(ta), false);
+		vu_xfer_all(sv[0], &where, sizeof(where), false);
+		VU_CHECK(!inject(NULL, 0, "access pid=%d", (int)child),
+			 "access for the other process");
+		VU_CHECK(!vu_connect(b.qp, &ta, &cn), "connect b");
+		me = vu_addr_of(b.qp, 0);
+		vu_xfer_all(sv[0], &me, sizeof(me), true);
+		vu_xfer_all(sv[0], &c, 1, false);       /* connected */
+		memset(bbuf, 0x5d, sizeof(bbuf));
+		VU_CHECK(post_one(&b, IBV_WR_RDMA_WRITE, bbuf, bmr, 4096,
+				  where.addr, where.rkey) ==
+			 IBV_WC_REM_ACCESS_ERR,
+			 "a WRITE to a QP of a process with access armed");
+		vu_xfer_all(sv[0], &c, 1, true);
+		VU_CHECK(waitpid(child, &status, 0) == child &&
+			 WIFEXITED(status) && !WEXITSTATUS(status),
+			 "the other process's memory was written");
+		close(sv[0]);
+		VU_CHECK(!ibv_dereg_mr(bmr), "dereg b");
+		vu_ep_destroy(&b);
+	}
+	VU_CHECK(!inject(out, sizeof(out), "status"), "status");
+	VU_CHECK(strstr(out, "rnr 4,") && strstr(out, "access 3,") &&
+		 strstr(out, "fatal 3,") && strstr(out, "lose 5") &&
+		 strstr(out, "armed: 0"), "counts: %s", out);
+}
+
 int main(void)
 {
 	struct ibv_context *ctx = vu_open();
@@ -247,6 +437,7 @@ int main(void)
 	cmd_faults(ctx);
 	port_faults(ctx);
 	qp_faults(ctx);
+	wide_faults(ctx);
 	VU_CHECK(!ibv_close_device(ctx), "close");
 	printf("PASS: every injected fault has its effect\n");
 	return 0;
