@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -379,17 +380,45 @@ int sv_tool_capture(int argc, char **argv)
 	bool draining = false;
 	struct timespec t0;
 
-	while ((opt = getopt(argc, argv, "w:s:c:d:W:C:q:o:p:h")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+
+	while ((opt = getopt_long(argc, argv, "w:s:c:d:W:C:q:o:p:h", longopts,
+				  NULL)) != -1) {
+		unsigned long long v = 0;
+		char *end = NULL;
+
+		if (opt != 'w' && opt != 'h' && opt != '?' && opt != ':') {
+			errno = 0;
+			if (opt == 'd') {
+				secs = strtod(optarg, &end);
+				v = secs > 0;
+			} else {
+				v = strtoull(optarg, &end, 0);
+			}
+			/* a number, whole, and in range for its option */
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    (opt != 'o' && opt != 's' && !v) ||
+			    v > (opt == 'C' ? UINT64_MAX / 2 :
+				 opt == 'o' ? 255 : opt == 'W' ? 1024 :
+				 opt == 'd' ? 1 : INT32_MAX)) {
+				fprintf(stderr, "softverbs capture: bad -%c "
+					"'%s'\n", opt, optarg);
+				return 2;
+			}
+		}
 		switch (opt) {
 		case 'w': o.path = optarg; break;
-		case 's': o.snaplen = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'c': count = strtol(optarg, NULL, 0); break;
-		case 'd': secs = strtod(optarg, NULL); break;
-		case 'W': o.files = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'C': o.max_bytes = strtoull(optarg, NULL, 0); break;
-		case 'q': flt.qpn = strtol(optarg, NULL, 0); break;
-		case 'o': flt.opcode = strtol(optarg, NULL, 0); break;
-		case 'p': flt.pid = strtol(optarg, NULL, 0); break;
+		case 's': o.snaplen = (uint32_t)v; break;
+		case 'c': count = (long)v; break;
+		case 'd': break;
+		case 'W': o.files = (unsigned int)v; break;
+		case 'C': o.max_bytes = v; break;
+		case 'q': flt.qpn = (long)v; break;
+		case 'o': flt.opcode = (long)v; break;
+		case 'p': flt.pid = (long)v; break;
 		default:
 			printf("usage: softverbs capture -w FILE [-s SNAPLEN] "
 			       "[-c COUNT] [-d SECONDS]\n"

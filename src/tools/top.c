@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -189,7 +190,13 @@ int sv_tool_top(int argc, char **argv)
 	bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO), raw_on = false;
 	int opt, ret = 0;
 
-	while ((opt = getopt(argc, argv, "d:n:s:rh")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+
+	while ((opt = getopt_long(argc, argv, "d:n:s:rh", longopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			delay = strtod(optarg, NULL);

@@ -5,12 +5,17 @@
 . "$(dirname "$0")/lib.sh"
 out=$SV_TEST_DIR/out
 
-for c in "" run stat devinfo daemon; do
+for c in "" run stat devinfo daemon top inject why capture bench; do
 	"$SV" $c --help >"$out" 2>&1 || fail "softverbs $c --help failed"
 	grep -q usage "$out" || fail "softverbs $c --help prints no usage"
 done
 "$SV_BUILD_DIR/bin/softverbsd" --help | grep -q -- --idle-exit || fail "softverbsd --help"
 "$SV" nonsense >/dev/null 2>&1 && fail "unknown command accepted"
+# a bad number is refused with a word, before any device is asked
+for a in "-s abc" "-d 0" "-c -1" "-W 2000" "-o 300"; do
+	"$SV" capture -w "$out.pcapng" $a >"$out" 2>&1
+	[ $? = 2 ] && grep -q "bad" "$out" || fail "capture $a: $(cat "$out")"
+done
 pass "--help on every command"
 
 SOFTVERBS_NO_AUTOSTART=1 "$SV" run -- ibv_devices >"$out" 2>&1
