@@ -168,6 +168,7 @@ struct render {
 	struct sv_qp *qp, *t;      /* requester; responder (or NULL) */
 	struct sv_roce_ip ip;      /* the requester's direction */
 	uint32_t dqpn;
+	bool mcast;                /* to a group: no one responder */
 };
 
 /* The GID a same-host QP sends from (its AV's source, else the first). */
@@ -408,15 +409,23 @@ void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res)
 	if (sv_op_flags(m->opcode) & SV_OPF_LOCAL)
 		return;
 	if (qp->type == IBV_QPT_UD) {
-		/* a datagram to a group or to another host: what the wire
-		 * carried is captured there */
-		if (!m->ah || sv_gid_is_mcast(m->ah->attr.dgid) ||
-		    (sv_roce_running() &&
-		     !sv_roce_gid_local(m->ah->attr.dgid)))
+		bool mcast = m->ah && sv_gid_is_mcast(m->ah->attr.dgid);
+
+		/* a datagram to another host, or to a group while the port
+		 * sends it on the wire too: what the wire carried is
+		 * captured there; a group's without a wire is rendered
+		 * once, to the group (its members take copies) */
+		if (!m->ah || (sv_roce_running() &&
+			       (mcast || !sv_roce_gid_local(m->ah->attr.dgid))))
 			return;
 		av = &m->ah->attr;
 		rd.dqpn = h->remote_qpn & SV_QPN_MASK;
 		mtu = sv_mtu_bytes(sv_dev.port.active_mtu);
+		if (mcast) {
+			if (rd.dqpn != SV_MCAST_QPN)
+				return;         /* nobody took it */
+			rd.mcast = true;
+		}
 	} else {
 		av = &qp->attr.ah_attr;
 		rd.dqpn = qp->attr.dest_qp_num & SV_QPN_MASK;
@@ -424,7 +433,7 @@ void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res)
 	}
 	if (mtu > 4096 || !mtu)
 		mtu = 4096;
-	rd.t = sv_qp_lookup(rd.dqpn);
+	rd.t = rd.mcast ? NULL : sv_qp_lookup(rd.dqpn);
 	memcpy(rd.ip.src, src_gid(av->sgid_index), 16);
 	memcpy(rd.ip.dst, av->is_global ? av->dgid : rd.ip.src, 16);
 	rd.ip.sport = sv_roce_sport(qp->qpn, rd.dqpn);

@@ -149,11 +149,23 @@ static size_t frame(const struct sv_cap_rec *r, const uint8_t *payload,
 	size_t iph = v4 ? 20 : 40, n = 0;
 	uint16_t udplen = (uint16_t)(8 + r->len);
 
-	/* locally administered MACs: 02:00:00:00:00:01 out, :02 in */
+	/* locally administered MACs: 02:00:00:00:00:01 out, :02 in; to
+	 * a group, its multicast MAC (01:00:5e and the low 23 bits of an
+	 * IPv4 group, 33:33 and the low 32 bits of an IPv6 one) */
 	memset(f, 0, 12);
 	f[0] = f[6] = 0x02;
 	f[5] = r->dir == SV_CAP_OUT ? 2 : 1;
 	f[11] = r->dir == SV_CAP_OUT ? 1 : 2;
+	if (v4 && (r->dst[12] & 0xf0) == 0xe0) {
+		f[0] = 0x01;
+		f[2] = 0x5e;
+		f[3] = r->dst[13] & 0x7f;
+		f[4] = r->dst[14];
+		f[5] = r->dst[15];
+	} else if (!v4 && r->dst[0] == 0xff) {
+		f[0] = f[1] = 0x33;
+		memcpy(f + 2, r->dst + 12, 4);
+	}
 	f[12] = v4 ? 0x08 : 0x86;
 	f[13] = v4 ? 0x00 : 0xdd;
 	n = 14;
@@ -198,7 +210,10 @@ static size_t who(const struct sv_cap_rec *r, char *c, size_t room)
 {
 	int n;
 
-	if (r->local)
+	if (r->local && r->peer_qpn == 0xffffff)
+		n = snprintf(c, room, "same-host: pid %d qp %#x -> the "
+			     "group's QPs (qp 0xffffff)", (int)r->pid, r->qpn);
+	else if (r->local)
 		n = snprintf(c, room, "same-host: pid %d qp %#x -> pid %d "
 			     "qp %#x", (int)r->pid, r->qpn, (int)r->peer_pid,
 			     r->peer_qpn);
