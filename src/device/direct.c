@@ -49,6 +49,8 @@ static struct {
 	bool all_off;              /* a capture is on (sv_direct_all_off) */
 	bool dirty;                /* an entry changed since the last
 				    * revocation's epoch */
+	uint32_t qp_hi;            /* 1 + the highest QP slot ever given an
+				    * entry: no guard above can be held */
 } dt = { .memfd = -1 };
 
 static size_t page_up(size_t n)
@@ -216,6 +218,11 @@ void sv_direct_qp(const struct sv_qp *qp)
 	if (dt.memfd < 0 || qp->opened)
 		return;
 	qp_value(qp, &v);
+	/* a copy can start only from a QP whose entry was written (the
+	 * library refuses an empty one after storing its guard), so the
+	 * revocations scan the guards below the highest such slot */
+	if ((qp->qpn & QP_MASK) >= dt.qp_hi)
+		dt.qp_hi = (qp->qpn & QP_MASK) + 1;
 	entry_write(dt.qp[qp->qpn & QP_MASK].w, v.w, sizeof(v.w) / 8);
 }
 
@@ -339,7 +346,7 @@ void sv_direct_revoke(void)
 	 * whose guard store this scan misses (its seq_cst fence between the
 	 * guard store and its reads of the entries) */
 	e = __atomic_add_fetch(&dt.hdr->epoch, 1, __ATOMIC_SEQ_CST);
-	for (uint32_t i = 0; i < QP_SLOTS; i++)
+	for (uint32_t i = 0; i < dt.qp_hi; i++)
 		if (__atomic_load_n(&dt.guard[i].epoch, __ATOMIC_RELAXED)) {
 			if (guard_busy(i, e)) {
 				first = i;
@@ -352,7 +359,7 @@ void sv_direct_revoke(void)
 	 * their owners stay: only this thread frees them) */
 	dt.waits++;
 	sv_dev_unlock();
-	for (uint32_t i = first; i < QP_SLOTS; i++) {
+	for (uint32_t i = first; i < dt.qp_hi; i++) {
 		for (unsigned int round = 0; guard_busy(i, e); round++) {
 			uint64_t now = sv_now_ns();
 
