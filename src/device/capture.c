@@ -16,7 +16,9 @@
  * asked for it (softverbs capture holds it for as long as it runs).
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -392,6 +394,90 @@ static void answer(struct render *rd, uint32_t psn, uint32_t n,
 	}
 }
 
+/* The first PSN a message of qp renders with: on from the QP's sq_psn by
+ * what was rendered (a message that ran while no capture was on took
+ * none). */
+static uint32_t cap_psn(struct sv_qp *qp)
+{
+	if (!qp->cap_psn_set || qp->cap_psn_base != qp->attr.sq_psn) {
+		qp->cap_psn = qp->cap_psn_base = qp->attr.sq_psn & SV_PSN_MASK;
+		qp->cap_psn_set = true;
+	}
+	return qp->cap_psn;
+}
+
+/* rd's addresses for a message of av from rd->qp to rd->dqpn. */
+static void cap_path(struct render *rd, const struct sv_wire_ah *av)
+{
+	memcpy(rd->ip.src, src_gid(av->sgid_index), 16);
+	memcpy(rd->ip.dst, av->is_global ? av->dgid : rd->ip.src, 16);
+	rd->ip.sport = sv_roce_sport(rd->qp->qpn, rd->dqpn);
+	rd->ip.dport = SV_ROCE_PORT;
+	rd->ip.df = true;
+}
+
+/* The MTU a connected qp's messages are cut by. */
+static uint32_t cap_mtu(const struct sv_qp *qp)
+{
+	uint32_t mtu = sv_mtu_bytes(qp->attr.path_mtu);
+
+	return mtu && mtu <= 4096 ? mtu : 4096;
+}
+
+/*
+ * A tag-matching rendezvous between QPs of this host, after the SEND that
+ * carried its RVH (rendered by sv_capture_loop): the responder t READs the
+ * RVH's range from the requester (request, then the responses with the
+ * data that landed in the tagged buffer, or the NAK of st), then SENDs the
+ * FIN back, acknowledged if fin says it landed. As a NIC that offloads tag
+ * matching puts them on the wire, from t's send PSNs.
+ */
+void sv_capture_rndv(struct sv_exec *x, const struct msg *m, struct sv_qp *t,
+		     uint32_t st, bool fin)
+{
+	const struct tm_rndv *v = &m->rndv;
+	struct swqe w;
+	struct ibv_tmh tmh = v->tmh;
+	struct render rd = { .x = x, .qp = t, .t = m->qp,
+			     .dqpn = m->qp->qpn };
+	/* a message of t's, as requests() and answer() read one */
+	struct msg mm, *r = &mm;
+	uint64_t cap;
+	uint32_t mtu = cap_mtu(t), psn, n;
+
+	memset(&w, 0, sizeof(w));
+	memset(r, 0, offsetof(struct msg, lmap));
+	w.h.remote_addr = be64toh(v->rvh.va);
+	w.h.rkey = be32toh(v->rvh.rkey);
+	r->qp = t;
+	r->w = &w;
+	r->opcode = IBV_WR_RDMA_READ;
+	r->len = be32toh(v->rvh.len);
+	/* the sink: the tagged buffer, with what landed in it */
+	if (sv_span_sges(&r->local, r->lmap, r->liov, &v->sge, v->num_sge,
+			 t->srq->pd, true, &cap) != IBV_WC_SUCCESS ||
+	    cap < r->len)
+		sv_span_raw(&r->local, NULL, 0);
+	rd.m = r;
+	cap_path(&rd, &t->attr.ah_attr);
+	psn = cap_psn(t);
+	n = requests(&rd, psn, mtu);
+	answer(&rd, psn, n, mtu, (int)st);
+	psn = sv_psn_add(psn, n);
+	if (st == IBV_WC_SUCCESS) {
+		/* the FIN: the TMH again, its opcode FIN */
+		tmh.opcode = IBV_TMH_FIN;
+		r->opcode = IBV_WR_SEND;
+		r->len = sizeof(tmh);
+		sv_span_raw(&r->local, &tmh, sizeof(tmh));
+		n = requests(&rd, psn, mtu);
+		answer(&rd, psn, n, mtu, fin ? IBV_WC_SUCCESS : RES_NOACK);
+		psn = sv_psn_add(psn, n);
+	}
+	t->cap_psn = psn;
+	sv_capture_flush();
+}
+
 void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res)
 {
 	struct sv_qp *qp = m->qp;
@@ -429,23 +515,13 @@ void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res)
 	} else {
 		av = &qp->attr.ah_attr;
 		rd.dqpn = qp->attr.dest_qp_num & SV_QPN_MASK;
-		mtu = sv_mtu_bytes(qp->attr.path_mtu);
+		mtu = cap_mtu(qp);
 	}
 	if (mtu > 4096 || !mtu)
 		mtu = 4096;
 	rd.t = rd.mcast ? NULL : sv_qp_lookup(rd.dqpn);
-	memcpy(rd.ip.src, src_gid(av->sgid_index), 16);
-	memcpy(rd.ip.dst, av->is_global ? av->dgid : rd.ip.src, 16);
-	rd.ip.sport = sv_roce_sport(qp->qpn, rd.dqpn);
-	rd.ip.dport = SV_ROCE_PORT;
-	rd.ip.df = true;
-	/* PSNs: from the QP's sq_psn, on by what was rendered (a message
-	 * that ran while no capture was on took none) */
-	if (!qp->cap_psn_set || qp->cap_psn_base != qp->attr.sq_psn) {
-		qp->cap_psn = qp->cap_psn_base = qp->attr.sq_psn & SV_PSN_MASK;
-		qp->cap_psn_set = true;
-	}
-	psn = qp->cap_psn;
+	cap_path(&rd, av);
+	psn = cap_psn(qp);
 	n = requests(&rd, psn, mtu);
 	if (sv_qp_reliable(qp))
 		answer(&rd, psn, n, mtu, res);

@@ -91,6 +91,11 @@ extern bool sv_cap_on;
 /* Message m ran with res (sq_run's result): render the packets a NIC
  * would have sent for it, both ways, to the capture. */
 void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res);
+/* capture.c: a rendezvous of m's after it ran (sv_loop_tm_rndv): t's READ
+ * and its answer by st, then, when st is a success, t's FIN, answered when
+ * fin (it landed). */
+void sv_capture_rndv(struct sv_exec *x, const struct msg *m, struct sv_qp *t,
+		     uint32_t st, bool fin);
 
 /* ---- loop_req.c: the requester ---- */
 

@@ -457,7 +457,7 @@ static uint32_t tm_buffer(const struct sv_srq *srq,
 /* The FIN of a rendezvous, into the requester s's next receive WQE (as
  * a SEND from t would land); none posted, or one that fails: it is lost,
  * or the WQE's error completion says why. */
-static void tm_fin(struct sv_exec *x, struct sv_qp *s, const struct sv_qp *t,
+static bool tm_fin(struct sv_exec *x, struct sv_qp *s, const struct sv_qp *t,
 		   const struct ibv_tmh *tmh)
 {
 	struct ibv_tmh fin = *tmh;
@@ -468,7 +468,7 @@ static void tm_fin(struct sv_exec *x, struct sv_qp *s, const struct sv_qp *t,
 
 	fin.opcode = IBV_TMH_FIN;
 	if (!sv_qp_can_receive(s) || *rx_busy_of(s) || sv_rq_peek(s, &r))
-		return;
+		return false;
 	st = sv_rq_resolve(s, &r);
 	sv_span_raw(&f, &fin, sizeof(fin));
 	if (st == IBV_WC_SUCCESS && r.cap < sizeof(fin))
@@ -483,6 +483,7 @@ static void tm_fin(struct sv_exec *x, struct sv_qp *s, const struct sv_qp *t,
 	sv_qp_push(s, sv_recv_cq(s, &r), &e, false);
 	if (st != IBV_WC_SUCCESS)
 		sv_qp_error(s, 0);
+	return true;
 }
 
 /* The rendezvous READ goes a window at a time: the lock is let go (and
@@ -564,6 +565,7 @@ void sv_loop_tm_rndv(struct sv_exec *x, struct msg *m)
 	const struct tm_rndv *v = &m->rndv;
 	struct sv_qp *t = sv_qp_lookup(v->tqpn);
 	uint64_t len = be32toh(v->rvh.len);
+	bool fin = false;
 	uint32_t st;
 
 	m->rndv_due = false;
@@ -574,7 +576,9 @@ void sv_loop_tm_rndv(struct sv_exec *x, struct msg *m)
 	if (m->lost == LOST_RESP)
 		return;
 	if (st == IBV_WC_SUCCESS)
-		tm_fin(x, m->qp, t, &v->tmh);
+		fin = tm_fin(x, m->qp, t, &v->tmh);
+	if (unlikely(__atomic_load_n(&sv_cap_on, __ATOMIC_RELAXED)))
+		sv_capture_rndv(x, m, t, st, fin);
 	tm_complete(t, m, v->wr_id, st, IBV_WC_TM_DATA_VALID, &v->tmh,
 		    st == IBV_WC_SUCCESS ? (uint32_t)len : 0);
 }

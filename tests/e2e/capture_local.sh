@@ -10,6 +10,10 @@
 #   - `softverbs inject rnr qp=N count=2` on an ibv_rc_pingpong server's
 #     QP: the client's first SEND is answered by two RNR NAKs at its PSN,
 #     then goes again with the same PSN and is acknowledged (rnr_retry 7);
+#   - test_tm's tag-matching rendezvous (256 KiB - 64 bytes): after the
+#     RNDV SEND, the TM QP's READ request for the RVH's range, the READ
+#     responses at consecutive PSNs carrying every byte, then its FIN (a
+#     16-byte SEND ONLY, TMH opcode FIN) and the ACK of it;
 #   - every frame on sv0-local, decoded, none malformed; every ICRC
 #     verifies; the daemon's log names no error.
 . "$(dirname "$0")/lib.sh"
@@ -61,6 +65,10 @@ cli=$!
 wait_pair $cli $srv "$out/rnr.s" "$out/rnr.c" rnr 50 20 >/dev/null
 rq=$(field "$out/rnr.c" QPN) rpsn=$(field "$out/rnr.c" PSN)
 
+# a tag-matching rendezvous (and the rest of test_tm) between QPs of one
+# process
+"$SV_BUILD_DIR/bin/test_tm" >"$out/tm" 2>&1 || { cat "$out/tm"; fail "test_tm under a capture"; }
+
 kill -TERM $cpid
 wait_job $cpid 20 || fail "capture did not stop"
 cat "$out/cap.err"
@@ -109,4 +117,39 @@ assert ok and ok[0] == rpsn, ('ack after rnr', ok[:3])
 print('%d frames: %d WRITE packets and %d ACKs, %d atomics answered, '
       'RNR NAKs at %#x then the SEND again' % (len(rows), len(reqs), len(acks), len(a), rpsn))
 PY
-pass "same-host WRITEs, atomics and RNR NAKs captured as a NIC would have sent them, decoded by tshark, ICRCs verify"
+tshark -r "$cap" -T fields -E separator='|' -e infiniband.bth.opcode -e infiniband.bth.destqp \
+	-e infiniband.bth.psn -e infiniband.reth.dmalen -e data.len -e data.data \
+	-e frame.comment 2>/dev/null >"$out/tmrows"
+/usr/bin/python3 - "$out/tmrows" <<'PY' || fail "the rendezvous is not what a NIC would send"
+import re, sys
+rows = [l.rstrip('\n').split('|') for l in open(sys.argv[1]) if l.strip()]
+LEN = 256 * 1024 - 64
+def sender(r):
+    return int(re.search(r'qp (0x[0-9a-f]+) ->', r[6]).group(1), 16)
+reads = [i for i, r in enumerate(rows) if r[0] == '12' and r[3] == str(LEN)]
+assert len(reads) == 1, ('rendezvous READ requests', len(reads))
+i = reads[0]
+a, b, psn = sender(rows[i]), int(rows[i][1], 0), int(rows[i][2])
+# the RNDV SEND came first, from b to a (TMH opcode 1)
+assert any(sender(r) == b and int(r[1], 0) == a and r[5][:2] == '01'
+           for r in rows[:i]), 'no RNDV SEND before the READ'
+resp = []
+for r in rows[i + 1:]:
+    if sender(r) == b and int(r[0]) in (13, 14, 15, 16):
+        resp.append(r)
+        if int(r[0]) in (15, 16):
+            break
+assert resp and int(resp[0][0]) in (13, 16), ('first response', resp[:1])
+assert [int(r[2]) for r in resp] == [(psn + k) & 0xffffff for k in range(len(resp))], 'response PSNs'
+assert sum(int(r[4] or 0) for r in resp) == LEN, ('bytes read', sum(int(r[4] or 0) for r in resp))
+j = rows.index(resp[-1])
+fin = [r for r in rows[j + 1:] if sender(r) == a and r[0] == '4']
+assert fin and int(fin[0][2]) == (psn + len(resp)) & 0xffffff, ('FIN PSN', fin[:1])
+assert fin[0][4] == '16' and fin[0][5][:2] == '02', ('FIN', fin[0][4:6])
+k = rows.index(fin[0])
+ack = [r for r in rows[k + 1:] if sender(r) == b and r[0] == '17']
+assert ack and int(ack[0][2]) == int(fin[0][2]), 'no ACK of the FIN'
+print('rendezvous: READ of %d bytes by qp %#x, %d responses, FIN at PSN %s, acknowledged'
+      % (LEN, a, len(resp), fin[0][2]))
+PY
+pass "same-host WRITEs, atomics, RNR NAKs and a TM rendezvous captured as a NIC would have sent them, decoded by tshark, ICRCs verify"
