@@ -30,11 +30,38 @@
 
 #define CMD_FAULTS 16
 
-static struct {
-	uint32_t op, pid, count;
-	int32_t err;
-} cmd_fault[CMD_FAULTS];
+/* what: the command (SV_CMD_*); err: the errno it fails with */
+static struct sv_inj_fault cmd_fault[CMD_FAULTS];
 static uint32_t cmd_armed;         /* entries with count > 0 */
+
+/* Arm count of (what, pid) in tab[n] (armed: its entries with a count):
+ * the same fault again is re-armed, else a free entry taken. The entry,
+ * or NULL when every one is armed. */
+static struct sv_inj_fault *arm_slot(struct sv_inj_fault *tab, unsigned int n,
+				     uint32_t *armed,
+				     const struct sv_cmd_inject *a,
+				     uint32_t what)
+{
+	struct sv_inj_fault *f = NULL;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (tab[i].count && tab[i].what == what &&
+		    tab[i].pid == a->pid) {
+			f = &tab[i];
+			break;
+		}
+		if (!tab[i].count && !f)
+			f = &tab[i];
+	}
+	if (!f)
+		return NULL;
+	if (!f->count)
+		(*armed)++;
+	f->what = what;
+	f->pid = a->pid;
+	f->count = a->count;
+	return f;
+}
 
 bool sv_inject_cmd_armed(void)
 {
@@ -44,9 +71,9 @@ bool sv_inject_cmd_armed(void)
 int sv_inject_cmd(const struct sv_client *c, unsigned int op)
 {
 	for (unsigned int i = 0; i < CMD_FAULTS; i++) {
-		typeof(cmd_fault[0]) *f = &cmd_fault[i];
+		struct sv_inj_fault *f = &cmd_fault[i];
 
-		if (!f->count || f->op != op ||
+		if (!f->count || f->what != op ||
 		    (f->pid && f->pid != (uint32_t)c->pid))
 			continue;
 		if (!--f->count)
@@ -78,32 +105,19 @@ static void port_event(uint32_t type)
 
 static int arm_cmd(struct sv_req *r, const struct sv_cmd_inject *a)
 {
-	unsigned int i, free_i = CMD_FAULTS;
+	struct sv_inj_fault *f;
 
 	if (!a->op || a->op >= SV_CMD_MAX || a->op == SV_CMD_INJECT ||
 	    a->op == SV_CMD_HELLO || a->err <= 0 || a->err > 4095) {
 		r->why = "a command other than HELLO and INJECT, and a positive errno";
 		return -EINVAL;
 	}
-	for (i = 0; i < CMD_FAULTS; i++) {
-		if (cmd_fault[i].count && cmd_fault[i].op == a->op &&
-		    cmd_fault[i].pid == a->pid)
-			break;          /* the same fault again: re-armed */
-		if (!cmd_fault[i].count && free_i == CMD_FAULTS)
-			free_i = i;
+	f = arm_slot(cmd_fault, CMD_FAULTS, &cmd_armed, a, a->op);
+	if (!f) {
+		r->why = "every command fault slot is armed";
+		return -ENOSPC;
 	}
-	if (i == CMD_FAULTS) {
-		if (free_i == CMD_FAULTS) {
-			r->why = "every command fault slot is armed";
-			return -ENOSPC;
-		}
-		i = free_i;
-		cmd_armed++;
-	}
-	cmd_fault[i].op = a->op;
-	cmd_fault[i].pid = a->pid;
-	cmd_fault[i].err = a->err;
-	cmd_fault[i].count = a->count;
+	f->err = a->err;
 	return 0;
 }
 
@@ -123,26 +137,10 @@ static bool wide_match(const struct sv_qp *qp, uint32_t pid)
 
 static int arm_wide(struct sv_req *r, const struct sv_cmd_inject *a)
 {
-	unsigned int i, free_i = WIDE_FAULTS;
-
-	for (i = 0; i < WIDE_FAULTS; i++) {
-		if (wide[i].count && wide[i].kind == a->kind &&
-		    wide[i].pid == a->pid)
-			break;          /* the same fault again: re-armed */
-		if (!wide[i].count && free_i == WIDE_FAULTS)
-			free_i = i;
+	if (!arm_slot(wide, WIDE_FAULTS, &sv_inj_wide, a, a->kind)) {
+		r->why = "every process or device fault slot is armed";
+		return -ENOSPC;
 	}
-	if (i == WIDE_FAULTS) {
-		if (free_i == WIDE_FAULTS) {
-			r->why = "every process or device fault slot is armed";
-			return -ENOSPC;
-		}
-		i = free_i;
-		sv_inj_wide++;
-	}
-	wide[i].kind = a->kind;
-	wide[i].pid = a->pid;
-	wide[i].count = a->count;
 	return 0;
 }
 

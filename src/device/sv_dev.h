@@ -528,10 +528,13 @@ bool sv_inject_lose_take(struct sv_qp *t);
 /* Faults armed for a process (pid) or the device (pid 0), armed by
  * inject.c, taken in wq.c: the table, and how many entries are armed. */
 #define SV_INJ_WIDE 8
-struct sv_inj_wide_fault {
-	uint32_t kind, pid, count;
+struct sv_inj_fault {
+	uint32_t what;             /* the kind (SV_INJ_*), or a command's op */
+	uint32_t pid;              /* 0: any */
+	uint32_t count;            /* 0: a free entry */
+	int32_t err;               /* a command's errno */
 };
-extern struct sv_inj_wide_fault sv_inj_wide_tab[SV_INJ_WIDE];
+extern struct sv_inj_fault sv_inj_wide_tab[SV_INJ_WIDE];
 extern uint32_t sv_inj_wide;
 static inline bool sv_inject_resp(struct sv_qp *t, bool needs_recv)
 {

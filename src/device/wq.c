@@ -132,7 +132,7 @@ void sv_cqe_init(struct sv_cqe *e, uint64_t wr_id, uint32_t status,
 }
 
 uint64_t sv_inj_done[SV_INJ_KIND_MAX];
-struct sv_inj_wide_fault sv_inj_wide_tab[SV_INJ_WIDE];
+struct sv_inj_fault sv_inj_wide_tab[SV_INJ_WIDE];
 uint32_t sv_inj_wide;
 
 /* One fault of kind armed for t's process or the device, taken: the count
@@ -143,9 +143,9 @@ static uint32_t *wide_take(const struct sv_qp *t, unsigned int kind)
 	    t->type != IBV_QPT_RC && t->type != IBV_QPT_XRC_RECV)
 		return NULL;
 	for (unsigned int i = 0; i < SV_INJ_WIDE; i++) {
-		struct sv_inj_wide_fault *f = &sv_inj_wide_tab[i];
+		struct sv_inj_fault *f = &sv_inj_wide_tab[i];
 
-		if (!f->count || f->kind != kind ||
+		if (!f->count || f->what != kind ||
 		    (f->pid && (!t->owner || t->owner->pid != (pid_t)f->pid)))
 			continue;
 		if (!--f->count)
