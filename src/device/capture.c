@@ -18,8 +18,8 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
-#include <stddef.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
