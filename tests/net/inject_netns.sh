@@ -8,6 +8,10 @@
 #     client fails, a pingpong of other QPs goes through untouched;
 #   - wire drop=1 pid=P: only what process P's QPs send is lost: that
 #     server's client fails, a pair of other processes goes through;
+#   - rnr pid=P count=2 for a pingpong server in b: its client in a meets
+#     two RNR NAKs across the wire, retries through them (rnr_retry 7) and
+#     completes; access pid=P for an ib_write_bw server in b: its client's
+#     WRITEs end in a remote access error (perftest fails and says so);
 #   - wire delay=100000: each packet b sends leaves 100 ms later: its
 #     SENDs are retransmitted (the ACK timeout is shorter), every round
 #     trip takes at least the delay, and the pingpong completes;
@@ -122,6 +126,52 @@ echo "drop=1 pid=$spid: the client of that process failed: $(grep -Ei 'status' "
 port=$((port + 1))
 untouched $port "drop=1 pid=$spid"
 inj_b wire "" || fail "inject wire \"\""
+
+# 1d. responder faults of a process, across the wire: armed for a server
+# in b, they reach its QP, which a client in a's device talks to.
+srv_pid() { # prog: the pid of PROG serving $port
+	local p
+	for p in $(pgrep -x "$1"); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "-p $port" &&
+			echo "$p" && return 0
+	done
+	return 1
+}
+inj_count() { # kind: how many of it b's device has injected
+	inj_b status | sed -n "s/.*[:,] $1 \([0-9]*\).*/\1/p"
+}
+port=$((port + 1))
+server_in "$NS_B" "$SOCK_B" rnr-pid
+spid=$(srv_pid ibv_rc_pingpong) || fail "rnr pid=: no server process"
+n0=$(inj_count rnr)
+inj_b rnr pid="$spid" count=2 || fail "inject rnr pid=$spid"
+rc=$NS_DIR/rnr-pid-client.out
+sv_in "$NS_A" "$SOCK_A" ibv_rc_pingpong -g 0 -p $port -n 5 "$IP_B" >"$rc" 2>&1 ||
+	{ cat "$rc"; fail "rnr pid=: the client did not retry through two RNR NAKs"; }
+ns_wait_job "$srv_job" 20 || fail "rnr pid=: the server did not finish"
+n1=$(inj_count rnr)
+[ $((n1 - n0)) = 2 ] || fail "rnr pid=: $((n1 - n0)) RNR NAKs injected, not 2"
+echo "rnr pid=$spid count=2: two RNR NAKs across the wire, retried through"
+port=$((port + 1))
+srv_out=$NS_DIR/access-pid-server.out
+ns_log "$srv_out" "access pid=: ib_write_bw's server in b"
+sv_in "$NS_B" "$SOCK_B" ib_write_bw -d sv0 -x 0 -p $port -n 20 >"$srv_out" 2>&1 &
+srv_job=$!
+ns_wait_listen "$NS_B" "$port" "$srv_job" 10 || fail "access pid=: the server does not listen"
+spid=$(srv_pid ib_write_bw) || fail "access pid=: no server process"
+n0=$(inj_count access)
+inj_b access pid="$spid" || fail "inject access pid=$spid"
+ac=$NS_DIR/access-pid-client.out
+if sv_in "$NS_A" "$SOCK_A" ib_write_bw -d sv0 -x 0 -p $port -n 20 "$IP_B" >"$ac" 2>&1; then
+	fail "ib_write_bw went through a remote access error armed for its server"
+fi
+grep -Eqi 'remote access|status 10|completion with error' "$ac" ||
+	{ cat "$ac"; fail "access pid=: the client did not report a remote access error"; }
+ns_end_job "$srv_job"
+n1=$(inj_count access)
+[ $((n1 - n0)) = 1 ] || fail "access pid=: $((n1 - n0)) access errors injected, not 1"
+echo "access pid=$spid: the client's WRITE failed: $(grep -Ei 'status|error' "$ac" | head -n 1)"
+inj_b clear || fail "inject clear"
 
 # 1c. a slow wire: delay=100000 holds every packet b sends for 100 ms,
 # longer than the pingpong's ACK timeout (timeout 14: 67 ms). Each SEND

@@ -1036,7 +1036,8 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 			sv_roce_drop(SV_RX_DROP_MALFORMED);
 		return;
 	}
-	if (__builtin_expect(t->inj_access != 0, 0) && rq->in == SV_IN_NONE &&
+	if (__builtin_expect((t->inj_access | sv_inj_wide) != 0, 0) &&
+	    rq->in == SV_IN_NONE &&
 	    ((p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
 			  SV_RF_AWRITE)) ||
 	     (p->flags & (SV_RF_WRITE | SV_RF_FIRST)) ==
