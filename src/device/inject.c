@@ -127,17 +127,9 @@ static int arm_cmd(struct sv_req *r, const struct sv_cmd_inject *a)
  * (sv_qp.inj_*); these are looked up only while one is armed (sv_inj_wide,
  * read by the engines under the device lock; taken in wq.c).
  */
-#define WIDE_FAULTS SV_INJ_WIDE
-#define wide sv_inj_wide_tab
-
-static bool wide_match(const struct sv_qp *qp, uint32_t pid)
-{
-	return !pid || (qp->owner && qp->owner->pid == (pid_t)pid);
-}
-
 static int arm_wide(struct sv_req *r, const struct sv_cmd_inject *a)
 {
-	if (!arm_slot(wide, WIDE_FAULTS, &sv_inj_wide, a, a->kind)) {
+	if (!arm_slot(sv_inj_wide_tab, SV_INJ_WIDE, &sv_inj_wide, a, a->kind)) {
 		r->why = "every process or device fault slot is armed";
 		return -ENOSPC;
 	}
@@ -183,8 +175,9 @@ void sv_inject_qp_new(struct sv_qp *qp)
 		wire_qp_mark(qp->qpn, true);
 	/* a fault armed for its process (or the device) reaches it at the
 	 * device: no direct path */
-	for (unsigned int i = 0; sv_inj_wide && i < WIDE_FAULTS; i++)
-		if (wide[i].count && wide_match(qp, wide[i].pid))
+	for (unsigned int i = 0; sv_inj_wide && i < SV_INJ_WIDE; i++)
+		if (sv_inj_wide_tab[i].count &&
+		    sv_inj_reaches(sv_inj_wide_tab[i].pid, qp))
 			qp->direct_off = true;
 }
 
@@ -211,7 +204,7 @@ static void clear_all(void)
 {
 	memset(cmd_fault, 0, sizeof(cmd_fault));
 	cmd_armed = 0;
-	memset(wide, 0, sizeof(wide));
+	memset(sv_inj_wide_tab, 0, sizeof(sv_inj_wide_tab));
 	sv_inj_wide = 0;
 	for (uint32_t i = 0; i < sizeof(sv_dev.qpn_tab) /
 				 sizeof(sv_dev.qpn_tab[0]); i++)
@@ -267,7 +260,7 @@ int sv_cmd_inject(struct sv_req *r)
 			return ret;
 		for (uint32_t i = 0; i < QP_SLOTS; i++)
 			if (sv_dev.qpn_tab[i] && !sv_dev.qpn_tab[i]->opened &&
-			    wide_match(sv_dev.qpn_tab[i], a->pid))
+			    sv_inj_reaches(a->pid, sv_dev.qpn_tab[i]))
 				no_direct(sv_dev.qpn_tab[i]);
 		goto done;
 	}
@@ -281,7 +274,7 @@ int sv_cmd_inject(struct sv_req *r)
 		for (uint32_t i = 0; i < QP_SLOTS; i++) {
 			struct sv_qp *q = sv_dev.qpn_tab[i];
 
-			if (q && !q->opened && wide_match(q, a->pid) &&
+			if (q && !q->opened && sv_inj_reaches(a->pid, q) &&
 			    q->state != IBV_QPS_ERR) {
 				sv_qp_error(q, IBV_EVENT_QP_FATAL);
 				n++;

@@ -536,6 +536,11 @@ struct sv_inj_fault {
 };
 extern struct sv_inj_fault sv_inj_wide_tab[SV_INJ_WIDE];
 extern uint32_t sv_inj_wide;
+/* Does a fault for process pid (0: the whole device) reach qp? */
+static inline bool sv_inj_reaches(uint32_t pid, const struct sv_qp *qp)
+{
+	return !pid || (qp->owner && qp->owner->pid == (pid_t)pid);
+}
 static inline bool sv_inject_resp(struct sv_qp *t, bool needs_recv)
 {
 	return __builtin_expect((t->inj_rnr | t->inj_access |

@@ -145,8 +145,7 @@ static uint32_t *wide_take(const struct sv_qp *t, unsigned int kind)
 	for (unsigned int i = 0; i < SV_INJ_WIDE; i++) {
 		struct sv_inj_fault *f = &sv_inj_wide_tab[i];
 
-		if (!f->count || f->what != kind ||
-		    (f->pid && (!t->owner || t->owner->pid != (pid_t)f->pid)))
+		if (!f->count || f->what != kind || !sv_inj_reaches(f->pid, t))
 			continue;
 		if (!--f->count)
 			sv_inj_wide--;
