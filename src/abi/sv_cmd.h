@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 13u
+#define SV_PROTO_VERSION 14u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -426,6 +426,13 @@ struct sv_cmd_mr_file {
 	uint32_t rsvd;
 };
 
+/* OPEN_DIRECT: which part (SV_DIRECT_PART_*, src/abi/sv_direct.h): the
+ * device's tables, or the guard table of the caller's uid. */
+struct sv_cmd_open_direct {
+	uint32_t part;
+	uint32_t rsvd;
+};
+
 /* CREATE_QP: the QP's ring memfd comes with the response. */
 struct sv_cmd_create_qp {
 	uint64_t cookie;       /* returned in events: the library's ibv_qp * */
@@ -584,6 +591,7 @@ struct sv_cmd {
 		struct sv_cmd_resize_cq resize_cq;
 		struct sv_cmd_notify_cq notify_cq;
 		struct sv_cmd_mr_file mr_file;
+		struct sv_cmd_open_direct open_direct;
 		struct sv_cmd_stat stat;
 		struct sv_cmd_create_qp create_qp;
 		struct sv_cmd_modify_qp modify_qp;
@@ -744,8 +752,9 @@ struct sv_rsp_open_context {
 	uint64_t db_bytes;
 };
 
-/* OPEN_DIRECT (no payload, after OPEN_CONTEXT): the direct path's tables
- * (src/abi/sv_direct.h) come with the response as a memfd of `bytes`, or
+/* OPEN_DIRECT (after OPEN_CONTEXT): the part asked for (src/abi/sv_direct.h:
+ * the device's tables, or the guards of the caller's uid) comes with the
+ * response as a memfd of `bytes`, or
  * the command fails with EOPNOTSUPP where the daemon offers no direct path
  * (softverbsd --no-direct). */
 struct sv_rsp_open_direct {

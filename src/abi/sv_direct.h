@@ -5,10 +5,17 @@
  * definition for the library and the daemon.
  *
  *   [0, 4 KiB)             struct sv_direct_hdr          read-only to clients
- *   [guard_off, +guards)   struct sv_direct_guard[qp_slots] read-write to
- *                          clients
  *   [qp_off, +qps)         struct sv_direct_qp[qp_slots] read-only to clients
  *   [key_off, +keys)       struct sv_direct_key[key_slots] read-only
+ *
+ * and one more memfd per uid, read-write to the clients of that uid alone
+ * (OPEN_DIRECT with SV_DIRECT_PART_GUARDS): the guards of that uid's QPs
+ * and the remote iovecs of their copies. A process may go direct only to a
+ * peer of its own uid (the kernel's ptrace rule), so only processes that
+ * can already write each other's memory share a guard table.
+ *
+ *   [0, +guards)           struct sv_direct_guard[qp_slots]
+ *   [riov_off, +riovs)     struct sv_direct_riov[qp_slots]
  *
  * The daemon alone writes the header and the tables, always under its device
  * lock, each entry under a seqlock: `seq` odd while it is being written. A
@@ -24,11 +31,24 @@
  * Revocation (an entry made less permissive: dereg, rereg, a QP leaving its
  * state): the daemon rewrites the entry, increments `epoch`, then waits until
  * each guard is 0 or at least the new epoch before it completes the
- * command. An initiator stores the epoch it read into its QP's guard, then a
- * full fence, then reads the entries, copies, and stores 0 (release). Either
- * the daemon's scan sees the guard (and waits for the copy), or the
- * initiator sees the rewritten entry (and refuses): no byte moves through a
- * grant after its revocation completed.
+ * command. An initiator stores its thread id and the epoch it read into its
+ * QP's guard, then a full fence, then reads the entries. Either the
+ * daemon's scan sees the guard (and waits for that copy), or the initiator
+ * sees the rewritten entry (and refuses).
+ *
+ * The fence a stopped initiator cannot pass: an initiator puts the remote
+ * iovecs of each system call in its slot's sv_direct_riov (and says
+ * SV_DGUARD_MAPPED before a plain copy), then a full fence, then checks
+ * that `epoch` is still the one in its guard, and only then calls the
+ * kernel, which reads the iovecs from this shared memory. A revocation that
+ * finds a guard held (a writer stopped, frozen or starved between its
+ * checks and its copy) zeroes every iov_len of the slot, then looks at the
+ * thread: stopped, or anywhere but inside process_vm_writev/readv, its
+ * copy either moves nothing (the kernel reads the zeroed lengths, or the
+ * initiator sees the new epoch and refuses) or is over; running, or inside
+ * the call, it is waited for, as a NIC waits for its DMA. A plain copy
+ * (memcpy through mappings, SV_DGUARD_MAPPED) cannot be fenced and is
+ * always waited for. docs/DESIGN.md "The direct path" has the proof.
  */
 #ifndef SV_ABI_DIRECT_H
 #define SV_ABI_DIRECT_H
@@ -43,19 +63,20 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian");
 
 #define SV_DIRECT_MAGIC   0x73766472u  /* "svdr" */
-#define SV_DIRECT_VERSION 1u
+#define SV_DIRECT_VERSION 2u
 
 struct sv_direct_hdr {
 	uint32_t magic;            /* SV_DIRECT_MAGIC */
 	uint32_t version;          /* SV_DIRECT_VERSION */
 	uint32_t qp_slots;         /* QP entries and guards: a power of two */
 	uint32_t key_slots;        /* key entries (slot 0 unused) */
-	uint64_t guard_off;        /* byte offsets in the memfd, page aligned */
-	uint64_t qp_off;
+	uint64_t guard_bytes;      /* the size of a uid's guard memfd */
+	uint64_t riov_off;         /* in it, the iovecs (page aligned) */
+	uint64_t qp_off;           /* byte offsets in the memfd, page aligned */
 	uint64_t key_off;
 	uint64_t bytes;            /* the memfd's size */
 	struct sv_keyperm perm;    /* key index <-> slot (keys.c) */
-	uint8_t pad0[2 * SV_CACHELINE - 48 - sizeof(struct sv_keyperm)];
+	uint8_t pad0[2 * SV_CACHELINE - 56 - sizeof(struct sv_keyperm)];
 	/* bumped by every revocation (seq_cst); never 0 */
 	uint64_t epoch;
 	uint8_t pad1[SV_CACHELINE - 8];
@@ -65,26 +86,53 @@ _Static_assert(offsetof(struct sv_direct_hdr, epoch) == 2 * SV_CACHELINE,
 	       "epoch line");
 _Static_assert(sizeof(struct sv_direct_hdr) <= 4096, "direct hdr");
 
-/* The initiator's side of a QP (slot qpn & (qp_slots - 1)): its guard, and
- * what it ran directly (the daemon's counters add them up). Written by the
- * QP's poster alone (under its SQ lock); the daemon reads them, and clears
- * the slot when the QP comes and goes. */
+/* The initiator's side of a QP (slot qpn & (qp_slots - 1) of its owner's
+ * uid's guard table): its guard, and what it ran directly (the daemon's
+ * counters add them up). Written by the QP's poster alone (under its SQ
+ * lock); the daemon reads them, clears the slot when the QP comes and goes,
+ * and zeroes the slot's iovec lengths to fence a copy (above). */
 struct sv_direct_guard {
 	uint64_t epoch;            /* 0, or the epoch of the copy under way */
 	uint64_t msgs;             /* WQEs run directly */
 	uint64_t bytes;            /* their bytes */
 	uint64_t mapped;           /* of msgs: copied through mappings of
 				    * both sides' memfds (SV_DKEY_FILE) */
+	int32_t tid;               /* the thread that holds it (the
+				    * kernel's thread id) */
+	uint32_t flags;            /* SV_DGUARD_* */
+	uint64_t rsvd[3];
 };
 
-_Static_assert(sizeof(struct sv_direct_guard) == 32, "direct guard");
+_Static_assert(sizeof(struct sv_direct_guard) == 64, "direct guard");
+
+/* sv_direct_guard.flags */
+#define SV_DGUARD_MAPPED 1u  /* a plain copy (memcpy) may be under way */
+
+/* The remote iovecs of a guard's system call, where the daemon can zero
+ * them (one batch: at most SV_DIRECT_RIOV WRs). The kernel's struct iovec,
+ * read by process_vm_writev/readv from here. */
+#define SV_DIRECT_RIOV 64u
+
+struct sv_direct_riov {
+	struct {
+		uint64_t base;
+		uint64_t len;
+	} iov[SV_DIRECT_RIOV];
+};
+
+_Static_assert(sizeof(struct sv_direct_riov) == 16 * SV_DIRECT_RIOV,
+	       "direct riov");
+
+/* OPEN_DIRECT's parts */
+#define SV_DIRECT_PART_TABLES 0u  /* the header, QP and key tables */
+#define SV_DIRECT_PART_GUARDS 1u  /* the caller's uid's guards and iovecs */
 
 /* sv_direct_qp.flags */
 #define SV_DQP_LOCAL    1u  /* its peer is on this daemon (no wire) */
 #define SV_DQP_EST      2u  /* established: a message to it raises no
 			     * COMM_EST (RTS, or one came in RTR) */
 #define SV_DQP_NODIRECT 4u  /* the daemon withdrew the direct path from it
-			     * (a guard held too long) */
+			     * (a fault is armed for it: softverbs inject) */
 
 /* A QP (qpn_tab's slot qpn & (qp_slots - 1)); qpn 0: none. */
 struct sv_direct_qp {

@@ -6,6 +6,10 @@
  * rewritten first, then the epoch goes up, then the command that revoked
  * it waits for every guard that may have read the old entry.
  *
+ * The guards are in one memfd per uid (only processes that may write each
+ * other's memory share one): a client gets its uid's with OPEN_DIRECT's
+ * GUARDS part, and a QP's guard is the slot of its owner's uid's table.
+ *
  * Everything here runs under sv_dev.lock (entries are written by whoever
  * changes the object: the control thread, or an engine changing a QP's
  * state); sv_direct_revoke runs on the control thread only and may let the
@@ -14,9 +18,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,22 +36,35 @@
 #define QP_MASK  (QP_SLOTS - 1)
 #define PAGE     4096u
 
-/* How long a revocation waits for one guard before it gives up on the
- * QP's direct path (SV_DQP_NODIRECT) and completes: a guard is held for
- * one system call, so only a process stopped or starved that long, or one
- * that scribbles on its guard, gets there. */
-#define GUARD_WAIT_NS 1000000000ull
+/* How long a revocation waits for a held guard before it fences the copy
+ * (zeroes the slot's iovecs and looks at the thread, sv_direct.h): a guard
+ * is held for one system call, so only a thread stopped, frozen or starved
+ * that long gets there. */
+#define FENCE_AFTER_NS 2000000ull
+/* After this, a wait for a copy that cannot be fenced says so in the log
+ * (once per revocation). */
+#define WAIT_LOG_NS 1000000000ull
+
+/* The guards of one uid's QPs (sv_direct.h); kept for the daemon's life. */
+struct gtab {
+	struct gtab *next;
+	uid_t uid;
+	int memfd;
+	struct sv_direct_guard *guard; /* [QP_SLOTS] */
+	struct sv_direct_riov *riov;   /* [QP_SLOTS] */
+};
 
 static struct {
 	int memfd;                 /* -1: no direct path */
 	void *map;
 	size_t bytes;
 	struct sv_direct_hdr *hdr;
-	struct sv_direct_guard *guard; /* [QP_SLOTS] */
 	union sv_direct_qp_u *qp;  /* [QP_SLOTS] */
 	union sv_direct_key_u *key; /* [key_slots] */
 	uint32_t key_slots;
-	uint64_t revokes, waits, given_up;
+	size_t guard_bytes, riov_off; /* of a gtab's memfd */
+	struct gtab *gtabs;
+	uint64_t revokes, waits, fenced;
 	uint64_t msgs_gone, bytes_gone, mapped_gone; /* of QPs gone */
 	bool all_off;              /* a capture is on (sv_direct_all_off) */
 	bool dirty;                /* an entry changed since the last
@@ -60,12 +80,10 @@ static size_t page_up(size_t n)
 
 int sv_direct_init(void)
 {
-	size_t guard_off = PAGE, qp_off, key_off, bytes;
+	size_t qp_off = PAGE, key_off, bytes;
 	uint32_t key_slots = sv_dev.keys.max + 1;
 	int fd;
 
-	qp_off = guard_off + page_up((size_t)QP_SLOTS *
-				     sizeof(struct sv_direct_guard));
 	key_off = qp_off + page_up((size_t)QP_SLOTS *
 				   sizeof(union sv_direct_qp_u));
 	bytes = key_off + page_up((size_t)key_slots *
@@ -92,13 +110,16 @@ int sv_direct_init(void)
 	dt.memfd = fd;
 	dt.bytes = bytes;
 	dt.hdr = dt.map;
-	dt.guard = (struct sv_direct_guard *)((char *)dt.map + guard_off);
 	dt.qp = (union sv_direct_qp_u *)((char *)dt.map + qp_off);
 	dt.key = (union sv_direct_key_u *)((char *)dt.map + key_off);
 	dt.key_slots = key_slots;
+	dt.riov_off = page_up((size_t)QP_SLOTS * sizeof(struct sv_direct_guard));
+	dt.guard_bytes = dt.riov_off +
+			 page_up((size_t)QP_SLOTS * sizeof(struct sv_direct_riov));
 	dt.hdr->qp_slots = QP_SLOTS;
 	dt.hdr->key_slots = key_slots;
-	dt.hdr->guard_off = guard_off;
+	dt.hdr->guard_bytes = dt.guard_bytes;
+	dt.hdr->riov_off = dt.riov_off;
 	dt.hdr->qp_off = qp_off;
 	dt.hdr->key_off = key_off;
 	dt.hdr->bytes = bytes;
@@ -110,10 +131,64 @@ int sv_direct_init(void)
 	return 0;
 }
 
+/* uid's guard table, made the first time one of its clients asks: NULL
+ * when it cannot be made. */
+static struct gtab *gtab_get(uid_t uid, bool make)
+{
+	struct gtab *t;
+	void *map;
+	int fd;
+
+	for (t = dt.gtabs; t; t = t->next)
+		if (t->uid == uid)
+			return t;
+	if (!make || dt.memfd < 0)
+		return NULL;
+	fd = memfd_create("softverbs-guards", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)dt.guard_bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ||
+	    (map = mmap(NULL, dt.guard_bytes, PROT_READ | PROT_WRITE,
+			MAP_SHARED, fd, 0)) == MAP_FAILED ||
+	    !(t = calloc(1, sizeof(*t)))) {
+		/* (a map made before calloc failed goes with the process) */
+		close(fd);
+		return NULL;
+	}
+	t->uid = uid;
+	t->memfd = fd;
+	t->guard = map;
+	t->riov = (struct sv_direct_riov *)((char *)map + dt.riov_off);
+	t->next = dt.gtabs;
+	dt.gtabs = t;
+	return t;
+}
+
+/* qp's guard slot, in its owner's uid's table (NULL: no table, nothing
+ * held). */
+static struct sv_direct_guard *guard_of(const struct sv_qp *qp,
+					struct gtab **tp)
+{
+	struct gtab *t = qp->owner ? gtab_get(qp->owner->uid, false) : NULL;
+
+	if (tp)
+		*tp = t;
+	return t ? &t->guard[qp->qpn & QP_MASK] : NULL;
+}
+
 void sv_direct_fini(void)
 {
 	if (dt.memfd < 0)
 		return;
+	while (dt.gtabs) {
+		struct gtab *t = dt.gtabs;
+
+		dt.gtabs = t->next;
+		munmap(t->guard, dt.guard_bytes);
+		close(t->memfd);
+		free(t);
+	}
 	munmap(dt.map, dt.bytes);
 	close(dt.memfd);
 	dt.memfd = -1;
@@ -259,9 +334,8 @@ void sv_direct_guard_reset(const struct sv_qp *qp)
 {
 	struct sv_direct_guard *g;
 
-	if (dt.memfd < 0 || qp->opened)
+	if (dt.memfd < 0 || qp->opened || !(g = guard_of(qp, NULL)))
 		return;
-	g = &dt.guard[qp->qpn & QP_MASK];
 	/* what its last QP ran stays counted */
 	dt.msgs_gone += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 	dt.bytes_gone += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
@@ -269,6 +343,8 @@ void sv_direct_guard_reset(const struct sv_qp *qp)
 	__atomic_store_n(&g->msgs, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->bytes, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->mapped, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->tid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
 }
 
@@ -279,10 +355,10 @@ void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped)
 	*mapped = dt.mapped_gone;
 	if (dt.memfd < 0)
 		return;
-	for (uint32_t i = 0; i < QP_SLOTS; i++) {
-		const struct sv_direct_guard *g = &dt.guard[i];
+	for (uint32_t i = 0; i < dt.qp_hi; i++) {
+		const struct sv_direct_guard *g;
 
-		if (!sv_dev.qpn_tab[i])
+		if (!sv_dev.qpn_tab[i] || !(g = guard_of(sv_dev.qpn_tab[i], NULL)))
 			continue;
 		*msgs += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 		*bytes += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
@@ -305,20 +381,24 @@ void sv_direct_sq_done(struct sv_qp *qp)
 
 /* ---- revocation ---- */
 
-/* Is guard slot i held by a copy that may have read an entry older than
- * epoch e? A guard of a QP gone, or of a process gone, holds nothing. */
-static bool guard_busy(uint32_t i, uint64_t e)
+/* Slot i's guard, when it is held by a copy that may have read an entry
+ * older than epoch e (NULL otherwise). A guard of a QP gone, or of a
+ * process gone, holds nothing. */
+static struct sv_direct_guard *guard_busy(uint32_t i, uint64_t e)
 {
-	uint64_t g = __atomic_load_n(&dt.guard[i].epoch, __ATOMIC_ACQUIRE);
-	const struct sv_qp *qp;
+	const struct sv_qp *qp = sv_dev.qpn_tab[i];
+	struct sv_direct_guard *g;
+	uint64_t v;
 
-	if (!g || g >= e)
-		return false;
-	qp = sv_dev.qpn_tab[i];
-	if (!qp || !qp->owner || qp->owner->dead ||
+	if (!qp || qp->opened || !(g = guard_of(qp, NULL)))
+		return NULL;
+	v = __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE);
+	if (!v || v >= e)
+		return NULL;
+	if (!qp->owner || qp->owner->dead ||
 	    sv_proc_gone(qp->owner->pid, qp->owner->pidfd))
-		return false;
-	return true;
+		return NULL;
+	return g;
 }
 
 static void pause_ns(uint64_t ns)
@@ -328,11 +408,135 @@ static void pause_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
+/* Where a guard's thread is, as far as a copy under it goes. */
+enum writer {
+	W_COPYING,                 /* running, or inside the copy's system
+				    * call, or unknown: wait */
+	W_OUTSIDE,                 /* stopped, frozen, or blocked anywhere
+				    * but in the copy's call: a fenced copy
+				    * moves nothing */
+	W_GONE,                    /* the thread has exited */
+};
+
+static enum writer writer_at(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	long nr;
+	char st;
+
+	/* a guard held by no thread (the library stores its thread before
+	 * the epoch, with release): scribbled, it guards no copy */
+	if (tid <= 0)
+		return W_OUTSIDE;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid,
+		 (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT || errno == ESRCH ? W_GONE : W_COPYING;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || !(p = strrchr(buf, ')')) || p[1] != ' ')
+		return W_COPYING;
+	st = p[2];
+	if (st == 'Z' || st == 'X' || st == 'x')
+		return W_GONE;
+	/* a stop (SIGSTOP, a tracer) is taken on the way back to user
+	 * space: not inside a copy (one that was is over) */
+	if (st == 'T' || st == 't')
+		return W_OUTSIDE;
+	if (st == 'R')
+		return W_COPYING;
+	/* asleep: in which call? (the cgroup freezer's trap, too, is on the
+	 * way back to user space, and shows the last call's number) */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid,
+		 (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT || errno == ESRCH ? W_GONE : W_COPYING;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || !strncmp(buf, "running", 7))
+		return W_COPYING;
+	nr = strtol(buf, NULL, 10);
+	if (nr == SYS_process_vm_writev || nr == SYS_process_vm_readv)
+		return W_COPYING;
+	return W_OUTSIDE;
+}
+
+/* Fence slot i's copy: no iovec of it moves a byte from now on. */
+static void fence_slot(const struct gtab *t, uint32_t i)
+{
+	struct sv_direct_riov *r = &t->riov[i];
+
+	for (unsigned int k = 0; k < SV_DIRECT_RIOV; k++)
+		__atomic_store_n(&r->iov[k].len, 0, __ATOMIC_RELAXED);
+	/* the zeroes before anything we read of the thread */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Wait until slot i holds nothing that may have read an entry older than
+ * e: the copy ends, or it is fenced while its thread is outside it. */
+static void guard_wait(uint32_t i, uint64_t e, uint64_t start)
+{
+	bool fenced = false, logged = false;
+	struct sv_direct_guard *g;
+
+	for (unsigned int round = 0; (g = guard_busy(i, e)); round++) {
+		struct sv_qp *qp = sv_dev.qpn_tab[i];
+		uint64_t now = sv_now_ns();
+
+		if (now - start > FENCE_AFTER_NS) {
+			struct gtab *t;
+			bool mapped;
+			enum writer w;
+
+			guard_of(qp, &t);
+			if (!fenced) {
+				fence_slot(t, i);
+				fenced = true;
+			}
+			mapped = __atomic_load_n(&g->flags, __ATOMIC_RELAXED) &
+				 SV_DGUARD_MAPPED;
+			w = writer_at(qp->owner->pid,
+				      __atomic_load_n(&g->tid,
+						      __ATOMIC_RELAXED));
+			if (w == W_GONE || (w == W_OUTSIDE && !mapped)) {
+				dt.fenced++;
+				sv_log(SV_LOG_INFO, "qp %#x: a direct copy of "
+				       "pid %d held its guard %llu ms, its "
+				       "thread outside the copy: fenced (it "
+				       "moves nothing)", qp->qpn,
+				       (int)qp->owner->pid,
+				       (unsigned long long)((now - start) /
+							    1000000u));
+				return;
+			}
+			if (!logged && now - start > WAIT_LOG_NS) {
+				logged = true;
+				sv_log(SV_LOG_WARN, "qp %#x: waiting for a "
+				       "direct copy of pid %d thread %d (%s) "
+				       "before the revocation completes",
+				       qp->qpn, (int)qp->owner->pid,
+				       (int)__atomic_load_n(&g->tid,
+							    __ATOMIC_RELAXED),
+				       mapped ? "a plain copy between mapped "
+						"memfds, which only its end "
+						"can fence" :
+						"inside its system call");
+			}
+		}
+		if (round < 64)
+			sched_yield();
+		else
+			pause_ns(round < 256 ? 10000 : 100000);
+	}
+}
+
 void sv_direct_revoke(void)
 {
-	uint64_t e, start = 0;
+	uint64_t e, start;
 	uint32_t first = QP_SLOTS;
-	bool gave_up = false;
 
 	/* no entry changed since the last revocation's epoch: every copy
 	 * that read an older one began before that epoch, and that
@@ -346,62 +550,30 @@ void sv_direct_revoke(void)
 	 * whose guard store this scan misses (its seq_cst fence between the
 	 * guard store and its reads of the entries) */
 	e = __atomic_add_fetch(&dt.hdr->epoch, 1, __ATOMIC_SEQ_CST);
+	if (!dt.gtabs)
+		return;
 	for (uint32_t i = 0; i < dt.qp_hi; i++)
-		if (__atomic_load_n(&dt.guard[i].epoch, __ATOMIC_RELAXED)) {
-			if (guard_busy(i, e)) {
-				first = i;
-				break;
-			}
+		if (guard_busy(i, e)) {
+			first = i;
+			break;
 		}
 	if (first == QP_SLOTS)
 		return;
 	/* a copy is on its way: wait for it, without the lock (the QPs and
 	 * their owners stay: only this thread frees them) */
 	dt.waits++;
+	start = sv_now_ns();
 	sv_dev_unlock();
-	for (uint32_t i = first; i < dt.qp_hi; i++) {
-		for (unsigned int round = 0; guard_busy(i, e); round++) {
-			uint64_t now = sv_now_ns();
-
-			if (!start)
-				start = now;
-			if (now - start > GUARD_WAIT_NS) {
-				struct sv_qp *qp = sv_dev.qpn_tab[i];
-
-				sv_log(SV_LOG_WARN, "qp %#x: a direct copy "
-				       "held its guard over %llu ms: the QP "
-				       "loses the direct path",
-				       qp ? qp->qpn : 0,
-				       (unsigned long long)(GUARD_WAIT_NS /
-							    1000000u));
-				dt.given_up++;
-				gave_up = true;
-				if (qp)
-					qp->direct_off = true;
-				break;
-			}
-			if (round < 64)
-				sched_yield();
-			else
-				pause_ns(round < 256 ? 10000 : 100000);
-		}
-	}
+	for (uint32_t i = first; i < dt.qp_hi; i++)
+		guard_wait(i, e, start);
 	sv_dev_lock(true);
-	/* the QPs that lost the direct path say so (under the lock) */
-	if (gave_up)
-		for (uint32_t i = 0; i < QP_SLOTS; i++) {
-			struct sv_qp *qp = sv_dev.qpn_tab[i];
-
-			if (qp && qp->direct_off)
-				sv_direct_qp(qp);
-		}
 }
 
-void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *given_up)
+void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *fenced)
 {
 	*revokes = dt.revokes;
 	*waits = dt.waits;
-	*given_up = dt.given_up;
+	*fenced = dt.fenced;
 }
 
 /* ---- the commands ---- */
@@ -433,15 +605,32 @@ int sv_cmd_mr_file(struct sv_req *r)
 
 int sv_cmd_open_direct(struct sv_req *r)
 {
+	const struct sv_cmd_open_direct *a = &r->cmd->u.open_direct;
+	struct gtab *t;
+
+	if (a->rsvd || a->part > SV_DIRECT_PART_GUARDS) {
+		r->why = "reserved fields set";
+		return -EINVAL;
+	}
 	if (dt.memfd < 0) {
 		r->why = "the direct path is off (softverbsd --no-direct)";
 		return -EOPNOTSUPP;
 	}
-	r->fd_out = fcntl(dt.memfd, F_DUPFD_CLOEXEC, 0);
+	if (a->part == SV_DIRECT_PART_TABLES) {
+		r->fd_out = fcntl(dt.memfd, F_DUPFD_CLOEXEC, 0);
+		r->rsp->u.open_direct.bytes = dt.bytes;
+	} else {
+		t = gtab_get(r->client->uid, true);
+		if (!t) {
+			r->why = "cannot make the guard table of this uid";
+			return -ENOMEM;
+		}
+		r->fd_out = fcntl(t->memfd, F_DUPFD_CLOEXEC, 0);
+		r->rsp->u.open_direct.bytes = dt.guard_bytes;
+	}
 	if (r->fd_out < 0) {
 		r->why = "cannot hand out the direct path's tables";
 		return -EMFILE;
 	}
-	r->rsp->u.open_direct.bytes = dt.bytes;
 	return 0;
 }

@@ -50,8 +50,8 @@ void sv_direct_revoke(void);
 /* The WQEs (their bytes, and those copied between mapped memfds) that
  * processes ran directly, QPs gone included. */
 void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped);
-/* Counters: revocations, those that waited for a guard, guards given up. */
-void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *given_up);
+/* Counters: revocations, those that waited for a guard, copies fenced. */
+void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *fenced);
 
 /* OPEN_DIRECT, MR_FILE */
 int sv_cmd_open_direct(struct sv_req *r);

@@ -18,13 +18,18 @@
  * Revocation (a dereg, a rereg, a QP leaving RTS) is the daemon's: the
  * guard of our QP holds the epoch we read while we read entries and copy,
  * so that a revocation that missed our guard is one we see in the entries
- * (sv_direct.h).
+ * (sv_direct.h). Each copy passes the daemon's fence first: its remote
+ * iovecs are in our guard table, where the daemon zeroes them when it
+ * finds us stopped, and the epoch must still be ours just before the
+ * kernel reads them (direct_fenced).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,14 +40,15 @@
 #include "verbs/sv_verbs.h"
 
 /* The most one WQE moves directly: its copy is one system call, and a
- * revocation waits for it (the daemon gives a guard up after a second). */
+ * revocation waits for it. */
 #define SV_DIRECT_MAX_MSG (64u << 20)
 /* Completions a CQ's private ring holds (at most its size) */
 #define SV_DIRECT_CQ_MAX  1024u
 
 struct sv_direct {
 	const struct sv_direct_hdr *hdr;
-	struct sv_direct_guard *guard;     /* [qp_slots], ours to write */
+	struct sv_direct_guard *guard;     /* [qp_slots], our uid's */
+	struct sv_direct_riov *riov;       /* [qp_slots], our uid's */
 	const union sv_direct_qp_u *qp;    /* [qp_slots] */
 	const union sv_direct_key_u *key;  /* [key_slots] */
 	uint32_t qp_mask;
@@ -59,6 +65,31 @@ struct sv_direct {
 	size_t gbytes;
 };
 
+_Static_assert(sizeof(struct iovec) == 16, "the riov slots are iovecs");
+
+/* The calling thread's id, for the guard (one system call per thread and
+ * fork). */
+static __thread pid_t my_tid;
+
+static void tid_forget(void)
+{
+	my_tid = 0;
+}
+
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+static void tid_init(void)
+{
+	pthread_atfork(NULL, NULL, tid_forget);
+}
+
+static inline pid_t direct_tid(void)
+{
+	if (unlikely(!my_tid))
+		my_tid = (pid_t)syscall(SYS_gettid);
+	return my_tid;
+}
+
 /* ---- opening ---- */
 
 static bool direct_wanted(void)
@@ -68,48 +99,69 @@ static bool direct_wanted(void)
 	return !e || strcmp(e, "0");
 }
 
+/* Map OPEN_DIRECT's part: its memfd's bytes, or MAP_FAILED. */
+static void *direct_part(struct sv_context *ctx, uint32_t part, int prot,
+			 size_t *bytes)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	void *map = MAP_FAILED;
+	int fd = -1;
+
+	sv_cmd_init(&cmd, SV_CMD_OPEN_DIRECT);
+	cmd.u.open_direct.part = part;
+	if (!sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd) && fd >= 0) {
+		*bytes = rsp.u.open_direct.bytes;
+		map = mmap(NULL, *bytes, prot, MAP_SHARED, fd, 0);
+	}
+	if (fd >= 0)
+		close(fd);
+	return map;
+}
+
 void sv_direct_open(struct sv_context *ctx)
 {
 	struct sv_direct *d;
 	const struct sv_direct_hdr *h;
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
 	size_t guard_bytes;
-	int fd = -1;
 
 	if (!direct_wanted())
 		return;
-	sv_cmd_init(&cmd, SV_CMD_OPEN_DIRECT);
-	if (sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd) || fd < 0)
-		goto out;
+	pthread_once(&tid_once, tid_init);
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		goto out;
-	d->bytes = rsp.u.open_direct.bytes;
-	d->map = mmap(NULL, d->bytes, PROT_READ, MAP_SHARED, fd, 0);
+		return;
+	d->map = direct_part(ctx, SV_DIRECT_PART_TABLES, PROT_READ, &d->bytes);
 	if (d->map == MAP_FAILED)
 		goto err_free;
 	h = d->map;
 	/* acquire: pairs with the daemon's release store of the magic */
-	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SV_DIRECT_MAGIC ||
+	if (d->bytes < sizeof(*h) ||
+	    __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SV_DIRECT_MAGIC ||
 	    h->version != SV_DIRECT_VERSION || h->bytes != d->bytes ||
 	    !h->qp_slots || (h->qp_slots & (h->qp_slots - 1)) ||
-	    h->guard_off % 4096 || h->guard_off < sizeof(*h))
+	    h->qp_off % 4096 || h->qp_off < sizeof(*h))
 		goto err_unmap;
 	guard_bytes = (size_t)h->qp_slots * sizeof(struct sv_direct_guard);
-	if (h->guard_off + guard_bytes > h->qp_off ||
-	    h->qp_off + (size_t)h->qp_slots * sizeof(union sv_direct_qp_u) >
+	if (h->qp_off + (size_t)h->qp_slots * sizeof(union sv_direct_qp_u) >
 		    h->key_off ||
 	    h->key_off + (size_t)h->key_slots *
-				 sizeof(union sv_direct_key_u) > d->bytes)
+				 sizeof(union sv_direct_key_u) > d->bytes ||
+	    h->riov_off < guard_bytes || h->riov_off % 4096 ||
+	    h->riov_off + (size_t)h->qp_slots *
+				  sizeof(struct sv_direct_riov) > h->guard_bytes)
 		goto err_unmap;
-	d->gbytes = (guard_bytes + 4095) & ~(size_t)4095;
-	d->gmap = mmap(NULL, d->gbytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       fd, (off_t)h->guard_off);
+	d->gmap = direct_part(ctx, SV_DIRECT_PART_GUARDS,
+			      PROT_READ | PROT_WRITE, &d->gbytes);
 	if (d->gmap == MAP_FAILED)
 		goto err_unmap;
+	if (d->gbytes != h->guard_bytes) {
+		munmap(d->gmap, d->gbytes);
+		goto err_unmap;
+	}
 	d->hdr = h;
 	d->guard = d->gmap;
+	d->riov = (struct sv_direct_riov *)((char *)d->gmap + h->riov_off);
 	d->qp = (const void *)((const char *)d->map + h->qp_off);
 	d->key = (const void *)((const char *)d->map + h->key_off);
 	d->qp_mask = h->qp_slots - 1;
@@ -117,15 +169,12 @@ void sv_direct_open(struct sv_context *ctx)
 	d->perm = h->perm;
 	d->pid = getpid();
 	ctx->direct = d;
-	goto out;
+	return;
 
 err_unmap:
 	munmap(d->map, d->bytes);
 err_free:
 	free(d);
-out:
-	if (fd >= 0)
-		close(fd);
 }
 
 void sv_direct_close(struct sv_context *ctx)
@@ -596,16 +645,46 @@ struct batch {
 	uint64_t bytes;
 };
 
+/*
+ * The daemon's fence (sv_direct.h): the remote iovecs of our next system
+ * call are in our slot of the guard table (n of them from riov; or, with
+ * n 0, a plain copy is announced), then a full fence, then the epoch must
+ * still be the one our guard holds. False: a revocation began since, and
+ * the copy must not start (its WRs go to the daemon). True: either no
+ * revocation began before our look, and its scan will see what we stored,
+ * or the kernel reads the lengths it zeroed.
+ */
+static bool direct_fenced(struct sv_direct *d, struct sv_direct_guard *g,
+			  struct sv_direct_riov *slot, const struct iovec *riov,
+			  unsigned int n, uint64_t epoch)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		__atomic_store_n(&slot->iov[i].base,
+				 (uint64_t)(uintptr_t)riov[i].iov_base,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->iov[i].len, (uint64_t)riov[i].iov_len,
+				 __ATOMIC_RELAXED);
+	}
+	if (!n)
+		__atomic_store_n(&g->flags, SV_DGUARD_MAPPED, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) == epoch;
+}
+
 /* Send the batch: how many of its WRs landed whole. */
-static unsigned int batch_flush(struct sv_dcache *dc, struct batch *b)
+static unsigned int batch_flush(struct sv_direct *d, struct sv_dcache *dc,
+				struct sv_direct_guard *g,
+				struct sv_direct_riov *slot, uint64_t epoch,
+				struct batch *b)
 {
 	ssize_t got;
 	uint64_t sum = 0;
 	unsigned int k = 0;
 
-	if (!b->nr)
+	if (!b->nr || !direct_fenced(d, g, slot, dc->br, b->nr, epoch))
 		return 0;
-	got = process_vm_writev(b->pid, dc->bl, b->nl, dc->br, b->nr, 0);
+	got = process_vm_writev(b->pid, dc->bl, b->nl,
+				(const struct iovec *)slot->iov, b->nr, 0);
 	if (got >= 0 && (uint64_t)got == b->bytes) {
 		k = b->nr;
 	} else if (got > 0) {
@@ -625,6 +704,7 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 	struct sv_dcache *dc = qp->dcache;
 	struct sv_wq_ring *hdr = qp->sq.hdr;
 	struct sv_direct_guard *g;
+	struct sv_direct_riov *slot;
 	struct batch b = { 0 };
 	uint64_t epoch, total = 0, bytes = 0, mapped = 0;
 	unsigned int held = 0, done = 0, i;
@@ -659,8 +739,13 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 	 * entries (Dekker with the daemon's entry write, epoch increment,
 	 * guard scan; abi/sv_direct.h). */
 	g = &d->guard[qp->ex.qp_base.qp_num & d->qp_mask];
+	slot = &d->riov[qp->ex.qp_base.qp_num & d->qp_mask];
 	epoch = __atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED);
-	__atomic_store_n(&g->epoch, epoch ? epoch : 1, __ATOMIC_RELAXED);
+	if (!epoch)
+		epoch = 1;
+	__atomic_store_n(&g->tid, direct_tid(), __ATOMIC_RELAXED);
+	/* release: who sees the epoch sees whose it is */
+	__atomic_store_n(&g->epoch, epoch, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* [0, done) ran; a batch, when it holds WRs, holds [done, i) */
 	for (i = 0; i < n; i++) {
@@ -678,7 +763,7 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 			(!b.nr || (x.rpid == b.pid && b.nr < SV_DIRECT_BATCH &&
 				   b.nl + x.nl <= SV_DIRECT_BATCH_IOV));
 		if (b.nr && !joins) {
-			unsigned int k = batch_flush(dc, &b);
+			unsigned int k = batch_flush(d, dc, g, slot, epoch, &b);
 
 			done += k;
 			if (k < b.nr)
@@ -699,20 +784,32 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 			continue;
 		}
 		if (x.mapped && x.len) {
+			/* no fence can stop a plain copy: the daemon waits
+			 * for its end */
+			if (!direct_fenced(d, g, slot, NULL, 0, epoch))
+				break;
 			copy_mapped(&x, read);
+			__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
 			mapped++;
 		} else if (x.len) {
 			/* a READ: one system call of its own */
-			ssize_t got = process_vm_readv(x.rpid, x.liov, x.nl,
-						       &x.riov, 1, 0);
+			ssize_t got;
 
+			if (!direct_fenced(d, g, slot, &x.riov, 1, epoch))
+				break;
+			got = process_vm_readv(x.rpid, x.liov, x.nl,
+					       (const struct iovec *)slot->iov,
+					       1, 0);
 			if (got < 0 || (uint64_t)got != x.len)
 				break;
 		}
 		done = i + 1;
 	}
 	if (b.nr)
-		done += batch_flush(dc, &b);
+		done += batch_flush(d, dc, g, slot, epoch, &b);
+	/* a plain copy announced and not run (its fence failed) */
+	if (unlikely(__atomic_load_n(&g->flags, __ATOMIC_RELAXED)))
+		__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
 	/* release: our copies end before the daemon sees the guard clear */
 	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
 	for (i = 0; i < done; i++)
