@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
+#define _GNU_SOURCE
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -27,6 +30,119 @@ int sv_sock_path(char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len ||
 	    (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return -ENAMETOOLONG;
+	return 0;
+}
+
+enum sv_sock_kind sv_sock_kind(const char *path)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char dir[256], own[256];
+	int n;
+
+	if (sv_sock_dir(path, dir, sizeof(dir)))
+		return SV_SOCK_NAMED;
+	snprintf(own, sizeof(own), "/tmp/softverbs-%u", (unsigned int)geteuid());
+	if (!strcmp(dir, own))
+		return SV_SOCK_USER;
+	if (xdg && *xdg) {
+		n = snprintf(own, sizeof(own), "%s/softverbs", xdg);
+		if (n > 0 && (size_t)n < sizeof(own) && !strcmp(dir, own))
+			return SV_SOCK_USER;
+	}
+	if (!strcmp(dir, "/run/softverbs"))
+		return SV_SOCK_SYSTEM;
+	return SV_SOCK_NAMED;
+}
+
+/* "uid N (name)", or "uid N" where no name is known. */
+static void uid_text(uid_t uid, char *buf, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[1024];
+
+	if (!getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) && res &&
+	    res->pw_name && *res->pw_name)
+		snprintf(buf, len, "uid %u (%.64s)", (unsigned int)uid,
+			 res->pw_name);
+	else
+		snprintf(buf, len, "uid %u", (unsigned int)uid);
+}
+
+static const char *err_name(int e)
+{
+	const char *n = strerrorname_np(e);
+
+	return n ? n : "?";
+}
+
+int sv_sock_dir_check(const char *path, char *msg, size_t len)
+{
+	char dir[256], owner[96], me[96];
+	struct stat st;
+
+	if (len)
+		msg[0] = 0;
+	if (sv_sock_kind(path) != SV_SOCK_USER ||
+	    sv_sock_dir(path, dir, sizeof(dir)))
+		return 0;
+	if (lstat(dir, &st)) {
+		int e = errno;
+
+		snprintf(msg, len, "its folder %s: %s (%s)", dir, strerror(e),
+			 err_name(e));
+		return -e;
+	}
+	uid_text(st.st_uid, owner, sizeof(owner));
+	uid_text(geteuid(), me, sizeof(me));
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(msg, len, "%s is %s owned by %s, not a folder (EPERM): "
+			 "remove it, or name a socket elsewhere "
+			 "(SOFTVERBS_SOCKET)", dir,
+			 S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
+			 owner);
+		return -EPERM;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(msg, len, "the folder %s belongs to %s, not to %s "
+			 "(mode %04o; EPERM): remove it, or name a socket "
+			 "elsewhere (SOFTVERBS_SOCKET)", dir, owner, me,
+			 (unsigned int)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(msg, len, "the folder %s (of %s) has mode %04o: others "
+			 "may write in it (EPERM); chmod 700 it", dir, owner,
+			 (unsigned int)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+int sv_sock_peer_check(int fd, const char *path, char *msg, size_t len)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+	char who[96], me[96];
+
+	if (len)
+		msg[0] = 0;
+	if (sv_sock_kind(path) != SV_SOCK_USER)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l)) {
+		int e = errno;
+
+		snprintf(msg, len, "cannot tell whose daemon answers on it: "
+			 "SO_PEERCRED: %s (%s)", strerror(e), err_name(e));
+		return -EPERM;
+	}
+	if (cr.uid != geteuid()) {
+		uid_text(cr.uid, who, sizeof(who));
+		uid_text(geteuid(), me, sizeof(me));
+		snprintf(msg, len, "the daemon answering on it (pid %d) runs as "
+			 "%s, not as %s (EPERM); nothing was sent to it",
+			 (int)cr.pid, who, me);
+		return -EPERM;
+	}
 	return 0;
 }
 

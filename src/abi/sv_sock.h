@@ -22,6 +22,40 @@
  * else /tmp/softverbs-UID/control. 0 or -ENAMETOOLONG. */
 int sv_sock_path(char *buf, size_t len);
 
+/*
+ * Whose folder holds the socket at path (docs/DESIGN.md, "The socket
+ * folder"):
+ *  - SV_SOCK_USER: a default per-user folder of this euid,
+ *    /tmp/softverbs-EUID or $XDG_RUNTIME_DIR/softverbs (whoever named the
+ *    path): it must be the user's own, and so must the daemon on it;
+ *  - SV_SOCK_SYSTEM: /run/softverbs, the system daemon's;
+ *  - SV_SOCK_NAMED: any other path, named by the user ($SOFTVERBS_SOCKET,
+ *    --socket): its daemon may be of another uid (a shared daemon).
+ */
+enum sv_sock_kind { SV_SOCK_NAMED, SV_SOCK_USER, SV_SOCK_SYSTEM };
+enum sv_sock_kind sv_sock_kind(const char *path);
+
+/*
+ * For a socket in a default per-user folder (SV_SOCK_USER): is that folder
+ * the user's? It must be a folder, not a link, owned by the effective uid
+ * and writable by no one else (not group- or other-writable), as ssh and
+ * tmux ask of theirs. 0 when it is, or when path is of another kind; else
+ * -errno and why in msg, naming the folder's owner and mode: -EPERM for a
+ * folder that is not the user's, -ENOENT where there is none yet (the
+ * daemon or the autostart makes it), or lstat's error.
+ */
+int sv_sock_dir_check(const char *path, char *msg, size_t len);
+
+/*
+ * Before anything is sent on fd, a connection to the socket at path: may
+ * its daemon be talked to? On a socket of a default per-user folder
+ * (SV_SOCK_USER) the daemon's uid (SO_PEERCRED) must be the user's own;
+ * any uid serves a socket the user named or the system one. 0, or -EPERM
+ * and why in msg, naming the daemon's uid and pid (or why its uid is not
+ * known).
+ */
+int sv_sock_peer_check(int fd, const char *path, char *msg, size_t len);
+
 /* The folder that holds path (the lock and log live beside the socket). */
 int sv_sock_dir(const char *path, char *dir, size_t len);
 

@@ -197,6 +197,11 @@ int sv_spawn_daemon(const char *sock_path, long deadline_ms, char *msg,
 	argv[argc] = NULL;
 	if (!sv_sock_dir(sock_path, dir, sizeof(dir)))
 		mkdir(dir, 0700); /* so the log can open before the daemon runs */
+	/* a default per-user folder that is not ours (made by another user
+	 * before us) gets neither our daemon nor our log */
+	ret = sv_sock_dir_check(sock_path, msg, msglen);
+	if (ret)
+		return ret;
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 
@@ -216,7 +221,8 @@ int sv_spawn_daemon(const char *sock_path, long deadline_ms, char *msg,
 		nul = open("/dev/null", O_RDWR);
 		/* stderr to the log: whatever the daemon says on the way out
 		 * (a sanitizer's report too) stays readable */
-		err = argc > 7 ? open(log, O_WRONLY | O_APPEND | O_CREAT, 0600) : -1;
+		err = argc > 7 ? open(log, O_WRONLY | O_APPEND | O_CREAT |
+				      O_NOFOLLOW, 0600) : -1;
 		if (nul >= 0) {
 			dup2(nul, 0);
 			dup2(nul, 1);
@@ -267,16 +273,34 @@ static int denied(const char *path, int fd)
 	return -EACCES;
 }
 
+/* The folder or the daemon at path is not the user's: say why. */
+static int refused(const char *path, int err, const char *why)
+{
+	fprintf(stderr, "softverbs: refusing the device at %s: %s\n", path, why);
+	return err;
+}
+
 int sv_daemon_open(const char *path, bool autostart,
 		   int (*greet)(int fd, void *arg), void *arg)
 {
 	long deadline = now_ms() + SV_CONNECT_TIMEOUT_MS;
 	int fd, ret, tries = 0;
-	char msg[256];
+	char msg[512];
 
+	/* a default per-user folder must be the user's before anything in it
+	 * is used (none yet: the daemon we start makes it) */
+	ret = sv_sock_dir_check(path, msg, sizeof(msg));
+	if (ret && ret != -ENOENT)
+		return refused(path, ret, msg);
 	for (;;) {
 		fd = sv_sock_connect(path);
 		if (fd >= 0) {
+			/* whose daemon is it? asked before a byte is sent */
+			ret = sv_sock_peer_check(fd, path, msg, sizeof(msg));
+			if (ret) {
+				close(fd);
+				return refused(path, ret, msg);
+			}
 			ret = greet(fd, arg);
 			if (ret == -EACCES)
 				ret = denied(path, fd);

@@ -26,7 +26,8 @@ bool sv_autostart_allowed(void);
  * its report on a pipe (softverbsd --ready-fd): 0 once it serves path (or
  * found another daemon serving it), else -errno, with the daemon's reason in
  * msg (a daemon that cannot serve path has exited by then: none is left
- * behind). -ETIMEDOUT: no report in time.
+ * behind). -ETIMEDOUT: no report in time. A default per-user folder that
+ * is not the user's (sv_sock_dir_check) starts nothing: -EPERM and why.
  */
 int sv_spawn_daemon(const char *path, long deadline_ms, char *msg,
 		    size_t msglen);
@@ -39,7 +40,10 @@ int sv_spawn_daemon(const char *path, long deadline_ms, char *msg,
  * The descriptor, or -errno. Fails at once, saying why on stderr, where
  * waiting cannot help: -EACCES when the device at path belongs to another
  * uid (the socket refuses us, or the daemon answers HELLO with -EACCES), or
- * the error of a started daemon that cannot serve path.
+ * the error of a started daemon that cannot serve path; -EPERM, before
+ * anything is sent, when path lies in a default per-user folder that is not
+ * the user's or its daemon runs as another uid (sv_sock_dir_check,
+ * sv_sock_peer_check, checked before greet runs).
  */
 int sv_daemon_open(const char *path, bool autostart,
 		   int (*greet)(int fd, void *arg), void *arg);

@@ -93,7 +93,10 @@ static bool same_file(int a, int b)
 
 int sv_log_open(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	/* never through a link: in a folder another user could write, it
+	 * would point the daemon's lines at a file of the user's choosing */
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
 	struct stat st;
 
 	if (fd < 0)
@@ -120,8 +123,10 @@ static void rotate(void)
 
 	snprintf(old, sizeof(old), "%s.1", lg.path);
 	if (rename(lg.path, old) == 0) {
-		fd = open(lg.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			  0600);
+		/* a new file of our own: whatever took the name in between
+		 * (a link) is not opened */
+		fd = open(lg.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND |
+			  O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			if (lg.stderr_is_log)
 				dup2(fd, STDERR_FILENO);

@@ -66,7 +66,8 @@ int put(const char *base, const char *rel, mode_t mode, const char *fmt, ...)
 	if (n < 0 || n >= (int)sizeof(text) ||
 	    snprintf(p, sizeof(p), "%s/%s", base, rel) >= (int)sizeof(p))
 		return -ENAMETOOLONG;
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	/* each file once, into the new tree: never through a link */
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
 	/* the mode as given, whatever the umask (uverbsN is 0666) */

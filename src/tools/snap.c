@@ -28,11 +28,20 @@ int sv_probe_open(struct sv_probe *p, struct sv_rsp_hello *hello)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
-	char path[108];
+	char path[108], why[512];
 	int ret;
 
 	if (sv_sock_path(path, sizeof(path)))
 		return -ENAMETOOLONG;
+	/* the library's checks: a default per-user folder and its daemon are
+	 * the user's own, or nothing is sent */
+	ret = sv_sock_dir_check(path, why, sizeof(why));
+	if (ret && ret != -ENOENT) {
+		fprintf(stderr, "softverbs: refusing the device at %s: %s\n",
+			path, why);
+		p->fd = -1;
+		return ret;
+	}
 	p->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (p->fd < 0)
 		return -errno;
@@ -41,6 +50,14 @@ int sv_probe_open(struct sv_probe *p, struct sv_rsp_hello *hello)
 		ret = -errno;
 		fprintf(stderr, "softverbs: no device answers on %s: %s\n", path,
 			strerror(-ret));
+		close(p->fd);
+		p->fd = -1;
+		return ret;
+	}
+	ret = sv_sock_peer_check(p->fd, path, why, sizeof(why));
+	if (ret) {
+		fprintf(stderr, "softverbs: refusing the device at %s: %s\n",
+			path, why);
 		close(p->fd);
 		p->fd = -1;
 		return ret;

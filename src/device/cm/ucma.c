@@ -81,6 +81,7 @@ int sv_cm_start(const char *sock_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int ret = sv_sock_sibling(sock_path, SV_UCMA_SOCK_NAME, u.path, sizeof(u.path));
+	mode_t um;
 
 	if (ret || strlen(u.path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -92,9 +93,12 @@ int sv_cm_start(const char *sock_path)
 	if (u.listen_fd < 0)
 		return -errno;
 	memcpy(sa.sun_path, u.path, strlen(u.path) + 1);
-	if (bind(u.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(u.path, 0600) || listen(u.listen_fd, 128)) {
-		ret = -errno;
+	/* made 0600 as it is bound (no chmod by name, which follows links) */
+	um = umask(0177);
+	ret = bind(u.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	umask(um);
+	if (ret || listen(u.listen_fd, 128)) {
+		ret = ret ? ret : -errno;
 		close(u.listen_fd);
 		u.listen_fd = -1;
 		unlink(u.path);
