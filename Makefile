@@ -2,6 +2,7 @@
 # measures it.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -9,7 +10,7 @@ CMAKE_ARGS ?=
 BENCH_DIR  ?= results
 BENCH_ARGS ?=
 
-.PHONY: all deps build demo check check-plain check-nodirect check-asan build-asan bench clean interop soak fuzz middleware middleware-asan deb
+.PHONY: all deps build demo check check-plain check-nodirect check-asan build-asan check-tsan build-tsan bench clean interop soak fuzz middleware middleware-asan deb distros
 
 all: build
 
@@ -48,6 +49,30 @@ build-asan: deps
 check-asan: build-asan
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2 -LE 'middleware|package'
 
+# ThreadSanitizer (SV_TSAN): the library, the daemon and our own test
+# programs instrumented, then the tests that run threads in one process
+# (teardown's busy engine thread, test_wr's two posters on one QP and two
+# pollers of one CQ, test_nosyscall's worker, test_fatal's and
+# test_rdmacm's event waiters; thread and resource domains) and more
+# end-to-end ones: the daemon's own threads behind each. A report fails
+# the test: the program stops with it (halt_on_error), and isolated.sh
+# finds the daemon's in its log.
+# Left out: the scripts that run Debian's uninstrumented programs; tests
+# of the process's own allocations and mappings, which TSan's runtime
+# changes (noalloc's malloc interposer, nofile's count of mappings); and,
+# one thread each and slow under TSan, test_data (over ctest's 120 s
+# beside another test), test_exhaust (a minute alone) and test_malformed
+# (its fuzz waits 5 s for each answer).
+TSAN_TESTS ?= ^(test_(engine|atomic|objtab)|unit_mm|e2e_test_(teardown|direct|direct_maps_text|fatal|resdom|td|wr|nosyscall|rdmacm|errors|idle|xrc|semantics|middleware|verbs|qp_api|dm|why|inject|import|odp|awrite|atomics|masked|mcast|tm))$$
+
+build-tsan: deps
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSV_TSAN=ON $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(TSAN_BUILD) -j$(JOBS) -- --no-print-directory
+
+check-tsan: build-tsan
+	TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' \
+		ctest --test-dir $(TSAN_BUILD) --output-on-failure -j2 -R '$(TSAN_TESTS)'
+
 # The libFuzzer targets (tests/fuzz, docs/FUZZING.md: fuzz_cm_mad, fuzz_roce,
 # fuzz_cmd, fuzz_wqe, fuzz_ucma, fuzz_view, fuzz_net), built
 # with clang, ASan and UBSan in FUZZ_BUILD, each run for FUZZ_SECONDS over
@@ -57,6 +82,15 @@ check-asan: build-asan
 # which installs beside Debian's rdma-core.
 deb: build
 	@scripts/mkdeb.sh $(BUILD)
+
+# Our library under every rdma-core Debian has (issue 36): roots of DISTROS
+# made by debootstrap with Debian's verbs consumers (cached in
+# $(BUILD)/distros), every consumer relocated against the build, then
+# devinfo, pingpong, perftest, rping and UCX on sv0 in each
+# (tests/distros/run.sh). Root and Debian's mirror for a cold cache.
+DISTROS ?= trixie sid
+distros: build
+	@bash tests/distros/run.sh $(BUILD) $(DISTROS)
 
 fuzz: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DSV_FUZZ=ON \
@@ -111,10 +145,12 @@ middleware-asan: build-asan
 
 # The long run of issue 7: 10 GiB each of RC WRITE, READ and SEND between
 # two network namespaces under the daemons' fault injector (1% drop, 1%
-# duplicate, 1% reorder, 0.1% corrupt), every byte checked.
+# duplicate, 1% reorder, 0.1% corrupt), every byte checked; first the
+# ThreadSanitizer build's tests (check-tsan, which .ci/run also runs).
 SOAK_BYTES ?= 10737418240
 soak: build
+	@$(MAKE) --no-print-directory check-tsan
 	bash tests/net/stress_netns.sh $(abspath $(BUILD)) inject $(SOAK_BYTES) 7200
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -240,6 +240,8 @@ def check_outputs(R, raw):
                       .get("reg_4k_us"))
         elif n == "mm_cycle":
             ok = bool(((R.get("mm_cycle") or {}).get("results")))
+        elif n == "qpscale":
+            ok = bool(((R.get("qpscale") or {}).get("points")))
         elif n == "netns":
             ok = (R.get("netns") or {}).get("iperf3_tcp_gbps") is not None
         elif n == "cmtime":
@@ -1188,6 +1190,18 @@ def table(R):
                     ": no maps query before 6.11, both read the text"))
     else:
         L.append("Registration in a process of many mappings: not measured")
+    qs = (R.get("qpscale") or {}).get("points") or []
+    if qs:
+        L.append("QP creation, one process, the last %d of each count"
+                 " (QPs/s, median us each, daemon bytes per QP): %s"
+                 % (R["qpscale"].get("window", 0),
+                    "; ".join("%d live: %s/s, %s us, %s B"
+                              % (p["qps"], num(p.get("per_s"), 0),
+                                 num(p.get("median_us"), 1),
+                                 num(p.get("daemon_bytes_per_qp"), 0))
+                              for p in qs)))
+    else:
+        L.append("QP creation at scale: not measured")
 
     # instructions
     bu = R["budgets"]
@@ -1362,6 +1376,7 @@ def main():
     R["ucx"] = ucx(os.path.join(raw, "ucx.out"))
     R["regcost"] = read_json(os.path.join(raw, "regcost.out"))
     R["regcost_maps"] = regcost_maps(raw)
+    R["qpscale"] = read_json(os.path.join(raw, "qpscale.out"))
     R["budgets"] = read_json(os.path.join(raw, "budgets.out"))
     R["mm_cycle"] = mm_cycle(raw)
     R["netns"] = read_json(os.path.join(raw, "netns.out"))

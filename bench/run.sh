@@ -84,7 +84,7 @@ mkdir "$raw" || exit 1
 SV=$build/bin/softverbs
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-for b in softverbs softverbsd sv_limits sv_regcost sv_mm_cycle sv_tcp_connect; do
+for b in softverbs softverbsd sv_limits sv_regcost sv_mm_cycle sv_tcp_connect sv_qpscale; do
 	[ -x "$build/bin/$b" ] || {
 		echo "bench/run.sh: $build/bin/$b is missing (make build)" >&2
 		exit 1
@@ -127,6 +127,7 @@ cleanup() {
 		"$raw/softverbsd.log" 2>/dev/null
 	[ $own_dev = 1 ] && rm -rf "$devdir"
 	[ -n "${textdev:-}" ] && rm -rf "$textdev"
+	[ -n "${scaledev:-}" ] && rm -rf "$scaledev"
 	return 0
 }
 trap cleanup EXIT
@@ -270,6 +271,7 @@ if [ $short = 1 ]; then
 	sizes=8,4096,65536,1048576
 	lim_args=(--sizes $sizes --min-time 0.02 --lat-iters 2000)
 	reg_iters=20
+	qp_counts=100,1000
 	# softverbs bench: one group of sizes; NAME SIZES BW_ITERS LAT_ITERS
 	sv_groups=("all $sizes 500 200")
 	sv_atomic=(-s 8 -n 200)
@@ -288,6 +290,7 @@ else
 	sizes=$(pow2 2 8388608)
 	lim_args=(--min-time 0.1)
 	reg_iters=200
+	qp_counts=1000,16000,64000
 	# the sweep of 'softverbs bench -a' in three groups, so that each size
 	# runs long enough to be read on a noisy machine
 	sv_groups=("small $(pow2 2 4096) 20000 2000"
@@ -433,6 +436,13 @@ for r in 1 2; do
 		SOFTVERBS_SOCKET="$textdev/control" "$SV" run -- \
 		"$build/bin/sv_regcost" --iters $reg_iters --mappings 8192
 done
+
+# -- QPs at scale (issue 35): creations per second at 1k, 16k and 64k live
+# QPs of one process, and the daemon's memory per QP, on a device of its
+# own (so that its memory is the bench's QPs)
+scaledev=$(mktemp -d /tmp/softverbs-bench-qps.XXXXXX)
+step qpscale $limit env SOFTVERBS_SOCKET="$scaledev/control" "$SV" run -- \
+	"$build/bin/sv_qpscale" --counts "$qp_counts"
 
 # -- memory-management extensions: fast register + local invalidate
 # against ibv_reg_mr + ibv_dereg_mr, cycles per second

@@ -21,7 +21,7 @@
 #include "abi/sv_qp.h"
 
 #define SV_PROTO_MAGIC   0x31435653u /* "SVC1" little-endian */
-#define SV_PROTO_VERSION 14u
+#define SV_PROTO_VERSION 16u
 
 /* Object types of the per-client tables, ordered by dependency: an object
  * may depend only on objects of lower types, so teardown goes high to low. */
@@ -105,7 +105,8 @@ enum sv_obj_type {
 	X(STAT_QP, 50)                                                       \
 	X(INJECT, 51)                                                        \
 	X(WHY, 52)                                                           \
-	X(CAPTURE, 53)
+	X(CAPTURE, 53)                                                       \
+	X(REPLY_CHANNEL, 54)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -568,12 +569,30 @@ struct sv_cmd_stat {
 	uint32_t rsvd;
 };
 
+/*
+ * REPLY_CHANNEL, with a descriptor: one end of a SOCK_SEQPACKET socket pair,
+ * by which a process that shares the connection since a fork (not the one
+ * that opened it) gets its responses (docs/DESIGN.md "A context shared by
+ * fork"): the other processes' responses never pass through it, so none of
+ * them waits on it. Answered on that descriptor itself, whatever the
+ * outcome (without a seqpacket socket: refused, EINVAL, on the connection);
+ * rsp.u.obj.handle: the channel's number for sv_cmd_hdr.chan. Up to
+ * SV_MAX_REPLY_CHANS a client (then ENOMEM); a channel whose other end is
+ * closed everywhere is reused.
+ */
+#define SV_MAX_REPLY_CHANS 64
+
 struct sv_cmd_hdr {
 	uint32_t magic;        /* SV_PROTO_MAGIC */
 	uint16_t op;           /* enum sv_cmd_op */
 	uint16_t version;      /* SV_PROTO_VERSION */
 	uint32_t seq;          /* echoed in the response */
-	uint32_t rsvd;
+	/* where the response goes: 0, the socket the command came on; else
+	 * the client's reply channel of that number (REPLY_CHANNEL). A
+	 * command that fails sv_cmd_check is answered on its socket, and so
+	 * is one naming a channel the client does not have (EINVAL, not
+	 * run). */
+	uint32_t chan;
 };
 
 #define SV_CMD_SIZE 256
@@ -736,12 +755,16 @@ struct sv_rsp_mr {
 	uint32_t rkey;
 };
 
-/* A CQ's ring memfd comes with this response. */
+/* A CQ's ring memfd comes with this response: the ring is ring_bytes at
+ * ring_offset (a multiple of 4096) of it. The memfd is one of the client's
+ * ring pools, which holds other rings of the same client's too
+ * (docs/DESIGN.md "Memory"). */
 struct sv_rsp_cq {
 	uint64_t handle;
 	uint32_t cqe;              /* usable entries (>= asked) */
 	uint32_t ring_entries;     /* slots in the ring, a power of two */
-	uint64_t ring_bytes;       /* size of the memfd to map */
+	uint64_t ring_bytes;       /* size of the ring to map */
+	uint64_t ring_offset;      /* where it lies in the memfd */
 };
 
 /* OPEN_CONTEXT: the doorbell memfd (db_pages pages of SV_DB_PAGE_BYTES, one
@@ -768,8 +791,10 @@ struct sv_rsp_mr_file {
 	uint64_t length;
 };
 
-/* A QP's ring memfd comes with this response: the send ring at sq_offset,
- * the receive ring at rq_offset (0 entries when the QP uses an SRQ). */
+/* A QP's ring memfd comes with this response: its rings are ring_bytes at
+ * ring_offset (a multiple of 4096) of it, the send ring at sq_offset of
+ * those, the receive ring at rq_offset (0 entries when the QP uses an
+ * SRQ). */
 struct sv_rsp_qp {
 	uint64_t handle;
 	uint32_t qpn;
@@ -782,6 +807,7 @@ struct sv_rsp_qp {
 	uint64_t sq_offset;
 	uint64_t rq_offset;
 	uint64_t ring_bytes;
+	uint64_t ring_offset;      /* of the rings in the memfd */
 };
 
 struct sv_rsp_query_qp {
@@ -791,7 +817,8 @@ struct sv_rsp_query_qp {
 	uint32_t sq_sig_all;
 };
 
-/* An SRQ's ring memfd comes with this response. */
+/* An SRQ's ring memfd comes with this response: ring_bytes at ring_offset
+ * (a multiple of 4096) of it. */
 struct sv_rsp_srq {
 	uint64_t handle;
 	uint32_t srqn;
@@ -800,12 +827,13 @@ struct sv_rsp_srq {
 	uint32_t max_sge;
 	uint32_t entries;
 	uint32_t stride;
-	uint64_t ring_bytes;       /* the ring header is at offset 0 */
+	uint64_t ring_bytes;       /* the ring header is at its start */
 	/* a tag-matching SRQ's ops ring (src/abi/sv_tm.h), in the same
-	 * memfd: its header's offset and its slots; 0 for other SRQs */
+	 * mapping: its header's offset and its slots; 0 for other SRQs */
 	uint64_t tm_ops_offset;
 	uint32_t tm_ops_entries;
 	uint32_t rsvd;
+	uint64_t ring_offset;      /* of the mapping in the memfd */
 };
 
 struct sv_rsp_domain {

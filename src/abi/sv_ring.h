@@ -3,8 +3,11 @@
  * Shared-memory ring layouts: one definition for the library and the daemon.
  *
  * A ring is a memfd created and sealed (no shrink, no grow) by the daemon and
- * mapped by both sides: a 4 KiB header page, then a power-of-two array of
- * fixed-size slots. Producer and consumer counters are free-running uint32_t,
+ * mapped by both sides: a 512-byte header (its counters each on a cache line
+ * of their own), then a power-of-two array of fixed-size slots. Rings start
+ * on a page of their memfd (a pool of one client's rings, ring.c); a QP's
+ * receive ring follows its send ring on the next cache line, so that an
+ * idle QP of small queues takes one page (issue 35: 65,536 QPs). Producer and consumer counters are free-running uint32_t,
  * masked only to address a slot; each side writes only its own counter,
  * publishes it with a release store and reads the other's with an acquire
  * load. Each counter sits on its own cache line.
@@ -19,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SV_RING_HDR_BYTES 4096u
+#define SV_RING_HDR_BYTES 512u
 #define SV_CACHELINE 64u
 
 /* Completion queue ring header. */

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -47,7 +48,10 @@ uint32_t sv_proc_max(unsigned int type)
 		[SV_OBJ_AH] = SV_MAX_AH,
 	};
 
-	return type < SV_OBJ_TYPE_MAX ? dev_max[type] / SV_PROC_SHARE : 0;
+	if (type >= SV_OBJ_TYPE_MAX)
+		return 0;
+	return dev_max[type] /
+	       (type == SV_OBJ_QP ? SV_PROC_QP_SHARE : SV_PROC_SHARE);
 }
 
 /* The account of pid, made on its first connection; NULL when the process
@@ -319,6 +323,7 @@ void sv_client_teardown(struct sv_client *c)
 	sv_import_orphan_all(c);
 	sv_client_free_objs(c);
 	sv_objtab_fini(&c->objs);
+	sv_ring_pools_detach(c);
 	if (c->token_fd >= 0)
 		close(c->token_fd);
 	c->token_fd = -1;
@@ -335,8 +340,55 @@ void sv_client_teardown(struct sv_client *c)
 		close(c->async_fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	for (uint32_t i = 0; i < c->nchans; i++)
+		if (c->chans[i] >= 0)
+			close(c->chans[i]);
+	c->nchans = 0;
 	close(c->fd);
 	c->dead = true;
+}
+
+/* A channel whose other end no process holds any more: its process (and
+ * any it forked since) has gone. */
+static bool chan_orphaned(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = 0 };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+int sv_client_chan_add(struct sv_client *c, int fd)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nchans; i++)
+		if (c->chans[i] < 0)
+			break;
+	if (i == c->nchans && c->nchans == SV_MAX_REPLY_CHANS) {
+		for (i = 0; i < c->nchans; i++)
+			if (chan_orphaned(c->chans[i]))
+				break;
+		if (i == c->nchans)
+			return -ENOSPC;
+		close(c->chans[i]);
+	}
+	if (i == c->nchans)
+		c->nchans++;
+	c->chans[i] = fd;
+	return (int)i + 1;
+}
+
+int sv_client_chan_fd(const struct sv_client *c, uint32_t chan)
+{
+	return chan && chan <= c->nchans ? c->chans[chan - 1] : -1;
+}
+
+void sv_client_chan_drop(struct sv_client *c, uint32_t chan)
+{
+	if (chan && chan <= c->nchans && c->chans[chan - 1] >= 0) {
+		close(c->chans[chan - 1]);
+		c->chans[chan - 1] = -1;
+	}
 }
 
 void sv_client_free(struct sv_client *c)

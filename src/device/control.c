@@ -102,6 +102,25 @@ static int cmd_open_context(struct sv_req *r)
 	return 0;
 }
 
+/* A process that shares this connection since a fork wants its responses
+ * apart (main.c answers this command on the descriptor it brings). */
+static int cmd_reply_channel(struct sv_req *r)
+{
+	int ret = sv_check_event_socket(r->fd_in, &r->why);
+
+	if (ret)
+		return ret;
+	ret = sv_client_chan_add(r->client, r->fd_in);
+	if (ret < 0) {
+		r->why = "as many processes share this context as it has "
+			 "reply channels";
+		return -ENOMEM;
+	}
+	r->fd_in = -1;
+	r->rsp->u.obj.handle = (uint64_t)ret;
+	return 0;
+}
+
 static int cmd_alloc_pd(struct sv_req *r)
 {
 	struct sv_pd *pd;
@@ -278,6 +297,7 @@ static const struct {
 	[SV_CMD_INJECT] = { sv_cmd_inject, F_PROBE },
 	[SV_CMD_WHY] = { sv_cmd_why, F_PROBE },
 	[SV_CMD_CAPTURE] = { sv_cmd_capture, F_PROBE | F_FD },
+	[SV_CMD_REPLY_CHANNEL] = { cmd_reply_channel, F_FD },
 	[SV_CMD_CREATE_QP] = { sv_cmd_create_qp, 0 },
 	[SV_CMD_MODIFY_QP] = { sv_cmd_modify_qp, 0 },
 	[SV_CMD_QUERY_QP] = { sv_cmd_query_qp, 0 },
@@ -309,6 +329,19 @@ static const struct {
 	[SV_CMD_OPEN_QP] = { sv_cmd_open_qp, 0 },
 };
 
+/* Is the daemon at its descriptor limit (so that a descriptor sent to it
+ * was dropped)? Asked only once a command failed. */
+static bool out_of_fds(const struct sv_client *c)
+{
+	int fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EMFILE || errno == ENFILE;
+}
+
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out)
 {
@@ -317,6 +350,7 @@ void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		.client = c, .cmd = cmd, .rsp = rsp, .fd_in = fd_in, .fd_out = -1,
 	};
 	unsigned int op = 0;
+	bool fd_short = false;
 	int ret;
 
 	if (v != SV_CMD_OK) {
@@ -350,6 +384,26 @@ void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		r.why = "a fault injected by softverbs inject";
 	} else {
 		ret = handlers[op].fn(&r);
+		/* a descriptor the kernel could not give the daemon (at its
+		 * RLIMIT_NOFILE, recvmsg drops it: MSG_CTRUNC) is missed by
+		 * the handler as one never sent */
+		if (ret == -EINVAL && fd_in < 0 && (handlers[op].flags & F_FD) &&
+		    out_of_fds(c)) {
+			r.why = "the descriptor sent was dropped";
+			ret = -EMFILE;
+		}
+	}
+	fd_short = ret == -EMFILE || ret == -ENFILE;
+	if (fd_short) {
+		/* the program hears ENOMEM for an object, EMFILE for a
+		 * context (as for a connection refused), never EINVAL */
+		sv_log_client(c, "out of descriptors", SV_LOG_WARN,
+			      "%s refused: out of descriptors (%s): %s",
+			      sv_cmd_name(op), strerror(-ret),
+			      r.why ? r.why : "no reason given");
+		ret = op == SV_CMD_OPEN_CONTEXT ||
+		      op == SV_CMD_CONTEXT_TOKEN ||
+		      op == SV_CMD_IMPORT_CONTEXT ? -EMFILE : -ENOMEM;
 	}
 	rsp->hdr.status = ret;
 out:
@@ -358,9 +412,11 @@ out:
 	if (ret) {
 		sv_dev.refused++;
 		sv_why_cmd(c, op, ret, r.why ? r.why : strerror(-ret));
-		sv_log_client(c, r.why, SV_LOG_INFO, "%s refused: %s (%s)",
-			      sv_cmd_name(op), strerror(-ret),
-			      r.why ? r.why : "see errno");
+		if (!fd_short)  /* said above */
+			sv_log_client(c, r.why, SV_LOG_INFO,
+				      "%s refused: %s (%s)", sv_cmd_name(op),
+				      strerror(-ret),
+				      r.why ? r.why : "see errno");
 		if (r.fd_out >= 0)
 			close(r.fd_out);
 		r.fd_out = -1;

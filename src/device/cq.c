@@ -2,9 +2,10 @@
 /*
  * Completion queues and completion channels.
  *
- * A CQ's ring is a memfd that the daemon creates, sizes and seals (no shrink,
- * no grow: the client can never make the daemon's mapping fault) and hands to
- * the client, which maps it. A completion channel is a socket pair: the
+ * A CQ's ring lies in a memfd that the daemon creates, sizes and seals (no
+ * shrink, no grow: the client can never make the daemon's mapping fault),
+ * one of the client's ring pools (ring.c), and hands to the client, which
+ * maps the ring at its offset. A completion channel is a socket pair: the
  * client keeps one end (the channel's fd) and gives the daemon the other.
  */
 #define _GNU_SOURCE
@@ -133,25 +134,17 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 	uint32_t entries = ring_entries_for(cqe);
 	size_t bytes = sv_cq_ring_bytes(entries);
 	struct sv_cq_ring *ring;
+	struct sv_ring_loc loc;
 	void *map = NULL;
-	int fd = -1, out, ret;
+	int out, ret;
 
 	ret = sv_req_charge(r, bytes);
 	if (ret)
 		return ret;
-	ret = sv_ring_alloc("softverbs-cq", bytes, &fd, &map);
+	/* with the copy that goes to the client, before anything changes */
+	ret = sv_ring_get(r->client, "softverbs-cq", bytes, &loc, &map, &out);
 	if (ret) {
 		sv_client_uncharge(r->client, bytes);
-		r->why = "cannot allocate the ring";
-		return ret;
-	}
-	/* the copy that goes to the client, before anything changes */
-	out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (out < 0) {
-		ret = -errno;
-		sv_client_uncharge(r->client, bytes);
-		munmap(map, bytes);
-		close(fd);
 		r->why = "cannot allocate the ring";
 		return ret;
 	}
@@ -169,8 +162,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 			pending = cq->entries;
 		if (pending > cqe) {
 			sv_client_uncharge(r->client, bytes);
-			munmap(map, bytes);
-			close(fd);
+			sv_ring_put(&loc, map, bytes);
 			close(out);
 			r->why = "new size below the completions outstanding";
 			return -EINVAL;
@@ -192,18 +184,18 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 		ring->arm_sn = old->arm_sn;
 		ring->arm_flags = old->arm_flags;
 		sv_client_uncharge(cq->owner, cq->ring_bytes);
-		munmap(cq->ring, cq->ring_bytes);
-		close(cq->memfd);
+		sv_ring_put(&cq->loc, cq->ring, cq->ring_bytes);
 	}
 	cq->ring = map;
 	cq->ring_bytes = bytes;
-	cq->memfd = fd;
+	cq->loc = loc;
 	cq->entries = entries;
 	cq->cqe = entries - 1;
 	r->rsp->u.cq.handle = cq->handle;
 	r->rsp->u.cq.cqe = cq->cqe;
 	r->rsp->u.cq.ring_entries = entries;
 	r->rsp->u.cq.ring_bytes = bytes;
+	r->rsp->u.cq.ring_offset = loc.offset;
 	r->fd_out = out;
 	return 0;
 }
@@ -244,7 +236,7 @@ int sv_cmd_create_cq(struct sv_req *r)
 	cq->cookie = a->cookie;
 	cq->channel = ch;
 	cq->flags = a->flags;
-	cq->memfd = -1;
+	cq->loc.memfd = -1;
 	ret = sv_client_add_obj(r, SV_OBJ_CQ, cq, &cq->handle);
 	if (ret)
 		goto err_free;
@@ -318,10 +310,10 @@ void sv_cq_destroy(struct sv_cq *cq)
 {
 	if (cq->channel)
 		cq->channel->refs--;
-	if (cq->ring)
+	if (cq->ring) {
 		sv_client_uncharge(cq->owner, cq->ring_bytes);
-	munmap(cq->ring, cq->ring_bytes);
-	close(cq->memfd);
+		sv_ring_put(&cq->loc, cq->ring, cq->ring_bytes);
+	}
 	free(cq);
 }
 

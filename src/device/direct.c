@@ -201,8 +201,10 @@ bool sv_direct_enabled(void)
 }
 
 /* Rewrites an entry of n words (word 0's low half is its seq) if its value
- * changes; a change is what the next sv_direct_revoke waits out. */
-static void entry_write(uint64_t *dst, const uint64_t *val, unsigned int n)
+ * changes; a change that weakens it (takes away something a copy may have
+ * read it for) is what the next sv_direct_revoke waits out. */
+static void entry_write(uint64_t *dst, const uint64_t *val, unsigned int n,
+			bool weakens)
 {
 	bool same = (__atomic_load_n(&dst[0], __ATOMIC_RELAXED) >> 32) ==
 		    (val[0] >> 32);
@@ -211,8 +213,53 @@ static void entry_write(uint64_t *dst, const uint64_t *val, unsigned int n)
 		same = __atomic_load_n(&dst[i], __ATOMIC_RELAXED) == val[i];
 	if (same)
 		return;
-	dt.dirty = true;
+	if (weakens)
+		dt.dirty = true;
 	sv_direct_write(dst, val, n);
+}
+
+/* Does a key entry going from old to v take a grant away? An empty entry
+ * (key 0) grants nothing: filling it weakens nothing. Written only under
+ * the device lock, so old is read as is. */
+static bool key_weakens(const union sv_direct_key_u *old,
+			const union sv_direct_key_u *v)
+{
+	if (!old->e.key)
+		return false;
+	for (unsigned int i = 1; i < sizeof(v->w) / 8; i++)
+		if (old->w[i] != v->w[i])
+			return true;
+	return (old->w[0] >> 32) != (v->w[0] >> 32);
+}
+
+/* A state the library lets a peer's copy land in (src/verbs/direct.c's
+ * can_receive), and the one it copies from. */
+static bool state_receives(uint8_t s)
+{
+	return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD ||
+	       s == IBV_QPS_SQE;
+}
+
+/* Does a QP entry going from old to v take a grant away? A copy reads an
+ * entry for: its own QP in RTS, a peer in a receiving state, both LOCAL
+ * and not NODIRECT, EST, the type, PD, owner, peer QPN and access. An
+ * entry that granted neither weakens nothing when it changes (a QP's
+ * RESET -> INIT -> RTR, a never-connected QP destroyed); one that keeps
+ * all of it and adds (RTR -> RTS, EST set) weakens nothing either. */
+static bool qp_weakens(const union sv_direct_qp_u *old,
+		       const union sv_direct_qp_u *v)
+{
+	const struct sv_direct_qp *o = &old->e, *n = &v->e;
+
+	if (!o->qpn || !(o->flags & SV_DQP_LOCAL) ||
+	    (o->flags & SV_DQP_NODIRECT) || !state_receives(o->state))
+		return false;
+	if (n->qpn != o->qpn || n->type != o->type || n->pd != o->pd ||
+	    n->pid != o->pid || n->dest_qpn != o->dest_qpn ||
+	    (o->access & ~n->access) || (o->flags & ~n->flags) ||
+	    (n->flags & SV_DQP_NODIRECT) || !state_receives(n->state))
+		return true;
+	return o->state == IBV_QPS_RTS && n->state != IBV_QPS_RTS;
 }
 
 /* ---- keys ---- */
@@ -252,7 +299,7 @@ void sv_direct_mr(const struct sv_mr *mr)
 	if (dt.memfd < 0 || !(e = key_entry(mr->key)))
 		return;
 	mr_value(mr, &v);
-	entry_write(e->w, v.w, sizeof(v.w) / 8);
+	entry_write(e->w, v.w, sizeof(v.w) / 8, key_weakens(e, &v));
 }
 
 void sv_direct_key_clear(uint32_t key)
@@ -262,7 +309,7 @@ void sv_direct_key_clear(uint32_t key)
 	if (dt.memfd < 0 || !(e = key_entry(key)))
 		return;
 	memset(&v, 0, sizeof(v));
-	entry_write(e->w, v.w, sizeof(v.w) / 8);
+	entry_write(e->w, v.w, sizeof(v.w) / 8, key_weakens(e, &v));
 }
 
 /* ---- QPs ---- */
@@ -288,7 +335,7 @@ static void qp_value(const struct sv_qp *qp, union sv_direct_qp_u *v)
 
 void sv_direct_qp(const struct sv_qp *qp)
 {
-	union sv_direct_qp_u v;
+	union sv_direct_qp_u v, *e;
 
 	if (dt.memfd < 0 || qp->opened)
 		return;
@@ -298,7 +345,8 @@ void sv_direct_qp(const struct sv_qp *qp)
 	 * revocations scan the guards below the highest such slot */
 	if ((qp->qpn & QP_MASK) >= dt.qp_hi)
 		dt.qp_hi = (qp->qpn & QP_MASK) + 1;
-	entry_write(dt.qp[qp->qpn & QP_MASK].w, v.w, sizeof(v.w) / 8);
+	e = &dt.qp[qp->qpn & QP_MASK];
+	entry_write(e->w, v.w, sizeof(v.w) / 8, qp_weakens(e, &v));
 }
 
 void sv_direct_all_off(bool off)
@@ -327,7 +375,7 @@ void sv_direct_qp_clear(const struct sv_qp *qp)
 	if ((uint32_t)(e->w[0] >> 32) != qp->qpn)
 		return;         /* another QP's slot now */
 	memset(&v, 0, sizeof(v));
-	entry_write(e->w, v.w, sizeof(v.w) / 8);
+	entry_write(e->w, v.w, sizeof(v.w) / 8, qp_weakens(e, &v));
 }
 
 void sv_direct_guard_reset(const struct sv_qp *qp)
@@ -550,13 +598,14 @@ void sv_direct_revoke(void)
 	 * whose guard store this scan misses (its seq_cst fence between the
 	 * guard store and its reads of the entries) */
 	e = __atomic_add_fetch(&dt.hdr->epoch, 1, __ATOMIC_SEQ_CST);
-	if (!dt.gtabs)
-		return;
-	for (uint32_t i = 0; i < dt.qp_hi; i++)
-		if (guard_busy(i, e)) {
-			first = i;
-			break;
-		}
+	/* the guards' epochs first (most are 0), the QP behind one only
+	 * when it is set */
+	for (const struct gtab *t = dt.gtabs; t; t = t->next)
+		for (uint32_t i = 0; i < dt.qp_hi && i < first; i++)
+			if (__atomic_load_n(&t->guard[i].epoch,
+					    __ATOMIC_RELAXED) &&
+			    guard_busy(i, e))
+				first = i;
 	if (first == QP_SLOTS)
 		return;
 	/* a copy is on its way: wait for it, without the lock (the QPs and

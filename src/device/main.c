@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -164,6 +165,30 @@ static void device_priority(int want, bool asked)
 		       want, strerror(errno));
 	else
 		sv_log(SV_LOG_DEBUG, "runs at nice %d", want);
+}
+
+/*
+ * Descriptors. The device holds a few per client (its socket, pidfd, event
+ * sockets) and one per ring pool (docs/DESIGN.md, "Memory"), not one per
+ * object; still, the usual soft RLIMIT_NOFILE of 1024 would cap it far
+ * below its own limits (SV_MAX_CLIENTS clients): the soft limit goes up to
+ * the hard one at start, as systemd does for its services. Where
+ * descriptors run out anyway, a command fails with ENOMEM and a new
+ * connection with EMFILE, each with a log line, never with EINVAL.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		sv_log(SV_LOG_INFO, "descriptor limit stays: %s",
+		       strerror(errno));
+	else
+		sv_log(SV_LOG_DEBUG, "descriptor limit %llu",
+		       (unsigned long long)rl.rlim_cur);
 }
 
 static void usage(FILE *f)
@@ -390,7 +415,8 @@ static int claim_socket(void)
 		give_up(1, ret, "cannot serve %s: path too long", d.sock_path);
 		return ret;
 	}
-	d.lock_fd = open(d.lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	d.lock_fd = open(d.lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			 0600);
 	if (d.lock_fd < 0) {
 		ret = -errno;
 		give_up(1, ret, "cannot serve %s: cannot open its lock %s: %s",
@@ -446,10 +472,17 @@ static int claim_socket(void)
 	if (d.listen_fd < 0)
 		ret = -errno;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.sock_path);
-	if (d.listen_fd >= 0 &&
-	    (bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	     chmod(d.sock_path, 0600) || listen(d.listen_fd, 128)))
-		ret = -errno;
+	if (d.listen_fd >= 0) {
+		/* made 0600 as it is bound: no chmod by name afterwards, which
+		 * would follow whatever took the name in between */
+		mode_t um = umask(0177);
+
+		if (bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa)))
+			ret = -errno;
+		umask(um);
+		if (!ret && listen(d.listen_fd, 128))
+			ret = -errno;
+	}
 	if (ret < 0) {
 		sv_cm_stop();
 		give_up(1, ret, "cannot serve %s: %s", d.sock_path,
@@ -536,6 +569,34 @@ static void refuse_park(int fd, int status)
 		close(fd);
 		d.refused[i].fd = -1;
 	}
+	if (spare_fd < 0)   /* where a slot's descriptor was given back */
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Is a connection waiting to be accepted? */
+static bool listen_pending(void)
+{
+	struct pollfd p = { .fd = d.listen_fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* Close the oldest refused connection, unanswered, for its descriptor:
+ * false if none is held. */
+static bool refuse_evict(void)
+{
+	unsigned int i, old = SV_REFUSED_SLOTS;
+
+	for (i = 0; i < SV_REFUSED_SLOTS; i++)
+		if (d.refused[i].fd >= 0 &&
+		    (old == SV_REFUSED_SLOTS ||
+		     d.refused[i].seq < d.refused[old].seq))
+			old = i;
+	if (old == SV_REFUSED_SLOTS)
+		return false;
+	close(d.refused[old].fd);
+	d.refused[old].fd = -1;
+	return true;
 }
 
 static void on_refused(unsigned int i)
@@ -562,6 +623,8 @@ static void on_refused(unsigned int i)
 	}
 	close(d.refused[i].fd);
 	d.refused[i].fd = -1;
+	if (spare_fd < 0)
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 static void on_accept(void)
@@ -572,16 +635,27 @@ static void on_accept(void)
 		struct sv_client *c;
 		struct sv_evtag *ts, *tp;
 
+		/* (accept4 says EMFILE before it looks for a connection) */
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
-		    spare_fd >= 0) {
-			close(spare_fd);
-			fd = accept4(d.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0)
-				close(fd);
-			spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-			sv_log(SV_LOG_WARN, "refused a connection: out of descriptors");
-			if (fd >= 0)
-				continue;
+		    (spare_fd >= 0 || (listen_pending() && refuse_evict()))) {
+			/* the spare (or the oldest refused connection's)
+			 * descriptor takes the connection, which is refused
+			 * with EMFILE; the spare comes back with the slot */
+			int e = errno;
+
+			if (spare_fd >= 0)
+				close(spare_fd);
+			spare_fd = -1;
+			fd = accept4(d.listen_fd, NULL, NULL,
+				     SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (fd < 0) {
+				spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+				return;
+			}
+			sv_log(SV_LOG_WARN, "refused a connection: out of "
+			       "descriptors (%s)", strerror(e));
+			refuse_park(fd, -EMFILE);
+			continue;
 		}
 		if (fd < 0)
 			return;
@@ -642,11 +716,42 @@ static void on_accept(void)
 	}
 }
 
+/*
+ * Where the response to cmd goes: the socket it came on, or a reply channel
+ * of the client's (sv_cmd_hdr.chan), so that processes that share a
+ * connection since a fork each read only their own responses. REPLY_CHANNEL
+ * with a seqpacket socket is answered on it (*via, a copy taken before the
+ * command is handled), whatever the outcome. -1: a channel the client does
+ * not have (answered on the socket, EINVAL, not run); -2: nowhere (no copy
+ * of the descriptor could be made).
+ */
+static int reply_to(struct sv_client *c, const struct sv_cmd *cmd, ssize_t n,
+		    int fd_in, int *via)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	*via = -1;
+	if (sv_cmd_check(cmd, (size_t)n) != SV_CMD_OK)
+		return c->fd;
+	if (cmd->hdr.op == SV_CMD_REPLY_CHANNEL) {
+		if (fd_in < 0 ||
+		    getsockopt(fd_in, SOL_SOCKET, SO_TYPE, &type, &len) ||
+		    type != SOCK_SEQPACKET)
+			return c->fd; /* refused (EINVAL), on the socket */
+		*via = fcntl(fd_in, F_DUPFD_CLOEXEC, 0);
+		return *via < 0 ? -2 : *via;
+	}
+	if (!cmd->hdr.chan)
+		return c->fd;
+	return sv_client_chan_fd(c, cmd->hdr.chan);
+}
+
 static void on_command(struct sv_client *c)
 {
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
-	int fd_in, fd_out, ret;
+	int fd_in, fd_out, ret, to, via;
 	ssize_t n;
 
 	for (;;) {
@@ -665,13 +770,54 @@ static void on_command(struct sv_client *c)
 		}
 		if ((size_t)n < sizeof(cmd)) /* never read past what came */
 			memset((char *)&cmd + n, 0, sizeof(cmd) - (size_t)n);
-		ctl_lock();
-		sv_control_handle(c, &cmd, n, fd_in, &rsp, &fd_out);
-		ctl_unlock();
+		to = reply_to(c, &cmd, n, fd_in, &via);
+		if (to == -2) {
+			/* out of descriptors: unanswered, not run (its
+			 * process's time limit tells it) */
+			sv_log(SV_LOG_WARN, "client %llu (pid %d): REPLY_CHANNEL "
+			       "not answered: %s", (unsigned long long)c->id,
+			       (int)c->pid, strerror(errno));
+			close(fd_in);
+			continue;
+		}
+		if (to == -1) {
+			sv_log_client(c, "no such reply channel", SV_LOG_INFO,
+				      "%s refused: no reply channel %u",
+				      sv_cmd_name(cmd.hdr.op), cmd.hdr.chan);
+			if (fd_in >= 0)
+				close(fd_in);
+			sv_rsp_init(&rsp, &cmd, -EINVAL);
+			fd_out = -1;
+			to = c->fd;
+		} else {
+			ctl_lock();
+			sv_control_handle(c, &cmd, n, fd_in, &rsp, &fd_out);
+			ctl_unlock();
+		}
 		if (sv_log_level >= SV_LOG_DEBUG)
 			sv_log(SV_LOG_DEBUG, "client %llu: %s -> %d",
 			       (unsigned long long)c->id,
 			       sv_cmd_name(rsp.hdr.op), rsp.hdr.status);
+		if (to != c->fd) {
+			/* a reply channel: its process alone waits for it;
+			 * one that cannot take it (gone, or not reading) loses
+			 * its channel, and the client stays */
+			ret = sv_send_msg(to, &rsp, sizeof(rsp), fd_out,
+					  MSG_DONTWAIT);
+			if (fd_out >= 0)
+				close(fd_out);
+			if (via >= 0)
+				close(via);
+			else if (ret)
+				sv_client_chan_drop(c, cmd.hdr.chan);
+			if (ret)
+				sv_log(SV_LOG_INFO, "client %llu (pid %d): the "
+				       "response to %s on reply channel %u is "
+				       "lost: %s", (unsigned long long)c->id,
+				       (int)c->pid, sv_cmd_name(rsp.hdr.op),
+				       cmd.hdr.chan, strerror(-ret));
+			continue;
+		}
 		/* a client that does not read its responses is dropped, never
 		 * waited for: one client cannot stall the device */
 		ret = sv_send_msg(c->fd, &rsp, sizeof(rsp), fd_out, MSG_DONTWAIT);
@@ -1001,22 +1147,32 @@ int main(int argc, char **argv)
 	if (!d.sock_path[0] && sv_sock_path(d.sock_path, sizeof(d.sock_path)))
 		return give_up(2, -ENAMETOOLONG, "socket path too long");
 	{
-		char dir[256];
+		char dir[256], why[512];
 		int e = sv_sock_dir(d.sock_path, dir, sizeof(dir));
 
 		if (e || (e = mkdir_p(dir)))
 			return give_up(1, e, "cannot serve %s: cannot create its "
 				       "folder %s: %s", d.sock_path, dir,
 				       strerror(-e));
+		/* a default per-user folder made by another user is not
+		 * served: its lock, log and socket would be theirs to swap */
+		e = sv_sock_dir_check(d.sock_path, why, sizeof(why));
+		if (e)
+			return give_up(1, e, "cannot serve %s: %s", d.sock_path,
+				       why);
 	}
 	if (log_path && sv_log_open(log_path)) {
 		int e = -errno;
+		const char *name = strerrorname_np(-e);
 
-		return give_up(1, e, "cannot open the log %s: %s", log_path,
-			       strerror(-e));
+		/* ELOOP: a link, never followed (log.c) */
+		return give_up(1, e, "cannot open the log %s: %s (%s)%s",
+			       log_path, strerror(-e), name ? name : "?",
+			       e == -ELOOP ? ": it is a symbolic link" : "");
 	}
 	/* before the first thread: they all inherit it */
 	device_priority(nice_want, nice_asked);
+	raise_nofile();
 	sv_dev.clients.next = sv_dev.clients.prev = &sv_dev.clients;
 	if (sv_keytab_init(&sv_dev.keys, SV_MAX_MR) ||
 	    (ret = sv_identity_init(ip, netdev)))

@@ -2,8 +2,9 @@
 /*
  * Queue pairs, shared receive queues and address handles: the control side.
  *
- * A QP is a memfd the daemon creates and seals, holding the send ring and
- * (without an SRQ) the receive ring, each a header page and power-of-two
+ * A QP is pages of a memfd the daemon creates and seals (one of its client's
+ * ring pools, ring.c), holding the send ring and (without an SRQ) the
+ * receive ring, each a header page and power-of-two
  * slots (src/abi/sv_qp.h), plus daemon-private state: the QPN, the state of
  * the IBA state machine and the attributes MODIFY_QP set. Every handler runs
  * under sv_dev.lock, so the engine never sees a half-made change.
@@ -34,12 +35,15 @@
 
 /* The remote rights a QP grants; the MR-only bits that programs pass along
  * with them (rdma-core's ODP tests give a QP their MR's access, ON_DEMAND
- * included, and the kernel takes it) are taken and mean nothing here. */
+ * included, and the kernel takes it) are taken and mean nothing here; the
+ * FLUSH rights too (rdma-core 56's test_qpex sets them on RC QPs; a FLUSH
+ * is checked against its MR's rights). */
 #define SV_QP_ACCESS_OK                                                      \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-	 IBV_ACCESS_HUGETLB)
+	 IBV_ACCESS_HUGETLB | SV_ACCESS_FLUSH_GLOBAL |                      \
+	 SV_ACCESS_FLUSH_PERSISTENT)
 
 static uint32_t qpn_cursor = 2;
 
@@ -321,17 +325,19 @@ checked:
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->memfd = -1;
-	sq_bytes = page_up(sv_wq_ring_bytes(sq_entries, sq_stride));
-	rq_off = sq_bytes;
-	bytes = sq_bytes + (!rq_entries ? 0 :
-		page_up(sv_wq_ring_bytes(rq_entries, rq_stride)));
+	qp->loc.memfd = -1;
+	/* the receive ring on the cache line after the send ring's last
+	 * slot: small queues share one page */
+	sq_bytes = sv_wq_ring_bytes(sq_entries, sq_stride);
+	rq_off = (sq_bytes + SV_CACHELINE - 1) & ~(size_t)(SV_CACHELINE - 1);
+	bytes = page_up(rq_off + (!rq_entries ? 0 :
+		sv_wq_ring_bytes(rq_entries, rq_stride)));
 	ret = sv_req_charge(r, bytes);
 	if (ret) {
 		free(qp);
 		return ret;
 	}
-	ret = sv_ring_alloc("softverbs-qp", bytes, &qp->memfd, &qp->ring);
+	ret = sv_ring_get(c, "softverbs-qp", bytes, &qp->loc, &qp->ring, &out);
 	if (ret) {
 		sv_client_uncharge(c, bytes);
 		free(qp);
@@ -339,11 +345,6 @@ checked:
 		return ret;
 	}
 	qp->ring_bytes = bytes;
-	out = fcntl(qp->memfd, F_DUPFD_CLOEXEC, 0);
-	if (out < 0) {
-		ret = -errno;
-		goto err_ring;
-	}
 	ret = qpn_alloc(qp);
 	if (ret) {
 		r->why = "no QPN left";
@@ -402,16 +403,15 @@ checked:
 		.sq_offset = 0,
 		.rq_offset = rq_entries ? rq_off : 0,
 		.ring_bytes = bytes,
+		.ring_offset = qp->loc.offset,
 	};
 	r->fd_out = out;
 	return 0;
 
 err_out:
 	close(out);
-err_ring:
 	sv_client_uncharge(c, qp->ring_bytes);
-	munmap(qp->ring, qp->ring_bytes);
-	close(qp->memfd);
+	sv_ring_put(&qp->loc, qp->ring, qp->ring_bytes);
 	free(qp);
 	if (!r->why)
 		r->why = "cannot create the QP";
@@ -728,8 +728,7 @@ void sv_qp_destroy(struct sv_qp *qp)
 			qp->srq->refs--;
 	}
 	sv_client_uncharge(qp->owner, qp->ring_bytes);
-	munmap(qp->ring, qp->ring_bytes);
-	close(qp->memfd);
+	sv_ring_put(&qp->loc, qp->ring, qp->ring_bytes);
 	free(qp);
 }
 
@@ -822,7 +821,8 @@ int sv_cmd_create_srq(struct sv_req *r)
 		free(srq);
 		return ret;
 	}
-	ret = sv_ring_alloc("softverbs-srq", bytes, &srq->memfd, &srq->ring);
+	ret = sv_ring_get(c, "softverbs-srq", bytes, &srq->loc, &srq->ring,
+			  &out);
 	if (ret) {
 		sv_client_uncharge(c, bytes);
 		free(srq->tm);
@@ -831,11 +831,6 @@ int sv_cmd_create_srq(struct sv_req *r)
 		return ret;
 	}
 	srq->ring_bytes = bytes;
-	out = fcntl(srq->memfd, F_DUPFD_CLOEXEC, 0);
-	if (out < 0) {
-		ret = -errno;
-		goto err_ring;
-	}
 	ret = sv_srqn_alloc(srq);
 	if (ret) {
 		close(out);
@@ -880,14 +875,14 @@ int sv_cmd_create_srq(struct sv_req *r)
 		.ring_bytes = bytes,
 		.tm_ops_offset = ops_off,
 		.tm_ops_entries = ops,
+		.ring_offset = srq->loc.offset,
 	};
 	r->fd_out = out;
 	return 0;
 
 err_ring:
 	sv_client_uncharge(c, srq->ring_bytes);
-	munmap(srq->ring, srq->ring_bytes);
-	close(srq->memfd);
+	sv_ring_put(&srq->loc, srq->ring, srq->ring_bytes);
 	free(srq->tm);
 	free(srq);
 	return ret;
@@ -947,8 +942,7 @@ void sv_srq_destroy(struct sv_srq *srq)
 	if (srq->cq)
 		srq->cq->refs--;
 	sv_client_uncharge(srq->owner, srq->ring_bytes);
-	munmap(srq->ring, srq->ring_bytes);
-	close(srq->memfd);
+	sv_ring_put(&srq->loc, srq->ring, srq->ring_bytes);
 	free(srq->tm);
 	free(srq);
 }

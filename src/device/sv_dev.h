@@ -41,7 +41,7 @@
 #define SV_MAX_CQE          ((1u << 22) - 1)
 #define SV_MAX_CHANNEL      (1u << 12)
 #define SV_MAX_MR_SIZE      (1ull << 47)   /* the user address space */
-#define SV_MAX_QP_BITS      14
+#define SV_MAX_QP_BITS      17
 #define SV_MAX_QP           ((1u << SV_MAX_QP_BITS) - 2) /* QPN slots 0, 1 reserved */
 #define SV_MAX_QP_WR        16384
 #define SV_MAX_SGE          32
@@ -80,6 +80,9 @@
  * it; --max-process-mem), so one process that creates until it fails gets
  * ENOMEM itself and leaves room for every other. */
 #define SV_PROC_SHARE          4
+/* QPs: a process may take half (a job of many connections is one process
+ * per node: UCX and MPI ranks hold a QP or two per peer) */
+#define SV_PROC_QP_SHARE       2
 #define SV_PROC_MAX_CONTEXTS   256
 #define SV_PROC_MAX_RING_BYTES (1ull << 30)
 
@@ -185,12 +188,21 @@ struct sv_channel {
 	uint32_t refs;             /* CQs */
 };
 
+/* Where a ring lies (ring.c): pages of one of its client's pools (a memfd
+ * of many rings), or a memfd of its own (memfd >= 0, offset 0). */
+struct sv_ring_pool;
+struct sv_ring_loc {
+	struct sv_ring_pool *pool;
+	int memfd;
+	uint64_t offset;           /* in the memfd the client maps */
+};
+
 struct sv_cq {
 	struct sv_client *owner;
 	uint64_t handle;
 	uint64_t cookie;
 	struct sv_channel *channel;
-	int memfd;
+	struct sv_ring_loc loc;    /* where the ring lies (ring.c) */
 	void *ring;                /* struct sv_cq_ring + slots */
 	size_t ring_bytes;
 	uint32_t entries;          /* ring slots */
@@ -287,7 +299,7 @@ struct sv_srq {
 	struct sv_pd *pd;
 	uint32_t srqn;
 	uint32_t type;             /* enum ibv_srq_type */
-	int memfd;
+	struct sv_ring_loc loc;
 	void *ring;
 	size_t ring_bytes;
 	struct sv_wq rq;
@@ -337,7 +349,7 @@ struct sv_qp {
 	uint64_t send_ops_flags;
 	struct sv_wire_qp_cap cap;
 
-	int memfd;
+	struct sv_ring_loc loc;
 	void *ring;                /* the whole mapping */
 	size_t ring_bytes;
 	struct sv_wq sq;
@@ -419,6 +431,12 @@ struct sv_client {
 	uint64_t token_dev, token_ino;
 	struct sv_client *exporter;
 	bool orphan;
+	struct sv_ring_pool *pools; /* its rings' memfds (ring.c) */
+	/* REPLY_CHANNEL: where the responses of the other processes that
+	 * share the connection since a fork go; number i + 1 is chans[i]
+	 * (-1: free), of the first nchans slots */
+	int chans[SV_MAX_REPLY_CHANS];
+	uint32_t nchans;
 };
 
 struct sv_device {
@@ -664,6 +682,16 @@ void sv_srq_destroy(struct sv_srq *srq);
 int sv_cmd_create_ah(struct sv_req *r);
 int sv_cmd_destroy_ah(struct sv_req *r);
 void sv_ah_destroy(struct sv_ah *ah);
+/* ring.c: zero-filled ring memory of bytes for client c, mapped read-write
+ * here at *map, in one of c's pools (or a memfd of its own where large):
+ * loc says where, *fd_out is a copy of the memfd to send with the response
+ * (the ring at loc->offset). 0 or -errno (EMFILE, ENOMEM ...). */
+int sv_ring_get(struct sv_client *c, const char *name, size_t bytes,
+		struct sv_ring_loc *loc, void **map, int *fd_out);
+/* Give back what sv_ring_get gave (zeroed for the next ring). */
+void sv_ring_put(struct sv_ring_loc *loc, void *map, size_t bytes);
+/* c is gone: its pools close with their last rings. */
+void sv_ring_pools_detach(struct sv_client *c);
 /* A sealed memfd of bytes, mapped read-write here (cq.c). */
 int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map);
 /* A zero-filled memfd of bytes sealed against shrinking, growing and new
@@ -761,6 +789,13 @@ void sv_client_teardown(struct sv_client *c);
 /* Free every object in c's own table (import.c: an orphaned importer's). */
 void sv_client_free_objs(struct sv_client *c);
 void sv_client_free(struct sv_client *c);
+/* A reply channel for c (REPLY_CHANNEL): its number (> 0), or -ENOSPC when
+ * all SV_MAX_REPLY_CHANS are held by live processes. Takes fd on success. */
+int sv_client_chan_add(struct sv_client *c, int fd);
+/* The descriptor of reply channel chan of c, or -1. */
+int sv_client_chan_fd(const struct sv_client *c, uint32_t chan);
+/* Close reply channel chan of c (a response could not go through). */
+void sv_client_chan_drop(struct sv_client *c, uint32_t chan);
 /* Give obj a handle in the requesting client's table; -ENOMEM, with r->why,
  * when the process holds its share of that kind of object. */
 int sv_client_add_obj(struct sv_req *r, unsigned int type, void *obj,

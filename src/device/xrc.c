@@ -296,7 +296,7 @@ int sv_cmd_open_qp(struct sv_req *r)
 	qp->qpn = t->qpn;
 	qp->type = IBV_QPT_XRC_RECV;
 	qp->opened = true;
-	qp->memfd = -1;
+	qp->loc.memfd = -1;
 	qp->xrcd = x;
 	x->refs++;
 	qp->target = t;

@@ -147,6 +147,23 @@ err_conn:
 	return ret;
 }
 
+/* A command outlived its time limit (conn.c): the device is declared dead,
+ * and the context hears of it as of a daemon that has gone: its async
+ * socket and its completion channels read EOF (ibv_get_async_event:
+ * IBV_EVENT_DEVICE_FATAL; ibv_get_cq_event: the flushes, then EIO). */
+static void ctx_wedged(struct sv_conn *conn)
+{
+	struct sv_context *ctx = (struct sv_context *)((char *)conn -
+		offsetof(struct sv_context, conn));
+	struct sv_channel *ch;
+
+	shutdown(ctx->vctx.context.async_fd, SHUT_RDWR);
+	pthread_mutex_lock(&ctx->ch_lock);
+	for (ch = ctx->channels; ch; ch = ch->next)
+		shutdown(ch->ch.fd, SHUT_RDWR);
+	pthread_mutex_unlock(&ctx->ch_lock);
+}
+
 static struct ibv_context *context_new(struct ibv_device *device,
 				       int import_fd)
 {
@@ -167,6 +184,8 @@ static struct ibv_context *context_new(struct ibv_device *device,
 	c->num_comp_vectors = (int)ctx->attr.max_comp_vectors;
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->ch_lock, NULL);
+	ctx->conn.wedged = ctx_wedged;
 	sv_context_set_ops(ctx);
 	return c;
 }
@@ -212,6 +231,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 		munmap(ctx->db_map, ctx->db_bytes);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->ch_lock);
 	free(ctx);
 	return 0;
 }

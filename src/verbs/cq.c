@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -259,10 +260,19 @@ struct sv_cq *sv_cq_dead_event(struct sv_context *ctx,
  * gives the credits back after it read the slots.
  */
 
-/* Completions waiting in the private ring (CQ lock held). */
+/* Completions waiting in the private ring, a look without the CQ lock
+ * (sv_poll_cq's first): dcons changes under the lock, stored atomically,
+ * so it is loaded atomically here (relaxed: a plain move on x86). */
 static inline uint32_t dring_avail(const struct sv_cq *cq)
 {
 	/* acquire: pairs with the producer's release store of dprod */
+	return __atomic_load_n(&cq->dprod, __ATOMIC_ACQUIRE) -
+	       __atomic_load_n(&cq->dcons, __ATOMIC_RELAXED);
+}
+
+/* The same with the CQ lock held: no other thread writes dcons. */
+static inline uint32_t dring_avail_locked(const struct sv_cq *cq)
+{
 	return __atomic_load_n(&cq->dprod, __ATOMIC_ACQUIRE) - cq->dcons;
 }
 
@@ -271,7 +281,7 @@ static inline void dring_consume(struct sv_cq *cq, uint32_t n)
 {
 	/* the lock orders our reads of the slots before their reuse */
 	sv_spin_lock(&cq->dlock);
-	cq->dcons += n;
+	__atomic_store_n(&cq->dcons, cq->dcons + n, __ATOMIC_RELAXED);
 	cq->dheld -= n;
 	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
 	sv_spin_unlock(&cq->dlock);
@@ -282,7 +292,7 @@ static __attribute__((noinline)) uint32_t poll_dring(struct sv_cq *cq,
 						     uint32_t n,
 						     struct ibv_wc *wc)
 {
-	uint32_t avail = dring_avail(cq);
+	uint32_t avail = dring_avail_locked(cq);
 
 	if (avail > n)
 		avail = n;
@@ -444,7 +454,8 @@ uint32_t sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 		}
 		dropped += freed;
 		if (freed) {
-			cq->dcons += freed;
+			__atomic_store_n(&cq->dcons, cq->dcons + freed,
+					 __ATOMIC_RELAXED);
 			cq->dheld -= freed;
 			__atomic_store_n(&cq->ring->dused, cq->dheld,
 					 __ATOMIC_RELAXED);
@@ -537,7 +548,7 @@ static inline struct sv_cq *ex_to_sv(struct ibv_cq_ex *ex)
  * sv_poll_cq): false when there is none. */
 static inline bool ex_load(struct sv_cq *cq)
 {
-	if (unlikely(dring_avail(cq))) {
+	if (unlikely(dring_avail_locked(cq))) {
 		cq->cur = &cq->dring[cq->dcons & cq->dmask];
 		cq->cur_direct = true;
 	} else if (cq_ready(cq)) {
@@ -684,14 +695,22 @@ static int map_ring(struct sv_cq *cq, int fd, const struct sv_rsp_cq *r)
 {
 	struct sv_pd *pd = cq->parent ? to_sv_pd(cq->parent) : NULL;
 	struct sv_ring_mem m;
+	struct stat st;
 	int ret;
 
 	if (fd < 0 || r->ring_entries == 0 ||
 	    (r->ring_entries & (r->ring_entries - 1)) ||
-	    r->ring_bytes != sv_cq_ring_bytes(r->ring_entries))
+	    r->ring_bytes != sv_cq_ring_bytes(r->ring_entries) ||
+	    r->ring_offset % 4096)
+		return -EIO;
+	/* at ring_offset of the memfd: a pool of rings */
+	if (fstat(fd, &st))
+		return -errno;
+	if (r->ring_offset > (uint64_t)st.st_size ||
+	    (uint64_t)st.st_size - r->ring_offset < r->ring_bytes)
 		return -EIO;
 	ret = sv_ring_map(&m, pd && pd->alloc ? pd : NULL, SV_RES_TYPE_CQ, fd,
-			  r->ring_bytes);
+			  r->ring_offset, r->ring_bytes);
 	if (ret)
 		return ret;
 	sv_ring_unmap(&cq->mem);

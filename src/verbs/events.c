@@ -110,6 +110,10 @@ ibv_create_comp_channel(struct ibv_context *context)
 	ch->ch.context = context;
 	ch->ch.fd = sp[0];
 	ch->ch.refcnt = 0;
+	pthread_mutex_lock(&ctx->ch_lock);
+	ch->next = ctx->channels;
+	ctx->channels = ch;
+	pthread_mutex_unlock(&ctx->ch_lock);
 	return &ch->ch;
 
 err_free:
@@ -120,6 +124,7 @@ err_free:
 SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct sv_channel *ch = (struct sv_channel *)channel;
+	struct sv_context *ctx = to_sv_ctx(channel->context);
 	int ret;
 
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_RELAXED))
@@ -128,6 +133,14 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 			     ch->handle);
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&ctx->ch_lock);
+	for (struct sv_channel **p = &ctx->channels; *p; p = &(*p)->next) {
+		if (*p == ch) {
+			*p = ch->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->ch_lock);
 	close(channel->fd);
 	free(ch);
 	return 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma-core's private provider interface (IBVERBS_PRIVATE_<N>), each with
- * rdma-core 44's prototype (verbs/rdma_private.h).
+ * the prototype of the rdma-core that added it, 44 to the newest Debian
+ * ships (verbs/rdma_private.h, its "since" column).
  *
  * softverbs never loads providers, but Debian's libmlx5, libefa, libmana
  * and librdmacm import this node and are loaded with BIND_NOW by perftest,
@@ -30,6 +31,9 @@
 
 #define SV_INT(name, ...) int name(__VA_ARGS__) { return EOPNOTSUPP; }
 
+/* a provider's say that destroy may follow a disassociation: this device
+ * is never disassociated, so nothing reads it (rdma-core 65's node has its
+ * own copy, verbs/rdma65.c) */
 bool verbs_allow_disassociate_destroy = false;
 
 void verbs_register_driver(const struct verbs_device_ops *ops)
@@ -180,6 +184,12 @@ SV_INT(ibv_cmd_create_cq_ex, struct ibv_context *context,
        struct ibv_create_cq_ex *cmd, size_t cmd_size,
        struct ib_uverbs_ex_create_cq_resp *resp, size_t resp_size,
        uint32_t cmd_flags)
+/* rdma-core 56: ibv_cmd_create_cq_ex with the provider's attributes linked */
+SV_INT(ibv_cmd_create_cq_ex2, struct ibv_context *context,
+       const struct ibv_cq_init_attr_ex *cq_attr, struct verbs_cq *cq,
+       struct ibv_create_cq_ex *cmd, size_t cmd_size,
+       struct ib_uverbs_ex_create_cq_resp *resp, size_t resp_size,
+       uint32_t cmd_flags, struct ibv_command_buffer *driver)
 SV_INT(ibv_cmd_poll_cq, struct ibv_cq *cq, int ne, struct ibv_wc *wc)
 SV_INT(ibv_cmd_req_notify_cq, struct ibv_cq *cq, int solicited_only)
 SV_INT(ibv_cmd_resize_cq, struct ibv_cq *cq, int cqe,

@@ -2,9 +2,10 @@
 /*
  * Queue pairs: create, modify, query, destroy.
  *
- * The daemon creates a QP's rings in one sealed memfd (send ring at
+ * The daemon creates a QP's rings in a sealed memfd (at ring_offset of it:
+ * one memfd holds many rings of this connection's; then send ring at
  * sq_offset, receive ring at rq_offset) and says how big they are; the
- * library maps it, checks that the sizes it was told fit the mapping, and
+ * library maps them, checks that the sizes it was told fit the mapping, and
  * from then on uses only its private copies of those sizes: the ring headers
  * live in memory the application can scribble on. (On a parent domain with
  * allocator callbacks, the mapping lies over a block they gave: td.c.)
@@ -105,11 +106,13 @@ static int map_rings(struct sv_context *ctx, struct sv_qp *qp, int fd,
 		return -EPROTO;
 	if (fstat(fd, &st))
 		return -errno;
-	if ((uint64_t)st.st_size < r->ring_bytes)
+	/* the rings lie at ring_offset of the memfd (a pool of rings) */
+	if (r->ring_offset % 4096 || r->ring_offset > (uint64_t)st.st_size ||
+	    (uint64_t)st.st_size - r->ring_offset < r->ring_bytes)
 		return -EPROTO;
 	/* our own mapping, or a block of the parent domain's allocator */
 	ret = sv_ring_map(&qp->mem, alloc_pd, SV_RES_TYPE_QP, fd,
-			  r->ring_bytes);
+			  r->ring_offset, r->ring_bytes);
 	if (ret)
 		return ret;
 	map = qp->mem.map;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma-core 44's private provider interface, the IBVERBS_PRIVATE_<N> node
+ * rdma-core's private provider interface, the IBVERBS_PRIVATE_<N> node
  * that Debian's librdmacm, libmlx5, libefa, libmana, libfabric and UCX
  * import: the exact prototype of every function in it, the sysfs helpers
  * and the handful of layouts our definitions read.
@@ -13,6 +13,26 @@
  * signature no longer builds.
  *
  * Struct types the prototypes only point to stay incomplete.
+ *
+ * Which rdma-core added each entry, from 44 (Debian 12) to the newest
+ * Debian has (sid); tests/distros/run.sh relocates every consumer of
+ * those releases against our build:
+ *
+ *   since  symbol (IBVERBS_PRIVATE_34 unless named)
+ *   44     every declaration not marked below (the node as Debian 12 has it)
+ *   56     ibv_cmd_create_cq_ex2 (libmlx5 56 creates its CQs with it)
+ *   56     ibv_wr_opcode_str (node IBVERBS_PRIVATE_34, though verbs.h of 56
+ *          declares it; Debian 12's does not, so it is declared here)
+ *   65     node IBVERBS_PRIVATE_65 (sid): node 34's functions again,
+ *          four with changed prototypes (ibv_cmd_get_context,
+ *          ibv_cmd_create_cq_ex, _ex2, ibv_cmd_create_qp_ex2), and the
+ *          commands at the end of this file; public IBVERBS_1.15 ... 1.18
+ *
+ * The layouts below, the parts our definitions read, are the same in 44,
+ * 56 and 65 (ibv_command_buffer up to hdr, verbs_sysfs_dev up to ibdev_path);
+ * verbs_context_ops is never read (verbs_set_ops ignores it). A program
+ * built against a newer verbs.h sees our verbs_context's sz, and takes
+ * the ops past it as missing (verbs_get_ctx_op), so nothing reads past it.
  */
 #ifndef SV_RDMA_PRIVATE_H
 #define SV_RDMA_PRIVATE_H
@@ -208,6 +228,14 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 size_t cmd_size,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
+/* since 56 */
+int ibv_cmd_create_cq_ex2(struct ibv_context *context,
+			  const struct ibv_cq_init_attr_ex *cq_attr,
+			  struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			  size_t cmd_size,
+			  struct ib_uverbs_ex_create_cq_resp *resp,
+			  size_t resp_size, uint32_t cmd_flags,
+			  struct ibv_command_buffer *driver);
 int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
@@ -330,6 +358,9 @@ int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 		       unsigned int index, enum ibv_gid_type_sysfs *type);
 
+/* The name of a send opcode (since 56) */
+const char *ibv_wr_opcode_str(enum ibv_wr_opcode opcode);
+
 /* Fork protection of a range (IBVERBS_1.1, declared in driver.h) */
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
@@ -345,5 +376,153 @@ void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
 				 struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
 			       struct ibv_sa_path_rec *src);
+
+/*
+ * rdma-core 65 (Debian sid): public IBVERBS_1.15 ... 1.18, and its private
+ * node IBVERBS_PRIVATE_65, which our library also exports (verbs/rdma65.c):
+ * every function of node 34 again, four with 65's changed prototypes (the
+ * sv_p65_* names below, bound to the rdma-core names at node 65), and the
+ * commands 65 added. Debian 12's verbs.h declares none of it.
+ */
+struct ibv_dmah;
+struct ibv_dmah_init_attr;
+struct ibv_comp_cntr;
+struct ibv_comp_cntr_caps;
+struct ibv_comp_cntr_init_attr;
+struct ibv_qp_attach_comp_cntr_attr;
+struct ibv_dmabuf_heap;
+struct ibv_fd_arr;
+struct verbs_dmah;
+struct verbs_create_cq_prov_attr;
+
+/* what ibv_alloc_buf hands out (verbs.h of 65) */
+struct ibv_buf {
+	void *addr;
+	size_t size;
+	struct ibv_pd *pd;
+	int dmabuf_fd;
+};
+
+/* ibv_reg_mr_ex's request (verbs.h of 65) */
+enum ibv_mr_init_attr_mask {
+	IBV_REG_MR_MASK_IOVA = 1 << 0,
+	IBV_REG_MR_MASK_ADDR = 1 << 1,
+	IBV_REG_MR_MASK_FD = 1 << 2,
+	IBV_REG_MR_MASK_FD_OFFSET = 1 << 3,
+	IBV_REG_MR_MASK_DMAH = 1 << 4,
+	IBV_REG_MR_MASK_BUF = 1 << 5,
+};
+
+struct ibv_mr_init_attr {
+	size_t length;
+	int access;
+	uint64_t comp_mask;
+	uint64_t iova;
+	void *addr;
+	int fd;
+	uint64_t fd_offset;
+	struct ibv_dmah *dmah;
+	struct ibv_buf *buf;
+};
+
+_Static_assert(sizeof(struct ibv_buf) == 32, "rdma-core 65's ibv_buf");
+_Static_assert(offsetof(struct ibv_mr_init_attr, buf) == 64,
+	       "rdma-core 65's ibv_mr_init_attr");
+
+/* IBVERBS_1.15 (65) */
+struct ibv_dmah *ibv_alloc_dmah(struct ibv_context *context,
+				struct ibv_dmah_init_attr *attr);
+int ibv_dealloc_dmah(struct ibv_dmah *dmah);
+struct ibv_mr *ibv_reg_mr_ex(struct ibv_pd *pd,
+			     struct ibv_mr_init_attr *mr_init_attr);
+/* IBVERBS_1.16 (65) */
+int ibv_dm_export_dmabuf_fd(struct ibv_dm *dm);
+int ibv_query_port_speed(struct ibv_context *context, uint32_t port_num,
+			 uint64_t *port_speed);
+/* IBVERBS_1.17 (65) */
+void *ibv_alloc_buf(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);
+void ibv_free_buf(struct ibv_buf *buf);
+struct ibv_mr *ibv_reg_buf_mr(struct ibv_pd *pd, struct ibv_buf *buf,
+			      void *addr, size_t length, int access);
+/* IBVERBS_1.18 (65) */
+int _ibv_query_comp_cntr_caps(struct ibv_context *context,
+			      struct ibv_comp_cntr_caps *caps,
+			      size_t caps_size);
+struct ibv_comp_cntr *ibv_create_comp_cntr(struct ibv_context *context,
+					   struct ibv_comp_cntr_init_attr *cc_attr);
+int ibv_destroy_comp_cntr(struct ibv_comp_cntr *comp_cntr);
+int ibv_export_buf_dmabuf_fd(struct ibv_buf *buf);
+int ibv_inc_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_inc_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_qp_attach_comp_cntr(struct ibv_qp *qp, struct ibv_comp_cntr *comp_cntr,
+			    struct ibv_qp_attach_comp_cntr_attr *attr);
+int ibv_read_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+int ibv_read_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+int ibv_set_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_set_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+
+/* IBVERBS_PRIVATE_65 only (since 65) */
+int ibv_cmd_query_port_speed(struct ibv_context *context, uint32_t port_num,
+			     uint64_t *speed);
+int ibv_cmd_reg_mr_ex(struct ibv_pd *pd, struct verbs_mr *vmr,
+		      struct ibv_mr_init_attr *mr_init_attr);
+int ibv_cmd_export_dmabuf_fd(struct ibv_context *ctx, off_t pg_off);
+int ibv_cmd_alloc_dmah(struct ibv_context *ctx, struct verbs_dmah *st,
+		       struct ibv_dmah_init_attr *attr);
+int ibv_cmd_free_dmah(struct verbs_dmah *dmah);
+int ibv_cmd_query_comp_cntr_caps(struct ibv_context *context,
+				 struct ibv_comp_cntr_caps *caps,
+				 size_t caps_size);
+int ibv_cmd_create_comp_cntr(struct ibv_context *context,
+			     struct ibv_comp_cntr *comp_cntr,
+			     struct ibv_command_buffer *link);
+int ibv_cmd_destroy_comp_cntr(struct ibv_comp_cntr *comp_cntr);
+int ibv_cmd_inc_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_cmd_inc_err_comp_cntr(struct ibv_comp_cntr *comp_cntr,
+			      uint64_t amount);
+int ibv_cmd_read_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+int ibv_cmd_read_err_comp_cntr(struct ibv_comp_cntr *comp_cntr,
+			       uint64_t *value);
+int ibv_cmd_set_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_cmd_set_err_comp_cntr(struct ibv_comp_cntr *comp_cntr,
+			      uint64_t value);
+int ibv_cmd_qp_attach_comp_cntr(struct ibv_qp *qp,
+				struct ibv_comp_cntr *comp_cntr,
+				struct ibv_qp_attach_comp_cntr_attr *attr);
+struct ibv_dmabuf_heap *ibv_dmabuf_heap_cc_shared_init(void);
+void ibv_dmabuf_heap_destroy(struct ibv_dmabuf_heap *heap);
+void *ibv_dmabuf_heap_alloc(struct ibv_dmabuf_heap *heap, size_t size,
+			    int *dmabuf_fd);
+void ibv_dmabuf_heap_free(void *buf, size_t size, int dmabuf_fd);
+
+/* Node 34's functions whose prototype 65 changed, as 65 has them: bound
+ * to name@IBVERBS_PRIVATE_65 (verbs/rdma65.c) */
+int sv_p65_ibv_cmd_get_context(struct verbs_context *context,
+			       struct ibv_get_context *cmd, size_t cmd_size,
+			       struct ibv_fd_arr *fd_arr,
+			       struct ib_uverbs_get_context_resp *resp,
+			       size_t resp_size);
+int sv_p65_ibv_cmd_create_cq_ex(struct ibv_context *context,
+				const struct ibv_cq_init_attr_ex *cq_attr,
+				struct verbs_create_cq_prov_attr *prov_attr,
+				struct verbs_cq *cq,
+				struct ibv_create_cq_ex *cmd, size_t cmd_size,
+				struct ib_uverbs_ex_create_cq_resp *resp,
+				size_t resp_size, uint32_t cmd_flags);
+int sv_p65_ibv_cmd_create_cq_ex2(struct ibv_context *context,
+				 const struct ibv_cq_init_attr_ex *cq_attr,
+				 struct verbs_create_cq_prov_attr *prov_attr,
+				 struct verbs_cq *cq,
+				 struct ibv_create_cq_ex *cmd, size_t cmd_size,
+				 struct ib_uverbs_ex_create_cq_resp *resp,
+				 size_t resp_size, uint32_t cmd_flags,
+				 struct ibv_command_buffer *driver);
+int sv_p65_ibv_cmd_create_qp_ex2(struct ibv_context *context,
+				 struct verbs_qp *qp,
+				 struct ibv_qp_init_attr_ex *qp_attr,
+				 struct ibv_create_qp_ex *cmd, size_t cmd_size,
+				 struct ib_uverbs_ex_create_qp_resp *resp,
+				 size_t resp_size,
+				 struct ibv_command_buffer *driver);
 
 #endif /* SV_RDMA_PRIVATE_H */

@@ -34,6 +34,7 @@ static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
 {
 	struct stat st;
 	void *map;
+	int ret;
 
 	if (fd < 0 || !r->entries || (r->entries & (r->entries - 1)) ||
 	    r->max_wr > r->entries || r->max_sge > SV_SANE_SGE ||
@@ -43,12 +44,15 @@ static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
 		return -EPROTO;
 	if (fstat(fd, &st))
 		return -errno;
-	if ((uint64_t)st.st_size < r->ring_bytes)
+	/* at ring_offset of the memfd: a pool of rings */
+	if (r->ring_offset % 4096 || r->ring_offset > (uint64_t)st.st_size ||
+	    (uint64_t)st.st_size - r->ring_offset < r->ring_bytes)
 		return -EPROTO;
-	map = mmap(NULL, r->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		   0);
-	if (map == MAP_FAILED)
-		return -errno;
+	ret = sv_ring_map(&srq->mem, NULL, 0, fd, r->ring_offset,
+			  r->ring_bytes);
+	if (ret)
+		return ret;
+	map = srq->mem.map;
 	srq->ring = map;
 	srq->ring_bytes = r->ring_bytes;
 	srq->rq.hdr = map;
@@ -68,7 +72,7 @@ static int map_srq_ring(struct sv_context *ctx, struct sv_srq *srq, int fd,
 		    r->tm_ops_offset > r->ring_bytes ||
 		    r->ring_bytes - r->tm_ops_offset <
 		    sv_wq_ring_bytes(r->tm_ops_entries, SV_TM_OP_STRIDE)) {
-			munmap(map, r->ring_bytes);
+			sv_ring_unmap(&srq->mem);
 			return -EPROTO;
 		}
 		srq->tm_ops.hdr = (struct sv_wq_ring *)((char *)map +
@@ -144,6 +148,7 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, void *srq_context,
 	return &srq->ibsrq;
 
 err_destroy:
+	sv_ring_unmap(&srq->mem);
 	sv_cmd_init(&cmd, SV_CMD_DESTROY_SRQ);
 	cmd.u.handle.handle = srq->handle;
 	sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
@@ -346,7 +351,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (ret)
 		return ret; /* e.g. EBUSY: QPs still use it */
 	sv_ctx_del_evtarget(ctx, &srq->ev); /* waits for its events' acks */
-	munmap(srq->ring, srq->ring_bytes);
+	sv_ring_unmap(&srq->mem);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
 	free(srq);

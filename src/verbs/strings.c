@@ -2,6 +2,8 @@
 /* Names of verbs enums and IB static rate conversions. */
 #include <infiniband/verbs.h>
 
+#include "verbs/rdma_private.h"    /* ibv_wr_opcode_str: verbs.h of 56 on */
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *enum_str(const char *const *tab, size_t n, int v)
@@ -98,6 +100,36 @@ const char *ibv_wc_status_str(enum ibv_wc_status status)
 	};
 
 	return enum_str(names, ARRAY_SIZE(names), status);
+}
+
+/*
+ * rdma-core 56 (IBVERBS_PRIVATE_34, declared in its public verbs.h): the
+ * name of a send opcode. FLUSH is 14, which Debian 12's header does not
+ * name. Values without a name, 12 and 13 among them, read "unknown" (rdma-
+ * core 56 returns NULL for those two, which no caller can print).
+ */
+#define SV_WR_FLUSH 14
+
+const char *ibv_wr_opcode_str(enum ibv_wr_opcode opcode)
+{
+	static const char *const names[] = {
+		[IBV_WR_RDMA_WRITE]		= "rdma-write",
+		[IBV_WR_RDMA_WRITE_WITH_IMM]	= "rdma-write-with-imm",
+		[IBV_WR_SEND]			= "send",
+		[IBV_WR_SEND_WITH_IMM]		= "send-with-imm",
+		[IBV_WR_RDMA_READ]		= "rdma-read",
+		[IBV_WR_ATOMIC_CMP_AND_SWP]	= "atomic-cmp-and-swp",
+		[IBV_WR_ATOMIC_FETCH_AND_ADD]	= "atomic-fetch-and-add",
+		[IBV_WR_LOCAL_INV]		= "local-inv",
+		[IBV_WR_BIND_MW]		= "bind-mw",
+		[IBV_WR_SEND_WITH_INV]		= "send-with-inv",
+		[IBV_WR_TSO]			= "tso",
+		[IBV_WR_DRIVER1]		= "driver1",
+		[SV_WR_FLUSH]			= "flush",
+		[IBV_WR_ATOMIC_WRITE]		= "atomic-write",
+	};
+
+	return enum_str(names, ARRAY_SIZE(names), (int)opcode);
 }
 
 /*

@@ -23,22 +23,30 @@
 
 #define SV_SYSFS_PREFIX "/sys/class/infiniband/"
 
-/* One connection to softverbsd: request/response under a lock. */
 /*
- * What the processes that share one connection (a context inherited by
- * fork, as the kernel's uverbs file is) share: one command in flight at a
- * time on the socket, and its sequence numbers. Anonymous shared memory,
- * made at open, inherited by fork.
+ * One connection to softverbsd: request/response. Processes that share it
+ * (a context inherited by fork, as the kernel's uverbs file is) each send on
+ * the socket (one message is one send: never interleaved) and each read
+ * their own responses: the process that opened it on the socket, any other
+ * on a reply channel of its own (REPLY_CHANNEL, made on its first command).
+ * So no process ever waits on another, stopped or not (docs/DESIGN.md "A
+ * context shared by fork"). The threads of one process take turns.
  */
-struct sv_conn_shared {
-	pthread_mutex_t lock;      /* process-shared, robust */
-	uint32_t seq;
-};
-
 struct sv_conn {
 	int fd;
-	bool dead;                 /* the daemon went away */
-	struct sv_conn_shared *sh;
+	bool dead;                 /* the daemon went away, or did not answer */
+	int timeout_ms;            /* a command's time limit; -1: none */
+	/* called once where a command outlived its limit (the device is
+	 * declared dead): the context shuts its event sockets */
+	void (*wedged)(struct sv_conn *c);
+	pid_t opener;              /* the process that reads replies on fd */
+	/* this process's side; pid says whose (after a fork, the first
+	 * command of the new process makes them its own) */
+	pid_t pid;
+	pthread_mutex_t lock;      /* robust: one command at a time */
+	uint32_t seq;
+	int reply_fd;              /* its reply channel, or -1 (fd) */
+	uint32_t chan;             /* that channel's number; 0: fd */
 };
 
 /* Connect (starting the daemon if none answers and autostart is allowed)
@@ -49,7 +57,10 @@ void sv_conn_close(struct sv_conn *c);
 
 /* One command, one response. fd_in (>= 0) travels with the command and is
  * not closed; *fd_out (if fd_out) receives a descriptor or -1. Returns the
- * response status (0 or -errno), or -EIO/-ENOTCONN on a transport failure. */
+ * response status (0 or -errno), -EIO when the daemon has gone (then and
+ * every time after), or -ETIMEDOUT when no response came within
+ * c->timeout_ms (SOFTVERBS_CMD_TIMEOUT): the device is then dead as if the
+ * daemon had gone (EIO from then on; c->wedged runs). */
 int sv_conn_call(struct sv_conn *c, struct sv_cmd *cmd, int fd_in,
 		 struct sv_rsp *rsp, int *fd_out);
 
@@ -72,6 +83,11 @@ struct sv_context {
 	pthread_mutex_t lock;      /* cq list */
 	struct sv_cq *cqs;         /* live CQs: completion events name them */
 	bool fatal_sent;
+	/* completion channels, shut where a command timed out (as the
+	 * daemon's end closes when it dies); ch_lock, never held across a
+	 * command */
+	pthread_mutex_t ch_lock;
+	struct sv_channel *channels;
 	/* doorbell pages of the device's engines (OPEN_CONTEXT) */
 	void *db_map;
 	size_t db_bytes;
@@ -181,17 +197,19 @@ struct sv_ring_mem {
 	size_t bytes;              /* the ring's size (the mapping's) */
 	struct sv_pd *pd;          /* the allocator's parent domain, or NULL */
 	void *block;               /* pd's block (== map), or NULL */
+	struct sv_pool_map *pool;  /* the shared mapping map lies in (td.c) */
 	size_t block_bytes;
 	uint64_t res_type;
 };
 
-/* Map bytes of the ring memfd fd into m: in a block of pd's allocator if pd
+/* Map bytes at offset (a multiple of the page size) of the ring memfd fd
+ * into m: in a block of pd's allocator if pd
  * is a parent domain with one that does not answer USE_DEFAULT, else
  * anywhere (the object whose ring it is holds a reference on pd, which
  * outlives the block). 0 or -errno (ENOMEM: the allocator gave NULL; EINVAL: a block not aligned
  * to the page size). */
 int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
-		int fd, size_t bytes);
+		int fd, uint64_t offset, size_t bytes);
 /* Undo sv_ring_map: a block gets private anonymous memory back over it and
  * goes to the allocator's free. */
 void sv_ring_unmap(struct sv_ring_mem *m);
@@ -267,6 +285,7 @@ to_sv_page_list(const struct ibv_exp_fast_reg_page_list *pl)
 struct sv_channel {
 	struct ibv_comp_channel ch;
 	uint64_t handle;
+	struct sv_channel *next;   /* in sv_context.channels */
 };
 
 struct sv_cq {
@@ -298,7 +317,8 @@ struct sv_cq {
 	struct sv_cqe *dring;
 	uint32_t dmask;            /* entries - 1, a power of two */
 	uint32_t dprod;            /* written under dlock (release) */
-	uint32_t dcons;            /* the poller's */
+	uint32_t dcons;            /* the poller's (CQ lock; stored atomically:
+				    * sv_poll_cq reads it without the lock) */
 	uint32_t dheld;            /* slots held or filled, not polled */
 	int dlock;                 /* sv_lock.h */
 	bool cur_direct;           /* cur is in dring (cq_ex polling) */
@@ -350,6 +370,12 @@ struct sv_wq {
 
 struct sv_qp {
 	struct ibv_qp_ex ex;       /* head is a struct ibv_qp */
+	/* the member rdma-core 56's struct ibv_qp_ex has past Debian 12's:
+	 * ibv_wr_flush() of a program built against 56 or later calls it
+	 * (verbs/rdma_private.h, "since 56") */
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey,
+			 uint64_t remote_addr, size_t len, uint8_t type,
+			 uint8_t level);
 	uint64_t handle;
 	/* the parent domain it holds a reference on, or NULL: kept here, not
 	 * read from ibqp->pd at destroy (an imported PD may be unimported,
@@ -402,6 +428,7 @@ struct sv_srq {
 	struct sv_evtarget ev;     /* on sv_context.evtargets */
 	void *ring;
 	size_t ring_bytes;
+	struct sv_ring_mem mem;    /* where ring lives */
 	struct sv_wq rq;
 	struct sv_doorbell *db;
 	uint32_t srqn;

@@ -23,9 +23,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -137,26 +139,103 @@ static size_t page_bytes(void)
 	return p > 0 ? (size_t)p : 4096;
 }
 
-/* The ring where the library maps it (it is the daemon's memory, shared). */
-static int ring_map_anywhere(struct sv_ring_mem *m, int fd, size_t bytes)
-{
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+/*
+ * The ring where the library maps it (it is the daemon's memory, shared).
+ * A ring's memfd is one of the connection's ring pools (docs/DESIGN.md,
+ * "Memory"), which holds many rings: each pool is mapped once, whole, and
+ * shared by the rings that lie in it, so a process's mappings do not grow
+ * with its QPs and CQs either (vm.max_map_count is 65530 on many hosts).
+ * Pools are known by their inode: a pool mapped here stays alive, so its
+ * inode names no other file meanwhile.
+ */
+struct sv_pool_map {
+	struct sv_pool_map *next;
+	dev_t dev;
+	ino_t ino;
+	void *map;
+	size_t bytes;
+	unsigned long refs;
+};
 
-	if (p == MAP_FAILED)
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_pool_map *pool_maps;
+
+static int ring_map_anywhere(struct sv_ring_mem *m, int fd, uint64_t offset,
+			     size_t bytes)
+{
+	struct sv_pool_map *pm;
+	struct stat st;
+	int ret = 0;
+
+	if (fstat(fd, &st))
 		return -errno;
-	m->map = p;
+	if (st.st_size < 0 || offset > (uint64_t)st.st_size ||
+	    (uint64_t)st.st_size - offset < bytes ||
+	    (uint64_t)st.st_size > SIZE_MAX)
+		return -EPROTO;
+	pthread_mutex_lock(&pool_lock);
+	for (pm = pool_maps; pm; pm = pm->next)
+		if (pm->dev == st.st_dev && pm->ino == st.st_ino)
+			break;
+	if (pm && pm->bytes != (size_t)st.st_size) {
+		ret = -EPROTO;         /* sealed: never another size */
+		goto out;
+	}
+	if (!pm) {
+		void *p = mmap(NULL, (size_t)st.st_size,
+			       PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (p == MAP_FAILED) {
+			ret = -errno;
+			goto out;
+		}
+		pm = calloc(1, sizeof(*pm));
+		if (!pm) {
+			munmap(p, (size_t)st.st_size);
+			ret = -ENOMEM;
+			goto out;
+		}
+		pm->dev = st.st_dev;
+		pm->ino = st.st_ino;
+		pm->map = p;
+		pm->bytes = (size_t)st.st_size;
+		pm->next = pool_maps;
+		pool_maps = pm;
+	}
+	pm->refs++;
+	m->pool = pm;
+	m->map = (char *)pm->map + offset;
 	m->bytes = bytes;
-	return 0;
+out:
+	pthread_mutex_unlock(&pool_lock);
+	return ret;
+}
+
+static void pool_put(struct sv_pool_map *pm)
+{
+	struct sv_pool_map **pp;
+
+	pthread_mutex_lock(&pool_lock);
+	if (!--pm->refs) {
+		for (pp = &pool_maps; *pp; pp = &(*pp)->next)
+			if (*pp == pm) {
+				*pp = pm->next;
+				break;
+			}
+		munmap(pm->map, pm->bytes);
+		free(pm);
+	}
+	pthread_mutex_unlock(&pool_lock);
 }
 
 int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
-		int fd, size_t bytes)
+		int fd, uint64_t offset, size_t bytes)
 {
 	size_t page = page_bytes(), len;
 	void *block, *p;
 
 	memset(m, 0, sizeof(*m));
-	if (!bytes || bytes > SIZE_MAX - page)
+	if (!bytes || bytes > SIZE_MAX - page || offset > INT64_MAX)
 		return -EINVAL;
 	block = IBV_ALLOCATOR_USE_DEFAULT;
 	len = (bytes + page - 1) & ~(page - 1);
@@ -164,7 +243,7 @@ int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
 		block = pd->alloc(&pd->ibpd, pd->pd_context, len, page,
 				  res_type);
 	if (block == IBV_ALLOCATOR_USE_DEFAULT)
-		return ring_map_anywhere(m, fd, bytes);
+		return ring_map_anywhere(m, fd, offset, bytes);
 	if (!block)
 		return -ENOMEM;
 	if ((uintptr_t)block & (page - 1)) {
@@ -172,7 +251,7 @@ int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
 		return -EINVAL;
 	}
 	p = mmap(block, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		 fd, 0);
+		 fd, (off_t)offset);
 	if (p == MAP_FAILED) {
 		int err = errno;
 
@@ -188,7 +267,7 @@ int sv_ring_map(struct sv_ring_mem *m, struct sv_pd *pd, uint64_t res_type,
 		 * way: it stays where the library maps it, so a queue works
 		 * over an allocator of any kind of memory.
 		 */
-		return ring_map_anywhere(m, fd, bytes);
+		return ring_map_anywhere(m, fd, offset, bytes);
 	}
 	m->map = p;
 	m->bytes = bytes;
@@ -205,7 +284,9 @@ void sv_ring_unmap(struct sv_ring_mem *m)
 
 	if (!m->map)
 		return;
-	if (!pd) {
+	if (m->pool) {
+		pool_put(m->pool);
+	} else if (!pd) {
 		munmap(m->map, m->bytes);
 	} else {
 		/* the block is the application's again: ordinary memory, no

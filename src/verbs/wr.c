@@ -28,6 +28,10 @@
  * here by the data setter used (wr_set_inline_data*). */
 #define WR_FLAGS_OK SV_SEND_FLAGS_OK
 
+/* where rdma-core 56's struct ibv_qp_ex holds wr_flush: right past 44's */
+_Static_assert(offsetof(struct sv_qp, wr_flush) == sizeof(struct ibv_qp_ex),
+	       "wr_flush must follow struct ibv_qp_ex as in rdma-core 56");
+
 static inline struct sv_qp *ex_to_qp(struct ibv_qp_ex *ex)
 {
 	return (struct sv_qp *)((char *)ex - offsetof(struct sv_qp, ex));
@@ -521,6 +525,9 @@ WR_REFUSE(nosup_send_tso, EOPNOTSUPP, void *hdr, uint16_t hdr_sz,
 WR_REFUSE(inval_xrc_srqn, EINVAL, uint32_t srqn)
 WR_REFUSE(nosup_atomic_write, EOPNOTSUPP, uint32_t rkey, uint64_t raddr,
 	  const void *data)
+/* ibv_wr_flush (rdma-core 56): the device answers FLUSH, sends none */
+WR_REFUSE(nosup_flush, EOPNOTSUPP, uint32_t rkey, uint64_t raddr, size_t len,
+	  uint8_t type, uint8_t level)
 
 #pragma GCC diagnostic pop
 #undef WR_REFUSE
@@ -569,6 +576,7 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
 				      wr_set_xrc_srqn : inval_xrc_srqn;
 	ex->wr_atomic_write = PICK(IBV_QP_EX_WITH_ATOMIC_WRITE,
 				   wr_atomic_write, nosup_atomic_write);
+	qp->wr_flush = nosup_flush;
 #undef PICK
 
 	qp->wr_cur = NULL;

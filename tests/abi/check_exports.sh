@@ -14,12 +14,18 @@
 # Exits 1 listing what is missing.
 #
 # SV_SYSTEM_IBVERBS overrides the reference library's path.
+# SV_ROOT=DIR checks another system's root instead (a Debian 13 or sid root
+# made by tests/distros/mkroot.sh): its libibverbs is the reference, its
+# programs and libraries the consumers, and the dynamic linker of that
+# root relocates them (chroot: needs root), LIB copied into it.
 
 set -o pipefail
 
 lib=$1
-sys=${SV_SYSTEM_IBVERBS:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1}
-libdir=/usr/lib/x86_64-linux-gnu
+root=${SV_ROOT:-}
+root=${root%/}
+sys=${SV_SYSTEM_IBVERBS:-$root/usr/lib/x86_64-linux-gnu/libibverbs.so.1}
+libdir=$root/usr/lib/x86_64-linux-gnu
 
 if [[ -z $lib ]]; then
 	echo "usage: $0 path/to/libibverbs.so.1" >&2
@@ -95,8 +101,12 @@ want() {
 	done <<<"$1"
 }
 
-# (a) the system library's definitions and version nodes.
-want "$(sort -u <<<"$sys_defs")" "$ours_defs" "symbol"
+# (a) the system library's definitions and version nodes. A name has one
+# default version: our library serves two private nodes (34, and 65 for
+# rdma-core 65), so the other node's copy is name@NODE, which binds a
+# versioned import all the same.
+ours_priv=$(sed -E 's/([^@])@(IBVERBS_PRIVATE_[0-9]+)$/\1@@\2/' <<<"$ours_defs" | sort -u)
+want "$(sort -u <<<"$sys_defs")" "$ours_priv" "symbol"
 want "$(sort -u <<<"$sys_vers")" "$ours_vers" "version"
 
 # (b) SONAME.
@@ -114,7 +124,8 @@ consumers=()
 while IFS= read -r -d '' f; do
 	[[ -L $f ]] && continue
 	grep -qsF libibverbs.so.1 "$f" && links_ibverbs "$f" && consumers+=("$f")
-done < <(find /usr/bin /usr/sbin "$libdir" /usr/lib/python3/dist-packages \
+done < <(find "$root/usr/bin" "$root/usr/sbin" "$libdir" \
+	      "$root/usr/lib/python3/dist-packages" \
 	      -maxdepth 4 -type f \( -perm -u+x -o -name '*.so*' \) -print0 \
 	      2>/dev/null)
 for need in librdmacm.so.1 libmlx5.so.1 libefa.so.1; do
@@ -134,13 +145,29 @@ done
 # libibverbs (a plugin whose symbols its host program brings, as Open
 # MPI's libmca_common_verbs takes opal_* from libopen-pal), are not ours.
 libdir_ours=$(cd "$(dirname "$lib")" && pwd)
+ldd_in() {    # ldd -r FILE as the checked system's dynamic linker sees it
+	if [[ -n $root ]]; then
+		chroot "$root" env -i PATH=/usr/bin:/bin "$@"
+	else
+		env "$@"
+	fi
+}
+if [[ -n $root ]]; then
+	# LIB inside the root, where its loader can find it
+	inlib=/tmp/sv-check-exports-lib
+	rm -rf "$root$inlib" && mkdir -p "$root$inlib" &&
+		cp "$lib" "$root$inlib/libibverbs.so.1" ||
+		{ echo "check_exports: cannot copy $lib into $root" >&2; exit 1; }
+	trap 'rm -rf "$root$inlib"' EXIT
+	libdir_ours=$inlib
+fi
 for f in "${consumers[@]}"; do
 	checked=$((checked + 1))
-	out=$(LD_LIBRARY_PATH=$libdir_ours${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-	      ldd -r "$f" 2>&1)
+	out=$(ldd_in LD_LIBRARY_PATH=$libdir_ours${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	      ldd -r "${f#"$root"}" 2>&1)
 	grep -q "libibverbs.so.1 => $libdir_ours/" <<<"$out" ||
 		missing+=("load(${f##*/}) does not load $libdir_ours/libibverbs.so.1")
-	own=$(ldd -r "$f" 2>&1 | grep -E 'undefined symbol|not found' || true)
+	own=$(ldd_in ldd -r "${f#"$root"}" 2>&1 | grep -E 'undefined symbol|not found' || true)
 	while read -r l; do
 		[[ -n $l ]] || continue
 		grep -qxF -- "$l" <<<"$own" && continue
@@ -151,5 +178,5 @@ done
 for m in "${missing[@]}"; do
 	echo "missing: $m"
 done
-echo "exports: $checked checked (${#consumers[@]} consumers), ${#missing[@]} missing"
+echo "exports${root:+ ($root)}: $checked checked (${#consumers[@]} consumers), ${#missing[@]} missing"
 [[ ${#missing[@]} -eq 0 ]]

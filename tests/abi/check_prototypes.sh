@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # check_prototypes.sh LIB SRCDIR PRIVATE_NUM [CC] - every function that LIB
-# (our libibverbs.so.1) exports has rdma-core 44's prototype:
+# (our libibverbs.so.1) exports has the prototype of the rdma-core that
+# added it (44, 56 or 65: rdma_private.h's "since" column):
 #  (a) each exported name, data and functions of every default version
 #      node, is declared by the installed public headers
 #      (<infiniband/verbs.h>, <infiniband/sa.h>), by our own extension API

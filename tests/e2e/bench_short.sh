@@ -75,6 +75,11 @@ need(rm.get("mappings") == 8192 and (rm.get("query_us") or 0) > 0
      and (rm.get("text_us") or 0) > 0 and (rm.get("ratio") or 0) > 0,
      "regcost in a process of many mappings: maps query / text")
 
+qs = (R.get("qpscale") or {}).get("points") or []
+need([p.get("qps") for p in qs] == [100, 1000]
+     and all((p.get("per_s") or 0) > 0 and (p.get("daemon_bytes_per_qp") or 0) > 0
+             for p in qs), "qpscale: QPs per second and daemon bytes per QP at 100 and 1000")
+
 st = {s["step"]: s["status"] for s in R["steps"]}
 if st.get("budgets") == "ok":
     b = R.get("budgets") or {}

@@ -33,7 +33,7 @@ if [ -n "$pid" ]; then
 	fi
 fi
 # a sanitized daemon reports into its log (its stderr)
-if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$dir/softverbsd.log" 2>/dev/null; then
+if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$dir/softverbsd.log" 2>/dev/null; then
 	echo "isolated.sh: the daemon's sanitizer reported errors" >&2
 	rc=1
 fi

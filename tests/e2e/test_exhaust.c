@@ -9,7 +9,8 @@
  *     one: a process may hold a bounded number of connections), with
  *     EMFILE, while ibv_get_device_list still lists sv0;
  *   - on one context: CQs until ENOMEM, exactly at the max_cq that
- *     ibv_query_device reported; then QPs until ENOMEM, exactly at max_qp;
+ *     ibv_query_device reported; then QPs until ENOMEM, exactly at max_qp
+ *     (at least 65535: half of the device's);
  *     then MRs (of one buffer) until ENOMEM, exactly at max_mr;
  *   - on another context of the same process: every kind is refused there
  *     too (the share is the process's, not the connection's);
@@ -310,6 +311,11 @@ int main(void)
 	VU_CHECK(!ibv_close_device(ctx), "close");
 	printf("max_cq %d, max_qp %d, max_mr %d, max_cqe %d\n", attr.max_cq,
 	       attr.max_qp, attr.max_mr, attr.max_cqe);
+	/* issue 35: a device of at least 65,536 QPs, half of them one
+	 * process's (the exhauster creates exactly max_qp; the bystander
+	 * makes more beside them) */
+	VU_CHECK(attr.max_qp >= 65535, "max_qp %d: a process may take at "
+		 "least half of a 131,070-QP device", attr.max_qp);
 	VU_CHECK(pipe(to_ex) == 0 && pipe(from_ex) == 0, "pipe");
 
 	ex = fork();

@@ -316,7 +316,10 @@ static int create_cq(int s, uint32_t cqe, uint32_t vec, uint32_t flags,
 		return ret;
 	assert_true(fd >= 0);
 	assert_int_equal(fstat(fd, &st), 0);
-	assert_int_equal((uint64_t)st.st_size, rsp.u.cq.ring_bytes);
+	/* the ring lies in one of the client's pools of rings */
+	assert_true(rsp.u.cq.ring_offset % 4096 == 0);
+	assert_true((uint64_t)st.st_size >= rsp.u.cq.ring_offset +
+		    rsp.u.cq.ring_bytes);
 	assert_true(rsp.u.cq.cqe >= cqe);
 	assert_true(rsp.u.cq.ring_entries > rsp.u.cq.cqe);
 	close(fd);
@@ -1513,14 +1516,15 @@ static struct sv_dev_attr dev_attr(int s)
 /* A ring memfd the daemon handed out: the size it said, sealed against
  * shrinking and growing (a client that could shrink it would crash the
  * device with SIGBUS). */
-static void check_ring_fd(int fd, uint64_t bytes)
+static void check_ring_fd(int fd, uint64_t offset, uint64_t bytes)
 {
 	struct stat st;
 	int seals;
 
 	assert_true(fd >= 0);
 	assert_int_equal(fstat(fd, &st), 0);
-	assert_int_equal((uint64_t)st.st_size, bytes);
+	assert_true(offset % 4096 == 0);
+	assert_true((uint64_t)st.st_size >= offset + bytes);
 	seals = fcntl(fd, F_GET_SEALS);
 	assert_true(seals >= 0);
 	assert_true((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) ==
@@ -1563,7 +1567,7 @@ static int create_qp(int s, const struct sv_cmd_create_qp *a, uint64_t *h,
 	ret = xfer_fd(s, &cmd, -1, &rsp, &fd);
 	if (ret)
 		return ret;
-	check_ring_fd(fd, q->ring_bytes);
+	check_ring_fd(fd, q->ring_offset, q->ring_bytes);
 	close(fd);
 	last_qp_db = q->db_index;
 	assert_true(q->handle != 0);
@@ -1643,7 +1647,7 @@ static int create_srq(int s, uint64_t pd, uint32_t type, uint32_t max_wr,
 	ret = xfer_fd(s, &cmd, -1, &rsp, &fd);
 	if (ret)
 		return ret;
-	check_ring_fd(fd, rsp.u.srq.ring_bytes);
+	check_ring_fd(fd, rsp.u.srq.ring_offset, rsp.u.srq.ring_bytes);
 	close(fd);
 	assert_true(rsp.u.srq.max_wr >= max_wr);
 	assert_true(rsp.u.srq.max_sge >= max_sge);
@@ -2639,7 +2643,7 @@ static int alloc_pl(int s, uint32_t max, uint32_t rsvd, int fd_in,
 	ret = xfer_fd(s, &cmd, fd_in, &rsp, &fd);
 	if (ret)
 		return ret;
-	check_ring_fd(fd, rsp.u.page_list.bytes);
+	check_ring_fd(fd, 0, rsp.u.page_list.bytes);
 	assert_true(rsp.u.page_list.bytes >= (uint64_t)max * 16);
 	assert_int_equal(rsp.u.page_list.max_entries, max);
 	assert_true(rsp.u.page_list.handle != 0);
@@ -3251,7 +3255,8 @@ static int fd_limit_restore(void **state)
 }
 
 /* Create channels until the daemon has no descriptor left to take the next
- * one's socket in (it then gets the command without it: -EINVAL). */
+ * one's socket in (it then gets the command without it, and says ENOMEM,
+ * not EINVAL: the socket was sent). */
 static void fd_fill(int s, uint64_t *ch, unsigned int *nch, unsigned int max)
 {
 	int ret;
@@ -3263,7 +3268,7 @@ static void fd_fill(int s, uint64_t *ch, unsigned int *nch, unsigned int max)
 			break;
 		(*nch)++;
 	}
-	assert_status(ret, -EINVAL);
+	assert_status(ret, -ENOMEM);
 }
 
 /* Send a HELLO on a connection the daemon may have refused meanwhile:
@@ -3289,7 +3294,8 @@ static void hello_or_refused(int s)
 		return;
 	assert_int_equal(n, sizeof(rsp));
 	check_rsp_hdr(&rsp, SV_CMD_HELLO, cmd.hdr.seq);
-	assert_status(rsp.hdr.status, 0);
+	if (rsp.hdr.status != -EMFILE)   /* refused for want of descriptors */
+		assert_status(rsp.hdr.status, 0);
 }
 
 /*
@@ -3331,9 +3337,9 @@ static void test_fd_limit(void **state)
 	print_message("daemon full at %d descriptors, %u channels\n", full,
 		      nch);
 
-	/* nothing to spare */
-	assert_status(create_cq(s, 16, 0, 0, 0, -1, NULL), -EMFILE);
-	assert_status(resize_cq(s, cq, 64), -EMFILE);
+	/* nothing to spare: ENOMEM, as for any memory the device lacks */
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, NULL), -ENOMEM);
+	assert_status(resize_cq(s, cq, 64), -ENOMEM);
 	assert_status(reg_mr(s, pd, (uintptr_t)buf, sizeof(buf), 0, NULL),
 		      -EFAULT);	/* it cannot read our maps */
 	assert_int_equal(count_fds(g.pid), full);
@@ -3344,14 +3350,14 @@ static void test_fd_limit(void **state)
 	ret = create_cq(s, 16, 0, 0, 0, -1, NULL);
 	n = count_fds(g.pid);
 	if (ret)
-		assert_status(ret, -EMFILE);
+		assert_status(ret, -ENOMEM);
 	if (n != full - 1)
 		PROBLEM("CREATE_CQ with one descriptor free: status %d, "
 			"descriptors %d -> %d; ", ret, full - 1, n);
 	ret = resize_cq(s, cq, 64);
 	n = count_fds(g.pid);
 	if (ret)
-		assert_status(ret, -EMFILE);
+		assert_status(ret, -ENOMEM);
 	if (n != full - 1 && !problems[0])
 		PROBLEM("RESIZE_CQ with one descriptor free: status %d, "
 			"descriptors %d -> %d; ", ret, full - 1, n);
@@ -3444,6 +3450,103 @@ static void fuzz_keep_handle(struct fuzz *f, uint64_t h)
 		f->handles[rnd() % 64] = h;
 }
 
+/* REPLY_CHANNEL with a fresh pair's end, answered on it: its status; the
+ * pair's other end stays open in *mine. */
+static int reply_channel(int s, int *mine)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int fd = event_pair(mine);
+	ssize_t n;
+
+	sv_cmd_init(&cmd, SV_CMD_REPLY_CHANNEL);
+	cmd.hdr.seq = seq_next++;
+	assert_int_equal(sv_send_msg(s, &cmd, sizeof(cmd), fd, 0), 0);
+	close(fd);
+	n = recv_rsp(*mine, &rsp, &fd);
+	assert_int_equal(n, sizeof(rsp));
+	check_rsp_hdr(&rsp, SV_CMD_REPLY_CHANNEL, cmd.hdr.seq);
+	assert_int_equal(fd, -1);
+	if (!rsp.hdr.status)
+		assert_true(rsp.u.obj.handle >= 1 &&
+			    rsp.u.obj.handle <= SV_MAX_REPLY_CHANS);
+	return rsp.hdr.status;
+}
+
+/*
+ * REPLY_CHANNEL (a process that shares a connection since a fork gets its
+ * responses apart): answered on the channel it brings; without a seqpacket
+ * socket refused on the connection; a command naming a channel the client
+ * does not have is refused on the connection, and not run; one naming its
+ * channel is answered there, and nothing comes on the connection.
+ */
+static void test_reply_channel(void **state)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int s = conn_open(), mine, fd, p[2], mines[SV_MAX_REPLY_CHANS];
+	uint32_t chan;
+	unsigned int i;
+	ssize_t n;
+
+	(void)state;
+	assert_status(hello(s, SV_PROTO_VERSION, 0, NULL), 0);
+	sv_cmd_init(&cmd, SV_CMD_REPLY_CHANNEL);
+	assert_status(xfer_fd(s, &cmd, -1, &rsp, NULL), -EINVAL);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	sv_cmd_init(&cmd, SV_CMD_REPLY_CHANNEL);
+	assert_status(xfer_fd(s, &cmd, p[0], &rsp, NULL), -EINVAL);
+	close(p[0]);
+	close(p[1]);
+	/* a channel the client does not have: refused on the connection */
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+	cmd.hdr.chan = 7;
+	assert_status(xfer_fd(s, &cmd, -1, &rsp, NULL), -EINVAL);
+	/* one of its own */
+	fd = event_pair(&mine);
+	sv_cmd_init(&cmd, SV_CMD_REPLY_CHANNEL);
+	cmd.hdr.seq = seq_next++;
+	assert_int_equal(sv_send_msg(s, &cmd, sizeof(cmd), fd, 0), 0);
+	close(fd);
+	n = recv_rsp(mine, &rsp, &fd);
+	assert_int_equal(n, sizeof(rsp));
+	check_rsp_hdr(&rsp, SV_CMD_REPLY_CHANNEL, cmd.hdr.seq);
+	assert_status(rsp.hdr.status, 0);
+	assert_int_equal(fd, -1);
+	assert_true(rsp.u.obj.handle >= 1 &&
+		    rsp.u.obj.handle <= SV_MAX_REPLY_CHANS);
+	chan = (uint32_t)rsp.u.obj.handle;
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+	cmd.hdr.seq = seq_next++;
+	cmd.hdr.chan = chan;
+	assert_int_equal(sv_send_msg(s, &cmd, sizeof(cmd), -1, 0), 0);
+	n = recv_rsp(mine, &rsp, &fd);
+	assert_int_equal(n, sizeof(rsp));
+	check_rsp_hdr(&rsp, SV_CMD_ALLOC_PD, cmd.hdr.seq);
+	assert_status(rsp.hdr.status, 0);
+	assert_false(readable(s, 0));
+	/* its process gone: the response is lost, the connection stays */
+	close(mine);
+	sv_cmd_init(&cmd, SV_CMD_ALLOC_PD);
+	cmd.hdr.seq = seq_next++;
+	cmd.hdr.chan = chan;
+	assert_int_equal(sv_send_msg(s, &cmd, sizeof(cmd), -1, 0), 0);
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	assert_status(xfer_fd(s, &cmd, -1, &rsp, NULL), 0);
+	/* as many live ones as there are; then ENOMEM, on the channel; one
+	 * whose processes have gone is taken again */
+	for (i = 0; i < SV_MAX_REPLY_CHANS; i++)
+		assert_status(reply_channel(s, &mines[i]), 0);
+	assert_status(reply_channel(s, &mine), -ENOMEM);
+	close(mine);
+	close(mines[SV_MAX_REPLY_CHANS / 2]);
+	assert_status(reply_channel(s, &mines[SV_MAX_REPLY_CHANS / 2]), 0);
+	for (i = 0; i < SV_MAX_REPLY_CHANS; i++)
+		close(mines[i]);
+	assert_false(readable(s, 0));
+	conn_close(s);
+}
+
 static void test_fuzz(void **state)
 {
 	static const int ok_status[] = {
@@ -3501,14 +3604,21 @@ static void test_fuzz(void **state)
 			}
 		}
 		m.cmd.hdr.seq = (uint32_t)i;
+		if (valid_hdr) /* reply channels: test_reply_channel */
+			m.cmd.hdr.chan = 0;
 		if ((r >> 40) % 32 == 0)
 			fd_in = (r >> 45) % 2 ? p[0] : event_pair(&mine);
 		assert_int_equal(sv_send_msg(s, &m, len, fd_in, 0), 0);
-		if (mine >= 0) {
+		if (mine >= 0)
 			close(fd_in);
+		/* a reply channel is answered on itself */
+		if (mine >= 0 && sv_cmd_check(&m.cmd, len) == SV_CMD_OK &&
+		    m.cmd.hdr.op == SV_CMD_REPLY_CHANNEL)
+			n = recv_rsp(mine, &rsp, &fd);
+		else
+			n = recv_rsp(s, &rsp, &fd);
+		if (mine >= 0)
 			close(mine);
-		}
-		n = recv_rsp(s, &rsp, &fd);
 		if (n == 0 && len == 0) {	/* see test_zero_length */
 			conn_close(s);
 			s = conn_open();
@@ -3631,6 +3741,7 @@ int main(void)
 		T(test_flood_reading),
 		T(test_half_close),
 		T(test_fd_limit),
+		T(test_reply_channel),
 		T(test_fuzz),
 		T(test_after_all),
 	};

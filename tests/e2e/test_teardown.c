@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,13 @@ static int sender(int fd)
 
 /* ---- a busy engine: 1 MiB RDMA writes between two RC QPs ---- */
 
-static volatile int busy_stop;
+/* set by the main thread, read by busy_main's loop */
+static int busy_stop;
+
+static bool busy_stopped(void)
+{
+	return __atomic_load_n(&busy_stop, __ATOMIC_RELAXED);
+}
 
 static void *busy_main(void *arg)
 {
@@ -243,11 +250,11 @@ static void *busy_main(void *arg)
 	b = ibv_create_qp(pd, &ia);
 	CHECK(a && b, "busy: create_qp");
 	CHECK(!vu_connect_pair(a, b, &c), "busy: connect");
-	while (!busy_stop || inflight) {
+	while (!busy_stopped() || inflight) {
 		struct ibv_wc wc[4];
 		int n;
 
-		while (!busy_stop && inflight < 2) {
+		while (!busy_stopped() && inflight < 2) {
 			struct ibv_sge sge = { .addr = (uintptr_t)buf,
 					       .length = BIG,
 					       .lkey = mr->lkey };
@@ -373,7 +380,7 @@ static int receiver(int fd, pid_t child)
 		CHECK(!ibv_destroy_cq(cq), "destroy_cq");
 		ctl_send(fd, MSG_NEXT, 0);
 	}
-	busy_stop = 1;
+	__atomic_store_n(&busy_stop, 1, __ATOMIC_RELAXED);
 	CHECK(!pthread_join(busy, NULL), "pthread_join");
 	CHECK(waitpid(child, &st, 0) == child, "waitpid");
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the sender failed");

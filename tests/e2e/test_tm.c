@@ -629,8 +629,10 @@ static void bad_ops(void)
 	printf("ok bad ops\n");
 }
 
-/* The SRQ's ops ring as the library mapped it (the SRQ's memfd, found in
- * /proc/self/maps; only g.srq is a TM SRQ now): its header. */
+/* The SRQ's ops ring as the library mapped it (in the connection's pool of
+ * rings, a memfd found in /proc/self/maps, mapped whole; only g.srq is a
+ * TM SRQ now): its header, the page-aligned ring header followed by one of
+ * SV_TM_OP_STRIDE slots. */
 static struct sv_wq_ring *ops_ring(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
@@ -639,21 +641,30 @@ static struct sv_wq_ring *ops_ring(void)
 
 	CHECK(f, "/proc/self/maps");
 	while (!ops && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		const struct sv_wq_ring *rq;
-		size_t off;
+		unsigned long lo, hi, at;
 
-		if (!strstr(line, "softverbs-srq") ||
+		if ((!strstr(line, "softverbs-rings") &&
+		     !strstr(line, "softverbs-srq")) ||
 		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
 			continue;
-		rq = (const struct sv_wq_ring *)lo;
-		off = (SV_RING_HDR_BYTES + (size_t)rq->entries * rq->stride +
-		       4095) & ~(size_t)4095;
-		if (off + SV_RING_HDR_BYTES > hi - lo)
-			continue;
-		ops = (struct sv_wq_ring *)(lo + off);
-		if (ops->stride != SV_TM_OP_STRIDE)
-			ops = NULL;
+		for (at = lo; !ops && at + SV_RING_HDR_BYTES <= hi;
+		     at += 4096) {
+			const struct sv_wq_ring *rq =
+				(const struct sv_wq_ring *)at;
+			size_t off;
+
+			if (!rq->entries || (rq->entries & (rq->entries - 1)) ||
+			    !rq->stride || rq->stride > (1u << 20))
+				continue;
+			off = (SV_RING_HDR_BYTES +
+			       (size_t)rq->entries * rq->stride + 4095) &
+			      ~(size_t)4095;
+			if (off + SV_RING_HDR_BYTES > hi - at)
+				continue;
+			ops = (struct sv_wq_ring *)(at + off);
+			if (ops->stride != SV_TM_OP_STRIDE || !ops->entries)
+				ops = NULL;
+		}
 	}
 	fclose(f);
 	CHECK(ops, "no ops ring in /proc/self/maps");

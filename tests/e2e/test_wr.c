@@ -9,7 +9,9 @@
  * other, two extended CQs (sends, receives) and two registered buffers. No
  * test waits for something NOT to happen: "nothing was published" is shown
  * by ordering (a send queue executes in order, so the first completion
- * names the first WQE the device saw).
+ * names the first WQE the device saw). test_poll_threads polls one CQ from
+ * two threads with ibv_poll_cq (make check-tsan runs it under
+ * ThreadSanitizer).
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -1094,6 +1096,107 @@ static void test_threads(void **state)
 	F.scq = cq;
 }
 
+/* ---- two threads polling one CQ: the private ring's counters ---- */
+
+#define POLL_WRS 800
+
+struct poller {
+	struct ibv_cq *cq;
+	int *total;                /* completions taken by both pollers */
+	uint8_t *seen;             /* per wr_id, how often it came back */
+	int bad;                   /* error completions */
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	struct ibv_wc wc[4];
+
+	while (__atomic_load_n(p->total, __ATOMIC_RELAXED) < POLL_WRS) {
+		int n = ibv_poll_cq(p->cq, 4, wc);
+
+		if (n < 0) {
+			p->bad++;
+			break;
+		}
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS ||
+			    wc[k].wr_id >= POLL_WRS)
+				p->bad++;
+			else
+				__atomic_fetch_add(&p->seen[wc[k].wr_id], 1,
+						   __ATOMIC_RELAXED);
+		}
+		if (n)
+			__atomic_fetch_add(p->total, n, __ATOMIC_RELAXED);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* Completions of one QP's RDMA WRITEs (on this host they run in the
+ * library, their completions in the CQ's private ring) polled by two
+ * threads at once, each poll looking at the ring without the CQ lock
+ * first: every completion comes back once. */
+static void test_poll_threads(void **state)
+{
+	static uint8_t seen[POLL_WRS];
+	struct poller p[2];
+	pthread_t t[2];
+	struct ibv_cq_ex *cq = F.scq;
+	struct ibv_cq_init_attr_ex ca;
+	struct ibv_qp *a, *b;
+	int total = 0, i, ret;
+
+	(void)state;
+	memset(seen, 0, sizeof(seen));
+	memset(&ca, 0, sizeof(ca));
+	ca.cqe = POLL_WRS + 16;
+	ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+	F.scq = ibv_create_cq_ex(g_ctx, &ca);
+	assert_non_null(F.scq);
+	rc_pair(16, 0, &a, &b, NULL);
+	fill(F.buf_a, POLL_WRS * 8, 47);
+	for (i = 0; i < 2; i++) {
+		p[i] = (struct poller){ .cq = ibv_cq_ex_to_cq(F.scq),
+					.total = &total, .seen = seen };
+		assert_int_equal(pthread_create(&t[i], NULL, poller_main,
+						&p[i]), 0);
+	}
+	/* ibv_post_send: the path that runs WRITEs to this host directly */
+	for (i = 0; i < POLL_WRS; i++) {
+		struct ibv_sge sge = { A((size_t)i * 8), 8, F.mr_a->lkey };
+		struct ibv_send_wr wr, *bad = NULL;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = (uint64_t)i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = B((size_t)i * 8);
+		wr.wr.rdma.rkey = F.mr_b->rkey;
+		while ((ret = ibv_post_send(a, &wr, &bad)) == ENOMEM)
+			sched_yield();  /* the send queue is full: wait */
+		assert_int_equal(ret, 0);
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(p[i].bad, 0);
+	}
+	assert_int_equal(total, POLL_WRS);
+	for (i = 0; i < POLL_WRS; i++)
+		if (seen[i] != 1)
+			fail_msg("wr_id %d came back %u times", i, seen[i]);
+	assert_memory_equal(F.buf_b, F.buf_a, POLL_WRS * 8);
+
+	assert_int_equal(ibv_destroy_qp(a), 0);
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(F.scq)), 0);
+	F.scq = cq;
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, test_setup, test_teardown)
@@ -1110,6 +1213,7 @@ int main(void)
 		T(test_einval),
 		T(test_abort),
 		T(test_threads),
+		T(test_poll_threads),
 	};
 #undef T
 

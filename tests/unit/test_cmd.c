@@ -52,7 +52,7 @@ static void test_init(void **state)
 	assert_int_equal(cmd.hdr.op, SV_CMD_REG_MR);
 	assert_int_equal(cmd.hdr.version, SV_PROTO_VERSION);
 	assert_int_equal(cmd.hdr.seq, 0);
-	assert_int_equal(cmd.hdr.rsvd, 0);
+	assert_int_equal(cmd.hdr.chan, 0);
 	for (i = 0; i < sizeof(cmd.u.raw); i++)
 		assert_int_equal(cmd.u.raw[i], 0);
 	assert_int_equal(sv_cmd_check(&cmd, sizeof(cmd)), SV_CMD_OK);
