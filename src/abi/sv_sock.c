@@ -293,6 +293,12 @@ int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
 			close(fd);
 		return ret;
 	}
+	sv_rsp_take(rsp, fd, status, fd_out);
+	return 0;
+}
+
+void sv_rsp_take(const struct sv_rsp *rsp, int fd, int *status, int *fd_out)
+{
 	*status = rsp->hdr.status;
 	if (*status > 0 || *status < -4095)
 		*status = -EIO;
@@ -300,5 +306,4 @@ int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
 		*fd_out = fd;
 	else if (fd >= 0)
 		close(fd);
-	return 0;
 }

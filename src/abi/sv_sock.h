@@ -90,4 +90,9 @@ ssize_t sv_recv_msg(int sock, void *buf, size_t len, int *fd, int flags);
 int sv_call(int sock, const struct sv_cmd *cmd, int fd_in, struct sv_rsp *rsp,
 	    int *status, int *fd_out, bool skip_stale);
 
+/* A response received whole (its seq and op checked): *status its status
+ * (0 or -errno; anything else -EIO), and the attached fd (or -1) to
+ * *fd_out on success when fd_out is given, else closed. */
+void sv_rsp_take(const struct sv_rsp *rsp, int fd, int *status, int *fd_out);
+
 #endif

@@ -466,25 +466,39 @@ enum writer {
 	W_GONE,                    /* the thread has exited */
 };
 
+/* The first line of /proc/PID/task/TID/NAME into buf: 0, or -errno. */
+static int task_line(pid_t pid, pid_t tid, const char *name, char *buf,
+		     int len)
+{
+	char path[64];
+	FILE *f;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid,
+		 (int)tid, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	p = fgets(buf, len, f);
+	fclose(f);
+	return p ? 0 : -EIO;
+}
+
 static enum writer writer_at(pid_t pid, pid_t tid)
 {
-	char path[64], buf[512], *p;
-	FILE *f;
+	char buf[512], *p;
 	long nr;
 	char st;
+	int ret;
 
 	/* a guard held by no thread (the library stores its thread before
 	 * the epoch, with release): scribbled, it guards no copy */
 	if (tid <= 0)
 		return W_OUTSIDE;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid,
-		 (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT || errno == ESRCH ? W_GONE : W_COPYING;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (!p || !(p = strrchr(buf, ')')) || p[1] != ' ')
+	ret = task_line(pid, tid, "stat", buf, sizeof(buf));
+	if (ret == -ENOENT || ret == -ESRCH)
+		return W_GONE;
+	if (ret || !(p = strrchr(buf, ')')) || p[1] != ' ')
 		return W_COPYING;
 	st = p[2];
 	if (st == 'Z' || st == 'X' || st == 'x')
@@ -497,14 +511,10 @@ static enum writer writer_at(pid_t pid, pid_t tid)
 		return W_COPYING;
 	/* asleep: in which call? (the cgroup freezer's trap, too, is on the
 	 * way back to user space, and shows the last call's number) */
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid,
-		 (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT || errno == ESRCH ? W_GONE : W_COPYING;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (!p || !strncmp(buf, "running", 7))
+	ret = task_line(pid, tid, "syscall", buf, sizeof(buf));
+	if (ret == -ENOENT || ret == -ESRCH)
+		return W_GONE;
+	if (ret || !strncmp(buf, "running", 7))
 		return W_COPYING;
 	nr = strtol(buf, NULL, 10);
 	if (nr == SYS_process_vm_writev || nr == SYS_process_vm_readv)

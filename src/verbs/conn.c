@@ -289,13 +289,7 @@ static int exchange(struct sv_conn *c, struct sv_cmd *cmd, int fd_in,
 		ret = recv_rsp(c, cmd, rsp, &fd, skip_stale, left);
 	if (ret)
 		return ret;
-	*status = rsp->hdr.status;
-	if (*status > 0 || *status < -4095)
-		*status = -EIO;
-	if (fd >= 0 && fd_out && !*status)
-		*fd_out = fd;
-	else if (fd >= 0)
-		close(fd);
+	sv_rsp_take(rsp, fd, status, fd_out);
 	return 0;
 }
 
