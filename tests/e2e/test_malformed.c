@@ -3345,9 +3345,13 @@ static void test_fd_limit(void **state)
 	assert_int_equal(count_fds(g.pid), full);
 	assert_status(hello(g.keeper, SV_PROTO_VERSION, 0, NULL), 0);
 
-	/* one free: a CQ needs two (its ring, and the copy that is sent) */
+	/* one free: a CQ needs one for the copy of its pool that is sent
+	 * (and two when the client has no pool yet). The daemon closes the
+	 * copy it sent after the response: a HELLO answered after it says
+	 * that close is done (one control thread, in order). */
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_CHANNEL, ch[--nch]), 0);
 	ret = create_cq(s, 16, 0, 0, 0, -1, NULL);
+	assert_status(hello(g.keeper, SV_PROTO_VERSION, 0, NULL), 0);
 	n = count_fds(g.pid);
 	if (ret)
 		assert_status(ret, -ENOMEM);
@@ -3355,6 +3359,7 @@ static void test_fd_limit(void **state)
 		PROBLEM("CREATE_CQ with one descriptor free: status %d, "
 			"descriptors %d -> %d; ", ret, full - 1, n);
 	ret = resize_cq(s, cq, 64);
+	assert_status(hello(g.keeper, SV_PROTO_VERSION, 0, NULL), 0);
 	n = count_fds(g.pid);
 	if (ret)
 		assert_status(ret, -ENOMEM);
