@@ -8,7 +8,8 @@
  * are flushed, and not one byte of the bad one or a later one may land.
  *
  * Each round, on a fresh QP pair (RC or UC): the client registers two
- * pages, unmaps the second, and posts N WRITEs (all signaled) into the
+ * pages, unmaps the second (and keeps its addresses with a PROT_NONE
+ * page of nothing), and posts N WRITEs (all signaled) into the
  * server's MR, WQE `bad` from the unmapped page (or straddling the two)
  * and the rest from good memory. It checks every completion, then a WRITE
  * on a second RC QP (a marker that follows the round's packets on the
@@ -280,6 +281,13 @@ static int client(const char *host, const char *port)
 				    IBV_ACCESS_LOCAL_WRITE);
 		if (!bad_mr || munmap(two + pg, (size_t)pg))
 			die("reg mr / munmap");
+		/* the hole kept a hole: an inaccessible page of nothing, so
+		 * that no allocation of ours (the QP's below, the sanitizer's)
+		 * lands there and makes it readable again */
+		if (mmap(two + pg, (size_t)pg, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+			 0) != two + pg)
+			die("reserve the hole");
 		qp = mkqp(pd, cq, (enum ibv_qp_type)r->type);
 		me.qpn = qp->qp_num;
 		get(fd, &srv, sizeof(srv));
