@@ -41,17 +41,21 @@
 #include "device/sv_dev.h"
 #include "device/roce/roce.h"
 #include "device/cm/cm.h"
+#include "device/nl/nl.h"
 
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 
 enum sv_evkind { EV_LISTEN, EV_SIGNAL, EV_IDLE, EV_SOCK, EV_PID, EV_CM_LISTEN,
-		 EV_CM_TIMER, EV_CM_FILE, EV_CM_WIRE, EV_REFUSED };
+		 EV_CM_TIMER, EV_CM_FILE, EV_CM_WIRE, EV_REFUSED, EV_NL_LISTEN,
+		 EV_NL_REQ, EV_NL_OUT };
 
 struct sv_evtag {
 	enum sv_evkind kind;
 	struct sv_client *client;
 	struct sv_cm_file *cm;        /* EV_CM_FILE */
-	unsigned int slot;            /* EV_REFUSED */
+	unsigned int slot;            /* EV_REFUSED; EV_NL_OUT: in epoll */
+	struct sv_nl_conn *nl;        /* EV_NL_REQ, EV_NL_OUT; NULL: gone */
+	struct sv_evtag *next;        /* in nl_grave */
 };
 
 /* How long a lock held by a process that does not answer on the socket is
@@ -71,7 +75,7 @@ static struct {
 	int listen_fd, lock_fd, epfd, sig_fd, idle_fd;
 	unsigned int idle_exit;   /* seconds; 0 = never */
 	struct sv_evtag t_listen, t_signal, t_idle, t_cm_listen, t_cm_timer;
-	struct sv_evtag t_cm_wire;
+	struct sv_evtag t_cm_wire, t_nl_listen;
 	int ready_fd;             /* --ready-fd: one word to the spawner */
 	struct {
 		int fd;
@@ -460,6 +464,9 @@ static int claim_socket(void)
 	ret = sv_cm_start(d.sock_path);
 	if (ret)
 		sv_log(SV_LOG_WARN, "no rdma_cm device: %s", strerror(-ret));
+	ret = sv_nl_start(d.sock_path);
+	if (ret)
+		sv_log(SV_LOG_WARN, "no RDMA netlink: %s", strerror(-ret));
 	if (d.activated) {
 		sv_log(SV_LOG_INFO, "socket activation: serving the socket "
 		       "systemd listens on");
@@ -485,6 +492,7 @@ static int claim_socket(void)
 	}
 	if (ret < 0) {
 		sv_cm_stop();
+		sv_nl_stop();
 		give_up(1, ret, "cannot serve %s: %s", d.sock_path,
 			strerror(-ret));
 		return ret;
@@ -500,6 +508,9 @@ static struct sv_cm_file *cm_grave;   /* linked by next once closed */
  * connection left in the backlog would wake the loop again at once. */
 static int spare_fd = -1;
 
+/* the tags of netlink connections closed in this batch */
+static struct sv_evtag *nl_grave;
+
 static void bury(void)
 {
 	while (grave) {
@@ -514,6 +525,12 @@ static void bury(void)
 		cm_grave = f->next;
 		free(f->tag);
 		sv_cm_file_free(f);
+	}
+	while (nl_grave) {
+		struct sv_evtag *t = nl_grave;
+
+		nl_grave = t->next;
+		free(t);
 	}
 }
 
@@ -862,6 +879,85 @@ static void on_cm_accept(void)
 	}
 }
 
+/* ---- RDMA netlink connections (device/nl) ---- */
+
+static void nl_drop(struct sv_nl_conn *c)
+{
+	void **tags = sv_nl_tags(c);
+
+	epoll_ctl(d.epfd, EPOLL_CTL_DEL, sv_nl_req_fd(c), NULL);
+	if (sv_nl_out_fd(c) >= 0)
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, sv_nl_out_fd(c), NULL);
+	for (int i = 0; i < 2; i++) {
+		struct sv_evtag *t = tags[i];
+
+		if (t) {
+			t->nl = NULL;
+			t->next = nl_grave;
+			nl_grave = t;
+		}
+	}
+	sv_nl_close(c);
+	if (!sv_dev.nclients && !sv_cm_nfiles() && !sv_nl_nconns())
+		idle_arm(true);
+}
+
+/* The answers' side in epoll once the hello brought it, EPOLLOUT while
+ * answers wait: false when that fails (the connection goes). */
+static bool nl_arm(struct sv_nl_conn *c)
+{
+	struct sv_evtag *t = sv_nl_tags(c)[1];
+	struct epoll_event ev = { .events = sv_nl_wants_out(c) ? EPOLLOUT : 0,
+				  .data.ptr = t };
+
+	if (sv_nl_out_fd(c) < 0)
+		return true;
+	if (epoll_ctl(d.epfd, t->slot ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+		      sv_nl_out_fd(c), &ev))
+		return false;
+	t->slot = 1;
+	return true;
+}
+
+static void on_nl_accept(void)
+{
+	struct sv_nl_conn *c;
+
+	while ((c = sv_nl_accept())) {
+		void **tags = sv_nl_tags(c);
+		struct sv_evtag *in = calloc(1, sizeof(*in));
+		struct sv_evtag *out = calloc(1, sizeof(*out));
+
+		tags[0] = in;
+		tags[1] = out;
+		if (!in || !out || ep_add(sv_nl_req_fd(c), EPOLLIN, in)) {
+			sv_log(SV_LOG_ERR, "epoll: netlink: %s", strerror(errno));
+			free(in);
+			free(out);
+			tags[0] = tags[1] = NULL;
+			sv_nl_close(c);
+			continue;
+		}
+		in->kind = EV_NL_REQ;
+		out->kind = EV_NL_OUT;
+		in->nl = out->nl = c;
+		idle_arm(false);
+	}
+}
+
+static void on_nl(struct sv_evtag *t)
+{
+	struct sv_nl_conn *c = t->nl;
+	bool ok;
+
+	/* the objects it reports may be changing under an engine */
+	ctl_lock();
+	ok = t->kind == EV_NL_REQ ? sv_nl_input(c) : sv_nl_output(c);
+	ctl_unlock();
+	if (!ok || !nl_arm(c))
+		nl_drop(c);
+}
+
 static int serve(void)
 {
 	struct epoll_event evs[32];
@@ -886,6 +982,10 @@ static int serve(void)
 	d.t_cm_listen.kind = EV_CM_LISTEN;
 	d.t_cm_timer.kind = EV_CM_TIMER;
 	d.t_cm_wire.kind = EV_CM_WIRE;
+	d.t_nl_listen.kind = EV_NL_LISTEN;
+	if (sv_nl_listen_fd() >= 0 &&
+	    ep_add(sv_nl_listen_fd(), EPOLLIN, &d.t_nl_listen))
+		return -errno;
 	if (sv_roce_gsi_fd() >= 0 && sv_cm_listen_fd() >= 0 &&
 	    ep_add(sv_roce_gsi_fd(), EPOLLIN, &d.t_cm_wire))
 		return -errno;
@@ -923,7 +1023,8 @@ static int serve(void)
 					       si.ssi_signo);
 				return 0;
 			case EV_IDLE:
-				if (!sv_dev.nclients && !sv_cm_nfiles()) {
+				if (!sv_dev.nclients && !sv_cm_nfiles() &&
+				    !sv_nl_nconns()) {
 					sv_log(SV_LOG_INFO, "idle for %us: exiting",
 					       d.idle_exit);
 					return 0;
@@ -945,9 +1046,18 @@ static int serve(void)
 			case EV_CM_FILE:
 				if (!t->cm->dead && !sv_cm_file_input(t->cm)) {
 					cm_drop(t->cm);
-					if (!sv_dev.nclients && !sv_cm_nfiles())
+					if (!sv_dev.nclients && !sv_cm_nfiles() &&
+					    !sv_nl_nconns())
 						idle_arm(true);
 				}
+				break;
+			case EV_NL_LISTEN:
+				on_nl_accept();
+				break;
+			case EV_NL_REQ:
+			case EV_NL_OUT:
+				if (t->nl)
+					on_nl(t);
 				break;
 			case EV_REFUSED:
 				if (d.refused[t->slot].fd >= 0)
@@ -1196,6 +1306,7 @@ int main(int argc, char **argv)
 
 		if (e) {
 			sv_cm_stop();
+			sv_nl_stop();
 			sock_unlink();
 			sv_view_unpublish();
 			return give_up(1, e, "cannot serve %s: cannot start the "
@@ -1231,6 +1342,7 @@ int main(int argc, char **argv)
 	ret = serve();
 	/* the CM's last words (DREQs, REJs) still go out on the wire */
 	sv_cm_stop();
+	sv_nl_stop();
 	sv_roce_stop();
 	/* stop new clients first, then free everything the old ones held */
 	sock_unlink();

@@ -27,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netlink.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -484,12 +486,15 @@ XATTR_GET(lgetxattr)
 XATTR_LIST(listxattr)
 XATTR_LIST(llistxattr)
 
-/* The rdma_cm files: write() is a command, close() ends the file. Any
- * other descriptor: libc, after one table check. */
+/* The rdma_cm files: write() is a command, close() ends the file. A
+ * NETLINK_RDMA socket: write() is a send. Any other descriptor: libc, after
+ * one table check each. */
 SVP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
 	SVP_REAL(write);
 
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_send(fd, buf, len, 0, NULL, 0);
 	if (__builtin_expect(!svp_is_ucma(fd), 1))
 		return real_write(fd, buf, len);
 	return svp_ucma_write(fd, buf, len);
@@ -501,5 +506,139 @@ SVP_EXPORT int close(int fd)
 
 	if (__builtin_expect(svp_is_ucma(fd), 0))
 		svp_ucma_close(fd);
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		svp_nl_close(fd);
 	return real_close(fd);
+}
+
+/* ---- NETLINK_RDMA (preload_nl.c) ---- */
+
+SVP_EXPORT int socket(int domain, int type, int protocol)
+{
+	char sock[108];
+	SVP_REAL(socket);
+
+	if (__builtin_expect(domain == AF_NETLINK && protocol == NETLINK_RDMA, 0) &&
+	    !svp_sock_path(sock, sizeof(sock)))
+		return svp_nl_socket(type);
+	return real_socket(domain, type, protocol);
+}
+
+SVP_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	SVP_REAL(bind);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_bind(fd, addr, len);
+	return real_bind(fd, addr, len);
+}
+
+SVP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	SVP_REAL(connect);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_connect(fd, addr, len);
+	return real_connect(fd, addr, len);
+}
+
+SVP_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	SVP_REAL(getsockname);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_getsockname(fd, addr, len);
+	return real_getsockname(fd, addr, len);
+}
+
+SVP_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	SVP_REAL(getpeername);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_getpeername(fd, addr, len);
+	return real_getpeername(fd, addr, len);
+}
+
+SVP_EXPORT int setsockopt(int fd, int level, int name, const void *val,
+			  socklen_t len)
+{
+	SVP_REAL(setsockopt);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_setsockopt(fd, level, name, val, len);
+	return real_setsockopt(fd, level, name, val, len);
+}
+
+SVP_EXPORT int getsockopt(int fd, int level, int name, void *val,
+			  socklen_t *len)
+{
+	SVP_REAL(getsockopt);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_getsockopt(fd, level, name, val, len);
+	return real_getsockopt(fd, level, name, val, len);
+}
+
+SVP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	SVP_REAL(send);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_send(fd, buf, len, flags, NULL, 0);
+	return real_send(fd, buf, len, flags);
+}
+
+SVP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+			  const struct sockaddr *to, socklen_t tolen)
+{
+	SVP_REAL(sendto);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_send(fd, buf, len, flags, to, tolen);
+	return real_sendto(fd, buf, len, flags, to, tolen);
+}
+
+SVP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	SVP_REAL(sendmsg);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_sendmsg(fd, msg, flags);
+	return real_sendmsg(fd, msg, flags);
+}
+
+SVP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	SVP_REAL(recvmsg);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_recvmsg(fd, msg, flags);
+	return real_recvmsg(fd, msg, flags);
+}
+
+SVP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
+			    struct sockaddr *from, socklen_t *fromlen)
+{
+	SVP_REAL(recvfrom);
+
+	if (__builtin_expect(svp_is_nl(fd), 0))
+		return svp_nl_recvfrom(fd, buf, len, flags, from, fromlen);
+	return real_recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       struct sockaddr *from, socklen_t *fromlen);
+SVP_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
+				  int flags, struct sockaddr *from,
+				  socklen_t *fromlen)
+{
+	SVP_REAL(__recvfrom_chk);
+
+	if (__builtin_expect(svp_is_nl(fd), 0)) {
+		if (len > buflen)
+			abort();   /* what glibc's check does */
+		return svp_nl_recvfrom(fd, buf, len, flags, from, fromlen);
+	}
+	return real___recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
 }

@@ -62,4 +62,23 @@ ssize_t svp_ucma_write(int fd, const void *buf, size_t len);
 void svp_ucma_close(int fd);               /* forget fd's command socket */
 void svp_ucma_stat(struct stat *st);       /* what fstat says of it */
 
+/* preload_nl.c: NETLINK_RDMA sockets (docs/DESIGN.md, "RDMA netlink") */
+#include <sys/socket.h>
+int svp_nl_socket(int type);               /* the new fd, or -1 and errno */
+bool svp_is_nl(int fd);
+void svp_nl_close(int fd);
+int svp_nl_bind(int fd, const struct sockaddr *addr, socklen_t len);
+int svp_nl_connect(int fd, const struct sockaddr *addr, socklen_t len);
+int svp_nl_getsockname(int fd, struct sockaddr *addr, socklen_t *len);
+int svp_nl_getpeername(int fd, struct sockaddr *addr, socklen_t *len);
+int svp_nl_setsockopt(int fd, int level, int name, const void *val,
+		      socklen_t len);
+int svp_nl_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+ssize_t svp_nl_sendmsg(int fd, const struct msghdr *msg, int flags);
+ssize_t svp_nl_send(int fd, const void *buf, size_t len, int flags,
+		    const struct sockaddr *to, socklen_t tolen);
+ssize_t svp_nl_recvmsg(int fd, struct msghdr *msg, int flags);
+ssize_t svp_nl_recvfrom(int fd, void *buf, size_t len, int flags,
+			struct sockaddr *from, socklen_t *fromlen);
+
 #endif

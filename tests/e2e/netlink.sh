@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# RDMA netlink (docs/DESIGN.md, "RDMA netlink") under `softverbs run`:
+#  - test_netlink, a program that speaks NETLINK_RDMA itself: the socket
+#    calls, the NLDEV answers against what verbs say, the kernel's rules
+#    for malformed requests, and a daemon that outlives hostile clients;
+#  - Debian's unmodified iproute2 `rdma`: dev, link (plain, -j, -d), system
+#    and the resource summary while another process holds objects, each
+#    figure checked against ibv_devinfo, the device view and the holder;
+#    a port or device that is not there fails as on a kernel device.
+. "$(dirname "$0")/lib.sh"
+command -v rdma >/dev/null || fail "iproute2's rdma is missing"
+T=$SV_TEST_DIR
+
+"$SV" run -- "$SV_BUILD_DIR/bin/test_netlink" || fail "test_netlink"
+
+"$SV" run -- ibv_devinfo -v >"$T/devinfo" 2>&1 || fail "ibv_devinfo"
+guid=$(awk '/node_guid:/ { print $2; exit }' "$T/devinfo")
+fw=$(awk '/fw_ver:/ { print $2; exit }' "$T/devinfo")
+
+"$SV" run -- rdma dev >"$T/dev" 2>&1 || { cat "$T/dev"; fail "rdma dev"; }
+cat "$T/dev"
+grep -q "^0: sv0: node_type ca fw $fw node_guid $guid sys_image_guid $guid" "$T/dev" ||
+	fail "rdma dev does not show sv0 as ibv_devinfo does (fw $fw, guid $guid)"
+
+# the netdev: the one the device view shows under device/net
+view=$("$SV" run -- ls /sys/class/infiniband/sv0/device/net 2>/dev/null | head -n 1)
+"$SV" run -- rdma -j link show >"$T/link.json" 2>&1 || { cat "$T/link.json"; fail "rdma -j link"; }
+cat "$T/link.json"; echo
+/usr/bin/python3 - "$T/link.json" "$view" <<'PY' || fail "rdma -j link show: wrong"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 1, rows
+r = rows[0]
+# what rdma-core's tests look for: ifname, port, netdev
+assert r['ifname'] in ('sv0', 'sv0/1') and r['port'] == 1, r
+assert r['state'] == 'ACTIVE' and r['physical_state'] == 'LINK_UP', r
+if sys.argv[2]:
+    assert r['netdev'] == sys.argv[2], (r, sys.argv[2])
+PY
+"$SV" run -- rdma link show sv0/1 >"$T/link" 2>&1 || fail "rdma link show sv0/1"
+grep -q "^link sv0/1 state ACTIVE physical_state LINK_UP" "$T/link" ||
+	{ cat "$T/link"; fail "rdma link show sv0/1"; }
+"$SV" run -- rdma -d link >"$T/link.d" 2>&1 || fail "rdma -d link"
+grep -q "caps: <.*CM" "$T/link.d" || { cat "$T/link.d"; fail "rdma -d link: no caps"; }
+"$SV" run -- rdma sys >"$T/sys" 2>&1 || fail "rdma sys"
+grep -q "netns shared" "$T/sys" || { cat "$T/sys"; fail "rdma sys"; }
+
+# not there: a port, a device
+! "$SV" run -- rdma link show sv0/2 >"$T/bad" 2>&1 || fail "rdma link show sv0/2 succeeded"
+! "$SV" run -- rdma dev show nosuch >"$T/bad" 2>&1 || fail "rdma dev show nosuch succeeded"
+
+# the resource summary while a holder keeps 2 PDs, 3 MRs, 1 CQ, 4 QPs
+"$HOLD" --pd 2 --mr 3 --cq 1 --qp 4 >"$T/hold" 2>&1 &
+holder=$!
+wait_for_line "$T/hold" ready || { cat "$T/hold"; fail "holder not ready"; }
+"$SV" run -- rdma res >"$T/res" 2>&1 || { cat "$T/res"; fail "rdma res"; }
+cat "$T/res"
+grep -q "^0: sv0: pd 2 cq 1 qp 4 cm_id 0 mr 3 ctx 1 srq 0" "$T/res" ||
+	fail "rdma res does not count what the holder holds"
+kill $holder
+wait $holder 2>/dev/null
+pass "RDMA netlink: test_netlink, and Debian's rdma dev, link, sys, res on sv0"
