@@ -327,7 +327,7 @@ static uint64_t res_count(const struct nlmsghdr *h, const char *name)
 	const uint8_t *p = data(t);
 	size_t left = t->nla_len - NLA_HDRLEN;
 
-	assert_true(t->nla_type & NLA_F_NESTED);
+	assert_false(t->nla_type & NLA_F_NESTED);   /* the kernel's _noflag */
 	while (left >= NLA_HDRLEN) {
 		const struct nlattr *e = (const struct nlattr *)p;
 		const uint8_t *q = data(e);

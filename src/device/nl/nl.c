@@ -306,7 +306,9 @@ long sv_nlb_nest(struct sv_nlb *b, uint16_t type)
 {
 	size_t at = b->len;
 
-	sv_nlb_put(b, type | NLA_F_NESTED, NULL, 0);
+	/* as the kernel's nla_nest_start_noflag: nldev's tables carry no
+	 * NLA_F_NESTED */
+	sv_nlb_put(b, type, NULL, 0);
 	return b->full ? -1 : (long)at;
 }
 
