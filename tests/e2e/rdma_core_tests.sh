@@ -104,6 +104,13 @@ if [ $# -eq 0 ]; then
 		OdpTestCase.test_odp_implicit_async_prefetch_rc_traffic \
 		TMTest.test_tm_traffic TMTest.test_tm_unexpected_tag \
 		TMTest.test_tm_no_tag TMTest.test_tm_rndv; do
+		# a test this release of the suite does not have (rdma-core
+		# 56 has no test_odp_rc_srq_traffic) is not asked for: its
+		# name is defined in none of the suite's files
+		grep -rqE "def ${t#*.}\(" "$work/tests" || {
+			echo "(not in this suite: $t)"
+			continue
+		}
 		# its result: on its own line, or a later one (after a
 		# docstring, and whatever the test printed)
 		awk -v t=".$t)" '
