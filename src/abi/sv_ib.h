@@ -33,5 +33,12 @@
  * (IB_UVERBS_DEVICE_FLUSH_GLOBAL, _ATOMIC_WRITE) */
 #define SV_DEVICE_FLUSH_GLOBAL     (1ull << 38)
 #define SV_DEVICE_ATOMIC_WRITE     (1ull << 40)
+/* RDMA FLUSH's placement types (bits; rdma-core 56's enum
+ * ibv_placement_type, the FETH's PLT) and selectivity levels (enum
+ * ibv_selectivity_level, the FETH's SEL) */
+#define SV_FLUSH_GLOBAL       1u   /* visible to every later access */
+#define SV_FLUSH_PERSISTENT   2u   /* and persistent */
+#define SV_FLUSH_SEL_RANGE    0u   /* the range named (RETH) */
+#define SV_FLUSH_SEL_MR       1u   /* the whole memory region */
 
 #endif /* SV_ABI_IB_H */

@@ -25,6 +25,10 @@
 #define SV_WC_FAST_REG_MR 8u
 #define SV_WC_MASKED_COMP_SWAP 9u
 #define SV_WC_MASKED_FETCH_ADD 10u
+/* rdma-core 56's IBV_WC_FLUSH and IBV_QP_EX_WITH_FLUSH (Debian 12's header
+ * has neither) */
+#define SV_WC_FLUSH 8u
+#define SV_QP_EX_WITH_FLUSH (1ull << 11)
 
 /* Flags of an opcode. The low 8 bits: the QP types (enum ibv_qp_type < 8)
  * that take it; an XRC_SEND QP takes what RC takes, unless SV_OPF_NOXRC. */
@@ -49,6 +53,10 @@
 				    * the WQE (atomic.swap), no SGE; stored
 				    * at once at the responder, atomic with
 				    * respect to every atomic of the device */
+#define SV_OPF_FLUSH   (1u << 21)  /* RDMA FLUSH: remote range or MR in the
+				    * WQE (SV_WR_FLUSH), no SGE, no data;
+				    * answered as ATOMIC WRITE is; posted by
+				    * ibv_wr_flush only */
 
 struct sv_op_info {
 	uint32_t flags;
@@ -103,6 +111,12 @@ static const struct sv_op_info sv_op_tab[] = {
 		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_REMOTE | SV_OPF_AWRITE |
 		SV_OPF_NOXRC,
 		IBV_WC_ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE },
+	/* IBTA 1.5's RDMA FLUSH, as rxe: RC only, ibv_wr_flush only (no
+	 * struct ibv_send_wr names its fields: ibv_post_send refuses it) */
+	[SV_WR_FLUSH] = {
+		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_REMOTE | SV_OPF_FLUSH |
+		SV_OPF_NOXRC,
+		SV_WC_FLUSH, SV_QP_EX_WITH_FLUSH },
 	[SV_WR_FAST_REG_MR] = {
 		SV_OPF_ALL | SV_OPF_LOCAL | SV_OPF_EXP | SV_OPF_MM,
 		SV_WC_FAST_REG_MR, 0 },
@@ -157,12 +171,15 @@ static inline bool sv_op_flags_ok(uint32_t qp_type, uint32_t flags)
 }
 
 /* Whether op may be posted on a QP of qp_type: through ibv_post_send
- * (exp false) or ibv_exp_post_send and the extension's calls (exp true). */
+ * (exp false) or ibv_exp_post_send and the extension's calls (exp true).
+ * FLUSH only through its ibv_wr_flush (see sv_op_ex_flags). */
 static inline bool sv_op_ok(uint32_t qp_type, uint32_t op, bool exp)
 {
 	uint32_t f = sv_op_flags(op);
 
 	if ((f & SV_OPF_EXP) && !exp)
+		return false;
+	if (f & SV_OPF_FLUSH)
 		return false;
 	return sv_op_flags_ok(qp_type, f);
 }
@@ -173,7 +190,8 @@ static inline uint64_t sv_op_ex_flags(uint32_t qp_type)
 	uint64_t f = 0;
 
 	for (uint32_t op = 0; op < SV_OP_COUNT; op++)
-		if (sv_op_ok(qp_type, op, false))
+		if (!(sv_op_tab[op].flags & SV_OPF_EXP) &&
+		    sv_op_flags_ok(qp_type, sv_op_tab[op].flags))
 			f |= sv_op_tab[op].ex;
 	return f;
 }

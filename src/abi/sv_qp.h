@@ -113,7 +113,16 @@ struct sv_wqe_sge {
  * IBV_WR_LOCAL_INV: invalidate the MR or type 2 MW whose key is in `imm`.
  * IBV_WR_BIND_MW: bind (or, type 1 with length 0, unbind) an MW (`reg`).
  * IBV_WR_SEND_WITH_INV: a SEND whose responder invalidates the key in `imm`.
+ * SV_WR_FLUSH (rdma-core 56's IBV_WR_FLUSH, from ibv_wr_flush only): RDMA
+ *    FLUSH of remote_addr, rkey; atomic.compare_add = the length,
+ *    atomic.swap = SV_FLUSH_WQE(placement type, selectivity level); no SGE.
  */
+/* IBV_WR_FLUSH of rdma-core 56 (Debian 12's header has no name for 14) */
+#define SV_WR_FLUSH         14u
+#define SV_FLUSH_WQE(type, level) \
+	((uint64_t)(uint8_t)(type) | (uint64_t)(uint8_t)(level) << 8)
+#define SV_FLUSH_WQE_TYPE(v)  ((uint32_t)(v) & 0xffu)
+#define SV_FLUSH_WQE_LEVEL(v) ((uint32_t)((v) >> 8) & 0xffu)
 /* Above every enum ibv_wr_opcode (rdma-core took 14 and 15 for FLUSH and
  * ATOMIC_WRITE): the extension's IBV_EXP_WR_* 12 .. 15, which ibv_exp_post_send
  * takes, are these in a WQE (sv_exp_wqe_op). */

@@ -295,6 +295,15 @@ static uint32_t requests(struct render *rd, uint32_t psn, uint32_t mtu)
 		p.dmalen = 8;
 		emit(rd, false, &p, &h->atomic.swap, 0, 8);
 		return 1;
+	case SV_WR_FLUSH:
+		p.opcode = SV_OP_RC_FLUSH;
+		p.feth = SV_FETH(SV_FLUSH_WQE_TYPE(h->atomic.swap),
+				 SV_FLUSH_WQE_LEVEL(h->atomic.swap));
+		p.va = h->remote_addr;
+		p.rkey = h->rkey;
+		p.dmalen = (uint32_t)h->atomic.compare_add;
+		emit(rd, false, &p, NULL, 0, 0);
+		return 1;
 	}
 	if (rd->qp->type == IBV_QPT_UD) {
 		p.opcode = (sv_op_flags(op) & SV_OPF_IMM) ?
@@ -384,7 +393,7 @@ static void answer(struct render *rd, uint32_t psn, uint32_t n,
 			     (uint32_t)(m->len - off < mtu ? m->len - off :
 							     mtu));
 		}
-	} else if (f & SV_OPF_AWRITE) {
+	} else if (f & (SV_OPF_AWRITE | SV_OPF_FLUSH)) {
 		/* answered by an empty READ response */
 		p.opcode = SV_OP_RC_READ_RESP_ONLY;
 		emit(rd, true, &p, NULL, 0, 0);

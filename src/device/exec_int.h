@@ -229,6 +229,56 @@ static inline const struct sv_outcome_info *sv_outcome(enum sv_outcome o)
 	return &sv_outcome_tab[o];
 }
 
+/*
+ * RDMA FLUSH at responder t (IBTA 1.5, as Linux rxe's process_flush), the
+ * one check of both transports (loop_resp.c, roce/resp.c): placement type
+ * plt (SV_FLUSH_* bits), selectivity sel (SV_FLUSH_SEL_*), the range of
+ * len bytes at va (RANGE; MR: any address of the MR, len ignored). A bad
+ * type or selectivity is an invalid request; the rkey must grant the
+ * FLUSH right of each type asked for over the range, as rxe's check_rkey.
+ * No memory is persistent here (mm.c refuses FLUSH_PERSISTENT on MRs, as
+ * rxe does for memory that is not pmem), so a PERSISTENT flush is a
+ * remote access error. Placement is a system call that has returned, or a
+ * store under sv_dev.lock: global visibility needs a fence only (rxe's
+ * wmb). SV_OUTCOME_OK: done.
+ */
+static inline enum sv_outcome sv_flush_run(const struct sv_qp *t, uint32_t plt,
+					   uint32_t sel, uint32_t rkey,
+					   uint64_t va, uint64_t len)
+{
+	uint32_t access = 0;
+	struct rspan r;
+
+	if (!plt || (plt & ~(SV_FLUSH_GLOBAL | SV_FLUSH_PERSISTENT)) ||
+	    sel > SV_FLUSH_SEL_MR)
+		return SV_OUTCOME_INV_REQ;
+	if (plt & SV_FLUSH_GLOBAL)
+		access |= SV_ACCESS_FLUSH_GLOBAL;
+	if (plt & SV_FLUSH_PERSISTENT)
+		access |= SV_ACCESS_FLUSH_PERSISTENT;
+	if (!sv_span_remote(&r, rkey, t, va, sel == SV_FLUSH_SEL_MR ? 0 : len,
+			    access))
+		return SV_OUTCOME_ACCESS;
+	/* rxe's rxe_flush_pmem_iova on memory that is not persistent */
+	if (plt & SV_FLUSH_PERSISTENT)
+		return SV_OUTCOME_ACCESS;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return SV_OUTCOME_OK;
+}
+
+/* A FLUSH WQE's own checks at the requester (both transports): no SGE
+ * nor inline data; a range no longer than a message (the RETH's length).
+ * IBV_WC_SUCCESS: it may go. */
+static inline uint32_t sv_flush_wqe_status(const struct sv_send_wqe *h)
+{
+	if (h->num_sge || (h->flags & IBV_SEND_INLINE))
+		return IBV_WC_LOC_QP_OP_ERR;
+	if (SV_FLUSH_WQE_LEVEL(h->atomic.swap) == SV_FLUSH_SEL_RANGE &&
+	    h->atomic.compare_add > SV_MAX_MSG_SZ)
+		return IBV_WC_LOC_LEN_ERR;
+	return IBV_WC_SUCCESS;
+}
+
 /* The requester's completion status for a NAK of syndrome syn: the
  * status of the outcomes that send it; IBV_WC_REM_OP_ERR for one that
  * none sends (a reserved code, an invalid RD request). */

@@ -151,6 +151,9 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (unlikely(f & SV_OPF_LOCAL))
 		return sq_local(x, qp, w);
+	if (unlikely(f & SV_OPF_FLUSH) &&
+	    (st = sv_flush_wqe_status(&w->h)) != IBV_WC_SUCCESS)
+		return (int)st;
 	if (!sv_swqe_body(qp, w, body, room))
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (w->h.flags & IBV_SEND_INLINE) {

@@ -849,6 +849,22 @@ deliver_atomic_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	return IBV_WC_SUCCESS;
 }
 
+/* RDMA FLUSH (IBTA 1.5, as rxe; the checks: sv_flush_run): the range or
+ * MR, the placement type and the selectivity are in the WQE. What this
+ * device placed is placed already (copies under the lock, or unlocked
+ * ones that finished before their WQE completed), so it is answered at
+ * once. */
+static inline __attribute__((always_inline)) int
+deliver_flush(struct sv_qp *t, struct msg *m)
+{
+	const struct sv_send_wqe *h = &m->w->h;
+
+	return answer(t, sv_flush_run(t, SV_FLUSH_WQE_TYPE(h->atomic.swap),
+				      SV_FLUSH_WQE_LEVEL(h->atomic.swap),
+				      h->rkey, h->remote_addr,
+				      h->atomic.compare_add));
+}
+
 /*
  * The responder: hand message m to the QP it is addressed to. Returns the
  * requester's completion status, RES_RNR or RES_NOACK, as an RC requester
@@ -915,6 +931,8 @@ int sv_loop_deliver(struct sv_exec *x, struct msg *m)
 		return deliver_read(x, t, m);
 	case IBV_WR_ATOMIC_WRITE:
 		return deliver_atomic_write(x, t, m);
+	case SV_WR_FLUSH:
+		return deliver_flush(t, m);
 	default:
 		return deliver_atomic(x, t, m);
 	}

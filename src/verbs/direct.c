@@ -189,6 +189,8 @@ void sv_direct_close(struct sv_context *ctx)
 	free(d);
 }
 
+/* WRITE and READ only: never FLUSH nor ATOMIC WRITE (the daemon answers
+ * those; ibv_wr_* sessions never come here anyway), nor anything else. */
 uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type)
 {
 	if (!ctx->direct)

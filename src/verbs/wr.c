@@ -256,6 +256,24 @@ static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
 	wr_done(qp);
 }
 
+/* RDMA FLUSH (rdma-core 56's ibv_wr_flush, as rxe: RC only): the range or
+ * the MR, the placement type and the selectivity go in the WQE, checked by
+ * the responder, as rxe's (a bad one: a remote error); no setter follows */
+static void wr_flush(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t remote_addr,
+		     size_t len, uint8_t type, uint8_t level)
+{
+	struct sv_qp *qp = ex_to_qp(ex);
+	struct sv_send_wqe *w = wr_claim(qp, (enum ibv_wr_opcode)SV_WR_FLUSH);
+
+	if (!w)
+		return;
+	w->rkey = rkey;
+	w->remote_addr = remote_addr;
+	w->atomic.compare_add = (uint64_t)len;
+	w->atomic.swap = SV_FLUSH_WQE(type, level);
+	wr_done(qp);
+}
+
 static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)
 {
 	struct sv_qp *qp = ex_to_qp(ex);
@@ -525,8 +543,8 @@ WR_REFUSE(nosup_send_tso, EOPNOTSUPP, void *hdr, uint16_t hdr_sz,
 WR_REFUSE(inval_xrc_srqn, EINVAL, uint32_t srqn)
 WR_REFUSE(nosup_atomic_write, EOPNOTSUPP, uint32_t rkey, uint64_t raddr,
 	  const void *data)
-/* ibv_wr_flush (rdma-core 56): the device answers FLUSH, sends none */
-WR_REFUSE(nosup_flush, EOPNOTSUPP, uint32_t rkey, uint64_t raddr, size_t len,
+/* ibv_wr_flush (rdma-core 56) on a QP created without it */
+WR_REFUSE(inval_flush, EINVAL, uint32_t rkey, uint64_t raddr, size_t len,
 	  uint8_t type, uint8_t level)
 
 #pragma GCC diagnostic pop
@@ -576,7 +594,7 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
 				      wr_set_xrc_srqn : inval_xrc_srqn;
 	ex->wr_atomic_write = PICK(IBV_QP_EX_WITH_ATOMIC_WRITE,
 				   wr_atomic_write, nosup_atomic_write);
-	qp->wr_flush = nosup_flush;
+	qp->wr_flush = PICK(SV_QP_EX_WITH_FLUSH, wr_flush, inval_flush);
 #undef PICK
 
 	qp->wr_cur = NULL;

@@ -348,7 +348,8 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p,
 
 	if (!e || !e->rd || e->done || (e->w.h.opcode != IBV_WR_RDMA_READ &&
 					 e->w.h.opcode != SV_WR_RDMA_READ_INV &&
-					 e->w.h.opcode != IBV_WR_ATOMIC_WRITE))
+					 e->w.h.opcode != IBV_WR_ATOMIC_WRITE &&
+					 e->w.h.opcode != SV_WR_FLUSH))
 		return;                 /* stale or a duplicate */
 	want = sv_psn_add(e->psn, (uint32_t)(e->got / rq->mtu));
 	if (p->psn != want) {

@@ -81,6 +81,15 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 		if (!sv_roce_reliable(qp))
 			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 		break;
+	case SV_WR_FLUSH: {
+		uint32_t st = sv_flush_wqe_status(&e->w.h);
+
+		if (qp->type != IBV_QPT_RC)
+			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
+		if (st != IBV_WC_SUCCESS)
+			return refuse(status, st);
+		break;
+	}
 	case SV_WR_MASKED_CMP_SWAP:
 	case SV_WR_MASKED_FETCH_ADD:
 		if (qp->type != IBV_QPT_RC ||
@@ -98,10 +107,11 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 			  qp->sq.stride - SV_SEND_WQE_HDR))
 		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
 	f = sv_op_flags(op);
-	/* an ATOMIC WRITE is answered as a READ is (a zero-length READ
-	 * response, which rxe sends), and counts as one against
-	 * max_rd_atomic; its 8 bytes are in the WQE */
-	e->rd = (f & (SV_OPF_SINK | SV_OPF_AWRITE)) != 0;
+	/* an ATOMIC WRITE or a FLUSH is answered as a READ is (a zero-length
+	 * READ response, which rxe sends), and counts as one against
+	 * max_rd_atomic; the ATOMIC WRITE's 8 bytes are in the WQE, a FLUSH
+	 * has no SGE (sv_flush_wqe_status) */
+	e->rd = (f & (SV_OPF_SINK | SV_OPF_AWRITE | SV_OPF_FLUSH)) != 0;
 	if (f & SV_OPF_AWRITE)
 		e->w.h.num_sge = 0;
 	if (e->w.h.flags & IBV_SEND_INLINE) {
@@ -424,6 +434,17 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		p.dmalen = 8;
 		p.ackreq = true;
 		raw8 = true;
+		break;
+	case SV_WR_FLUSH:
+		/* FETH and RETH (the RETH's length: the range's; MR
+		 * selectivity ignores it), no payload */
+		p.opcode = SV_OP_RC_FLUSH;
+		p.feth = SV_FETH(SV_FLUSH_WQE_TYPE(e->w.h.atomic.swap),
+				 SV_FLUSH_WQE_LEVEL(e->w.h.atomic.swap));
+		p.va = e->w.h.remote_addr;
+		p.rkey = e->w.h.rkey;
+		p.dmalen = (uint32_t)e->w.h.atomic.compare_add;
+		p.ackreq = true;
 		break;
 	case SV_WR_MASKED_CMP_SWAP:
 	case SV_WR_MASKED_FETCH_ADD:

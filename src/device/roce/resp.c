@@ -834,35 +834,21 @@ static void rc_atomic_write(struct sv_qp *t, const struct sv_roce_pkt *p,
 	rdack_done(t, tx, p->psn);
 }
 
-/*
- * RDMA FLUSH (IBTA 1.5, the FETH as Linux rxe sends it): everything this
+/* RDMA FLUSH (IBTA 1.5, the FETH as Linux rxe sends it): everything this
  * responder placed before it is visible to every later access once it is
- * answered. Placement here is a system call that has returned (and the
- * receive batch's WRITEs are placed before any other packet is looked
- * at, sv_roce_resp_rx), so what is left is a fence. Global visibility
- * needs the MR's FLUSH_GLOBAL right over the range (selectivity RANGE) or
- * the MR (selectivity MR: any address of it); persistence is refused, as
- * for memory that is not persistent (no MR has the right: mm.c).
- */
+ * answered (the receive batch's WRITEs are placed before any other packet
+ * is looked at, sv_roce_resp_rx); the checks: sv_flush_run. */
 static void rc_flush(struct sv_qp *t, const struct sv_roce_pkt *p,
 		     struct sv_roce_tx *tx)
 {
-	uint32_t plt = SV_FETH_PLT(p->feth), sel = SV_FETH_SEL(p->feth);
-	struct rspan r;
+	enum sv_outcome o = sv_flush_run(t, SV_FETH_PLT(p->feth),
+					 SV_FETH_SEL(p->feth), p->rkey, p->va,
+					 p->dmalen);
 
-	if (!plt || (plt & ~(SV_FLUSH_GLOBAL | SV_FLUSH_PERSISTENT)) ||
-	    sel > SV_FLUSH_SEL_MR) {
-		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+	if (o != SV_OUTCOME_OK) {
+		nak(t, tx, o, p->psn);
 		return;
 	}
-	if ((plt & SV_FLUSH_PERSISTENT) ||
-	    !sv_span_remote(&r, p->rkey, t, p->va,
-			    sel == SV_FLUSH_SEL_MR ? 0 : p->dmalen,
-			    SV_ACCESS_FLUSH_GLOBAL)) {
-		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
-		return;
-	}
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	rdack_done(t, tx, p->psn);
 }
 

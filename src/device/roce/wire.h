@@ -196,10 +196,9 @@ enum {
 /* FETH fields (FLUSH): the placement types (bits) and selectivity */
 #define SV_FETH_PLT(f)        ((f) & 0xfu)
 #define SV_FETH_SEL(f)        (((f) >> 4) & 3u)
-#define SV_FLUSH_GLOBAL       1u   /* visible to every later access */
-#define SV_FLUSH_PERSISTENT   2u   /* and persistent */
-#define SV_FLUSH_SEL_RANGE    0u   /* the RETH's range */
-#define SV_FLUSH_SEL_MR       1u   /* the whole memory region */
+#define SV_FETH(plt, sel)     (((uint32_t)(sel) & 3u) << 4 | \
+			       ((uint32_t)(plt) & 0xfu))
+/* SV_FLUSH_*: abi/sv_ib.h */
 
 struct sv_roce_opinfo {
 	uint32_t flags;            /* SV_RF_* */
