@@ -215,6 +215,7 @@ int sv_identity_init(const char *ip, const char *netdev)
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2A |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			      IBV_DEVICE_XRC |
+			      IBV_DEVICE_SRQ_RESIZE |
 			      /* IBTA 1.5, RC (issue 23): ATOMIC WRITE, and
 			       * FLUSH of global visibility at the responder */
 			      SV_DEVICE_ATOMIC_WRITE |

@@ -888,11 +888,91 @@ err_ring:
 	return ret;
 }
 
+/*
+ * Resize srq's receive ring to hold max_wr (IBV_SRQ_MAX_WR, as rxe's
+ * rxe_queue_resize): a new ring of pow2_at_least(max_wr) slots, the WQEs
+ * posted and not yet taken copied into it under the same free-running
+ * numbers (prod and cons carry over, so a head WQE an engine has peeked,
+ * and fills unlocked meanwhile, is still the head it commits), then the
+ * daemon's view switched; all under sv_dev.lock, so no engine takes a WQE
+ * meanwhile. The library holds its post lock across the command and maps
+ * the new ring from the response (as CREATE_SRQ's). A max_wr below the
+ * WQEs posted is -EINVAL. The old ring goes back to the pool once no
+ * engine can be looking at it.
+ */
+static int srq_resize(struct sv_req *r, struct sv_srq *srq, uint32_t max_wr,
+		      uint32_t limit)
+{
+	struct sv_client *c = r->client;
+	uint32_t entries, prod, pending, cons = srq->rq.cons;
+	struct sv_ring_loc loc, old_loc = srq->loc;
+	void *ring, *old_ring = srq->ring;
+	size_t bytes, old_bytes = srq->ring_bytes;
+	struct sv_wq nw;
+	bool corrupt;
+	int ret, out;
+
+	pending = wq_pending(&srq->rq, &corrupt);
+	if (corrupt || srq->in_error) {
+		r->why = "the SRQ is in error";
+		return -EINVAL;
+	}
+	prod = cons + pending;
+	if (max_wr < pending) {
+		r->why = "max_wr below the receives posted";
+		return -EINVAL;
+	}
+	entries = pow2_at_least(max_wr);
+	bytes = page_up(sv_wq_ring_bytes(entries, srq->rq.stride));
+	ret = sv_req_charge(r, bytes);
+	if (ret)
+		return ret;
+	ret = sv_ring_get(c, "softverbs-srq", bytes, &loc, &ring, &out);
+	if (ret) {
+		sv_client_uncharge(c, bytes);
+		r->why = "cannot allocate the ring";
+		return ret;
+	}
+	wq_init(&nw, ring, entries, srq->rq.stride, srq->rq.max_sge, 0);
+	nw.hdr->qp_state = 0;
+	for (uint32_t n = cons; n != prod; n++)
+		memcpy(sv_wq_slot(nw.hdr, entries, nw.stride, n),
+		       wq_slot(&srq->rq, n), nw.stride);
+	nw.cons = cons;
+	nw.hdr->cons = cons;
+	nw.hdr->srq_limit = limit;
+	__atomic_store_n(&nw.hdr->prod, prod, __ATOMIC_RELEASE);
+	/* the switch: engines find the ring through srq->rq only */
+	srq->rq = nw;
+	srq->loc = loc;
+	srq->ring = ring;
+	srq->ring_bytes = bytes;
+	srq->max_wr = entries;
+	srq->limit = limit;
+	r->rsp->u.srq = (struct sv_rsp_srq){
+		.handle = srq->handle,
+		.srqn = srq->srqn,
+		.db_index = 0,
+		.max_wr = entries,
+		.max_sge = srq->rq.max_sge,
+		.entries = entries,
+		.stride = srq->rq.stride,
+		.ring_bytes = bytes,
+		.ring_offset = loc.offset,
+	};
+	r->fd_out = out;
+	sv_engine_quiesce();   /* a copy still looking at the old ring */
+	sv_client_uncharge(c, old_bytes);
+	sv_ring_put(&old_loc, old_ring, old_bytes);
+	return 0;
+}
+
 int sv_cmd_modify_srq(struct sv_req *r)
 {
 	const struct sv_cmd_modify_srq *a = &r->cmd->u.modify_srq;
 	struct sv_srq *srq =
 		sv_req_obj(r, a->srq, SV_OBJ_SRQ);
+	uint32_t limit, max_wr;
 
 	if (!srq) {
 		r->why = "no such srq";
@@ -903,15 +983,31 @@ int sv_cmd_modify_srq(struct sv_req *r)
 		r->why = "unknown srq attribute";
 		return -EINVAL;
 	}
+	/* checked as a whole before anything changes (rxe_srq_chk_attr):
+	 * the limit, new or armed, may not pass the new size */
+	limit = a->attr_mask & IBV_SRQ_LIMIT ? a->srq_limit : srq->limit;
+	max_wr = srq->max_wr;
 	if (a->attr_mask & IBV_SRQ_MAX_WR) {
-		r->why = "SRQ resize is not supported";
-		return -EINVAL;
-	}
-	if (a->attr_mask & IBV_SRQ_LIMIT) {
-		if (a->srq_limit > srq->max_wr) {
-			r->why = "srq_limit above max_wr";
+		if (srq->tm) {
+			/* its ops ring shares the mapping, ops in flight */
+			r->why = "a tag-matching SRQ is not resized";
+			return -EOPNOTSUPP;
+		}
+		if (!a->max_wr || a->max_wr > SV_MAX_SRQ_WR) {
+			r->why = "max_wr out of range";
 			return -EINVAL;
 		}
+		max_wr = a->max_wr;
+	}
+	if (limit > max_wr) {
+		r->why = a->attr_mask & IBV_SRQ_LIMIT ?
+			 "srq_limit above max_wr" :
+			 "max_wr below the armed srq_limit";
+		return -EINVAL;
+	}
+	if (a->attr_mask & IBV_SRQ_MAX_WR)
+		return srq_resize(r, srq, max_wr, limit);
+	if (a->attr_mask & IBV_SRQ_LIMIT) {
 		srq->limit = a->srq_limit;
 		__atomic_store_n(&srq->rq.hdr->srq_limit, a->srq_limit,
 				 __ATOMIC_RELEASE);

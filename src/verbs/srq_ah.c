@@ -300,6 +300,50 @@ int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
 	return 0;
 }
 
+/*
+ * IBV_SRQ_MAX_WR: the device copies the receives posted and not yet taken
+ * into a new ring (their numbers kept) and switches to it; the response
+ * brings the new ring, mapped here in place of the old. The post lock is
+ * held throughout, so no receive lands in the old ring meanwhile. A ring
+ * that cannot be mapped after the device switched leaves the SRQ taking no
+ * receives (ENOMEM to a post) rather than losing them.
+ */
+static int resize_srq(struct sv_srq *srq, struct sv_cmd *cmd)
+{
+	struct sv_context *ctx = to_sv_ctx(srq->ibsrq.context);
+	struct sv_srq n;
+	struct sv_rsp rsp;
+	int ret, fd = -1;
+
+	memset(&n, 0, sizeof(n));
+	sv_spin_lock(&srq->lock);
+	ret = sv_conn_call(&ctx->conn, cmd, -1, &rsp, &fd);
+	if (ret)
+		goto out;
+	ret = map_srq_ring(ctx, &n, fd, &rsp.u.srq);
+	if (!ret && (n.srqn != srq->srqn || n.tm_ops.hdr ||
+		     n.rq.stride != srq->rq.stride ||
+		     n.rq.prod != srq->rq.prod)) {
+		sv_ring_unmap(&n.mem);
+		ret = -EPROTO;
+	}
+	if (ret) {
+		srq->max_wr = 0;
+		goto out;
+	}
+	sv_ring_unmap(&srq->mem);
+	srq->mem = n.mem;
+	srq->ring = n.ring;
+	srq->ring_bytes = n.ring_bytes;
+	srq->rq = n.rq;
+	srq->max_wr = n.max_wr;
+out:
+	sv_spin_unlock(&srq->lock);
+	if (fd >= 0)
+		close(fd);
+	return -ret;
+}
+
 SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 			     int attr_mask)
 {
@@ -309,15 +353,16 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 
 	if (!attr || attr_mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
-	/* the device does not resize SRQs */
-	if (attr_mask & IBV_SRQ_MAX_WR)
-		return EINVAL;
 	if (!attr_mask)
 		return 0;
 	sv_cmd_init(&cmd, SV_CMD_MODIFY_SRQ);
 	cmd.u.modify_srq.srq = srq->handle;
 	cmd.u.modify_srq.attr_mask = (uint32_t)attr_mask;
 	cmd.u.modify_srq.srq_limit = attr->srq_limit;
+	if (attr_mask & IBV_SRQ_MAX_WR) {
+		cmd.u.modify_srq.max_wr = attr->max_wr;
+		return resize_srq(srq, &cmd);
+	}
 	return -sv_conn_call(sv_conn_of(ibsrq->context), &cmd, -1, &rsp, NULL);
 }
 
