@@ -4,6 +4,7 @@
  * counters. Pure functions, no allocation: the preload library calls them
  * inside any libc call of any program.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,6 +55,42 @@ int sv_view_map(const char *root, const char *path, char *out, size_t len)
 	memcpy(out, root, rn);
 	memcpy(out + rn, path, pn + 1);
 	return 1;
+}
+
+int sv_view_normalize(const char *path, char *out, size_t len)
+{
+	size_t n = 0;
+
+	if (len < 2)
+		return -ENAMETOOLONG;
+	while (*path) {
+		const char *e;
+		size_t cl;
+
+		while (*path == '/')
+			path++;
+		e = strchrnul(path, '/');
+		cl = (size_t)(e - path);
+		if (cl == 1 && path[0] == '.') {
+			/* nothing */
+		} else if (cl == 2 && path[0] == '.' && path[1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;   /* the '/' before it */
+		} else if (cl) {
+			if (n + 1 + cl + 1 > len)
+				return -ENAMETOOLONG;
+			out[n++] = '/';
+			memcpy(out + n, path, cl);
+			n += cl;
+		}
+		path = e;
+	}
+	if (!n)
+		out[n++] = '/';
+	out[n] = 0;
+	return 0;
 }
 
 /* A decimal number of at most 2 digits with no leading zero, ending s. */

@@ -37,6 +37,13 @@ int sv_view_root(const char *sock_path, char *buf, size_t len);
  */
 int sv_view_map(const char *root, const char *path, char *out, size_t len);
 
+/* path, an absolute path, without its empty and "." components and with
+ * each ".." taking the component before it (never above /), as a lexical
+ * walk reads it: into out (len bytes). 0, or -ENAMETOOLONG. The preload
+ * maps "//sys/class/infiniband" or "/dev/../dev/infiniband/x" this way;
+ * a path it does not bring into the view is left to the kernel as is. */
+int sv_view_normalize(const char *path, char *out, size_t len);
+
 /* N when path is exactly /dev/infiniband/uverbsN (N < SV_UVERBS_MAX), else -1. */
 int sv_view_uverbs(const char *path);
 

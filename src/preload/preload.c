@@ -29,6 +29,8 @@
 #include <string.h>
 #include <linux/netlink.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/socket.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -116,15 +118,47 @@ static bool view_on(void)
 	return fd >= 0;
 }
 
+static bool ours(const char *p)
+{
+	return !strncmp(p, "/sys/class/infiniband", 21) ||
+	       !strncmp(p, "/dev/infiniband", 15) ||
+	       !strncmp(p, "/sys/class/misc/rdma_cm", 23);
+}
+
+const char *svp_canon(const char *p, char *buf)
+{
+	if (svp_null(p) || p[0] != '/' || ours(p) ||
+	    (!strstr(p, "//") && !strstr(p, "/.")) || strlen(p) >= SVP_PATH_MAX ||
+	    sv_view_normalize(p, buf, SVP_PATH_MAX))
+		return p;
+	return buf;
+}
+
 const char *svp_map(const char *p, char *buf)
 {
+	char norm[SVP_PATH_MAX];
 	int ret;
 
 	/* cheap test first: most paths are not ours */
-	if (svp_null(p) || (strncmp(p, "/sys/class/infiniband", 21) &&
-		   strncmp(p, "/dev/infiniband", 15) &&
-		   strncmp(p, "/sys/class/misc/rdma_cm", 23)))
+	if (svp_null(p) || p[0] != '/')
 		return p;
+	if (!ours(p)) {
+		/* "//sys/...", "/dev/./infiniband", "/sys/class/x/../infiniband":
+		 * ours once read lexically */
+		if (!strstr(p, "//") && !strstr(p, "/."))
+			return p;
+		if (strlen(p) >= sizeof(norm) ||
+		    sv_view_normalize(p, norm, sizeof(norm)) || !ours(norm))
+			return p;
+		if (!view_on())
+			return p;
+		ret = sv_view_map(v.root, norm, buf, SVP_PATH_MAX);
+		if (ret < 0) {
+			errno = -ret;
+			return NULL;
+		}
+		return ret ? buf : p;
+	}
 	if (!view_on())
 		return p;
 	ret = sv_view_map(v.root, p, buf, SVP_PATH_MAX);
@@ -145,9 +179,45 @@ int svp_sock_path(char *buf, size_t len)
 
 int svp_uverbs(const char *p)
 {
-	int n = sv_view_uverbs(p);
+	char cb[SVP_PATH_MAX];
+	int n = sv_view_uverbs(svp_canon(p, cb));
 
 	return n >= 0 && view_on() && (uint32_t)n == v.uverbs ? n : -1;
+}
+
+/* A descriptor of the view's /dev/infiniband/uverbsN (a plain file there):
+ * its stat made the character device's, as stat() of its path is. Only
+ * once the view is on (fstat never starts a daemon); the file's identity
+ * is looked up once. */
+void svp_uverbs_fstat(struct stat *st)
+{
+	static dev_t dev;
+	static ino_t ino;
+	static int looked;         /* 0 not yet, 1 found, -1 none */
+	char path[SVP_PATH_MAX], rel[64];
+	struct stat us;
+	SVP_REAL(stat);
+
+	if (!S_ISREG(st->st_mode) || __atomic_load_n(&v.state, __ATOMIC_ACQUIRE) <= 0)
+		return;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		snprintf(rel, sizeof(rel), "/dev/infiniband/uverbs%u", v.uverbs);
+		if (sv_view_map(v.root, rel, path, sizeof(path)) == 1 &&
+		    !real_stat(path, &us)) {
+			dev = us.st_dev;
+			ino = us.st_ino;
+			__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&looked, -1, __ATOMIC_RELEASE);
+		}
+	}
+	if (__atomic_load_n(&looked, __ATOMIC_ACQUIRE) != 1 ||
+	    st->st_dev != dev || st->st_ino != ino)
+		return;
+	st->st_mode = S_IFCHR | (st->st_mode & 07777);
+	st->st_rdev = makedev(SV_UVERBS_MAJOR, SV_UVERBS_MINOR_BASE + v.uverbs);
+	st->st_size = 0;
+	st->st_blocks = 0;
 }
 
 /* A counter file of our device opened for reading: a memfd holding the
@@ -161,7 +231,11 @@ static int counter_fd(const char *p, int flags)
 
 	if ((flags & O_ACCMODE) != O_RDONLY || svp_null(p) || !view_on())
 		return -1;
-	i = sv_view_counter_of(p, v.dev);
+	{
+		char cb[SVP_PATH_MAX];
+
+		i = sv_view_counter_of(svp_canon(p, cb), v.dev);
+	}
 	if (i < 0)
 		return -1;
 	pthread_mutex_lock(&v.lock);
@@ -498,6 +572,107 @@ SVP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	if (__builtin_expect(!svp_is_ucma(fd), 1))
 		return real_write(fd, buf, len);
 	return svp_ucma_write(fd, buf, len);
+}
+
+/* The rdma_cm file has no read (the kernel's ucma says EINVAL); a
+ * NETLINK_RDMA socket reads as itself. */
+SVP_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	SVP_REAL(read);
+
+	if (__builtin_expect(svp_is_ucma(fd), 0)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return real_read(fd, buf, len);
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+SVP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	SVP_REAL(__read_chk);
+
+	if (__builtin_expect(svp_is_ucma(fd), 0)) {
+		if (len > buflen)
+			abort();   /* what glibc's check does */
+		errno = EINVAL;
+		return -1;
+	}
+	return real___read_chk(fd, buf, len, buflen);
+}
+
+/* A duplicate of an rdma_cm or NETLINK_RDMA descriptor names the same
+ * file; one that replaces such a descriptor (dup2, dup3) closes it first,
+ * as the kernel does. */
+static int duped(int fd, int newfd)
+{
+	if (newfd >= 0 && newfd != fd) {
+		svp_ucma_dup(fd, newfd);
+		svp_nl_dup(fd, newfd);
+	}
+	return newfd;
+}
+
+static void replaced(int oldfd, int newfd)
+{
+	if (newfd == oldfd)
+		return;
+	if (__builtin_expect(svp_is_ucma(newfd), 0))
+		svp_ucma_close(newfd);
+	if (__builtin_expect(svp_is_nl(newfd), 0))
+		svp_nl_close(newfd);
+}
+
+SVP_EXPORT int dup(int fd)
+{
+	SVP_REAL(dup);
+
+	return duped(fd, real_dup(fd));
+}
+
+SVP_EXPORT int dup2(int fd, int newfd)
+{
+	SVP_REAL(dup2);
+	int ret;
+
+	ret = real_dup2(fd, newfd);
+	if (ret >= 0) {
+		replaced(fd, newfd);
+		duped(fd, ret);
+	}
+	return ret;
+}
+
+SVP_EXPORT int dup3(int fd, int newfd, int flags)
+{
+	SVP_REAL(dup3);
+	int ret;
+
+	ret = real_dup3(fd, newfd, flags);
+	if (ret >= 0) {
+		replaced(fd, newfd);
+		duped(fd, ret);
+	}
+	return ret;
+}
+
+#define FCNTL_BODY(real)                                                      	va_list ap;                                                           	void *arg;                                                            	int ret;                                                              	va_start(ap, cmd);                                                    	arg = va_arg(ap, void *);                                             	va_end(ap);                                                           	ret = real(fd, cmd, arg);                                             	if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))           		duped(fd, ret);                                               	return ret
+
+SVP_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	SVP_REAL(fcntl);
+	FCNTL_BODY(real_fcntl);
+}
+
+int fcntl64(int fd, int cmd, ...);
+SVP_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	SVP_REAL(fcntl64);
+	if (!real_fcntl64) {
+		SVP_REAL(fcntl);
+		FCNTL_BODY(real_fcntl);
+	}
+	FCNTL_BODY(real_fcntl64);
 }
 
 SVP_EXPORT int close(int fd)

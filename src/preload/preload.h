@@ -45,8 +45,17 @@ static inline int svp_null(const void *p)
  * path would be too long. p may be NULL (returned as is: libc decides). */
 const char *svp_map(const char *p, char *buf);
 
+/* p as the view reads it: p, or its lexical form in buf (SVP_PATH_MAX
+ * bytes) where it has "//", "." or ".." components. */
+const char *svp_canon(const char *p, char *buf);
+
 /* N when p, a program's path, is the view's /dev/infiniband/uverbsN. */
 int svp_uverbs(const char *p);
+
+/* fstat's answer for a descriptor of the view's uverbs file: a character
+ * device, as the kernel's (st untouched for any other file). */
+struct stat;
+void svp_uverbs_fstat(struct stat *st);
 
 /* The control socket's path, once the view is on: 0, else -1. */
 int svp_sock_path(char *buf, size_t len);
@@ -60,6 +69,7 @@ bool svp_is_ucma(int fd);
 int svp_ucma_open(int flags);              /* the new fd, or -1 and errno */
 ssize_t svp_ucma_write(int fd, const void *buf, size_t len);
 void svp_ucma_close(int fd);               /* forget fd's command socket */
+void svp_ucma_dup(int fd, int newfd);      /* newfd names fd's file too */
 void svp_ucma_stat(struct stat *st);       /* what fstat says of it */
 
 /* preload_nl.c: NETLINK_RDMA sockets (docs/DESIGN.md, "RDMA netlink") */
@@ -67,6 +77,7 @@ void svp_ucma_stat(struct stat *st);       /* what fstat says of it */
 int svp_nl_socket(int type);               /* the new fd, or -1 and errno */
 bool svp_is_nl(int fd);
 void svp_nl_close(int fd);
+void svp_nl_dup(int fd, int newfd);
 int svp_nl_bind(int fd, const struct sockaddr *addr, socklen_t len);
 int svp_nl_connect(int fd, const struct sockaddr *addr, socklen_t len);
 int svp_nl_getsockname(int fd, struct sockaddr *addr, socklen_t *len);

@@ -54,6 +54,8 @@ struct svp_nl {
 	uint32_t flags;            /* SV_NL_F_* */
 	int opt[16];               /* other SOL_NETLINK options, by number */
 	pthread_mutex_t lock;      /* one request at a time */
+	unsigned int refs;         /* descriptors naming it (dup), under
+				    * tab_lock */
 };
 
 static struct svp_nl **tab;
@@ -157,6 +159,7 @@ int svp_nl_socket(int type)
 	}
 	e->req = s;
 	e->type = kind;
+	e->refs = 1;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_lock(&tab_lock);
 	e->portid = pick_portid();
@@ -180,6 +183,22 @@ bool svp_is_nl(int fd)
 	return nl_of(fd) != NULL;
 }
 
+/* newfd, a duplicate of fd (dup, dup2, fcntl F_DUPFD): the same socket */
+void svp_nl_dup(int fd, int newfd)
+{
+	struct svp_nl *e;
+
+	if (!nl_of(fd) || newfd < 0 || newfd >= SVP_NL_MAX_FD || newfd == fd)
+		return;
+	pthread_mutex_lock(&tab_lock);
+	e = nl_of(fd);
+	if (e) {
+		e->refs++;
+		__atomic_store_n(&tab[newfd], e, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&tab_lock);
+}
+
 void svp_nl_close(int fd)
 {
 	struct svp_nl **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
@@ -189,6 +208,8 @@ void svp_nl_close(int fd)
 		return;
 	pthread_mutex_lock(&tab_lock);
 	e = __atomic_exchange_n(&t[fd], NULL, __ATOMIC_ACQ_REL);
+	if (e && --e->refs)
+		e = NULL;          /* another descriptor still names it */
 	pthread_mutex_unlock(&tab_lock);
 	if (!e)
 		return;

@@ -84,6 +84,8 @@ SVP_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 		as_chardev(path, st);
 	else if (!ret && (flags & AT_EMPTY_PATH) && q && !*q && svp_is_ucma(dirfd))
 		svp_ucma_stat(st);
+	else if (!ret && (flags & AT_EMPTY_PATH) && q && !*q)
+		svp_uverbs_fstat(st);
 	return ret;
 }
 
@@ -103,6 +105,8 @@ SVP_EXPORT int fstat(int fd, struct stat *st)
 
 	if (!ret && svp_is_ucma(fd))
 		svp_ucma_stat(st);
+	else if (!ret)
+		svp_uverbs_fstat(st);
 	return ret;
 }
 
@@ -113,6 +117,8 @@ SVP_EXPORT int fstat64(int fd, struct stat64 *st)
 
 	if (!ret && svp_is_ucma(fd))
 		svp_ucma_stat((struct stat *)st);
+	else if (!ret)
+		svp_uverbs_fstat((struct stat *)st);
 	return ret;
 }
 
@@ -175,6 +181,22 @@ SVP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 		stx->stx_rdev_minor = SV_UCMA_MINOR;
 		stx->stx_size = 0;
 		stx->stx_blocks = 0;
+		return ret;
+	}
+	if (!ret && (flags & AT_EMPTY_PATH) && q && !*q && S_ISREG(stx->stx_mode)) {
+		/* a descriptor of the view's uverbs file */
+		struct stat st = { .st_mode = stx->stx_mode, .st_ino = stx->stx_ino,
+				   .st_dev = makedev(stx->stx_dev_major,
+						     stx->stx_dev_minor) };
+
+		svp_uverbs_fstat(&st);
+		if (S_ISCHR(st.st_mode)) {
+			stx->stx_mode = (uint16_t)st.st_mode;
+			stx->stx_rdev_major = major(st.st_rdev);
+			stx->stx_rdev_minor = minor(st.st_rdev);
+			stx->stx_size = 0;
+			stx->stx_blocks = 0;
+		}
 		return ret;
 	}
 	if (ret || q == path || !S_ISREG(stx->stx_mode))

@@ -105,7 +105,9 @@ static void ucma_put(struct svp_ucma *e)
 
 bool svp_ucma_path(const char *p)
 {
-	return !svp_null(p) && !strcmp(p, "/dev/infiniband/rdma_cm");
+	char cb[SVP_PATH_MAX];
+
+	return !svp_null(p) && !strcmp(svp_canon(p, cb), "/dev/infiniband/rdma_cm");
 }
 
 void svp_ucma_stat(struct stat *st)
@@ -371,6 +373,23 @@ ssize_t svp_ucma_write(int fd, const void *buf, size_t len)
 	ret = ucma_write(e, buf, len);
 	ucma_put(e);
 	return ret;
+}
+
+/* newfd, a duplicate of fd (dup, dup2, fcntl F_DUPFD): the same file, as
+ * a duplicated descriptor of the kernel's is */
+void svp_ucma_dup(int fd, int newfd)
+{
+	struct svp_ucma *e;
+
+	if (!ucma_of(fd) || newfd < 0 || newfd >= SVP_UCMA_MAX_FD || newfd == fd)
+		return;
+	pthread_mutex_lock(&tab_lock);
+	e = ucma_of(fd);
+	if (e) {
+		e->refs++;
+		__atomic_store_n(&tab[newfd], e, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&tab_lock);
 }
 
 void svp_ucma_close(int fd)

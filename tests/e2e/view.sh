@@ -2,7 +2,7 @@
 # The device view (docs/DESIGN.md, "The device view"): consumers that look
 # for an RDMA device in /dev/infiniband and /sys/class/infiniband* find sv0
 # there when run through 'softverbs run', with what the verbs queries say.
-#   view.sh CASE   CASE: ucx fi_info rping ibstat sysfs counters container
+#   view.sh CASE   CASE: ucx fi_info rping ibstat sysfs counters container gaps
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/peers.sh"
 out=$SV_TEST_DIR/out
@@ -29,6 +29,13 @@ devinfo_guid() {
 }
 
 case "$1" in
+gaps)
+	# glob, nftw/ftw, "//" "." ".." paths, fstat of a uverbs descriptor,
+	# the rdma_cm descriptor across read, dup, dup2, fcntl and fork, a
+	# NETLINK_RDMA socket's duplicate (issue 40, Deliver 3)
+	"$SV" run -- "$SV_BUILD_DIR/bin/test_viewgaps" || fail "test_viewgaps"
+	pass "the view through glob, nftw, odd paths, fstat, dup and fork"
+	;;
 ucx)
 	command -v ucx_info >/dev/null || fail "ucx_info is not installed (ucx-utils)"
 	unset UCX_TLS
