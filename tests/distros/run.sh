@@ -205,8 +205,9 @@ else
 fi
 
 # ibv_wr_flush of pyverbs built against this rdma-core: a member past
-# Debian 12's struct ibv_qp_ex, which our QPs carry (the device sends no
-# FLUSH: the session is refused, nothing crashes)
+# Debian 12's struct ibv_qp_ex, which our QPs carry; this QP is made without
+# IBV_QP_EX_WITH_FLUSH, so the session is refused (EINVAL) and nothing
+# crashes (FLUSH itself runs in rdma-core's test_qpex below)
 cat >"$T/flush.py" <<'PY'
 try:
     import pyverbs.enums as en

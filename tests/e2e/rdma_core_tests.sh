@@ -9,7 +9,8 @@
 # memory, on-demand paging, importing and tag matching are not skipped:
 # their tests (test_device's DMTest and SharedDMTest, test_mr's
 # DeviceMemoryAPITest, test_odp's OdpTestCase, test_shared_pd,
-# test_tag_matching's TMTest) must run and pass when the whole suite runs.
+# test_tag_matching's TMTest, and from rdma-core 56 on test_qpex's FLUSH
+# tests and test_srq's resize) must run and pass when the whole suite runs.
 # Prints each module's passes, skips and failures, and the skips' reasons
 # with their counts.
 #   rdma_core_tests.sh [NAME...]   unittest names only (tests.test_qp, ...)
@@ -103,7 +104,10 @@ if [ $# -eq 0 ]; then
 		OdpTestCase.test_odp_sync_prefetch_rc_traffic \
 		OdpTestCase.test_odp_implicit_async_prefetch_rc_traffic \
 		TMTest.test_tm_traffic TMTest.test_tm_unexpected_tag \
-		TMTest.test_tm_no_tag TMTest.test_tm_rndv; do
+		TMTest.test_tm_no_tag TMTest.test_tm_rndv \
+		QpExTestCase.test_qp_ex_rc_flush \
+		QpExTestCase.test_qp_ex_rc_flush_type_violate \
+		SrqTestCase.test_resize_srq; do
 		# a test this release of the suite does not have (rdma-core
 		# 56 has no test_odp_rc_srq_traffic) is not asked for: its
 		# name is defined in none of the suite's files
