@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,8 @@ static void usage(FILE *f)
 "  why [--qp N]      the last refused commands and error completions,\n"
 "                    with the device's reason (key, bound, right)\n"
 "  capture -w FILE   the device's RoCEv2 packets into a pcapng file\n"
-"  run -- CMD [ARGS] run an unmodified verbs program on softverbs\n"
+"  run [--ns] -- CMD [ARGS]\n"
+"                    run an unmodified verbs program on softverbs\n"
 "  bench [ARGS]      bandwidth, latency and message rate between two\n"
 "                    processes; 'softverbs bench --help' lists its options\n"
 "  help              this text\n"
@@ -166,13 +168,23 @@ static int cmd_run(int argc, char **argv)
 	const char *old = getenv("LD_LIBRARY_PATH");
 	int first = 1;
 
+	bool ns = false;
+
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: softverbs run [--] CMD [ARGS]\n"
+		printf("usage: softverbs run [--ns] [--] CMD [ARGS]\n"
 		       "  runs CMD with softverbs' libibverbs.so.1 first on the\n"
 		       "  library path and the device view at /dev/infiniband and\n"
 		       "  /sys/class/infiniband*; the device starts by itself if\n"
-		       "  needed\n");
+		       "  needed\n"
+		       "  --ns  also mount the view there, in a user and mount\n"
+		       "        namespace of CMD's own (unprivileged): every file\n"
+		       "        access sees it, a static program's too\n");
 		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "--ns")) {
+		ns = true;
+		argv++;
+		argc--;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "--"))
 		first = 2;
@@ -198,6 +210,8 @@ static int cmd_run(int argc, char **argv)
 	if (!getenv("ASAN_OPTIONS"))
 		setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
 #endif
+	if (ns && sv_tool_ns_enter())
+		return 1;
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "softverbs run: %s: %s\n", argv[first], strerror(errno));
 	return 127;

@@ -14,6 +14,9 @@ int sv_tool_serve(const char *addr);
 int sv_tool_inject(int argc, char **argv);
 /* why.c */
 int sv_tool_why(int argc, char **argv);
+/* nsview.c: softverbs run --ns: a user and mount namespace with the
+ * view mounted at the kernel's paths; 0, or -errno (said on stderr) */
+int sv_tool_ns_enter(void);
 /* capture.c */
 int sv_tool_capture(int argc, char **argv);
 

@@ -3,6 +3,7 @@
 # for an RDMA device in /dev/infiniband and /sys/class/infiniband* find sv0
 # there when run through 'softverbs run', with what the verbs queries say.
 #   view.sh CASE   CASE: ucx fi_info rping ibstat sysfs counters container gaps
+#                  ns
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/peers.sh"
 out=$SV_TEST_DIR/out
@@ -29,6 +30,49 @@ devinfo_guid() {
 }
 
 case "$1" in
+ns)
+	# softverbs run --ns: the view mounted at the kernel's paths in a user
+	# and mount namespace, so a static program (busybox-static) sees it
+	# through its raw system calls, as the user and as nobody; a dynamic
+	# verbs program works there too (issue 40, Deliver 3)
+	bb=$(command -v busybox) || fail "busybox is missing (busybox-static)"
+	ldd "$bb" 2>&1 | grep -q "not a dynamic executable" ||
+		fail "$bb is not statically linked (busybox-static)"
+	gid0=$("$SV" run -- cat /sys/class/infiniband/sv0/ports/1/gids/0) ||
+		fail "the preload's view: no gid 0"
+	# without --ns a static program sees nothing (the preload cannot reach it)
+	! "$SV" run -- "$bb" ls /sys/class/infiniband >/dev/null 2>&1 ||
+		[ -d /sys/class/infiniband/sv0 ] ||
+		fail "a static program saw the view without --ns: the test proves nothing"
+	nsrun() { # out, then CMD: busybox's view of sv0
+		local o=$1; shift
+		"$@" "$bb" sh -c "$bb ls /sys/class/infiniband /dev/infiniband &&
+			$bb cat /sys/class/infiniband/sv0/ports/1/state \
+				/sys/class/infiniband/sv0/ports/1/gids/0 &&
+			$bb ls /sys/class/net /dev/null" >"$o" 2>&1
+	}
+	check() { # out who
+		grep -qx sv0 "$1" && grep -qx uverbs0 "$1" && grep -qx "4: ACTIVE" "$1" &&
+			grep -qx "$gid0" "$1" && grep -qx /dev/null "$1" ||
+			{ cat "$1"; fail "busybox under run --ns ($2) does not see sv0"; }
+	}
+	nsrun "$out.user" timeout 30 "$SV" run --ns -- || { cat "$out.user"; fail "run --ns"; }
+	check "$out.user" "$(id -un)"
+	timeout 30 "$SV" run --ns -- ibv_devinfo >"$out.devinfo" 2>&1 &&
+		grep -q PORT_ACTIVE "$out.devinfo" || { cat "$out.devinfo"; fail "ibv_devinfo under run --ns"; }
+	# as nobody, with a device of its own (its folder, its daemon)
+	nob=$SV_TEST_DIR/nobody
+	mkdir -p "$nob" && chown nobody: "$nob" && chmod 700 "$nob" ||
+		fail "cannot make nobody's folder"
+	chmod o+x "$SV_TEST_DIR"
+	nsrun "$out.nobody" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env SOFTVERBS_SOCKET="$nob/control" SOFTVERBS_IDLE_EXIT=1 \
+		timeout 30 "$SV" run --ns -- || { cat "$out.nobody"; fail "run --ns as nobody"; }
+	check "$out.nobody" nobody
+	npid=$(tr -d '\n' <"$nob/control.lock" 2>/dev/null)
+	[ -z "$npid" ] || wait_gone "$npid" || fail "nobody's daemon $npid did not leave"
+	pass "run --ns: static busybox and ibv_devinfo see sv0, as $(id -un) and as nobody"
+	;;
 gaps)
 	# glob, nftw/ftw, "//" "." ".." paths, fstat of a uverbs descriptor,
 	# the rdma_cm descriptor across read, dup, dup2, fcntl and fork, a
