@@ -170,6 +170,24 @@ static inline bool sv_op_flags_ok(uint32_t qp_type, uint32_t flags)
 	return qp_type < 8 && (flags & SV_OPF_QPT(qp_type));
 }
 
+/* The device's verdict on a send WQE of op on a QP of qp_type, whichever
+ * transport runs it (the same host's loop_req.c, the RoCEv2 requester's
+ * roce/req.c): IBV_WC_SUCCESS, or IBV_WC_LOC_QP_OP_ERR for an opcode the
+ * table does not give that QP type (or does not know), or a masked atomic
+ * on a device started without them (masked_ok false). */
+static inline uint32_t sv_op_req_status(uint32_t qp_type, uint32_t op,
+					bool masked_ok)
+{
+	uint32_t f = sv_op_flags(op);
+
+	if (!sv_op_flags_ok(qp_type, f))
+		return IBV_WC_LOC_QP_OP_ERR;
+	if ((f & (SV_OPF_ATOMIC | SV_OPF_EXP)) == (SV_OPF_ATOMIC | SV_OPF_EXP) &&
+	    !masked_ok)
+		return IBV_WC_LOC_QP_OP_ERR;
+	return IBV_WC_SUCCESS;
+}
+
 /* Whether op may be posted on a QP of qp_type: through ibv_post_send
  * (exp false) or ibv_exp_post_send and the extension's calls (exp true).
  * FLUSH only through its ibv_wr_flush (see sv_op_ex_flags). */

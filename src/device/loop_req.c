@@ -147,8 +147,10 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 	m->ah = NULL;
 	m->len = 0;
 	f = sv_op_flags(op);
-	if (!sv_op_flags_ok(qp->type, f))
-		return IBV_WC_LOC_QP_OP_ERR;
+	st = sv_op_req_status(qp->type, op, (sv_dev.attr.exp_cap_flags &
+					     SV_EXP_CAP_MASKED_ATOMICS) != 0);
+	if (st != IBV_WC_SUCCESS)
+		return (int)st;
 	if (unlikely(f & SV_OPF_LOCAL))
 		return sq_local(x, qp, w);
 	if (unlikely(f & SV_OPF_FLUSH) &&
@@ -165,12 +167,6 @@ static int sq_run(struct sv_exec *x, struct sv_qp *qp, struct swqe *w,
 		if (f & SV_OPF_ATOMIC) {
 			if (w->h.num_sge != 1 || w->u.sge[0].length != 8)
 				return IBV_WC_LOC_LEN_ERR;
-			/* a device started without them */
-			if ((op == SV_WR_MASKED_CMP_SWAP ||
-			     op == SV_WR_MASKED_FETCH_ADD) &&
-			    !(sv_dev.attr.exp_cap_flags &
-			      SV_EXP_CAP_MASKED_ATOMICS))
-				return IBV_WC_LOC_QP_OP_ERR;
 		}
 		st = sv_span_sges(&m->local, m->lmap, m->liov, w->u.sge,
 				  w->h.num_sge, qp->pd, (f & SV_OPF_SINK) != 0,

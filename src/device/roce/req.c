@@ -49,7 +49,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	struct sv_roce_qp *rq = qp->roce;
 	struct sv_rwin *e;
 	bool corrupt;
-	uint32_t pending = wq_pending(&qp->sq, &corrupt), op, f;
+	uint32_t pending = wq_pending(&qp->sq, &corrupt), op, f, st;
 	const void *slot;
 	uint64_t total = 0;
 
@@ -66,43 +66,19 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	e = sv_rwin(rq, rq->tail);
 	memcpy(&e->w.h, slot, sizeof(e->w.h));
 	op = e->w.h.opcode;
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		break;
-	case IBV_WR_SEND_WITH_INV:
-	case IBV_WR_RDMA_READ:
-	case SV_WR_RDMA_READ_INV:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_ATOMIC_WRITE:
-		if (!sv_roce_reliable(qp))
-			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
-		break;
-	case SV_WR_FLUSH: {
-		uint32_t st = sv_flush_wqe_status(&e->w.h);
-
-		if (qp->type != IBV_QPT_RC)
-			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
-		if (st != IBV_WC_SUCCESS)
-			return refuse(status, st);
-		break;
-	}
-	case SV_WR_MASKED_CMP_SWAP:
-	case SV_WR_MASKED_FETCH_ADD:
-		if (qp->type != IBV_QPT_RC ||
-		    !(sv_dev.attr.exp_cap_flags & SV_EXP_CAP_MASKED_ATOMICS))
-			return refuse(status, IBV_WC_LOC_QP_OP_ERR);
-		break;
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
-	case SV_WR_FAST_REG_MR:
+	/* which QP type takes which opcode: the one table (abi/sv_op.h), as
+	 * the same-host requester and the library read it (an ATOMIC WRITE
+	 * or a masked atomic is RC's, not XRC's) */
+	f = sv_op_flags(op);
+	st = sv_op_req_status(qp->type, op, (sv_dev.attr.exp_cap_flags &
+					     SV_EXP_CAP_MASKED_ATOMICS) != 0);
+	if (st != IBV_WC_SUCCESS)
+		return refuse(status, st);
+	if (f & SV_OPF_LOCAL)
 		return TAKE_LOCAL;
-	default:
-		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
-	}
+	if ((f & SV_OPF_FLUSH) &&
+	    (st = sv_flush_wqe_status(&e->w.h)) != IBV_WC_SUCCESS)
+		return refuse(status, st);
 	if (!sv_swqe_body(qp, &e->w, (const uint8_t *)slot + SV_SEND_WQE_HDR,
 			  qp->sq.stride - SV_SEND_WQE_HDR))
 		return refuse(status, IBV_WC_LOC_QP_OP_ERR);
