@@ -161,6 +161,7 @@ struct sv_client *sv_client_new(int fd)
 		sv_log(SV_LOG_WARN, "pid %d: no pidfd (%s); watching the socket only",
 		       (int)c->pid, strerror(errno));
 	c->id = ++sv_dev.next_client_id;
+	c->ctxn = sv_next_id(&sv_dev.next_ctx_id);
 	c->next = &sv_dev.clients;
 	c->prev = sv_dev.clients.prev;
 	c->prev->next = c;

@@ -191,6 +191,15 @@ static int cmd_stat(struct sv_req *r)
 	return 0;
 }
 
+void sv_stat_wire_fill(struct sv_rsp_stat_wire *w)
+{
+	sv_roce_stat_fill(w);
+	sv_direct_counts(&w->direct_msgs, &w->direct_bytes, &w->direct_mapped);
+	w->lo_msgs = sv_dev.lo_msgs + w->direct_msgs;
+	w->lo_bytes = sv_dev.lo_bytes + w->direct_bytes;
+	sv_cm_stat_fill(w);
+}
+
 static int cmd_stat_wire(struct sv_req *r)
 {
 	const struct sv_cmd_stat *a = &r->cmd->u.stat;
@@ -199,15 +208,7 @@ static int cmd_stat_wire(struct sv_req *r)
 		r->why = "reserved fields set";
 		return -EINVAL;
 	}
-	sv_roce_stat_fill(&r->rsp->u.stat_wire);
-	sv_direct_counts(&r->rsp->u.stat_wire.direct_msgs,
-			 &r->rsp->u.stat_wire.direct_bytes,
-			 &r->rsp->u.stat_wire.direct_mapped);
-	r->rsp->u.stat_wire.lo_msgs = sv_dev.lo_msgs +
-				      r->rsp->u.stat_wire.direct_msgs;
-	r->rsp->u.stat_wire.lo_bytes = sv_dev.lo_bytes +
-				       r->rsp->u.stat_wire.direct_bytes;
-	sv_cm_stat_fill(&r->rsp->u.stat_wire);
+	sv_stat_wire_fill(&r->rsp->u.stat_wire);
 	return 0;
 }
 

@@ -237,6 +237,7 @@ int sv_cmd_create_cq(struct sv_req *r)
 	cq->channel = ch;
 	cq->flags = a->flags;
 	cq->loc.memfd = -1;
+	cq->id = sv_next_id(&sv_dev.next_cq_id);
 	ret = sv_client_add_obj(r, SV_OBJ_CQ, cq, &cq->handle);
 	if (ret)
 		goto err_free;

@@ -449,6 +449,7 @@ static int mr_publish(struct sv_req *r, struct sv_mr *mr)
 		r->why = "no free key";
 		goto err_free;
 	}
+	mr->id = sv_next_id(&sv_dev.next_mr_id);
 	ret = sv_client_add_obj(r, SV_OBJ_MR, mr, &mr->handle);
 	if (ret)
 		goto err_key;

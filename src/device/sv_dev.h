@@ -124,6 +124,7 @@ struct sv_mr {
 	uint64_t iova;             /* the address the MR's users name */
 	uint32_t access;
 	uint32_t key;              /* lkey == rkey */
+	uint32_t id;               /* device-wide, never 0 (RDMA netlink's MRN) */
 	uint8_t kind;              /* enum sv_mr_kind */
 	bool invalid;              /* fast-register MRs: no translation now */
 	uint32_t nblocks;          /* 0: contiguous at addr; else blocks[0 ..
@@ -207,6 +208,7 @@ struct sv_cq {
 	size_t ring_bytes;
 	uint32_t entries;          /* ring slots */
 	uint32_t cqe;              /* usable entries reported */
+	uint32_t id;               /* device-wide, never 0 (RDMA netlink's CQN) */
 	uint32_t flags;
 	uint32_t refs;             /* QPs, SRQs */
 	uint32_t last_arm_sn;      /* arm_sn when the last event was sent */
@@ -421,6 +423,7 @@ struct sv_client {
 	uid_t uid;
 	bool probe;
 	bool dead;
+	uint32_t ctxn;             /* device-wide, never 0 (RDMA netlink's CTXN) */
 	struct sv_objtab objs;
 	void *ev_sock, *ev_pid;    /* epoll tags (struct sv_evtag *) */
 	/* import.c: ibv_import_device. An exporter made a token (its
@@ -458,6 +461,8 @@ struct sv_device {
 	uint64_t refused;
 	uint32_t uverbs;           /* N of the view's /dev/infiniband/uverbsN */
 	uint32_t next_pd_id;       /* the last PD's id */
+	/* the last CQ's, MR's, client's id (RDMA netlink: CQN, MRN, CTXN) */
+	uint32_t next_cq_id, next_mr_id, next_ctx_id;
 	uint64_t lo_msgs, lo_bytes; /* delivered between QPs of this device
 				     * (under lock): the view's counters */
 
@@ -487,6 +492,12 @@ struct sv_device {
 
 extern struct sv_device sv_dev;
 
+/* The next device-wide id of a kind whose last id is *last: never 0. */
+static inline uint32_t sv_next_id(uint32_t *last)
+{
+	return ++*last ? *last : ++*last;
+}
+
 /* identity.c: fill sv_dev's name, attributes, port and GIDs. ip may be NULL
  * (pick the host's first non-loopback IPv4 address). */
 int sv_identity_init(const char *ip, const char *netdev);
@@ -507,6 +518,8 @@ struct sv_req {
 };
 
 /* control.c */
+/* What STAT_WIRE answers: the port's counters (the view's, RDMA netlink's). */
+void sv_stat_wire_fill(struct sv_rsp_stat_wire *w);
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out);
 

@@ -57,6 +57,52 @@ wait_for_line "$T/hold" ready || { cat "$T/hold"; fail "holder not ready"; }
 cat "$T/res"
 grep -q "^0: sv0: pd 2 cq 1 qp 4 cm_id 0 mr 3 ctx 1 srq 0" "$T/res" ||
 	fail "rdma res does not count what the holder holds"
+# the holder's objects one by one: its pid, its QPs in INIT on port 1
+for k in qp cq mr pd ctx srq cm_id; do
+	"$SV" run -- rdma res show $k >"$T/res.$k" 2>&1 || { cat "$T/res.$k"; fail "rdma res show $k"; }
+	echo "rdma res show $k:"; cat "$T/res.$k"
+done
+[ "$(grep -c "pid $holder " "$T/res.qp")" = 4 ] || fail "rdma res show qp: not the holder's 4 QPs"
+[ "$(grep -c "^link sv0/1 lqpn [0-9]* rqpn 0 type RC state INIT .*pid $holder comm sv_hold" "$T/res.qp")" = 4 ] ||
+	fail "rdma res show qp: the QPs are not RC in INIT on sv0/1"
+for q in $(sed -n 's/^qpn=//p' "$T/hold"); do
+	grep -q "lqpn $q " "$T/res.qp" || fail "rdma res show qp: QP $q missing"
+done
+[ "$(grep -c "pid $holder " "$T/res.cq")" = 1 ] || fail "rdma res show cq: not the holder's CQ"
+grep -q "users 8 " "$T/res.cq" || fail "rdma res show cq: 4 QPs send and receive on it (users 8)"
+[ "$(grep -c "pid $holder " "$T/res.mr")" = 3 ] || fail "rdma res show mr: not the holder's 3 MRs"
+[ "$(grep -c "pid $holder " "$T/res.pd")" = 2 ] || fail "rdma res show pd: not the holder's 2 PDs"
+[ "$(grep -c "pid $holder " "$T/res.ctx")" = 1 ] || fail "rdma res show ctx: not the holder's context"
+[ ! -s "$T/res.srq" ] && [ ! -s "$T/res.cm_id" ] || fail "rdma res show srq, cm_id: the holder has none"
+"$SV" run -- rdma -j res show qp >"$T/res.qp.json" 2>&1 || { cat "$T/res.qp.json"; fail "rdma -j res show qp"; }
+/usr/bin/python3 - "$T/res.qp.json" "$holder" "$T/hold" <<'PY' || fail "rdma -j res show qp: wrong"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+qpns = sorted(int(l[4:]) for l in open(sys.argv[3]) if l.startswith('qpn='))
+assert sorted(r['lqpn'] for r in rows) == qpns, (rows, qpns)
+for r in rows:
+    assert r['ifname'] == 'sv0' and r['port'] == 1, r
+    assert r['type'] == 'RC' and r['state'] == 'INIT', r
+    assert r['pid'] == int(sys.argv[2]) and r['comm'] == 'sv_hold', r
+PY
+# one QP by its number, on its link (a doit)
+q=$(sed -n 's/^qpn=//p' "$T/hold" | head -n 1)
+"$SV" run -- rdma res show qp link sv0/1 lqpn "$q" >"$T/res.qp1" 2>&1 || { cat "$T/res.qp1"; fail "rdma res show qp lqpn $q"; }
+[ "$(grep -c "lqpn $q " "$T/res.qp1")" = 1 ] || { cat "$T/res.qp1"; fail "rdma res show qp lqpn $q"; }
+
+# the port's counters: the view's hw_counters
+"$SV" run -- rdma statistic show >"$T/stat" 2>&1 || { cat "$T/stat"; fail "rdma statistic show"; }
+cat "$T/stat"
+v=$("$SV" run -- cat /sys/class/infiniband/sv0/ports/1/hw_counters/rcvd_seg_drop)
+grep -q "^link sv0/1 .*rcvd_seg_drop $v " "$T/stat" || fail "rdma statistic show: not the view's counters"
+"$SV" run -- rdma statistic show link sv0/1 >"$T/stat1" 2>&1 || { cat "$T/stat1"; fail "rdma statistic show link sv0/1"; }
+grep -q "^link sv0/1 .*sent_pkts" "$T/stat1" || { cat "$T/stat1"; fail "rdma statistic show link sv0/1"; }
+"$SV" run -- rdma -j statistic show >"$T/stat.json" 2>&1 || { cat "$T/stat.json"; fail "rdma -j statistic show"; }
+/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[0]["ifname"]=="sv0" and r[0]["port"]==1 and "sent_pkts" in r[0], r' \
+	"$T/stat.json" || fail "rdma -j statistic show: wrong"
+"$SV" run -- rdma statistic mode >"$T/mode" 2>&1 || { cat "$T/mode"; fail "rdma statistic mode"; }
+cat "$T/mode"
+"$SV" run -- rdma statistic qp show >"$T/statqp" 2>&1 || { cat "$T/statqp"; fail "rdma statistic qp show"; }
 kill $holder
 wait $holder 2>/dev/null
-pass "RDMA netlink: test_netlink, and Debian's rdma dev, link, sys, res on sv0"
+pass "RDMA netlink: test_netlink, and Debian's rdma dev, link, sys, res (summary and per object), statistic on sv0"

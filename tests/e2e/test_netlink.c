@@ -398,6 +398,588 @@ static void test_res(void **st)
 	ibv_free_device_list(list);
 }
 
+
+/* ---- the per-object resources and the statistics ---- */
+
+/* The attribute of type t inside nest a (a table or an entry), or NULL. */
+static const struct nlattr *nested(const struct nlattr *a, uint16_t t)
+{
+	const uint8_t *p = data(a);
+	size_t left = a->nla_len - NLA_HDRLEN;
+
+	while (left >= NLA_HDRLEN) {
+		const struct nlattr *x = (const struct nlattr *)p;
+
+		assert_true(x->nla_len >= NLA_HDRLEN && x->nla_len <= left);
+		if ((x->nla_type & NLA_TYPE_MASK) == t)
+			return x;
+		if ((size_t)NLA_ALIGN(x->nla_len) >= left)
+			break;
+		p += NLA_ALIGN(x->nla_len);
+		left -= NLA_ALIGN(x->nla_len);
+	}
+	return NULL;
+}
+
+static uint32_t nu32(const struct nlattr *e, uint16_t t)
+{
+	uint32_t v;
+
+	memcpy(&v, data(nested(e, t)), sizeof(v));
+	return v;
+}
+
+static uint64_t nu64(const struct nlattr *e, uint16_t t)
+{
+	uint64_t v;
+
+	memcpy(&v, data(nested(e, t)), sizeof(v));
+	return v;
+}
+
+static uint8_t nu8(const struct nlattr *e, uint16_t t)
+{
+	return *(const uint8_t *)data(nested(e, t));
+}
+
+/* Does this process have CAP_NET_ADMIN (keys are shown only then)? */
+static bool net_admin(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned long long caps = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	fclose(f);
+	return (caps >> 12) & 1;
+}
+
+#define MAX_ENTRIES 1024
+
+/* A dump's entries, each a copy (entries[i] points into a buffer of its
+ * own), and how many datagrams it took. */
+struct dump {
+	uint8_t *buf[64];
+	unsigned int nbuf;
+	const struct nlattr *e[MAX_ENTRIES];
+	unsigned int n;
+};
+
+static void dump_free(struct dump *d)
+{
+	for (unsigned int i = 0; i < d->nbuf; i++)
+		free(d->buf[i]);
+	memset(d, 0, sizeof(*d));
+}
+
+/* Dump cmd of device 0 (port: 0 none) and collect the entries of table
+ * under entry; every message the command's, with the device handle; ends
+ * at NLMSG_DONE. */
+static void dump_res(int s, uint32_t cmd, uint32_t port, uint16_t table,
+		     uint16_t entry, struct dump *d)
+{
+	struct req r;
+	bool done = false;
+
+	memset(d, 0, sizeof(*d));
+	req_init(&r, cmd, NLM_F_DUMP);
+	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+	if (port)
+		req_u32(&r, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+	send_req(s, &r);
+	while (!done) {
+		uint8_t *buf = malloc(8192);
+		ssize_t n;
+		size_t off = 0;
+
+		assert_non_null(buf);
+		assert_true(d->nbuf < 64);
+		d->buf[d->nbuf++] = buf;
+		n = recv_dgram(s, buf, 8192, 0);
+		assert_true(n > 0);
+		assert_true(n <= 3776);   /* NLMSG_GOODSIZE */
+		while (off + NLMSG_HDRLEN <= (size_t)n) {
+			const struct nlmsghdr *h = (const struct nlmsghdr *)(buf + off);
+			const struct nlattr *t;
+
+			assert_int_equal(h->nlmsg_seq, r.h.nlmsg_seq);
+			if (h->nlmsg_type == NLMSG_DONE) {
+				int st;
+
+				memcpy(&st, (const uint8_t *)h + NLMSG_HDRLEN, sizeof(st));
+				assert_int_equal(st, 0);
+				done = true;
+				break;
+			}
+			assert_int_equal(h->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd));
+			assert_true(h->nlmsg_flags & NLM_F_MULTI);
+			assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_DEV_INDEX), 0);
+			assert_string_equal(data(attr(h, RDMA_NLDEV_ATTR_DEV_NAME)), "sv0");
+			t = attr(h, table);
+			assert_non_null(t);
+			assert_false(t->nla_type & NLA_F_NESTED); /* _noflag */
+			{
+				const uint8_t *p = data(t);
+				size_t left = t->nla_len - NLA_HDRLEN;
+
+				while (left >= NLA_HDRLEN) {
+					const struct nlattr *e = (const struct nlattr *)p;
+
+					assert_int_equal(e->nla_type, entry);
+					assert_true(d->n < MAX_ENTRIES);
+					d->e[d->n++] = e;
+					if ((size_t)NLA_ALIGN(e->nla_len) >= left)
+						break;
+					p += NLA_ALIGN(e->nla_len);
+					left -= NLA_ALIGN(e->nla_len);
+				}
+			}
+			off += NLMSG_ALIGN(h->nlmsg_len);
+		}
+	}
+	expect_nothing(s);
+}
+
+/* The entry whose id attribute is id, or NULL. */
+static const struct nlattr *find(const struct dump *d, uint16_t id_attr, uint32_t id)
+{
+	for (unsigned int i = 0; i < d->n; i++) {
+		const struct nlattr *a = nested(d->e[i], id_attr);
+
+		if (a && *(const uint32_t *)data(a) == id)
+			return d->e[i];
+	}
+	return NULL;
+}
+
+/* A doit of cmd for id (port 0: none): the answer into buf (its message),
+ * or the error. */
+static int doit(int s, uint32_t cmd, uint32_t port, uint16_t id_attr,
+		uint32_t id, uint32_t *buf, size_t len)
+{
+	struct req r;
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	ssize_t n;
+
+	req_init(&r, cmd, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+	if (port)
+		req_u32(&r, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+	req_u32(&r, id_attr, id);
+	send_req(s, &r);
+	n = recv_dgram(s, buf, len, MSG_DONTWAIT);
+	assert_true(n > 0);
+	if (h->nlmsg_type == NLMSG_ERROR) {
+		struct nlmsgerr e;
+
+		memcpy(&e, (const uint8_t *)h + NLMSG_HDRLEN, sizeof(e));
+		assert_true(e.error < 0);
+		return e.error;
+	}
+	assert_int_equal(h->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd));
+	assert_false(h->nlmsg_flags & NLM_F_MULTI);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_DEV_INDEX), 0);
+	/* no table: the attributes directly */
+	expect_nothing(s);
+	return 0;
+}
+
+static void test_res_objects(void **st)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = ibv_open_device(list[0]);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *cq2 = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq,
+				       .cap = { 4, 4, 1, 1, 0 }, .qp_type = IBV_QPT_RC };
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa), *qp2 = ibv_create_qp(pd, &qa);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	static char mem[8192];
+	struct ibv_mr *mr = ibv_reg_mr(pd, mem, sizeof(mem),
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	uint32_t buf[2048], srqn, pdn, cqn = 0, mrn, ctxn;
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	const struct nlattr *e;
+	struct dump d;
+	bool admin = net_admin();
+	int s = nl_open();
+
+	(void)st;
+	assert_non_null(qp);
+	assert_non_null(qp2);
+	assert_non_null(srq);
+	assert_non_null(mr);
+	assert_non_null(cq2);
+	/* qp: INIT, then RTR and RTS against qp2 with known PSNs */
+	assert_int_equal(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	{
+		struct ibv_port_attr pa;
+		union ibv_gid gid;
+
+		assert_int_equal(ibv_query_port(ctx, 1, &pa), 0);
+		assert_int_equal(ibv_query_gid(ctx, 1, 0, &gid), 0);
+		memset(&m, 0, sizeof(m));
+		m.qp_state = IBV_QPS_RTR;
+		m.path_mtu = IBV_MTU_1024;
+		m.dest_qp_num = qp2->qp_num;
+		m.rq_psn = 0x123;
+		m.max_dest_rd_atomic = 1;
+		m.min_rnr_timer = 1;
+		m.ah_attr.is_global = 1;
+		m.ah_attr.grh.dgid = gid;
+		m.ah_attr.grh.hop_limit = 1;
+		m.ah_attr.port_num = 1;
+		assert_int_equal(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_AV |
+					       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					       IBV_QP_MIN_RNR_TIMER), 0);
+		memset(&m, 0, sizeof(m));
+		m.qp_state = IBV_QPS_RTS;
+		m.sq_psn = 0x456;
+		m.timeout = 14;
+		m.retry_cnt = 7;
+		m.rnr_retry = 7;
+		m.max_rd_atomic = 1;
+		assert_int_equal(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN |
+					       IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	}
+
+	/* PDs: ours, with its users (2 QPs, an SRQ, an MR) */
+	dump_res(s, RDMA_NLDEV_CMD_RES_PD_GET, 0, RDMA_NLDEV_ATTR_RES_PD,
+		 RDMA_NLDEV_ATTR_RES_PD_ENTRY, &d);
+	assert_int_equal(d.n, 1);
+	e = d.e[0];
+	pdn = nu32(e, RDMA_NLDEV_ATTR_RES_PDN);
+	ctxn = nu32(e, RDMA_NLDEV_ATTR_RES_CTXN);
+	assert_int_not_equal(pdn, 0);
+	assert_int_not_equal(ctxn, 0);
+	assert_int_equal(nu64(e, RDMA_NLDEV_ATTR_RES_USECNT), 4);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+	assert_int_equal(nested(e, RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY) != NULL, admin);
+	assert_null(nested(e, RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY));
+	dump_free(&d);
+
+	/* contexts: ours */
+	dump_res(s, RDMA_NLDEV_CMD_RES_CTX_GET, 0, RDMA_NLDEV_ATTR_RES_CTX,
+		 RDMA_NLDEV_ATTR_RES_CTX_ENTRY, &d);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(nu32(d.e[0], RDMA_NLDEV_ATTR_RES_CTXN), ctxn);
+	assert_int_equal(nu32(d.e[0], RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+	dump_free(&d);
+
+	/* CQs: two, cq used by two QPs for sending and receiving */
+	dump_res(s, RDMA_NLDEV_CMD_RES_CQ_GET, 0, RDMA_NLDEV_ATTR_RES_CQ,
+		 RDMA_NLDEV_ATTR_RES_CQ_ENTRY, &d);
+	assert_int_equal(d.n, 2);
+	for (unsigned int i = 0; i < 2; i++) {
+		e = d.e[i];
+		assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_CTXN), ctxn);
+		assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+		assert_int_not_equal(nu32(e, RDMA_NLDEV_ATTR_RES_CQN), 0);
+		assert_null(nested(e, RDMA_NLDEV_ATTR_RES_POLL_CTX));
+		if (nu32(e, RDMA_NLDEV_ATTR_RES_CQE) == (uint32_t)cq->cqe) {
+			assert_int_equal(nu64(e, RDMA_NLDEV_ATTR_RES_USECNT), 4);
+			cqn = nu32(e, RDMA_NLDEV_ATTR_RES_CQN);
+		} else {
+			assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_CQE), (uint32_t)cq2->cqe);
+			assert_int_equal(nu64(e, RDMA_NLDEV_ATTR_RES_USECNT), 0);
+		}
+	}
+	assert_int_not_equal(nu32(d.e[0], RDMA_NLDEV_ATTR_RES_CQN),
+			     nu32(d.e[1], RDMA_NLDEV_ATTR_RES_CQN));
+	dump_free(&d);
+
+	/* MRs: keys only with CAP_NET_ADMIN */
+	dump_res(s, RDMA_NLDEV_CMD_RES_MR_GET, 0, RDMA_NLDEV_ATTR_RES_MR,
+		 RDMA_NLDEV_ATTR_RES_MR_ENTRY, &d);
+	assert_int_equal(d.n, 1);
+	e = d.e[0];
+	if (admin) {
+		assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_RKEY), mr->rkey);
+		assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_LKEY), mr->lkey);
+	} else {
+		assert_null(nested(e, RDMA_NLDEV_ATTR_RES_RKEY));
+	}
+	assert_int_equal(nu64(e, RDMA_NLDEV_ATTR_RES_MRLEN), sizeof(mem));
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PDN), pdn);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+	mrn = nu32(e, RDMA_NLDEV_ATTR_RES_MRN);
+	assert_int_not_equal(mrn, 0);
+	dump_free(&d);
+
+	/* SRQs: a basic one, no CQ; no QP uses it */
+	dump_res(s, RDMA_NLDEV_CMD_RES_SRQ_GET, 0, RDMA_NLDEV_ATTR_RES_SRQ,
+		 RDMA_NLDEV_ATTR_RES_SRQ_ENTRY, &d);
+	assert_int_equal(d.n, 1);
+	e = d.e[0];
+	srqn = nu32(e, RDMA_NLDEV_ATTR_RES_SRQN);
+	{
+		uint32_t num;
+
+		assert_int_equal(ibv_get_srq_num(srq, &num), 0);
+		(void)num;         /* a basic SRQ's number is the device's own */
+	}
+	assert_int_equal(nu8(e, RDMA_NLDEV_ATTR_RES_TYPE), IBV_SRQT_BASIC);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PDN), pdn);
+	assert_null(nested(e, RDMA_NLDEV_ATTR_RES_CQN));
+	assert_non_null(nested(e, RDMA_NLDEV_ATTR_RES_QP));
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+	dump_free(&d);
+
+	/* QPs: qp on port 1 in RTS with its PSNs; qp2 in RESET, no port */
+	dump_res(s, RDMA_NLDEV_CMD_RES_QP_GET, 0, RDMA_NLDEV_ATTR_RES_QP,
+		 RDMA_NLDEV_ATTR_RES_QP_ENTRY, &d);
+	assert_int_equal(d.n, 2);
+	e = find(&d, RDMA_NLDEV_ATTR_RES_LQPN, qp->qp_num);
+	assert_non_null(e);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_PORT_INDEX), 1);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_RQPN), qp2->qp_num);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_RQ_PSN), 0x123);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_SQ_PSN), 0x456);
+	assert_int_equal(nu8(e, RDMA_NLDEV_ATTR_RES_TYPE), IBV_QPT_RC);
+	assert_int_equal(nu8(e, RDMA_NLDEV_ATTR_RES_STATE), IBV_QPS_RTS);
+	assert_int_equal(nu8(e, RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE), IBV_MIG_MIGRATED);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PDN), pdn);
+	assert_int_equal(nu32(e, RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+	/* the kernel's order: port, LQPN, PDN, PID, then the query's */
+	assert_int_equal(((const struct nlattr *)data(e))->nla_type,
+			 RDMA_NLDEV_ATTR_PORT_INDEX);
+	e = find(&d, RDMA_NLDEV_ATTR_RES_LQPN, qp2->qp_num);
+	assert_non_null(e);
+	assert_null(nested(e, RDMA_NLDEV_ATTR_PORT_INDEX));
+	assert_int_equal(nu8(e, RDMA_NLDEV_ATTR_RES_STATE), IBV_QPS_RESET);
+	dump_free(&d);
+	/* a port filter: qp2 has none yet */
+	dump_res(s, RDMA_NLDEV_CMD_RES_QP_GET, 1, RDMA_NLDEV_ATTR_RES_QP,
+		 RDMA_NLDEV_ATTR_RES_QP_ENTRY, &d);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(nu32(d.e[0], RDMA_NLDEV_ATTR_RES_LQPN), qp->qp_num);
+	dump_free(&d);
+
+	/* doits: the entry's attributes directly */
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_QP_GET, 1, RDMA_NLDEV_ATTR_RES_LQPN,
+			      qp->qp_num, buf, sizeof(buf)), 0);
+	assert_null(attr(h, RDMA_NLDEV_ATTR_RES_QP));
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_RES_LQPN), qp->qp_num);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_RES_SQ_PSN), 0x456);
+	assert_int_equal(u8_of(h, RDMA_NLDEV_ATTR_RES_STATE), IBV_QPS_RTS);
+	/* qp2 is on no port: filtered out, as the kernel's -EAGAIN */
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_QP_GET, 1, RDMA_NLDEV_ATTR_RES_LQPN,
+			      qp2->qp_num, buf, sizeof(buf)), -EAGAIN);
+	/* a QP is per port, the others per device */
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_QP_GET, 0, RDMA_NLDEV_ATTR_RES_LQPN,
+			      qp->qp_num, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_PD_GET, 1, RDMA_NLDEV_ATTR_RES_PDN,
+			      pdn, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_PD_GET, 0, RDMA_NLDEV_ATTR_RES_PDN,
+			      pdn, buf, sizeof(buf)), 0);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_RES_PDN), pdn);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_CQ_GET, 0, RDMA_NLDEV_ATTR_RES_CQN,
+			      cqn, buf, sizeof(buf)), 0);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_RES_CQE), (uint32_t)cq->cqe);
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_MR_GET, 0, RDMA_NLDEV_ATTR_RES_MRN,
+			      mrn, buf, sizeof(buf)), 0);
+	assert_int_equal(u64_of(h, RDMA_NLDEV_ATTR_RES_MRLEN), sizeof(mem));
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_CTX_GET, 0, RDMA_NLDEV_ATTR_RES_CTXN,
+			      ctxn, buf, sizeof(buf)), 0);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_RES_PID), (uint32_t)getpid());
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_SRQ_GET, 0, RDMA_NLDEV_ATTR_RES_SRQN,
+			      srqn, buf, sizeof(buf)), 0);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_RES_SRQN), srqn);
+	/* ids that no object has: ENOENT, as rdma_restrack_get_byid */
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_QP_GET, 1, RDMA_NLDEV_ATTR_RES_LQPN,
+			      0xfffffe, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_PD_GET, 0, RDMA_NLDEV_ATTR_RES_PDN,
+			      pdn + 1000, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_MR_GET, 0, RDMA_NLDEV_ATTR_RES_MRN,
+			      mrn + 1000, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(doit(s, RDMA_NLDEV_CMD_RES_CM_ID_GET, 1, RDMA_NLDEV_ATTR_RES_CM_IDN,
+			      77, buf, sizeof(buf)), -ENOENT);
+	/* no cm ids */
+	dump_res(s, RDMA_NLDEV_CMD_RES_CM_ID_GET, 0, RDMA_NLDEV_ATTR_RES_CM_ID,
+		 RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, &d);
+	assert_int_equal(d.n, 0);
+	dump_free(&d);
+	/* no device index: EINVAL, a dump too */
+	{
+		struct req r;
+
+		int stv;
+
+		/* a dump's error comes in its NLMSG_DONE, as netlink_dump */
+		req_init(&r, RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP);
+		send_req(s, &r);
+		assert_true(recv_dgram(s, buf, sizeof(buf), MSG_DONTWAIT) > 0);
+		assert_int_equal(h->nlmsg_type, NLMSG_DONE);
+		memcpy(&stv, (const uint8_t *)h + NLMSG_HDRLEN, sizeof(stv));
+		assert_int_equal(stv, -EINVAL);
+		expect_nothing(s);
+		req_init(&r, RDMA_NLDEV_CMD_RES_MR_GET, 0);
+		req_u32(&r, RDMA_NLDEV_ATTR_RES_MRN, mrn);
+		send_req(s, &r);
+		expect_error(s, &r, -EINVAL, true);
+		/* a missing id attribute */
+		req_init(&r, RDMA_NLDEV_CMD_RES_MR_GET, 0);
+		req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+		send_req(s, &r);
+		expect_error(s, &r, -EINVAL, true);
+	}
+
+	close(s);
+	ibv_destroy_qp(qp);
+	ibv_destroy_qp(qp2);
+	ibv_destroy_srq(srq);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_destroy_cq(cq2);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+}
+
+/* 300 QPs: the table takes several parts; each QPN arrives once */
+static void test_res_many(void **st)
+{
+	enum { N = 300 };
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = ibv_open_device(list[0]);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq,
+				       .cap = { 1, 1, 1, 1, 0 }, .qp_type = IBV_QPT_UD };
+	static struct ibv_qp *qp[N];
+	struct dump d;
+	int s = nl_open();
+
+	(void)st;
+	for (int i = 0; i < N; i++) {
+		qp[i] = ibv_create_qp(pd, &qa);
+		assert_non_null(qp[i]);
+	}
+	dump_res(s, RDMA_NLDEV_CMD_RES_QP_GET, 0, RDMA_NLDEV_ATTR_RES_QP,
+		 RDMA_NLDEV_ATTR_RES_QP_ENTRY, &d);
+	assert_int_equal(d.n, N);
+	assert_true(d.nbuf > 2);  /* several parts, then (maybe) NLMSG_DONE */
+	for (int i = 0; i < N; i++) {
+		unsigned int seen = 0;
+
+		for (unsigned int j = 0; j < d.n; j++)
+			seen += nu32(d.e[j], RDMA_NLDEV_ATTR_RES_LQPN) == qp[i]->qp_num;
+		assert_int_equal(seen, 1);
+	}
+	for (unsigned int j = 0; j < d.n; j++) {
+		/* UD: no RQPN, RQ_PSN, PATH_MIG_STATE */
+		assert_null(nested(d.e[j], RDMA_NLDEV_ATTR_RES_RQPN));
+		assert_null(nested(d.e[j], RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE));
+		assert_int_equal(nu8(d.e[j], RDMA_NLDEV_ATTR_RES_TYPE), IBV_QPT_UD);
+	}
+	dump_free(&d);
+	/* a port filter drops them all (RESET: no port): nothing but DONE */
+	dump_res(s, RDMA_NLDEV_CMD_RES_QP_GET, 1, RDMA_NLDEV_ATTR_RES_QP,
+		 RDMA_NLDEV_ATTR_RES_QP_ENTRY, &d);
+	assert_int_equal(d.n, 0);
+	dump_free(&d);
+	for (int i = 0; i < N; i++)
+		ibv_destroy_qp(qp[i]);
+	close(s);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+}
+
+/* The port's counters: the hw_counters of the device view, by name */
+static void test_stat(void **st)
+{
+	uint32_t buf[2048];
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	struct req r;
+	const struct nlattr *t;
+	unsigned int n = 0;
+	int s = nl_open();
+
+	(void)st;
+	req_init(&r, RDMA_NLDEV_CMD_STAT_GET, NLM_F_ACK);
+	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_PORT_INDEX, 1);
+	send_req(s, &r);
+	assert_true(recv_dgram(s, buf, sizeof(buf), MSG_DONTWAIT) > 0);
+	assert_int_equal(h->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV,
+							 RDMA_NLDEV_CMD_STAT_GET));
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_PORT_INDEX), 1);
+	t = attr(h, RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
+	assert_non_null(t);
+	assert_true(t->nla_type & NLA_F_NESTED);  /* nla_nest_start */
+	{
+		const uint8_t *p = data(t);
+		size_t left = t->nla_len - NLA_HDRLEN;
+
+		while (left >= NLA_HDRLEN) {
+			const struct nlattr *e = (const struct nlattr *)p;
+			const char *name = data(nested(e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME));
+			char path[256], val[64];
+			FILE *f;
+
+			snprintf(path, sizeof(path),
+				 "/sys/class/infiniband/sv0/ports/1/hw_counters/%s", name);
+			f = fopen(path, "re");
+			assert_non_null(f);
+			assert_non_null(fgets(val, sizeof(val), f));
+			fclose(f);
+			/* idle device: the file says what the message says */
+			assert_int_equal(strtoull(val, NULL, 10),
+					 nu64(e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE));
+			n++;
+			if ((size_t)NLA_ALIGN(e->nla_len) >= left)
+				break;
+			p += NLA_ALIGN(e->nla_len);
+			left -= NLA_ALIGN(e->nla_len);
+		}
+	}
+	assert_true(n > 10);
+	expect_error(s, &r, 0, false);
+	/* no port: EINVAL; the mode: none */
+	req_init(&r, RDMA_NLDEV_CMD_STAT_GET, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+	send_req(s, &r);
+	expect_error(s, &r, -EINVAL, true);
+	req_init(&r, RDMA_NLDEV_CMD_STAT_GET, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_PORT_INDEX, 1);
+	req_u32(&r, RDMA_NLDEV_ATTR_STAT_RES, RDMA_NLDEV_ATTR_RES_QP);
+	req_u32(&r, RDMA_NLDEV_ATTR_STAT_MODE, 0);
+	send_req(s, &r);
+	assert_true(recv_dgram(s, buf, sizeof(buf), MSG_DONTWAIT) > 0);
+	assert_int_equal(u32_of(h, RDMA_NLDEV_ATTR_STAT_MODE), RDMA_COUNTER_MODE_NONE);
+	/* the bound counters: none, only NLMSG_DONE */
+	req_init(&r, RDMA_NLDEV_CMD_STAT_GET, NLM_F_DUMP);
+	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_STAT_RES, RDMA_NLDEV_ATTR_RES_QP);
+	send_req(s, &r);
+	assert_true(recv_dgram(s, buf, sizeof(buf), MSG_DONTWAIT) > 0);
+	assert_int_equal(h->nlmsg_type, NLMSG_DONE);
+	expect_nothing(s);
+	/* the counters' status: as many, with their indexes */
+	req_init(&r, RDMA_NLDEV_CMD_STAT_GET_STATUS, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
+	req_u32(&r, RDMA_NLDEV_ATTR_PORT_INDEX, 1);
+	send_req(s, &r);
+	assert_true(recv_dgram(s, buf, sizeof(buf), MSG_DONTWAIT) > 0);
+	assert_int_equal(h->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV,
+							 RDMA_NLDEV_CMD_STAT_GET_STATUS));
+	assert_non_null(attr(h, RDMA_NLDEV_ATTR_STAT_HWCOUNTERS));
+	close(s);
+}
+
 /* The kernel's rules for what a request may hold. */
 static void test_errors(void **st)
 {
@@ -597,6 +1179,9 @@ int main(void)
 		cmocka_unit_test(test_socket),
 		cmocka_unit_test(test_dev),
 		cmocka_unit_test(test_res),
+		cmocka_unit_test(test_res_objects),
+		cmocka_unit_test(test_res_many),
+		cmocka_unit_test(test_stat),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_hostile),
 	};

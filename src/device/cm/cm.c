@@ -47,6 +47,7 @@ static uint16_t id_gen[SV_CM_MAX_IDS];
 static uint16_t gen_base;          /* random: comm ids differ per start */
 static uint32_t tid_hi;            /* random: our MADs' transaction IDs */
 static uint32_t id_cursor;
+static uint32_t nl_last;           /* the last id's nl_id */
 static uint32_t ntimers;           /* ids with a deadline */
 static struct sv_cm_id *bound;     /* every id holding a port */
 
@@ -113,6 +114,7 @@ int sv_cm_id_new(struct sv_cm_file *f, uint64_t uid, uint16_t ps, uint8_t qp_typ
 	if (!id->comm)  /* 0 means "no id" in a message */
 		id->comm = h | (uint32_t)(uint16_t)(++id_gen[h] + gen_base) << 16;
 	id->tid = (uint64_t)tid_hi << 32 | id->comm;
+	id->nl_id = ++nl_last ? nl_last : ++nl_last;
 	id->file = f;
 	id->uid = uid;
 	id->ps = ps;

@@ -105,6 +105,8 @@ struct sv_cm_file;
 struct sv_cm_id {
 	uint32_t handle;           /* what librdmacm calls the id */
 	uint32_t comm;             /* handle | generation << 16: the CM's id */
+	uint32_t nl_id;            /* never 0, unique among live ids (RDMA
+				    * netlink's CM_IDN) */
 	struct sv_cm_file *file;
 	struct sv_cm_id *file_next;
 	uint64_t uid;
@@ -241,6 +243,8 @@ void sv_cm_on_timer(void);
 void sv_cm_on_wire(void);   /* sv_roce_gsi_fd() is readable */
 void sv_cm_stop(void);
 uint32_t sv_cm_nfiles(void);
+/* The files' list head (RDMA netlink walks their ids). */
+struct sv_cm_file *sv_cm_files(void);
 struct sv_rsp_stat_wire;
 void sv_cm_stat_fill(struct sv_rsp_stat_wire *w);  /* softverbs stat */
 

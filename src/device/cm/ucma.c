@@ -55,6 +55,11 @@ int sv_cm_timer_fd(void)
 	return u.timer_fd;
 }
 
+struct sv_cm_file *sv_cm_files(void)
+{
+	return &u.files;
+}
+
 uint32_t sv_cm_nfiles(void)
 {
 	return u.nfiles;

@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -50,6 +51,7 @@ struct sv_nl_conn {
 	int req, out;
 	pid_t pid;
 	uid_t uid;
+	bool net_admin;
 	void *tags[2];
 	struct rec *head, *tail;
 	uint32_t nq;
@@ -135,6 +137,30 @@ void sv_nl_stop(void)
 	}
 }
 
+/* Does process pid have CAP_NET_ADMIN (its effective set, as
+ * /proc/PID/status says; uid 0 where that cannot be read)? */
+static bool net_admin(pid_t pid, uid_t uid)
+{
+	char path[64], line[256];
+	bool ret = uid == 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return ret;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long caps;
+
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			ret = (caps >> 12) & 1;   /* CAP_NET_ADMIN */
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
 struct sv_nl_conn *sv_nl_accept(void)
 {
 	struct sv_nl_conn *c;
@@ -164,6 +190,7 @@ struct sv_nl_conn *sv_nl_accept(void)
 		c->out = -1;       /* until the hello brings it */
 		c->pid = cr.pid;
 		c->uid = cr.uid;
+		c->net_admin = net_admin(cr.pid, cr.uid);
 		c->next = &n.conns;
 		c->prev = n.conns.prev;
 		n.conns.prev->next = c;
@@ -444,7 +471,8 @@ static void dump_step(struct sv_nl_conn *c)
 	uint8_t buf[SV_NL_GOODSIZE];
 	struct sv_nlb b = { .buf = buf, .cap = sizeof(buf) };
 	struct sv_nl_ctx ctx = { .nlh = (const struct nlmsghdr *)c->dump.msg,
-				 .portid = c->dump.portid, .pid = c->pid };
+				 .portid = c->dump.portid, .pid = c->pid,
+				 .net_admin = c->net_admin };
 	const struct sv_nl_op *op = sv_nldev_op(ctx.nlh->nlmsg_type & 0x3ff);
 	uint32_t seq = ctx.nlh->nlmsg_seq;
 	int ret = parse(&ctx);
@@ -471,7 +499,8 @@ static void dump_step(struct sv_nl_conn *c)
 static void take(struct sv_nl_conn *c, const struct nlmsghdr *nlh,
 		 const struct sv_nl_req *q)
 {
-	struct sv_nl_ctx ctx = { .nlh = nlh, .portid = q->portid, .pid = c->pid };
+	struct sv_nl_ctx ctx = { .nlh = nlh, .portid = q->portid, .pid = c->pid,
+				 .net_admin = c->net_admin };
 	unsigned int client = nlh->nlmsg_type >> 10, cmd = nlh->nlmsg_type & 0x3ff;
 	const struct sv_nl_op *op;
 	int err = 0;

@@ -59,6 +59,9 @@ struct sv_nl_ctx {
 	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
 	uint32_t portid;
 	pid_t pid;                 /* the asking process */
+	bool net_admin;            /* it had CAP_NET_ADMIN when it connected
+				    * (the kernel's netlink_capable: the
+				    * socket opener's credentials) */
 	const char *why;           /* an error's reason (NETLINK_EXT_ACK) */
 };
 
@@ -90,5 +93,34 @@ struct sv_nl_op {
 	int (*dump)(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
 };
 const struct sv_nl_op *sv_nldev_op(unsigned int cmd);
+/* Shared by nldev.c, res.c and stat.c: the device (index 0, else EINVAL)
+ * and the port (1 .. phys_port_cnt, else EINVAL) a request names. */
+int sv_nldev_dev_of(struct sv_nl_ctx *ctx);
+int sv_nldev_port_of(struct sv_nl_ctx *ctx, uint32_t *port);
+void sv_nldev_handle(struct sv_nlb *b);
+
+/* ---- the per-object resources (res.c) and statistics (stat.c) ---- */
+
+int sv_nl_res_qp_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_qp_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+int sv_nl_res_cm_id_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_cm_id_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+int sv_nl_res_cq_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_cq_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+int sv_nl_res_mr_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_mr_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+int sv_nl_res_pd_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_pd_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+int sv_nl_res_ctx_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_ctx_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+int sv_nl_res_srq_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_srq_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+/* STAT_GET with RES_MR: the MRs with their MRN only (fill_stat_mr_entry) */
+int sv_nl_res_mr_stat_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_res_mr_stat_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+
+int sv_nl_stat_get_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
+int sv_nl_stat_get_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor);
+int sv_nl_stat_status_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b);
 
 #endif

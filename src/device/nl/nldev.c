@@ -9,7 +9,9 @@
  *    the netdev behind its GIDs;
  *  - SYS_GET (system): the network namespace mode (shared: sv0 is seen in
  *    every namespace of its user) and copy-on-fork;
- *  - RES_GET (resource): the count of each kind of object.
+ *  - RES_GET (resource): the count of each kind of object;
+ *  - RES_*_GET (the objects one by one: res.c) and STAT_GET,
+ *    STAT_GET_STATUS (the port's counters: stat.c), registered here.
  * Each command checks its attributes as the kernel does: a missing or
  * malformed index is EINVAL, a device or port that is not there EINVAL.
  */
@@ -27,7 +29,7 @@
 #define SV_NL_NODE_CA 1
 
 /* sv0 is the only device: index 0 (the library's ibv_get_device_index) */
-static int dev_of(struct sv_nl_ctx *ctx)
+int sv_nldev_dev_of(struct sv_nl_ctx *ctx)
 {
 	uint32_t idx;
 	int ret = sv_nl_attr_u32(ctx, RDMA_NLDEV_ATTR_DEV_INDEX, &idx);
@@ -44,7 +46,7 @@ static int dev_of(struct sv_nl_ctx *ctx)
 	return 0;
 }
 
-static void handle(struct sv_nlb *b)
+void sv_nldev_handle(struct sv_nlb *b)
 {
 	sv_nlb_u32(b, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
 	sv_nlb_str(b, RDMA_NLDEV_ATTR_DEV_NAME, sv_dev.name);
@@ -74,7 +76,7 @@ static void fill_dev(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint16_t flags)
 
 	if (at < 0)
 		return;
-	handle(b);
+	sv_nldev_handle(b);
 	sv_nlb_u32(b, RDMA_NLDEV_ATTR_PORT_INDEX, a->phys_port_cnt);
 	sv_nlb_u64(b, RDMA_NLDEV_ATTR_CAP_FLAGS, a->device_cap_flags);
 	if (a->fw_ver[0]) {
@@ -94,7 +96,7 @@ static void fill_dev(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint16_t flags)
 
 static int get_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b)
 {
-	int ret = dev_of(ctx);
+	int ret = sv_nldev_dev_of(ctx);
 
 	if (!ret)
 		fill_dev(ctx, b, 0);
@@ -129,7 +131,7 @@ static void fill_port(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint32_t port,
 
 	if (at < 0)
 		return;
-	handle(b);
+	sv_nldev_handle(b);
 	sv_nlb_u32(b, RDMA_NLDEV_ATTR_PORT_INDEX, port);
 	sv_nlb_u64(b, RDMA_NLDEV_ATTR_CAP_FLAGS,
 		   p->port_cap_flags | (uint64_t)p->port_cap_flags2 << 32);
@@ -143,7 +145,7 @@ static void fill_port(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint32_t port,
 	sv_nlb_msg_end(b, at);
 }
 
-static int port_of(struct sv_nl_ctx *ctx, uint32_t *port)
+int sv_nldev_port_of(struct sv_nl_ctx *ctx, uint32_t *port)
 {
 	int ret = sv_nl_attr_u32(ctx, RDMA_NLDEV_ATTR_PORT_INDEX, port);
 
@@ -162,11 +164,11 @@ static int port_of(struct sv_nl_ctx *ctx, uint32_t *port)
 static int port_get_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b)
 {
 	uint32_t port;
-	int ret = dev_of(ctx);
+	int ret = sv_nldev_dev_of(ctx);
 
 	if (ret)
 		return ret;
-	ret = port_of(ctx, &port);
+	ret = sv_nldev_port_of(ctx, &port);
 	if (!ret)
 		fill_port(ctx, b, port, 0);
 	return ret;
@@ -175,7 +177,7 @@ static int port_get_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b)
 /* the ports of the device named: cursor[0], the next port - 1 */
 static int port_get_dump(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint64_t *cursor)
 {
-	int ret = dev_of(ctx);
+	int ret = sv_nldev_dev_of(ctx);
 
 	if (ret)
 		return ret;
@@ -242,7 +244,7 @@ static void fill_res(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint16_t flags)
 
 	if (at < 0)
 		return;
-	handle(b);
+	sv_nldev_handle(b);
 	table = sv_nlb_nest(b, RDMA_NLDEV_ATTR_RES_SUMMARY);
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		long e = sv_nlb_nest(b, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY);
@@ -257,7 +259,7 @@ static void fill_res(struct sv_nl_ctx *ctx, struct sv_nlb *b, uint16_t flags)
 
 static int res_get_doit(struct sv_nl_ctx *ctx, struct sv_nlb *b)
 {
-	int ret = dev_of(ctx);
+	int ret = sv_nldev_dev_of(ctx);
 
 	if (!ret)
 		fill_res(ctx, b, 0);
@@ -284,6 +286,16 @@ static const struct sv_nl_op ops[] = {
 	[RDMA_NLDEV_CMD_PORT_GET] = { port_get_doit, port_get_dump },
 	[RDMA_NLDEV_CMD_SYS_GET] = { sys_get_doit, NULL },
 	[RDMA_NLDEV_CMD_RES_GET] = { res_get_doit, res_get_dump },
+	[RDMA_NLDEV_CMD_RES_QP_GET] = { sv_nl_res_qp_doit, sv_nl_res_qp_dump },
+	[RDMA_NLDEV_CMD_RES_CM_ID_GET] = { sv_nl_res_cm_id_doit,
+					   sv_nl_res_cm_id_dump },
+	[RDMA_NLDEV_CMD_RES_CQ_GET] = { sv_nl_res_cq_doit, sv_nl_res_cq_dump },
+	[RDMA_NLDEV_CMD_RES_MR_GET] = { sv_nl_res_mr_doit, sv_nl_res_mr_dump },
+	[RDMA_NLDEV_CMD_RES_PD_GET] = { sv_nl_res_pd_doit, sv_nl_res_pd_dump },
+	[RDMA_NLDEV_CMD_RES_CTX_GET] = { sv_nl_res_ctx_doit, sv_nl_res_ctx_dump },
+	[RDMA_NLDEV_CMD_RES_SRQ_GET] = { sv_nl_res_srq_doit, sv_nl_res_srq_dump },
+	[RDMA_NLDEV_CMD_STAT_GET] = { sv_nl_stat_get_doit, sv_nl_stat_get_dump },
+	[RDMA_NLDEV_CMD_STAT_GET_STATUS] = { sv_nl_stat_status_doit, NULL },
 };
 
 const struct sv_nl_op *sv_nldev_op(unsigned int cmd)
