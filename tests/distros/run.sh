@@ -130,6 +130,29 @@ else
 	ko "rping"
 fi
 
+# this root's iproute2 rdma over the preload's RDMA netlink: dev, link in
+# JSON, the resource summary and a QP listing while a holder keeps 2 QPs,
+# the port's counters
+"$SV" run -- sv_hold --pd 1 --cq 1 --qp 2 >"$T/hold" 2>&1 &
+holder=$!
+for i in $(seq 1 200); do grep -q ready "$T/hold" && break; sleep 0.025; done
+if "$SV" run -- rdma dev >"$T/rdma" 2>&1 &&
+   "$SV" run -- rdma -j link show >>"$T/rdma" 2>&1 &&
+   "$SV" run -- rdma res >>"$T/rdma" 2>&1 &&
+   "$SV" run -- rdma res show qp >>"$T/rdma" 2>&1 &&
+   "$SV" run -- rdma statistic show >>"$T/rdma" 2>&1 &&
+   grep -q '^0: sv0: node_type ca' "$T/rdma" &&
+   grep -q '"ifname":"sv0","port":1,"state":"ACTIVE"' "$T/rdma" &&
+   grep -q '^0: sv0: pd 1 cq 1 qp 2 ' "$T/rdma" &&
+   [ "$(grep -c "type RC state INIT .*pid $holder comm sv_hold" "$T/rdma")" = 2 ] &&
+   grep -q 'sent_pkts' "$T/rdma"; then
+	ok "rdma ($(rdma -V | sed 's/.*iproute2-//')): dev, link -j, res, res show qp, statistic on sv0"
+else
+	show "$T/rdma"; ko "rdma over RDMA netlink"
+fi
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+
 # UCX's verbs transports, where the root's UCX has them: sid's 1.23.0~rc1
 # ships libuct without its ib modules (no libuct_ib*.so in libucx0)
 ucx_ib=$(ls /usr/lib/*/ucx/libuct_ib.so* 2>/dev/null | head -n 1)
@@ -294,7 +317,8 @@ for suite in $suites; do
 	# our build, as installed in /opt/softverbs (the daemon beside the tool)
 	rm -rf "$root/opt/softverbs" "$root/tmp/sv-nobody"
 	mkdir -p "$root/opt/softverbs/bin" "$root/opt/softverbs/lib" "$root/tmp/sv-nobody"
-	cp "$build/bin/softverbs" "$build/bin/softverbsd" "$root/opt/softverbs/bin/"
+	cp "$build/bin/softverbs" "$build/bin/softverbsd" "$build/bin/sv_hold" \
+		"$root/opt/softverbs/bin/"
 	cp -P "$build"/lib/libibverbs.so* "$build/lib/libsoftverbs_preload.so" \
 		"$root/opt/softverbs/lib/"
 	mkdir -p "$root/opt/softverbs/tests"
