@@ -60,8 +60,30 @@ void svp_uverbs_fstat(struct stat *st);
 /* The control socket's path, once the view is on: 0, else -1. */
 int svp_sock_path(char *buf, size_t len);
 
-/* preload_ucma.c: /dev/infiniband/rdma_cm (docs/DESIGN.md, "rdma_cm") */
+/* preload_fdtab.c: a table of our descriptors' entries, by fd, each entry
+ * counted (every slot naming it, every call using it) */
+#include <pthread.h>
 #include <stdbool.h>
+#define SVP_MAX_FD 65536
+struct svp_fdent {
+	unsigned int refs;         /* under the table's lock */
+};
+struct svp_fdtab {
+	void **tab;                /* NULL until the first entry */
+	pthread_mutex_t lock;
+};
+#define SVP_FDTAB_INIT { NULL, PTHREAD_MUTEX_INITIALIZER }
+void *svp_fd_peek(struct svp_fdtab *t, int fd);    /* fd's entry, or NULL */
+bool svp_fd_ready(struct svp_fdtab *t);            /* mapped: it can hold one */
+void svp_fd_set(struct svp_fdtab *t, int fd, struct svp_fdent *e); /* refs 1 */
+struct svp_fdent *svp_fd_get(struct svp_fdtab *t, int fd); /* a reference */
+bool svp_fd_put(struct svp_fdtab *t, struct svp_fdent *e); /* true: the last */
+void svp_fd_dup(struct svp_fdtab *t, int fd, int newfd);   /* newfd names it */
+/* fd names nothing now: its entry when that was the last reference (the
+ * caller frees it), else NULL */
+struct svp_fdent *svp_fd_clear(struct svp_fdtab *t, int fd);
+
+/* preload_ucma.c: /dev/infiniband/rdma_cm (docs/DESIGN.md, "rdma_cm") */
 #include <sys/stat.h>
 #include <sys/types.h>
 bool svp_ucma_path(const char *p);        /* p names /dev/infiniband/rdma_cm */

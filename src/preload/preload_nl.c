@@ -41,51 +41,27 @@
 #include "abi/sv_nl.h"
 #include "abi/sv_sock.h"
 
-#define SVP_NL_MAX_FD 65536
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
 #endif
 
 struct svp_nl {
+	struct svp_fdent ent;      /* first: the table's count (dup) */
 	int req;                   /* the hidden request socket */
 	int type;                  /* SOCK_RAW or SOCK_DGRAM, as asked */
 	uint32_t portid, groups;
 	uint32_t flags;            /* SV_NL_F_* */
 	int opt[16];               /* other SOL_NETLINK options, by number */
 	pthread_mutex_t lock;      /* one request at a time */
-	unsigned int refs;         /* descriptors naming it (dup), under
-				    * tab_lock */
 };
 
-static struct svp_nl **tab;
-static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct svp_fdtab tab = SVP_FDTAB_INIT;
 static uint32_t rover = (uint32_t)-4096;
 
 static struct svp_nl *nl_of(int fd)
 {
-	struct svp_nl **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
-
-	if (__builtin_expect(!t, 1) || fd < 0 || fd >= SVP_NL_MAX_FD)
-		return NULL;
-	return __atomic_load_n(&t[fd], __ATOMIC_ACQUIRE);
-}
-
-static bool table(void)
-{
-	void *m;
-
-	if (__atomic_load_n(&tab, __ATOMIC_ACQUIRE))
-		return true;
-	pthread_mutex_lock(&tab_lock);
-	if (!tab) {
-		m = mmap(NULL, SVP_NL_MAX_FD * sizeof(*tab), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (m != MAP_FAILED)
-			__atomic_store_n(&tab, (struct svp_nl **)m, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&tab_lock);
-	return tab != NULL;
+	return svp_fd_peek(&tab, fd);
 }
 
 /* A port id no live socket of this process holds: the pid first. */
@@ -94,7 +70,7 @@ static uint32_t pick_portid(void)
 	uint32_t pid = (uint32_t)getpid();
 	bool taken = false;
 
-	for (int fd = 0; fd < SVP_NL_MAX_FD && !taken; fd++) {
+	for (int fd = 0; fd < SVP_MAX_FD && !taken; fd++) {
 		struct svp_nl *e = nl_of(fd);
 
 		taken = e && e->portid == pid;
@@ -126,7 +102,7 @@ int svp_nl_socket(int type)
 	}
 	if (svp_sock_path(sock, sizeof(sock)) ||
 	    sv_sock_sibling(sock, SV_NL_SOCK_NAME, path, sizeof(path)) ||
-	    strlen(path) >= sizeof(sa.sun_path) || !table()) {
+	    strlen(path) >= sizeof(sa.sun_path) || !svp_fd_ready(&tab)) {
 		errno = EPROTONOSUPPORT;
 		return -1;
 	}
@@ -145,7 +121,7 @@ int svp_nl_socket(int type)
 	close(pair[1]);
 	pair[1] = -1;
 	fd = pair[0];
-	if (fd >= SVP_NL_MAX_FD) {
+	if (fd >= SVP_MAX_FD) {
 		errno = EMFILE;
 		goto fail;
 	}
@@ -159,12 +135,9 @@ int svp_nl_socket(int type)
 	}
 	e->req = s;
 	e->type = kind;
-	e->refs = 1;
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_mutex_lock(&tab_lock);
 	e->portid = pick_portid();
-	__atomic_store_n(&tab[fd], e, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&tab_lock);
+	svp_fd_set(&tab, fd, &e->ent);
 	return fd;
 nosupport:
 	errno = EPROTONOSUPPORT;
@@ -186,32 +159,14 @@ bool svp_is_nl(int fd)
 /* newfd, a duplicate of fd (dup, dup2, fcntl F_DUPFD): the same socket */
 void svp_nl_dup(int fd, int newfd)
 {
-	struct svp_nl *e;
-
-	if (!nl_of(fd) || newfd < 0 || newfd >= SVP_NL_MAX_FD || newfd == fd)
-		return;
-	pthread_mutex_lock(&tab_lock);
-	e = nl_of(fd);
-	if (e) {
-		e->refs++;
-		__atomic_store_n(&tab[newfd], e, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&tab_lock);
+	svp_fd_dup(&tab, fd, newfd);
 }
 
 void svp_nl_close(int fd)
 {
-	struct svp_nl **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
-	struct svp_nl *e;
+	struct svp_nl *e = (struct svp_nl *)svp_fd_clear(&tab, fd);
 
-	if (!t || fd < 0 || fd >= SVP_NL_MAX_FD)
-		return;
-	pthread_mutex_lock(&tab_lock);
-	e = __atomic_exchange_n(&t[fd], NULL, __ATOMIC_ACQ_REL);
-	if (e && --e->refs)
-		e = NULL;          /* another descriptor still names it */
-	pthread_mutex_unlock(&tab_lock);
-	if (!e)
+	if (!e)                    /* not ours, or another descriptor's too */
 		return;
 	close(e->req);
 	pthread_mutex_destroy(&e->lock);

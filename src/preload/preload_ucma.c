@@ -43,64 +43,39 @@
 #include "abi/sv_sock.h"
 #include "abi/sv_ucma.h"
 
-#define SVP_UCMA_MAX_FD 65536
-
 struct svp_ucma {
+	struct svp_fdent ent;      /* first: the table's count */
 	int sock;
 	int efd;                   /* our own duplicate of the eventfd */
 	uint64_t token;
 	pthread_mutex_t lock;
-	unsigned int refs;         /* the table's, and each write()'s (under
-				    * tab_lock) */
 };
 
-/* NULL until the first rdma_cm open: then SVP_UCMA_MAX_FD pointers (only
- * the pages touched cost memory). */
-static struct svp_ucma **tab;
-static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static struct svp_ucma *ucma_of(int fd)
-{
-	struct svp_ucma **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
-
-	if (__builtin_expect(!t, 1) || fd < 0 || fd >= SVP_UCMA_MAX_FD)
-		return NULL;
-	return __atomic_load_n(&t[fd], __ATOMIC_ACQUIRE);
-}
+static struct svp_fdtab tab = SVP_FDTAB_INIT;
 
 bool svp_is_ucma(int fd)
 {
-	return ucma_of(fd) != NULL;
+	return svp_fd_peek(&tab, fd) != NULL;
 }
 
 /* fd's entry with a reference taken (ucma_put gives it back), or NULL. */
 static struct svp_ucma *ucma_get(int fd)
 {
-	struct svp_ucma *e;
-
-	if (!ucma_of(fd))
-		return NULL;
-	pthread_mutex_lock(&tab_lock);
-	e = ucma_of(fd);
-	if (e)
-		e->refs++;
-	pthread_mutex_unlock(&tab_lock);
-	return e;
+	return (struct svp_ucma *)svp_fd_get(&tab, fd);
 }
 
-static void ucma_put(struct svp_ucma *e)
+static void ucma_free(struct svp_ucma *e)
 {
-	bool last;
-
-	pthread_mutex_lock(&tab_lock);
-	last = --e->refs == 0;
-	pthread_mutex_unlock(&tab_lock);
-	if (!last)
-		return;
 	close(e->sock);
 	close(e->efd);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
+}
+
+static void ucma_put(struct svp_ucma *e)
+{
+	if (svp_fd_put(&tab, &e->ent))
+		ucma_free(e);
 }
 
 bool svp_ucma_path(const char *p)
@@ -118,23 +93,6 @@ void svp_ucma_stat(struct stat *st)
 	st->st_blocks = 0;
 }
 
-static bool table(void)
-{
-	void *m;
-
-	if (__atomic_load_n(&tab, __ATOMIC_ACQUIRE))
-		return true;
-	pthread_mutex_lock(&tab_lock);
-	if (!tab) {
-		m = mmap(NULL, SVP_UCMA_MAX_FD * sizeof(*tab), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (m != MAP_FAILED)
-			__atomic_store_n(&tab, (struct svp_ucma **)m, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&tab_lock);
-	return tab != NULL;
-}
-
 int svp_ucma_open(int flags)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -146,7 +104,7 @@ int svp_ucma_open(int flags)
 
 	if (svp_sock_path(sock, sizeof(sock)) ||
 	    sv_sock_sibling(sock, SV_UCMA_SOCK_NAME, path, sizeof(path)) ||
-	    strlen(path) >= sizeof(sa.sun_path) || !table()) {
+	    strlen(path) >= sizeof(sa.sun_path) || !svp_fd_ready(&tab)) {
 		errno = ENODEV;
 		return -1;
 	}
@@ -160,7 +118,7 @@ int svp_ucma_open(int flags)
 	if (n != sizeof(h) || h.magic != SV_UCMA_MAGIC ||
 	    h.version != SV_UCMA_VERSION || efd < 0)
 		goto nodev;
-	if (efd >= SVP_UCMA_MAX_FD) {
+	if (efd >= SVP_MAX_FD) {
 		close(efd);
 		close(s);
 		errno = EMFILE;
@@ -184,9 +142,8 @@ int svp_ucma_open(int flags)
 	}
 	e->sock = s;
 	e->token = h.token;
-	e->refs = 1;
 	pthread_mutex_init(&e->lock, NULL);
-	__atomic_store_n(&tab[efd], e, __ATOMIC_RELEASE);
+	svp_fd_set(&tab, efd, &e->ent);
 	return efd;
 nodev:
 	if (efd >= 0)
@@ -379,29 +336,13 @@ ssize_t svp_ucma_write(int fd, const void *buf, size_t len)
  * a duplicated descriptor of the kernel's is */
 void svp_ucma_dup(int fd, int newfd)
 {
-	struct svp_ucma *e;
-
-	if (!ucma_of(fd) || newfd < 0 || newfd >= SVP_UCMA_MAX_FD || newfd == fd)
-		return;
-	pthread_mutex_lock(&tab_lock);
-	e = ucma_of(fd);
-	if (e) {
-		e->refs++;
-		__atomic_store_n(&tab[newfd], e, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&tab_lock);
+	svp_fd_dup(&tab, fd, newfd);
 }
 
 void svp_ucma_close(int fd)
 {
-	struct svp_ucma **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
-	struct svp_ucma *e;
+	struct svp_ucma *e = (struct svp_ucma *)svp_fd_clear(&tab, fd);
 
-	if (!t || fd < 0 || fd >= SVP_UCMA_MAX_FD)
-		return;
-	pthread_mutex_lock(&tab_lock);
-	e = __atomic_exchange_n(&t[fd], NULL, __ATOMIC_ACQ_REL);
-	pthread_mutex_unlock(&tab_lock);
-	if (e)
-		ucma_put(e);    /* a write() under way keeps it */
+	if (e)                     /* a write() under way keeps it */
+		ucma_free(e);
 }
