@@ -16,9 +16,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,23 +290,103 @@ static int write_tables(const char *v, const char *dev)
 	return ret;
 }
 
-/* device/: the NUMA node, the CPUs, the interfaces behind the GIDs. */
+/* The PCI function behind interface ifname, as the kernel's sysfs has it:
+ * the nearest folder above /sys/class/net/IF/device whose name is a PCI
+ * address (DDDD:BB:DD.F). Its path into out, or false (a virtual
+ * interface: veth, a bridge, loopback). */
+static bool pci_of(const char *ifname, char *out, size_t len)
+{
+	char path[PATH_MAX], *real, *slash;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", ifname);
+	real = realpath(path, NULL);
+	while (real && (slash = strrchr(real, '/')) && slash != real) {
+		unsigned int a, b, c, f;
+		char end;
+
+		if (sscanf(slash + 1, "%x:%x:%x.%x%c", &a, &b, &c, &f, &end) == 4 &&
+		    strlen(real) < len) {
+			strcpy(out, real);
+			free(real);
+			return true;
+		}
+		*slash = 0;
+	}
+	free(real);
+	return false;
+}
+
+/* A line of a sysfs file (its newline dropped), or false. */
+static bool read_line(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = 0;
+	return ok;
+}
+
+/* The interface behind the port's GIDs (the first that names one). */
+static bool port_netdev(char *ifname)
+{
+	for (unsigned int i = 0; i < SV_GID_TBL_LEN; i++)
+		if (sv_dev.gid[i].valid && sv_dev.gid[i].ndev_ifindex &&
+		    if_indextoname(sv_dev.gid[i].ndev_ifindex, ifname))
+			return true;
+	return false;
+}
+
+/*
+ * device/: the NUMA node, the CPUs, the interfaces behind the GIDs. Where
+ * the port's interface sits on a PCI function, as a NIC's does, device/
+ * says what that function's sysfs folder says (its NUMA node and CPUs, its
+ * vendor, device, subsystem and class ids, its link speed and width), as
+ * rxe's device/ is the interface's parent: what NCCL, torchcomms and UCX
+ * read to place the device; otherwise node -1 and every CPU.
+ */
 static int write_parent(const char *v, const char *dev)
 {
+	static const char *const ids[] = {
+		"vendor", "device", "subsystem_vendor", "subsystem_device",
+		"class", "max_link_speed", "max_link_width",
+		"current_link_speed", "current_link_width",
+	};
 	char d[80], rel[160], to[64], ifname[IF_NAMESIZE], text[300];
+	char pci[PATH_MAX], line[128];
+	bool on_pci = port_netdev(ifname) && pci_of(ifname, pci, sizeof(pci));
 	int ret;
 
 	snprintf(d, sizeof(d), "sys/class/infiniband/%s/device", dev);
 	snprintf(rel, sizeof(rel), "%s/net", d);
 	ret = mkdirs(v, rel);
 	snprintf(rel, sizeof(rel), "%s/numa_node", d);
-	ret = ret ? ret : put(v, rel, 0444, "-1\n");
+	ret = ret ? ret : put(v, rel, 0444, "%s\n",
+			      on_pci && read_line(pci, "numa_node", line, sizeof(line)) ?
+			      line : "-1");
 	cpumask_text(text, sizeof(text));
 	snprintf(rel, sizeof(rel), "%s/local_cpus", d);
-	ret = ret ? ret : put(v, rel, 0444, "%s\n", text);
+	ret = ret ? ret : put(v, rel, 0444, "%s\n",
+			      on_pci && read_line(pci, "local_cpus", line, sizeof(line)) ?
+			      line : text);
+	snprintf(text, sizeof(text), "0-%ld", sysconf(_SC_NPROCESSORS_CONF) - 1);
 	snprintf(rel, sizeof(rel), "%s/local_cpulist", d);
-	ret = ret ? ret : put(v, rel, 0444, "0-%ld\n",
-			      sysconf(_SC_NPROCESSORS_CONF) - 1);
+	ret = ret ? ret : put(v, rel, 0444, "%s\n",
+			      on_pci && read_line(pci, "local_cpulist", line, sizeof(line)) ?
+			      line : text);
+	for (size_t i = 0; on_pci && i < sizeof(ids) / sizeof(ids[0]) && !ret; i++) {
+		if (!read_line(pci, ids[i], line, sizeof(line)))
+			continue;
+		snprintf(rel, sizeof(rel), "%s/%s", d, ids[i]);
+		ret = put(v, rel, 0444, "%s\n", line);
+	}
 	for (unsigned int i = 0; i < SV_GID_TBL_LEN && !ret; i++) {
 		char from[600];
 

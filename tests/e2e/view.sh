@@ -3,7 +3,7 @@
 # for an RDMA device in /dev/infiniband and /sys/class/infiniband* find sv0
 # there when run through 'softverbs run', with what the verbs queries say.
 #   view.sh CASE   CASE: ucx fi_info rping ibstat sysfs counters container gaps
-#                  ns
+#                  ns placement
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/peers.sh"
 out=$SV_TEST_DIR/out
@@ -30,6 +30,62 @@ devinfo_guid() {
 }
 
 case "$1" in
+placement)
+	# what frameworks read to place the device (issue 40, Deliver 4): NCCL
+	# resolves /sys/class/infiniband/DEV/device and reads the PCI ids,
+	# class and link there, UCX reads device/numa_node and local_cpus: the
+	# values of the PCI function under the port's interface, as rxe's
+	# device/ (the interface's parent) gives them; and ports/1/rate agrees
+	# with ibv_devinfo's active width and speed
+	"$SV" run -- ibv_devinfo -v >"$out" 2>&1 || { cat "$out"; fail "ibv_devinfo -v"; }
+	"$SV" run -- /usr/bin/python3 - >"$out.py" 2>&1 <<'PY' || { cat "$out.py"; fail "reading device/ as NCCL and UCX do"; }
+import os
+d = os.path.realpath('/sys/class/infiniband/sv0/device')
+assert os.path.isdir(d), d
+def rd(n):
+    with open(os.path.join(d, n)) as f:
+        return f.read().strip()
+print('numa_node', rd('numa_node'))
+print('local_cpulist', rd('local_cpulist'))
+print('local_cpus', rd('local_cpus'))
+for n in ('vendor', 'device', 'subsystem_vendor', 'subsystem_device', 'class'):
+    if os.path.exists(os.path.join(d, n)):
+        print(n, rd(n))
+print('net', ' '.join(sorted(os.listdir(os.path.join(d, 'net')))))
+PY
+	cat "$out.py"
+	ndev=$(awk '$1 == "net" { print $2 }' "$out.py")
+	[ -n "$ndev" ] || fail "device/net names no interface"
+	# the PCI function under the interface, if any (a VM's or a host's NIC)
+	pci=$(realpath "/sys/class/net/$ndev/device" 2>/dev/null)
+	while [ -n "$pci" ] && [ "$pci" != / ] &&
+	      ! basename "$pci" | grep -Eq '^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$'; do
+		pci=$(dirname "$pci")
+	done
+	[ "$pci" = / ] && pci=
+	if [ -n "$pci" ]; then
+		for f in numa_node local_cpulist local_cpus vendor device subsystem_vendor subsystem_device class; do
+			[ -e "$pci/$f" ] || continue
+			[ "$(awk -v f=$f '$1 == f { print $2 }' "$out.py")" = "$(cat "$pci/$f")" ] ||
+				fail "device/$f is not $pci/$f ($(cat "$pci/$f"))"
+		done
+		where="the PCI function $(basename "$pci") under $ndev"
+	else
+		grep -qx 'numa_node -1' "$out.py" || fail "no PCI function under $ndev, yet a NUMA node"
+		! grep -q '^vendor ' "$out.py" || fail "no PCI function under $ndev, yet a vendor"
+		where="no PCI function under $ndev: node -1, no ids"
+	fi
+	# rate = lanes x per-lane speed, as ibv_devinfo gives them
+	lanes=$(sed -n 's/^[[:space:]]*active_width:[[:space:]]*\([0-9]*\)X.*/\1/p' "$out" | head -n 1)
+	gbps=$(sed -n 's/^[[:space:]]*active_speed:[[:space:]]*\([0-9.]*\) Gbps.*/\1/p' "$out" | head -n 1)
+	rate=$("$SV" run -- cat /sys/class/infiniband/sv0/ports/1/rate)
+	want=$(awk -v l="$lanes" -v g="$gbps" 'BEGIN { printf "%g", l * g }')
+	case "$rate" in
+	"$want Gb/sec ("*) ;;
+	*) fail "ports/1/rate '$rate' is not ${lanes}X ${gbps} Gbps = $want Gb/sec" ;;
+	esac
+	pass "device/ as NCCL and UCX read it ($where); rate $rate"
+	;;
 ns)
 	# softverbs run --ns: the view mounted at the kernel's paths in a user
 	# and mount namespace, so a static program (busybox-static) sees it
