@@ -69,6 +69,13 @@ int sv_dealloc_td(struct ibv_td *ibtd)
 	return 0;
 }
 
+/* rdma-core 65's IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC (a
+ * confidential-computing guest's buffers from ibv_alloc_buf in memory the
+ * device may reach): this device is no DMA-bounce device
+ * (IBV_DEVICE_CC_DMA_BOUNCE is not claimed), so the flag is taken and the
+ * buffers are plain memory, as rdma-core says of an ordinary device. */
+#define SV_PARENT_DOMAIN_ALLOW_CC (1u << 2)
+
 struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *context,
 				      struct ibv_parent_domain_init_attr *attr)
 {
@@ -78,7 +85,8 @@ struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *context,
 	    (attr->td && attr->td->context != context))
 		return sv_err_ptr(-EINVAL);
 	if (attr->comp_mask & ~(uint32_t)(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
-					  IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT))
+					  IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT |
+					  SV_PARENT_DOMAIN_ALLOW_CC))
 		return sv_err_ptr(-EINVAL);
 	if ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
 	    (!attr->alloc || !attr->free))

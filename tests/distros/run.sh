@@ -279,11 +279,19 @@ fi
 # what sv0 has (device memory, ODP, import, tag matching) run and pass.
 # Each setUp asks `rdma link show -j` (iproute2, NETLINK_RDMA) for the
 # port's netdev: the preload's RDMA netlink answers.
+# rdma-core 56's (Debian 13's) is the one issue 36 asks to pass; a newer
+# release's (sid's) runs too, and what it still fails is named, not failed
+rcv=$(dpkg-query -W -f '${Version}' python3-pyverbs)
 if SV_BUILD_DIR=/opt/softverbs SV_TEST_DIR=$T/rdma-core-run \
 	timeout -k 5 900 bash /opt/softverbs/tests/rdma_core_tests.sh \
 	>"$T/rdma_core" 2>&1; then
 	sed -n '/^module /,/^skipped, by reason/p' "$T/rdma_core" | tail -n 3
-	ok "rdma-core $(dpkg-query -W -f '${Version}' python3-pyverbs)'s test suite: $(grep '^PASS' "$T/rdma_core" | sed 's/^PASS: //')"
+	ok "rdma-core $rcv's test suite: $(grep '^PASS' "$T/rdma_core" | sed 's/^PASS: //')"
+elif [ "${rcv%%.*}" -gt 56 ] 2>/dev/null; then
+	sed -n '/^module /,/^skipped, by reason/p' "$T/rdma_core" | tail -n 3
+	echo "INFO: rdma-core $rcv's test suite (newer than issue 36's 56, not required): $(grep '^FAIL' "$T/rdma_core" | head -n 1 | sed 's/^FAIL: //')"
+	grep -E '^(ERROR|FAIL): test' "$T/rdma-core-run/rdma_core.out" 2>/dev/null ||
+		grep -E '^(ERROR|FAIL): test' "$T/rdma_core"
 else
 	tail -n 60 "$T/rdma_core"; ko "rdma-core's test suite"
 fi
