@@ -3,14 +3,14 @@
  * softverbs: extensions to the verbs API. Applications include
  * <infiniband/verbs.h> for everything standard and this header for:
  *
- *  - resource domains, in the experimental form of seed 001
+ *  - resource domains, in two forms: as objects
  *    (ibv_exp_create_res_domain, thread and message models, passed to
- *    ibv_exp_create_cq / ibv_exp_create_qp) and the index form of seed 000
+ *    ibv_exp_create_cq / ibv_exp_create_qp) and as indexes
  *    (max_resource_domains from ibv_exp_query_device, a domain index at QP
  *    creation). Upstream's thread domains (ibv_alloc_td,
  *    ibv_alloc_parent_domain) need nothing from here.
- *  - the memory-management extensions of seeds 002 and 004 that upstream
- *    verbs have no name for: fast-register MRs and their page lists, the
+ *  - the memory-management extensions that upstream verbs have no name
+ *    for: fast-register MRs and their page lists, the
  *    fast-register work request (in ibv_exp_post_send and as an ibv_wr_*
  *    style call), RDMA read with invalidate, block-list registration, type
  *    2A windows. Memory windows, local invalidate, send with invalidate,
@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-/* ---------------- resource domains (seed 001) ---------------- */
+/* ---------------- resource domains ---------------- */
 
 /* Who calls the objects of a domain. */
 enum ibv_exp_thread_model {
@@ -118,7 +118,8 @@ enum ibv_exp_qp_init_attr_comp_mask {
 	IBV_EXP_QP_INIT_ATTR_XRCD = 1 << 1,        /* not offered: EINVAL */
 	IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS = 1 << 2,
 	IBV_EXP_QP_INIT_ATTR_RES_DOMAIN = 1 << 7,
-	/* seed 000: a domain index in [0, max_resource_domains) */
+	/* a domain index in [0, max_resource_domains), in place of a
+	 * domain object */
 	IBV_EXP_QP_INIT_ATTR_RES_DOMAIN_INDEX = 1 << 16,
 	IBV_EXP_QP_INIT_ATTR_RESERVED = 1 << 17,
 };
@@ -161,7 +162,7 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context,
 #define SV_RES_TYPE_QP (((uint64_t)0x5356 << 32) | 1)
 #define SV_RES_TYPE_CQ (((uint64_t)0x5356 << 32) | 2)
 
-/* ---------------- device query (seed 000) ---------------- */
+/* ---------------- device query ---------------- */
 
 enum ibv_exp_device_attr_comp_mask {
 	IBV_EXP_DEVICE_ATTR_RESOURCE_DOMAINS = 1 << 0,
@@ -218,7 +219,7 @@ struct ibv_exp_device_attr {
 int ibv_exp_query_device(struct ibv_context *context,
 			 struct ibv_exp_device_attr *attr);
 
-/* ---------------- memory-management extensions (seeds 002, 004) -------- */
+/* ---------------- memory-management extensions ---------------- */
 
 /*
  * A fast-register MR: keys but no memory, invalid until a fast-register
@@ -299,10 +300,10 @@ enum ibv_exp_wr_opcode {
 	IBV_EXP_WR_LOCAL_INV = IBV_WR_LOCAL_INV,
 	IBV_EXP_WR_BIND_MW = IBV_WR_BIND_MW,
 	IBV_EXP_WR_SEND_WITH_INV = IBV_WR_SEND_WITH_INV,
-	/* make wr.fast_reg.mr valid (the seed's FAST_REG_MR) */
+	/* make wr.fast_reg.mr valid over wr.fast_reg.page_list */
 	IBV_EXP_WR_FAST_REG_MR = 12,
 	/* RDMA_READ, then invalidate the local key invalidate_rkey once the
-	 * data has landed (the seed's READ_WITH_INV) */
+	 * data has landed */
 	IBV_EXP_WR_RDMA_READ_WITH_INV = 13,
 	/* masked atomics on RC QPs (wr ext_op.masked_atomics) */
 	IBV_EXP_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP = 14,
@@ -405,7 +406,7 @@ struct ibv_exp_send_wr {
 			uint16_t mss;
 		} tso;
 	};
-	/* IBV_EXP_WR_FAST_REG_MR (seed 002's fields) */
+	/* IBV_EXP_WR_FAST_REG_MR */
 	struct {
 		uint64_t iova_start;       /* ignored with IBV_ACCESS_ZERO_BASED */
 		struct ibv_mr *mr;         /* from ibv_exp_alloc_fast_reg_mr */

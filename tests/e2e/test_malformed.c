@@ -250,12 +250,10 @@ static uint64_t alloc_pd(int s)
 	return rsp.u.obj.handle;
 }
 
-static int reg_mr(int s, uint64_t pd, uint64_t addr, uint64_t len,
-		  uint32_t access, struct sv_rsp_mr *mr)
+static struct sv_cmd reg_mr_cmd(uint64_t pd, uint64_t addr, uint64_t len,
+			       uint32_t access)
 {
 	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	int ret;
 
 	sv_cmd_init(&cmd, SV_CMD_REG_MR);
 	cmd.u.reg_mr.pd = pd;
@@ -263,6 +261,17 @@ static int reg_mr(int s, uint64_t pd, uint64_t addr, uint64_t len,
 	cmd.u.reg_mr.length = len;
 	cmd.u.reg_mr.iova = addr;
 	cmd.u.reg_mr.access = access;
+	return cmd;
+}
+
+static int reg_mr(int s, uint64_t pd, uint64_t addr, uint64_t len,
+		  uint32_t access, struct sv_rsp_mr *mr)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	cmd = reg_mr_cmd(pd, addr, len, access);
 	ret = xfer(s, &cmd, &rsp);
 	if (!ret) {
 		assert_true(rsp.u.mr.handle != 0);
@@ -274,13 +283,10 @@ static int reg_mr(int s, uint64_t pd, uint64_t addr, uint64_t len,
 	return ret;
 }
 
-static int rereg_mr(int s, uint64_t mr, uint32_t flags, uint64_t pd,
-		    uint64_t addr, uint64_t len, uint32_t access,
-		    struct sv_rsp_mr *out)
+static struct sv_cmd rereg_mr_cmd(uint64_t mr, uint32_t flags, uint64_t pd,
+				 uint64_t addr, uint64_t len, uint32_t access)
 {
 	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	int ret;
 
 	sv_cmd_init(&cmd, SV_CMD_REREG_MR);
 	cmd.u.rereg_mr.mr = mr;
@@ -290,10 +296,36 @@ static int rereg_mr(int s, uint64_t mr, uint32_t flags, uint64_t pd,
 	cmd.u.rereg_mr.length = len;
 	cmd.u.rereg_mr.iova = addr;
 	cmd.u.rereg_mr.access = access;
+	return cmd;
+}
+
+static int rereg_mr(int s, uint64_t mr, uint32_t flags, uint64_t pd,
+		    uint64_t addr, uint64_t len, uint32_t access,
+		    struct sv_rsp_mr *out)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	cmd = rereg_mr_cmd(mr, flags, pd, addr, len, access);
 	ret = xfer(s, &cmd, &rsp);
 	if (out)
 		*out = rsp.u.mr;
 	return ret;
+}
+
+static struct sv_cmd create_cq_cmd(uint32_t cqe, uint32_t vec, uint32_t flags,
+				   uint64_t channel)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, SV_CMD_CREATE_CQ);
+	cmd.u.create_cq.cookie = 0xc0ffee;
+	cmd.u.create_cq.channel = channel;
+	cmd.u.create_cq.cqe = cqe;
+	cmd.u.create_cq.comp_vector = vec;
+	cmd.u.create_cq.flags = flags;
+	return cmd;
 }
 
 /* CREATE_CQ; on success checks the ring memfd that comes with it. */
@@ -305,12 +337,7 @@ static int create_cq(int s, uint32_t cqe, uint32_t vec, uint32_t flags,
 	struct stat st;
 	int ret, fd;
 
-	sv_cmd_init(&cmd, SV_CMD_CREATE_CQ);
-	cmd.u.create_cq.cookie = 0xc0ffee;
-	cmd.u.create_cq.channel = channel;
-	cmd.u.create_cq.cqe = cqe;
-	cmd.u.create_cq.comp_vector = vec;
-	cmd.u.create_cq.flags = flags;
+	cmd = create_cq_cmd(cqe, vec, flags, channel);
 	ret = xfer_fd(s, &cmd, fd_in, &rsp, &fd);
 	if (ret)
 		return ret;
@@ -594,6 +621,132 @@ static int test_teardown(void **state)
 	return fd_limit_restore(state);
 }
 
+/* Handles that name nothing on any connection the tests use: index 0, type
+ * none or unknown, index beyond the table, generation 0 (never issued) or one
+ * no slot reaches in a test's lifetime. */
+static const uint64_t garbage_handles[] = {
+	0, 1, ~0ull, 0xffffffffull, 0x100000000ull, 0x0000000100ffffffull,
+	0xdeadbeefcafef00dull, 0x8000000000000000ull,
+	(1ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 0xffffff,
+	(1ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 0x1000,
+	(0ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 1,
+	(0ull << 32) | ((uint64_t)SV_OBJ_CQ << 24) | 2,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 1,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_MR << 24) | 1,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_CQ << 24) | 1,
+	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_CHANNEL << 24) | 1,
+	(1ull << 32) | ((uint64_t)SV_OBJ_QP << 24) | 1,
+	(1ull << 32) | (0xffull << 24) | 1,
+};
+#define N_GARBAGE (sizeof(garbage_handles) / sizeof(garbage_handles[0]))
+
+/* ---- one field made bad: the cases of one shape, as table rows ---- */
+
+/*
+ * Most refusals are of one shape: a command the daemon would take, with one
+ * field made bad, must get one errno and no descriptor, and leave the daemon
+ * up; the test's check_clean() then finds nothing leaked. Each such case is
+ * a row: the command (by its op: the test builds the good one), the field,
+ * the bad value (a number, or each of garbage_handles[] in turn) and the
+ * status. run_bad() sends every row to one connection, in order.
+ */
+enum bad_kind {
+	BAD_VALUE,		/* value */
+	BAD_GARBAGE,		/* each of garbage_handles[] */
+	BAD_GARBAGE_NZ,		/* each but 0, where 0 means "none" */
+};
+
+struct bad_row {
+	const char *field;	/* "create_qp.cap.max_send_wr" */
+	unsigned int op;	/* SV_CMD_*: the good command's */
+	size_t off, size;	/* the field within struct sv_cmd */
+	enum bad_kind kind;
+	uint64_t value;
+	int status;		/* what the daemon answers: < 0 */
+};
+
+#define BAD_FIELD(OP, m, f)                                                   \
+	#m "." #f, SV_CMD_##OP, offsetof(struct sv_cmd, u.m.f),                \
+		sizeof(((struct sv_cmd *)0)->u.m.f)
+/* OP's field m.f set to v: status st */
+#define BAD(OP, m, f, v, st) { BAD_FIELD(OP, m, f), BAD_VALUE, (v), (st) }
+/* OP's field m.f set to each garbage handle (but 0: GARBAGE_NZ): st */
+#define GARBAGE(OP, m, f, st) { BAD_FIELD(OP, m, f), BAD_GARBAGE, 0, (st) }
+#define GARBAGE_NZ(OP, m, f, st)                                              \
+	{ BAD_FIELD(OP, m, f), BAD_GARBAGE_NZ, 0, (st) }
+#define NROWS(rows) (sizeof(rows) / sizeof((rows)[0]))
+
+static void set_field(struct sv_cmd *cmd, const struct bad_row *r,
+		      uint64_t v)
+{
+	char *p = (char *)cmd + r->off;
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	uint32_t v32 = (uint32_t)v;
+
+	switch (r->size) {
+	case 1: memcpy(p, &v8, 1); break;
+	case 2: memcpy(p, &v16, 2); break;
+	case 4: memcpy(p, &v32, 4); break;
+	case 8: memcpy(p, &v, 8); break;
+	default: fail_msg("%s: a field of %zu bytes", r->field, r->size);
+	}
+}
+
+/* Each row of rows, on good with its field made bad, on connection s. */
+static void run_bad(int s, const struct sv_cmd *good,
+		    const struct bad_row *rows, size_t n)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	size_t i, k, nv;
+	uint64_t v;
+	int got;
+
+	for (i = 0; i < n; i++) {
+		const struct bad_row *r = &rows[i];
+
+		assert_int_equal(r->op, good->hdr.op);
+		assert_true(r->status < 0);
+		assert_true(r->off + r->size <= sizeof(cmd));
+		nv = r->kind == BAD_VALUE ? 1 : N_GARBAGE;
+		for (k = 0; k < nv; k++) {
+			v = r->kind == BAD_VALUE ? r->value : garbage_handles[k];
+			if (r->kind == BAD_GARBAGE_NZ && !v)
+				continue;
+			cmd = *good;
+			set_field(&cmd, r, v);
+			got = xfer(s, &cmd, &rsp);
+			if (got != r->status)
+				fail_msg("%s %s = %#" PRIx64 ": status %d (%s), "
+					 "expected %d (%s)",
+					 sv_cmd_name(r->op), r->field, v, got,
+					 strerror(-got), r->status,
+					 strerror(-r->status));
+			if (!daemon_alive())
+				fail_msg("%s %s = %#" PRIx64 ": the daemon died",
+					 sv_cmd_name(r->op), r->field, v);
+		}
+	}
+}
+
+/* The good commands the rows start from. */
+static struct sv_cmd good_cmd(unsigned int op)
+{
+	struct sv_cmd cmd;
+
+	sv_cmd_init(&cmd, op);
+	return cmd;
+}
+
+static struct sv_cmd good_handle(unsigned int op, uint64_t h)
+{
+	struct sv_cmd cmd = good_cmd(op);
+
+	cmd.u.handle.handle = h;
+	return cmd;
+}
+
 /* ---- the header and the framing ---- */
 
 /* Every length from 1 to sizeof(cmd) - 1: -EINVAL, and the connection stays
@@ -763,14 +916,20 @@ static void test_hello(void **state)
 	struct sv_rsp rsp;
 	int s = conn_open();
 
+	const struct bad_row rows[] = {
+		BAD(HELLO, hello, abi, 0, -EPROTO),
+		BAD(HELLO, hello, abi, SV_PROTO_VERSION - 1, -EPROTO),
+		BAD(HELLO, hello, abi, SV_PROTO_VERSION + 1, -EPROTO),
+		BAD(HELLO, hello, abi, ~0u, -EPROTO),
+		BAD(HELLO, hello, flags, 2, -EINVAL),
+		BAD(HELLO, hello, flags, 1u << 31, -EINVAL),
+		BAD(HELLO, hello, flags, ~0u, -EINVAL),
+	};
+	struct sv_cmd good = good_cmd(SV_CMD_HELLO);
+
 	(void)state;
-	assert_status(hello(s, 0, 0, NULL), -EPROTO);
-	assert_status(hello(s, SV_PROTO_VERSION - 1, 0, NULL), -EPROTO);
-	assert_status(hello(s, SV_PROTO_VERSION + 1, 0, NULL), -EPROTO);
-	assert_status(hello(s, ~0u, 0, NULL), -EPROTO);
-	assert_status(hello(s, SV_PROTO_VERSION, 2, NULL), -EINVAL);
-	assert_status(hello(s, SV_PROTO_VERSION, 1u << 31, NULL), -EINVAL);
-	assert_status(hello(s, SV_PROTO_VERSION, ~0u, NULL), -EINVAL);
+	good.u.hello.abi = SV_PROTO_VERSION;
+	run_bad(s, &good, rows, NROWS(rows));
 	assert_status(hello(s, SV_PROTO_VERSION, 0, &rsp), 0);
 	assert_int_equal(rsp.u.hello.abi, SV_PROTO_VERSION);
 	assert_int_equal(rsp.u.hello.daemon_pid, (uint32_t)g.pid);
@@ -811,20 +970,32 @@ static void test_query(void **state)
 	uint32_t i;
 	int s = conn_open();
 
+	const struct bad_row port_rows[] = {
+		BAD(QUERY_PORT, query_port, port_num, 0, -EINVAL),
+		BAD(QUERY_PORT, query_port, port_num, 2, -EINVAL),
+		BAD(QUERY_PORT, query_port, port_num, 256, -EINVAL),
+		BAD(QUERY_PORT, query_port, port_num, ~0u, -EINVAL),
+	}, gid_rows[] = {
+		BAD(QUERY_GID, query_gid, port_num, 0, -EINVAL),
+		BAD(QUERY_GID, query_gid, port_num, 2, -EINVAL),
+		BAD(QUERY_GID, query_gid, port_num, ~0u, -EINVAL),
+		BAD(QUERY_GID, query_gid, index, SV_GID_TBL_LEN, -EINVAL),
+		BAD(QUERY_GID, query_gid, index, SV_GID_TBL_LEN + 1, -EINVAL),
+		BAD(QUERY_GID, query_gid, index, 1u << 31, -EINVAL),
+		BAD(QUERY_GID, query_gid, index, ~0u, -EINVAL),
+	};
+	struct sv_cmd good;
+
 	(void)state;
-	assert_status(query_port(s, 0), -EINVAL);
-	assert_status(query_port(s, 2), -EINVAL);
-	assert_status(query_port(s, 256), -EINVAL);
-	assert_status(query_port(s, ~0u), -EINVAL);
+	good = good_cmd(SV_CMD_QUERY_PORT);
+	good.u.query_port.port_num = 1;
+	run_bad(s, &good, port_rows, NROWS(port_rows));
 	assert_status(query_port(s, 1), 0);
 
-	assert_status(query_gid(s, 0, 0), -EINVAL);
-	assert_status(query_gid(s, 2, 0), -EINVAL);
-	assert_status(query_gid(s, ~0u, 0), -EINVAL);
-	assert_status(query_gid(s, 1, SV_GID_TBL_LEN), -EINVAL);
-	assert_status(query_gid(s, 1, SV_GID_TBL_LEN + 1), -EINVAL);
-	assert_status(query_gid(s, 1, 1u << 31), -EINVAL);
-	assert_status(query_gid(s, 1, ~0u), -EINVAL);
+	good = good_cmd(SV_CMD_QUERY_GID);
+	good.u.query_gid.port_num = 1;
+	good.u.query_gid.index = 0;
+	run_bad(s, &good, gid_rows, NROWS(gid_rows));
 	for (i = 0; i < SV_GID_TBL_LEN; i++)
 		assert_status(query_gid(s, 1, i), 0);
 
@@ -846,25 +1017,6 @@ static void test_query(void **state)
 	check_clean();
 }
 
-/* Handles that name nothing on any connection the tests use: index 0, type
- * none or unknown, index beyond the table, generation 0 (never issued) or one
- * no slot reaches in a test's lifetime. */
-static const uint64_t garbage_handles[] = {
-	0, 1, ~0ull, 0xffffffffull, 0x100000000ull, 0x0000000100ffffffull,
-	0xdeadbeefcafef00dull, 0x8000000000000000ull,
-	(1ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 0xffffff,
-	(1ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 0x1000,
-	(0ull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 1,
-	(0ull << 32) | ((uint64_t)SV_OBJ_CQ << 24) | 2,
-	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_PD << 24) | 1,
-	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_MR << 24) | 1,
-	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_CQ << 24) | 1,
-	(0x7fffffffull << 32) | ((uint64_t)SV_OBJ_CHANNEL << 24) | 1,
-	(1ull << 32) | ((uint64_t)SV_OBJ_QP << 24) | 1,
-	(1ull << 32) | (0xffull << 24) | 1,
-};
-#define N_GARBAGE (sizeof(garbage_handles) / sizeof(garbage_handles[0]))
-
 static void test_reg_mr(void **state)
 {
 	/* (1 << 8 and 1 << 9 are FLUSH_GLOBAL and FLUSH_PERSISTENT: the
@@ -872,11 +1024,11 @@ static void test_reg_mr(void **state)
 	static const uint32_t bad_access[] = {
 		1u << 10, 1u << 19, 1u << 21, 1u << 31, ~0u,
 	};
+	const uint32_t lw = IBV_ACCESS_LOCAL_WRITE;
 	size_t len = 1 << 16;
 	char *buf = malloc(len);
 	uint64_t pd, other_pd, cq = 0, addr = (uintptr_t)buf;
 	struct sv_rsp_mr mr;
-	unsigned int i;
 	int s = conn_open();
 
 	(void)state;
@@ -887,24 +1039,40 @@ static void test_reg_mr(void **state)
 	assert_status(cmd_handle(s, SV_CMD_DEALLOC_PD, other_pd), 0);
 	assert_status(create_cq(s, 1, 0, 0, 0, -1, &cq), 0);
 
-	/* the pd: garbage, another type, stale */
-	for (i = 0; i < N_GARBAGE; i++)
-		assert_status(reg_mr(s, garbage_handles[i], addr, len,
-				     IBV_ACCESS_LOCAL_WRITE, NULL), -EINVAL);
-	assert_status(reg_mr(s, cq, addr, len, 0, NULL), -EINVAL);
-	assert_status(reg_mr(s, other_pd, addr, len, 0, NULL), -EINVAL);
+	/* with local write: the pd garbage, the length 0, the access bad */
+	const struct bad_row lw_rows[] = {
+		GARBAGE(REG_MR, reg_mr, pd, -EINVAL),
+		BAD(REG_MR, reg_mr, length, 0, -EINVAL),
+		BAD(REG_MR, reg_mr, access, bad_access[0] | lw, -EINVAL),
+		BAD(REG_MR, reg_mr, access, bad_access[1] | lw, -EINVAL),
+		BAD(REG_MR, reg_mr, access, bad_access[2] | lw, -EINVAL),
+		BAD(REG_MR, reg_mr, access, bad_access[3] | lw, -EINVAL),
+		BAD(REG_MR, reg_mr, access, bad_access[4] | lw, -EINVAL),
+		BAD(REG_MR, reg_mr, access, (1u << 9) | lw, -EOPNOTSUPP),
+		/* remote write or atomic without local write */
+		BAD(REG_MR, reg_mr, access, IBV_ACCESS_REMOTE_WRITE, -EINVAL),
+		BAD(REG_MR, reg_mr, access, IBV_ACCESS_REMOTE_ATOMIC, -EINVAL),
+		BAD(REG_MR, reg_mr, access, IBV_ACCESS_REMOTE_WRITE |
+		    IBV_ACCESS_REMOTE_READ, -EINVAL),
+	};
+	/* no access: the pd another type or stale; the length above 2^47 */
+	const struct bad_row rows[] = {
+		BAD(REG_MR, reg_mr, pd, cq, -EINVAL),
+		BAD(REG_MR, reg_mr, pd, other_pd, -EINVAL),
+		BAD(REG_MR, reg_mr, length, SV_TEST_MAX_MR_SIZE + 1, -EINVAL),
+		BAD(REG_MR, reg_mr, length, ~0ull, -EINVAL),
+		/* 2^47 itself passes the size check, then is not mapped */
+		BAD(REG_MR, reg_mr, length, SV_TEST_MAX_MR_SIZE, -EFAULT),
+	};
+	struct sv_cmd good = reg_mr_cmd(pd, addr, len, lw);
 
-	/* the length: neither 0 nor above 2^47 */
-	assert_status(reg_mr(s, pd, addr, 0, IBV_ACCESS_LOCAL_WRITE, NULL),
-		      -EINVAL);
+	run_bad(s, &good, lw_rows, NROWS(lw_rows));
+	good = reg_mr_cmd(pd, addr, len, 0);
+	run_bad(s, &good, rows, NROWS(rows));
+
+	/* the address and the length together */
 	assert_status(reg_mr(s, pd, 0x1000, 0, 0, NULL), -EINVAL);
-	assert_status(reg_mr(s, pd, addr, SV_TEST_MAX_MR_SIZE + 1, 0, NULL),
-		      -EINVAL);
-	assert_status(reg_mr(s, pd, addr, ~0ull, 0, NULL), -EINVAL);
 	assert_status(reg_mr(s, pd, 0, 1ull << 63, 0, NULL), -EINVAL);
-	/* 2^47 itself passes the size check, then is not mapped */
-	assert_status(reg_mr(s, pd, addr, SV_TEST_MAX_MR_SIZE, 0, NULL),
-		      -EFAULT);
 
 	/* ranges that wrap */
 	assert_status(reg_mr(s, pd, ~0ull, 2, 0, NULL), -EINVAL);
@@ -918,21 +1086,6 @@ static void test_reg_mr(void **state)
 	assert_status(reg_mr(s, pd, 0, 1, 0, NULL), -EFAULT);
 	assert_status(reg_mr(s, pd, 1ull << 47, 4096, 0, NULL), -EFAULT);
 	assert_status(reg_mr(s, pd, -8192ull, 4096, 0, NULL), -EFAULT);
-
-	/* access */
-	for (i = 0; i < sizeof(bad_access) / sizeof(bad_access[0]); i++)
-		assert_status(reg_mr(s, pd, addr, len,
-				     bad_access[i] | IBV_ACCESS_LOCAL_WRITE,
-				     NULL), -EINVAL);
-	assert_status(reg_mr(s, pd, addr, len,
-			     (1u << 9) | IBV_ACCESS_LOCAL_WRITE, NULL),
-		      -EOPNOTSUPP);
-	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_REMOTE_WRITE, NULL),
-		      -EINVAL);
-	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_REMOTE_ATOMIC, NULL),
-		      -EINVAL);
-	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_REMOTE_WRITE |
-			     IBV_ACCESS_REMOTE_READ, NULL), -EINVAL);
 
 	/* and the same buffer, right: it works */
 	assert_status(reg_mr(s, pd, addr, len, IBV_ACCESS_LOCAL_WRITE |
@@ -1022,7 +1175,6 @@ static void test_rereg_mr(void **state)
 	char *buf = malloc(len);
 	uint64_t pd, pd2, stale_pd, cq = 0, addr = (uintptr_t)buf;
 	struct sv_rsp_mr mr, mr2, out;
-	unsigned int i;
 	int s = conn_open();
 
 	(void)state;
@@ -1034,53 +1186,54 @@ static void test_rereg_mr(void **state)
 	assert_status(create_cq(s, 4, 0, 0, 0, -1, &cq), 0);
 	assert_status(reg_mr(s, pd, addr, len, lw, &mr), 0);
 
-	/* flags */
-	assert_status(rereg_mr(s, mr.handle, 0, 0, 0, 0, 0, NULL), -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, 1u << 3, 0, 0, 0, 0, NULL),
-		      -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_ACCESS |
-			       (1u << 31), 0, 0, 0, lw, NULL), -EINVAL);
+	/* flags, with nothing else set */
+	const struct bad_row flag_rows[] = {
+		BAD(REREG_MR, rereg_mr, flags, 0, -EINVAL),
+		BAD(REREG_MR, rereg_mr, flags, 1u << 3, -EINVAL),
+	};
+	/* CHANGE_ACCESS to lw: the flags, the mr, the access */
+	const struct bad_row access_rows[] = {
+		BAD(REREG_MR, rereg_mr, flags,
+		    IBV_REREG_MR_CHANGE_ACCESS | (1u << 31), -EINVAL),
+		GARBAGE(REREG_MR, rereg_mr, mr, -EINVAL),
+		BAD(REREG_MR, rereg_mr, mr, pd, -EINVAL),
+		BAD(REREG_MR, rereg_mr, mr, cq, -EINVAL),
+		BAD(REREG_MR, rereg_mr, access, lw | (1u << 10), -EINVAL),
+		BAD(REREG_MR, rereg_mr, access, IBV_ACCESS_REMOTE_WRITE,
+		    -EINVAL),
+	};
+	/* CHANGE_PD to a pd that is not one */
+	const struct bad_row pd_rows[] = {
+		GARBAGE(REREG_MR, rereg_mr, pd, -EINVAL),
+		BAD(REREG_MR, rereg_mr, pd, stale_pd, -EINVAL),
+		BAD(REREG_MR, rereg_mr, pd, cq, -EINVAL),
+		BAD(REREG_MR, rereg_mr, pd, mr.handle, -EINVAL),
+	};
+	/* CHANGE_TRANSLATION to addr: lengths above 2^47 or 0 */
+	const struct bad_row len_rows[] = {
+		BAD(REREG_MR, rereg_mr, length, SV_TEST_MAX_MR_SIZE + 1,
+		    -EINVAL),
+		BAD(REREG_MR, rereg_mr, length, 0, -EINVAL),
+	};
+	struct sv_cmd good;
+
+	good = rereg_mr_cmd(mr.handle, 0, 0, 0, 0, 0);
+	run_bad(s, &good, flag_rows, NROWS(flag_rows));
 	assert_status(rereg_mr(s, mr.handle, ~0u, pd, addr, len, lw, NULL),
 		      -EINVAL);
+	good = rereg_mr_cmd(mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0, 0, lw);
+	run_bad(s, &good, access_rows, NROWS(access_rows));
+	good = rereg_mr_cmd(mr.handle, IBV_REREG_MR_CHANGE_PD, pd2, 0, 0, 0);
+	run_bad(s, &good, pd_rows, NROWS(pd_rows));
+	good = rereg_mr_cmd(mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION, 0, addr,
+			    len, 0);
+	run_bad(s, &good, len_rows, NROWS(len_rows));
 
-	/* the mr */
-	for (i = 0; i < N_GARBAGE; i++)
-		assert_status(rereg_mr(s, garbage_handles[i],
-				       IBV_REREG_MR_CHANGE_ACCESS, 0, 0, 0, lw,
-				       NULL), -EINVAL);
-	assert_status(rereg_mr(s, pd, IBV_REREG_MR_CHANGE_ACCESS, 0, 0, 0, lw,
-			       NULL), -EINVAL);
-	assert_status(rereg_mr(s, cq, IBV_REREG_MR_CHANGE_ACCESS, 0, 0, 0, lw,
-			       NULL), -EINVAL);
-
-	/* CHANGE_PD to a pd that is not one */
-	for (i = 0; i < N_GARBAGE; i++)
-		assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD,
-				       garbage_handles[i], 0, 0, 0, NULL),
-			      -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD, stale_pd,
-			       0, 0, 0, NULL), -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD, cq, 0, 0,
-			       0, NULL), -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD, mr.handle,
-			       0, 0, 0, NULL), -EINVAL);
-
-	/* CHANGE_ACCESS */
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
-			       0, lw | (1u << 10), NULL), -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_ACCESS, 0, 0,
-			       0, IBV_ACCESS_REMOTE_WRITE, NULL), -EINVAL);
-
-	/* CHANGE_TRANSLATION */
+	/* CHANGE_TRANSLATION: the address and the length together */
 	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION,
 			       0, 0x1000, 4096, 0, NULL), -EFAULT);
 	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION,
 			       0, ~0ull - 10, 100, 0, NULL), -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION,
-			       0, addr, SV_TEST_MAX_MR_SIZE + 1, 0, NULL),
-		      -EINVAL);
-	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_TRANSLATION,
-			       0, addr, 0, 0, NULL), -EINVAL);
 	/* a change refused on one count changes nothing on the others */
 	assert_status(rereg_mr(s, mr.handle, IBV_REREG_MR_CHANGE_PD |
 			       IBV_REREG_MR_CHANGE_TRANSLATION, pd2, 0x1000,
@@ -1128,10 +1281,16 @@ static void test_destroy(void **state)
 	int s = conn_open();
 
 	(void)state;
-	for (i = 0; i < 4; i++)
-		for (j = 0; j < N_GARBAGE; j++)
-			assert_status(cmd_handle(s, ops[i], garbage_handles[j]),
-				      -EINVAL);
+	for (i = 0; i < 4; i++) {
+		const struct bad_row rows[] = {
+			{ "handle.handle", ops[i],
+			  offsetof(struct sv_cmd, u.handle.handle),
+			  sizeof(uint64_t), BAD_GARBAGE, 0, -EINVAL },
+		};
+		struct sv_cmd good = good_handle(ops[i], 0);
+
+		run_bad(s, &good, rows, NROWS(rows));
+	}
 
 	pd = alloc_pd(s);
 	assert_status(reg_mr(s, pd, (uintptr_t)buf, sizeof(buf), 0, &mr), 0);
@@ -1175,7 +1334,6 @@ static void test_destroy(void **state)
 static void test_cq(void **state)
 {
 	uint64_t cq = 0, ch = 0, stale_ch = 0, pd;
-	unsigned int i;
 	int s = conn_open(), p[2];
 
 	(void)state;
@@ -1185,22 +1343,23 @@ static void test_cq(void **state)
 	assert_status(create_channel(s, &stale_ch), 0);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_CHANNEL, stale_ch), 0);
 
-	assert_status(create_cq(s, 0, 0, 0, 0, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, SV_TEST_MAX_CQE + 1, 0, 0, 0, -1, NULL),
-		      -EINVAL);
-	assert_status(create_cq(s, 1u << 31, 0, 0, 0, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, ~0u, 0, 0, 0, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, 1, 1, 0, 0, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, 1, ~0u, 0, 0, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, 1, 0, 4, 0, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, 1, 0, 1u << 31, 0, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, 1, 0, ~0u, 0, -1, NULL), -EINVAL);
-	for (i = 0; i < N_GARBAGE; i++)
-		if (garbage_handles[i])
-			assert_status(create_cq(s, 1, 0, 0, garbage_handles[i],
-						-1, NULL), -EINVAL);
-	assert_status(create_cq(s, 1, 0, 0, pd, -1, NULL), -EINVAL);
-	assert_status(create_cq(s, 1, 0, 0, stale_ch, -1, NULL), -EINVAL);
+	const struct bad_row create_rows[] = {
+		BAD(CREATE_CQ, create_cq, cqe, 0, -EINVAL),
+		BAD(CREATE_CQ, create_cq, cqe, SV_TEST_MAX_CQE + 1, -EINVAL),
+		BAD(CREATE_CQ, create_cq, cqe, 1u << 31, -EINVAL),
+		BAD(CREATE_CQ, create_cq, cqe, ~0u, -EINVAL),
+		BAD(CREATE_CQ, create_cq, comp_vector, 1, -EINVAL),
+		BAD(CREATE_CQ, create_cq, comp_vector, ~0u, -EINVAL),
+		BAD(CREATE_CQ, create_cq, flags, 4, -EINVAL),
+		BAD(CREATE_CQ, create_cq, flags, 1u << 31, -EINVAL),
+		BAD(CREATE_CQ, create_cq, flags, ~0u, -EINVAL),
+		GARBAGE_NZ(CREATE_CQ, create_cq, channel, -EINVAL),
+		BAD(CREATE_CQ, create_cq, channel, pd, -EINVAL),
+		BAD(CREATE_CQ, create_cq, channel, stale_ch, -EINVAL),
+	};
+	struct sv_cmd good = create_cq_cmd(1, 0, 0, 0);
+
+	run_bad(s, &good, create_rows, NROWS(create_rows));
 	/* a descriptor where none is taken */
 	assert_status(create_cq(s, 1, 0, 0, 0, p[0], NULL), -EINVAL);
 
@@ -1210,22 +1369,34 @@ static void test_cq(void **state)
 	assert_status(create_cq(s, 1, 0, 3, ch, -1, &cq), 0);
 
 	/* RESIZE_CQ */
-	for (i = 0; i < N_GARBAGE; i++)
-		assert_status(resize_cq(s, garbage_handles[i], 16), -EINVAL);
-	assert_status(resize_cq(s, pd, 16), -EINVAL);
-	assert_status(resize_cq(s, ch, 16), -EINVAL);
-	assert_status(resize_cq(s, cq, 0), -EINVAL);
-	assert_status(resize_cq(s, cq, SV_TEST_MAX_CQE + 1), -EINVAL);
-	assert_status(resize_cq(s, cq, ~0u), -EINVAL);
+	const struct bad_row resize_rows[] = {
+		GARBAGE(RESIZE_CQ, resize_cq, cq, -EINVAL),
+		BAD(RESIZE_CQ, resize_cq, cq, pd, -EINVAL),
+		BAD(RESIZE_CQ, resize_cq, cq, ch, -EINVAL),
+		BAD(RESIZE_CQ, resize_cq, cqe, 0, -EINVAL),
+		BAD(RESIZE_CQ, resize_cq, cqe, SV_TEST_MAX_CQE + 1, -EINVAL),
+		BAD(RESIZE_CQ, resize_cq, cqe, ~0u, -EINVAL),
+	};
+
+	good = good_cmd(SV_CMD_RESIZE_CQ);
+	good.u.resize_cq.cq = cq;
+	good.u.resize_cq.cqe = 16;
+	run_bad(s, &good, resize_rows, NROWS(resize_rows));
 	assert_status(resize_cq(s, cq, 100), 0);
 	assert_status(resize_cq(s, cq, 1), 0);
 
 	/* NOTIFY_CQ: a CQ of this client, any arm number (an arm that is not
 	 * the latest, or a CQ with nothing in it or no channel, is no error) */
-	for (i = 0; i < N_GARBAGE; i++)
-		assert_status(notify_cq(s, garbage_handles[i], 1), -EINVAL);
-	assert_status(notify_cq(s, pd, 1), -EINVAL);
-	assert_status(notify_cq(s, ch, 1), -EINVAL);
+	const struct bad_row notify_rows[] = {
+		GARBAGE(NOTIFY_CQ, notify_cq, cq, -EINVAL),
+		BAD(NOTIFY_CQ, notify_cq, cq, pd, -EINVAL),
+		BAD(NOTIFY_CQ, notify_cq, cq, ch, -EINVAL),
+	};
+
+	good = good_cmd(SV_CMD_NOTIFY_CQ);
+	good.u.notify_cq.cq = cq;
+	good.u.notify_cq.arm_sn = 1;
+	run_bad(s, &good, notify_rows, NROWS(notify_rows));
 	assert_status(notify_cq(s, cq, 0), 0);
 	assert_status(notify_cq(s, cq, ~0u), 0);
 	{
@@ -1628,13 +1799,11 @@ static uint32_t qp_state_of(int s, uint64_t qp)
 	return q.attr.qp_state;
 }
 
-static int create_srq(int s, uint64_t pd, uint32_t type, uint32_t max_wr,
-		      uint32_t max_sge, uint64_t cq, uint64_t xrcd,
-		      uint64_t *h)
+static struct sv_cmd create_srq_cmd(uint64_t pd, uint32_t type,
+				    uint32_t max_wr, uint32_t max_sge,
+				    uint64_t cq, uint64_t xrcd)
 {
 	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	int ret, fd;
 
 	sv_cmd_init(&cmd, SV_CMD_CREATE_SRQ);
 	cmd.u.create_srq.cookie = 0x5e;
@@ -1644,6 +1813,18 @@ static int create_srq(int s, uint64_t pd, uint32_t type, uint32_t max_wr,
 	cmd.u.create_srq.max_sge = max_sge;
 	cmd.u.create_srq.cq = cq;
 	cmd.u.create_srq.xrcd = xrcd;
+	return cmd;
+}
+
+static int create_srq(int s, uint64_t pd, uint32_t type, uint32_t max_wr,
+		      uint32_t max_sge, uint64_t cq, uint64_t xrcd,
+		      uint64_t *h)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret, fd;
+
+	cmd = create_srq_cmd(pd, type, max_wr, max_sge, cq, xrcd);
 	ret = xfer_fd(s, &cmd, -1, &rsp, &fd);
 	if (ret)
 		return ret;
@@ -1732,17 +1913,10 @@ static int create_ah(int s, uint64_t pd, const struct sv_wire_ah *av,
 
 static void test_create_qp(void **state)
 {
-	static const uint32_t unsupported_types[] = {
-		IBV_QPT_RAW_PACKET, IBV_QPT_DRIVER,
-	};
-	static const uint32_t unknown_types[] = {
-		0, 1, 5, 6, 7, 11, 0x80, 0xfe, 0x100, 1u << 31, ~0u,
-	};
 	struct sv_cmd_create_qp a;
 	struct sv_dev_attr dev;
 	uint64_t pd, stale_pd, cq = 0, cq2 = 0, srq = 0, qp;
 	uint32_t qpn, qpn2;
-	unsigned int i;
 	int s = conn_open();
 
 	(void)state;
@@ -1754,98 +1928,71 @@ static void test_create_qp(void **state)
 	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq2), 0);
 	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, &srq), 0);
 
-	/* handles: garbage, the wrong type, stale */
-	for (i = 0; i < N_GARBAGE; i++) {
-		a = qp_args(garbage_handles[i], cq, IBV_QPT_RC);
-		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-		a = qp_args(pd, garbage_handles[i], IBV_QPT_RC);
-		a.recv_cq = cq;
-		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-		a = qp_args(pd, cq, IBV_QPT_RC);
-		a.recv_cq = garbage_handles[i];
-		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-		if (garbage_handles[i]) {	/* 0: no SRQ */
-			a = qp_args(pd, cq, IBV_QPT_RC);
-			a.srq = garbage_handles[i];
-			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-		}
-	}
-	a = qp_args(cq, cq, IBV_QPT_RC);
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
+	/* an RC QP of pd on cq: each field made bad */
+#define QP_BAD(f, v, st) BAD(CREATE_QP, create_qp, f, v, st)
+#define QP_CAP_BAD(f, lim)                                                    \
+	QP_BAD(cap.f, (lim) + 1, -EINVAL), QP_BAD(cap.f, 1u << 31, -EINVAL),  \
+	QP_BAD(cap.f, ~0u, -EINVAL)
+	const struct bad_row rows[] = {
+		/* handles: garbage, the wrong type, stale */
+		GARBAGE(CREATE_QP, create_qp, pd, -EINVAL),
+		GARBAGE(CREATE_QP, create_qp, send_cq, -EINVAL),
+		GARBAGE(CREATE_QP, create_qp, recv_cq, -EINVAL),
+		GARBAGE_NZ(CREATE_QP, create_qp, srq, -EINVAL), /* 0: none */
+		QP_BAD(pd, cq, -EINVAL),
+		QP_BAD(pd, srq, -EINVAL),
+		QP_BAD(srq, pd, -EINVAL),
+		QP_BAD(srq, cq, -EINVAL),
+		QP_BAD(pd, stale_pd, -EINVAL),
+		/* the type */
+		QP_BAD(qp_type, IBV_QPT_RAW_PACKET, -EOPNOTSUPP),
+		QP_BAD(qp_type, IBV_QPT_DRIVER, -EOPNOTSUPP),
+		QP_BAD(qp_type, 0, -EINVAL),
+		QP_BAD(qp_type, 1, -EINVAL),
+		QP_BAD(qp_type, 5, -EINVAL),
+		QP_BAD(qp_type, 6, -EINVAL),
+		QP_BAD(qp_type, 7, -EINVAL),
+		QP_BAD(qp_type, 11, -EINVAL),
+		QP_BAD(qp_type, 0x80, -EINVAL),
+		QP_BAD(qp_type, 0xfe, -EINVAL),
+		QP_BAD(qp_type, 0x100, -EINVAL),
+		QP_BAD(qp_type, 1u << 31, -EINVAL),
+		QP_BAD(qp_type, ~0u, -EINVAL),
+		/* flags, sq_sig_all, reserved */
+		QP_BAD(create_flags, 1, -EOPNOTSUPP),
+		QP_BAD(create_flags, ~0u, -EOPNOTSUPP),
+		QP_BAD(send_ops_flags, 1ull << 63, -EOPNOTSUPP),
+		QP_BAD(send_ops_flags, ~0ull, -EOPNOTSUPP),
+		QP_BAD(sq_sig_all, 2, -EINVAL),
+		QP_BAD(sq_sig_all, ~0u, -EINVAL),
+		QP_BAD(rsvd, 1, -EINVAL),
+		QP_BAD(rsvd2, 1u << 31, -EINVAL),
+		/* capacities past the device's */
+		QP_CAP_BAD(max_send_wr, dev.max_qp_wr),
+		QP_CAP_BAD(max_recv_wr, dev.max_qp_wr),
+		QP_CAP_BAD(max_send_sge, dev.max_sge),
+		QP_CAP_BAD(max_recv_sge, dev.max_sge),
+		QP_CAP_BAD(max_inline_data, dev.max_inline_data),
+	};
+#undef QP_CAP_BAD
+#undef QP_BAD
+	struct sv_cmd good = good_cmd(SV_CMD_CREATE_QP);
+
+	good.u.create_qp = qp_args(pd, cq, IBV_QPT_RC);
+	run_bad(s, &good, rows, NROWS(rows));
+	/* two fields: both CQs a pd, or an SRQ */
 	a = qp_args(pd, pd, IBV_QPT_RC);
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	a = qp_args(srq, cq, IBV_QPT_RC);
 	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
 	a = qp_args(pd, srq, IBV_QPT_RC);
 	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	a = qp_args(pd, cq, IBV_QPT_RC);
-	a.srq = pd;
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	a.srq = cq;
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	a = qp_args(stale_pd, cq, IBV_QPT_RC);
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
 
-	/* the type */
-	for (i = 0; i < sizeof(unsupported_types) / sizeof(uint32_t); i++) {
-		a = qp_args(pd, cq, unsupported_types[i]);
-		assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
-	}
-	for (i = 0; i < sizeof(unknown_types) / sizeof(uint32_t); i++) {
-		a = qp_args(pd, cq, unknown_types[i]);
-		assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	}
-	/* flags, sq_sig_all, reserved */
+	/* capacities exactly the device's: fine */
 	a = qp_args(pd, cq, IBV_QPT_RC);
-	a.create_flags = 1;
-	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
-	a.create_flags = ~0u;
-	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
-	a = qp_args(pd, cq, IBV_QPT_RC);
-	a.send_ops_flags = 1ull << 63;
-	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
-	a.send_ops_flags = ~0ull;
-	assert_status(create_qp(s, &a, NULL, NULL), -EOPNOTSUPP);
-	a = qp_args(pd, cq, IBV_QPT_RC);
-	a.sq_sig_all = 2;
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	a.sq_sig_all = ~0u;
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	a = qp_args(pd, cq, IBV_QPT_RC);
-	a.rsvd = 1;
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-	a = qp_args(pd, cq, IBV_QPT_RC);
-	a.rsvd2 = 1u << 31;
-	assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-
-	/* capacities past the device's */
-	{
-		struct { uint32_t *f; uint32_t lim; } caps[5];
-
-		a = qp_args(pd, cq, IBV_QPT_RC);
-		caps[0].f = &a.cap.max_send_wr; caps[0].lim = dev.max_qp_wr;
-		caps[1].f = &a.cap.max_recv_wr; caps[1].lim = dev.max_qp_wr;
-		caps[2].f = &a.cap.max_send_sge; caps[2].lim = dev.max_sge;
-		caps[3].f = &a.cap.max_recv_sge; caps[3].lim = dev.max_sge;
-		caps[4].f = &a.cap.max_inline_data;
-		caps[4].lim = dev.max_inline_data;
-		for (i = 0; i < 5; i++) {
-			uint32_t keep = *caps[i].f;
-
-			*caps[i].f = caps[i].lim + 1;
-			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-			*caps[i].f = 1u << 31;
-			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-			*caps[i].f = ~0u;
-			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-			*caps[i].f = keep;
-		}
-		/* ... and exactly the device's: fine */
-		for (i = 0; i < 5; i++)
-			*caps[i].f = caps[i].lim;
-		assert_status(create_qp(s, &a, &qp, &qpn), 0);
-		assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), 0);
-	}
+	a.cap.max_send_wr = a.cap.max_recv_wr = dev.max_qp_wr;
+	a.cap.max_send_sge = a.cap.max_recv_sge = dev.max_sge;
+	a.cap.max_inline_data = dev.max_inline_data;
+	assert_status(create_qp(s, &a, &qp, &qpn), 0);
+	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), 0);
 
 	/* every type that works, with an SRQ too; QPNs are unique */
 	a = qp_args(pd, cq, IBV_QPT_UD);
@@ -1892,8 +2039,6 @@ static int create_domain(int s, uint32_t model, uint32_t flags,
 /* Resource domains: values, handles, EBUSY, the pages running out. */
 static void test_domain(void **state)
 {
-	static const uint32_t bad_models[] = { SV_MSG_MAX, 0xff, 1u << 31, ~0u };
-	static const uint32_t bad_flags[] = { 2, 0x100, 1u << 31, ~0u };
 	struct sv_rsp_domain d[32], extra, forced;
 	struct sv_cmd_create_qp a;
 	struct sv_dev_attr dev;
@@ -1908,19 +2053,32 @@ static void test_domain(void **state)
 	max = dev.max_resource_domains;
 	assert_true(max >= 2 && max < 32);
 	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
-	for (i = 0; i < sizeof(bad_models) / sizeof(bad_models[0]); i++)
-		assert_status(create_domain(s, bad_models[i], 0, NULL), -EINVAL);
-	for (i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++)
-		assert_status(create_domain(s, SV_MSG_DEFAULT, bad_flags[i],
-					    NULL), -EINVAL);
-	/* garbage domain handles for a QP */
-	for (i = 0; i < N_GARBAGE; i++) {
-		a = qp_args(pd, cq, IBV_QPT_RC);
-		a.domain = garbage_handles[i];
-		if (a.domain)
-			assert_status(create_qp(s, &a, NULL, NULL), -EINVAL);
-		assert_status(cmd_handle(s, SV_CMD_DESTROY_DOMAIN,
-					 garbage_handles[i]), -EINVAL);
+	{
+#define DOM_BAD(f, v) BAD(CREATE_DOMAIN, create_domain, f, v, -EINVAL)
+		const struct bad_row rows[] = {
+			DOM_BAD(msg_model, SV_MSG_MAX),
+			DOM_BAD(msg_model, 0xff),
+			DOM_BAD(msg_model, 1u << 31),
+			DOM_BAD(msg_model, ~0u),
+			DOM_BAD(flags, 2),
+			DOM_BAD(flags, 0x100),
+			DOM_BAD(flags, 1u << 31),
+			DOM_BAD(flags, ~0u),
+		}, qp_rows[] = {	/* garbage domain handles for a QP */
+			GARBAGE_NZ(CREATE_QP, create_qp, domain, -EINVAL),
+		}, destroy_rows[] = {
+			GARBAGE(DESTROY_DOMAIN, handle, handle, -EINVAL),
+		};
+#undef DOM_BAD
+		struct sv_cmd good = good_cmd(SV_CMD_CREATE_DOMAIN);
+
+		good.u.create_domain.msg_model = SV_MSG_DEFAULT;
+		run_bad(s, &good, rows, NROWS(rows));
+		good = good_cmd(SV_CMD_CREATE_QP);
+		good.u.create_qp = qp_args(pd, cq, IBV_QPT_RC);
+		run_bad(s, &good, qp_rows, NROWS(qp_rows));
+		good = good_handle(SV_CMD_DESTROY_DOMAIN, 0);
+		run_bad(s, &good, destroy_rows, NROWS(destroy_rows));
 	}
 	/* a page each while they last: pages 1..max, all different */
 	for (i = 0; i < max; i++) {
@@ -2002,7 +2160,6 @@ static void test_modify_qp(void **state)
 	struct sv_rsp_query_qp q;
 	uint64_t pd, cq = 0, qp, other;
 	uint32_t qpn;
-	unsigned int i;
 	int s = conn_open();
 	const uint32_t init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -2043,109 +2200,98 @@ static void test_modify_qp(void **state)
 	rts.rnr_retry = 7;
 	rts.max_rd_atomic = 4;
 
-	/* the qp: garbage, the wrong type */
-	for (i = 0; i < N_GARBAGE; i++) {
-		assert_status(modify_qp(s, garbage_handles[i], init_mask,
-					&init), -EINVAL);
-		assert_status(query_qp(s, garbage_handles[i], NULL), -EINVAL);
-	}
-	assert_status(modify_qp(s, pd, init_mask, &init), -EINVAL);
-	assert_status(modify_qp(s, cq, init_mask, &init), -EINVAL);
-	assert_status(query_qp(s, pd, NULL), -EINVAL);
-	/* reserved */
-	{
-		struct sv_cmd cmd;
-		struct sv_rsp rsp;
+	/* RESET -> INIT, each field made bad: the qp (garbage, the wrong
+	 * type), reserved, masks that do not fit, values out of range */
+#define INIT_BAD(f, v) BAD(MODIFY_QP, modify_qp, f, v, -EINVAL)
+	const struct bad_row init_rows[] = {
+		GARBAGE(MODIFY_QP, modify_qp, qp, -EINVAL),
+		INIT_BAD(qp, pd),
+		INIT_BAD(qp, cq),
+		INIT_BAD(rsvd, 1),
+		INIT_BAD(attr_mask, init_mask & ~IBV_QP_PORT),
+		INIT_BAD(attr_mask, init_mask | IBV_QP_SQ_PSN),
+		INIT_BAD(attr_mask, init_mask | (1u << 30)),
+		INIT_BAD(attr_mask, ~0u),
+		INIT_BAD(attr.qp_state, 7),
+		INIT_BAD(attr.qp_state, ~0u),
+		INIT_BAD(attr.port_num, 0),
+		INIT_BAD(attr.port_num, 2),
+		INIT_BAD(attr.pkey_index, 1),
+		INIT_BAD(attr.pkey_index, 0xffff),
+		INIT_BAD(attr.qp_access_flags, 1u << 20),
+		INIT_BAD(attr.qp_access_flags, ~0u),
+	};
+#undef INIT_BAD
+	/* QUERY_QP: the qp, reserved */
+	const struct bad_row query_rows[] = {
+		GARBAGE(QUERY_QP, query_qp, qp, -EINVAL),
+		BAD(QUERY_QP, query_qp, qp, pd, -EINVAL),
+		BAD(QUERY_QP, query_qp, rsvd, ~0u, -EINVAL),
+	};
+	struct sv_cmd good = good_cmd(SV_CMD_MODIFY_QP);
 
-		sv_cmd_init(&cmd, SV_CMD_MODIFY_QP);
-		cmd.u.modify_qp.qp = qp;
-		cmd.u.modify_qp.attr_mask = init_mask;
-		cmd.u.modify_qp.attr = init;
-		cmd.u.modify_qp.rsvd = 1;
-		assert_status(xfer(s, &cmd, &rsp), -EINVAL);
-		sv_cmd_init(&cmd, SV_CMD_QUERY_QP);
-		cmd.u.query_qp.qp = qp;
-		cmd.u.query_qp.rsvd = ~0u;
-		assert_status(xfer(s, &cmd, &rsp), -EINVAL);
-	}
-	/* transitions that do not exist, masks that do not fit */
+	good.u.modify_qp.qp = qp;
+	good.u.modify_qp.attr_mask = init_mask;
+	good.u.modify_qp.attr = init;
+	run_bad(s, &good, init_rows, NROWS(init_rows));
+	good = good_cmd(SV_CMD_QUERY_QP);
+	good.u.query_qp.qp = qp;
+	good.u.query_qp.attr_mask = ~0u;
+	run_bad(s, &good, query_rows, NROWS(query_rows));
+	/* transitions that do not exist */
 	assert_status(modify_qp(s, qp, rtr_mask, &rtr), -EINVAL);
 	assert_status(modify_qp(s, qp, rts_mask, &rts), -EINVAL);
-	assert_status(modify_qp(s, qp, init_mask & ~IBV_QP_PORT, &init),
-		      -EINVAL);
-	assert_status(modify_qp(s, qp, init_mask | IBV_QP_SQ_PSN, &init),
-		      -EINVAL);
-	assert_status(modify_qp(s, qp, init_mask | (1u << 30), &init),
-		      -EINVAL);
-	assert_status(modify_qp(s, qp, ~0u, &init), -EINVAL);
-	at = init;
-	at.qp_state = 7;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
-	at.qp_state = ~0u;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
 	at = init;	/* cur_qp_state that is not the QP's */
 	at.cur_qp_state = IBV_QPS_RTS;
 	assert_status(modify_qp(s, qp, init_mask | IBV_QP_CUR_STATE, &at),
 		      -EINVAL);
-	/* values out of range at INIT */
-	at = init;
-	at.port_num = 0;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
-	at.port_num = 2;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
-	at = init;
-	at.pkey_index = 1;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
-	at.pkey_index = 0xffff;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
-	at = init;
-	at.qp_access_flags = 1u << 20;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
-	at.qp_access_flags = ~0u;
-	assert_status(modify_qp(s, qp, init_mask, &at), -EINVAL);
 	assert_int_equal(qp_state_of(s, qp), IBV_QPS_RESET);
 	assert_status(modify_qp(s, qp, init_mask, &init), 0);
 	assert_int_equal(qp_state_of(s, qp), IBV_QPS_INIT);
 
 	/* values out of range at RTR */
-#define RTR_BAD(field, value)                                                 \
-	do {                                                                  \
-		at = rtr;                                                     \
-		at.field = value;                                             \
-		assert_status(modify_qp(s, qp, rtr_mask, &at), -EINVAL);     \
-	} while (0)
-	RTR_BAD(ah_attr.port_num, 0);
-	RTR_BAD(ah_attr.port_num, 2);
-	RTR_BAD(ah_attr.is_global, 0);
-	RTR_BAD(ah_attr.sgid_index, SV_GID_TBL_LEN);
-	RTR_BAD(ah_attr.sgid_index, 255);
-	RTR_BAD(path_mtu, 0);
-	RTR_BAD(path_mtu, IBV_MTU_4096 + 1);
-	RTR_BAD(path_mtu, ~0u);
-	RTR_BAD(dest_qp_num, 1u << 24);
-	RTR_BAD(dest_qp_num, ~0u);
-	RTR_BAD(max_dest_rd_atomic, dev_attr(s).max_qp_rd_atom + 1);
-	RTR_BAD(max_dest_rd_atomic, 255);
-	RTR_BAD(min_rnr_timer, 32);
-	RTR_BAD(min_rnr_timer, 255);
+#define RTR_BAD(f, v) BAD(MODIFY_QP, modify_qp, attr.f, v, -EINVAL)
+	const struct bad_row rtr_rows[] = {
+		RTR_BAD(ah_attr.port_num, 0),
+		RTR_BAD(ah_attr.port_num, 2),
+		RTR_BAD(ah_attr.is_global, 0),
+		RTR_BAD(ah_attr.sgid_index, SV_GID_TBL_LEN),
+		RTR_BAD(ah_attr.sgid_index, 255),
+		RTR_BAD(path_mtu, 0),
+		RTR_BAD(path_mtu, IBV_MTU_4096 + 1),
+		RTR_BAD(path_mtu, ~0u),
+		RTR_BAD(dest_qp_num, 1u << 24),
+		RTR_BAD(dest_qp_num, ~0u),
+		RTR_BAD(max_dest_rd_atomic, dev_attr(s).max_qp_rd_atom + 1),
+		RTR_BAD(max_dest_rd_atomic, 255),
+		RTR_BAD(min_rnr_timer, 32),
+		RTR_BAD(min_rnr_timer, 255),
+	};
 #undef RTR_BAD
+
+	good = good_cmd(SV_CMD_MODIFY_QP);
+	good.u.modify_qp.qp = qp;
+	good.u.modify_qp.attr_mask = rtr_mask;
+	good.u.modify_qp.attr = rtr;
+	run_bad(s, &good, rtr_rows, NROWS(rtr_rows));
 	assert_int_equal(qp_state_of(s, qp), IBV_QPS_INIT);
 	assert_status(modify_qp(s, qp, rtr_mask, &rtr), 0);
 
 	/* values out of range at RTS */
-#define RTS_BAD(field, value)                                                 \
-	do {                                                                  \
-		at = rts;                                                     \
-		at.field = value;                                             \
-		assert_status(modify_qp(s, qp, rts_mask, &at), -EINVAL);     \
-	} while (0)
-	RTS_BAD(timeout, 32);
-	RTS_BAD(timeout, 255);
-	RTS_BAD(retry_cnt, 8);
-	RTS_BAD(rnr_retry, 8);
-	RTS_BAD(max_rd_atomic, dev_attr(s).max_qp_init_rd_atom + 1);
-	RTS_BAD(max_rd_atomic, 255);
+#define RTS_BAD(f, v) BAD(MODIFY_QP, modify_qp, attr.f, v, -EINVAL)
+	const struct bad_row rts_rows[] = {
+		RTS_BAD(timeout, 32),
+		RTS_BAD(timeout, 255),
+		RTS_BAD(retry_cnt, 8),
+		RTS_BAD(rnr_retry, 8),
+		RTS_BAD(max_rd_atomic, dev_attr(s).max_qp_init_rd_atom + 1),
+		RTS_BAD(max_rd_atomic, 255),
+	};
 #undef RTS_BAD
+
+	good.u.modify_qp.attr_mask = rts_mask;
+	good.u.modify_qp.attr = rts;
+	run_bad(s, &good, rts_rows, NROWS(rts_rows));
 	at = rts;
 	at.path_mig_state = IBV_MIG_ARMED + 1;
 	assert_status(modify_qp(s, qp, rts_mask | IBV_QP_PATH_MIG_STATE, &at),
@@ -2188,11 +2334,14 @@ static void test_modify_qp(void **state)
 	assert_int_equal(qp_state_of(s, other), IBV_QPS_RESET);
 
 	/* DESTROY_QP: garbage, the wrong type, twice */
-	for (i = 0; i < N_GARBAGE; i++)
-		assert_status(cmd_handle(s, SV_CMD_DESTROY_QP,
-					 garbage_handles[i]), -EINVAL);
-	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, pd), -EINVAL);
-	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, cq), -EINVAL);
+	const struct bad_row destroy_rows[] = {
+		GARBAGE(DESTROY_QP, handle, handle, -EINVAL),
+		BAD(DESTROY_QP, handle, handle, pd, -EINVAL),
+		BAD(DESTROY_QP, handle, handle, cq, -EINVAL),
+	};
+
+	good = good_handle(SV_CMD_DESTROY_QP, qp);
+	run_bad(s, &good, destroy_rows, NROWS(destroy_rows));
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_CQ, qp), -EINVAL);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), 0);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_QP, qp), -EINVAL);
@@ -2438,56 +2587,59 @@ static void test_srq_cmds(void **state)
 	dev = dev_attr(s);
 	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
 
-	/* CREATE_SRQ */
-	for (i = 0; i < N_GARBAGE; i++)
-		assert_status(create_srq(s, garbage_handles[i], IBV_SRQT_BASIC,
-					 16, 1, 0, 0, NULL), -EINVAL);
-	assert_status(create_srq(s, cq, IBV_SRQT_BASIC, 16, 1, 0, 0, NULL),
-		      -EINVAL);
-	/* XRC: no domain */
+	/* CREATE_SRQ: a basic SRQ of pd, each field made bad */
+#define SRQ_BAD(f, v) BAD(CREATE_SRQ, create_srq, f, v, -EINVAL)
+	const struct bad_row create_rows[] = {
+		GARBAGE(CREATE_SRQ, create_srq, pd, -EINVAL),
+		SRQ_BAD(pd, cq),
+		/* tag matching: a CQ and max_num_tags (0 here) are needed */
+		SRQ_BAD(srq_type, IBV_SRQT_TM),
+		SRQ_BAD(srq_type, 3),
+		SRQ_BAD(srq_type, ~0u),
+		SRQ_BAD(cq, cq),
+		SRQ_BAD(xrcd, 1),
+		SRQ_BAD(max_wr, 0),
+		SRQ_BAD(max_wr, dev.max_srq_wr + 1),
+		SRQ_BAD(max_wr, ~0u),
+		SRQ_BAD(max_sge, dev.max_srq_sge + 1),
+		SRQ_BAD(max_sge, ~0u),
+	};
+#undef SRQ_BAD
+	struct sv_cmd good = create_srq_cmd(pd, IBV_SRQT_BASIC, 16, 1, 0, 0);
+
+	run_bad(s, &good, create_rows, NROWS(create_rows));
+	/* XRC: no domain; tag matching: no max_num_tags */
 	assert_status(create_srq(s, pd, IBV_SRQT_XRC, 16, 1, cq, 0, NULL),
 		      -EINVAL);
-	/* tag matching: a CQ and max_num_tags (0 here) are needed */
-	assert_status(create_srq(s, pd, IBV_SRQT_TM, 16, 1, 0, 0, NULL),
-		      -EINVAL);
 	assert_status(create_srq(s, pd, IBV_SRQT_TM, 16, 1, cq, 0, NULL),
-		      -EINVAL);
-	assert_status(create_srq(s, pd, 3, 16, 1, 0, 0, NULL), -EINVAL);
-	assert_status(create_srq(s, pd, ~0u, 16, 1, 0, 0, NULL), -EINVAL);
-	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, cq, 0, NULL),
-		      -EINVAL);
-	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 1, NULL),
-		      -EINVAL);
-	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 0, 1, 0, 0, NULL),
-		      -EINVAL);
-	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, dev.max_srq_wr + 1, 1,
-				 0, 0, NULL), -EINVAL);
-	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, ~0u, 1, 0, 0, NULL),
-		      -EINVAL);
-	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16,
-				 dev.max_srq_sge + 1, 0, 0, NULL), -EINVAL);
-	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, ~0u, 0, 0, NULL),
 		      -EINVAL);
 	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, dev.max_srq_wr,
 				 dev.max_srq_sge, 0, 0, &srq), 0);
 	assert_status(cmd_handle(s, SV_CMD_DESTROY_SRQ, srq), 0);
 	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, &srq), 0);
 
-	/* MODIFY_SRQ and QUERY_SRQ */
-	for (i = 0; i < N_GARBAGE; i++) {
-		assert_status(modify_srq(s, garbage_handles[i], IBV_SRQ_LIMIT,
-					 0, 4, 0), -EINVAL);
-		assert_status(query_srq(s, garbage_handles[i], NULL), -EINVAL);
-	}
-	assert_status(modify_srq(s, pd, IBV_SRQ_LIMIT, 0, 4, 0), -EINVAL);
-	assert_status(query_srq(s, cq, NULL), -EINVAL);
-	assert_status(modify_srq(s, srq, 1u << 2, 0, 4, 0), -EINVAL);
-	assert_status(modify_srq(s, srq, ~0u, 0, 4, 0), -EINVAL);
-	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, 4, 1), -EINVAL);
+	/* MODIFY_SRQ (a limit of 4) and QUERY_SRQ */
 	assert_status(query_srq(s, srq, &q), 0);
-	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, q.max_wr + 1, 0),
-		      -EINVAL);
-	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, ~0u, 0), -EINVAL);
+	const struct bad_row modify_rows[] = {
+		GARBAGE(MODIFY_SRQ, modify_srq, srq, -EINVAL),
+		BAD(MODIFY_SRQ, modify_srq, srq, pd, -EINVAL),
+		BAD(MODIFY_SRQ, modify_srq, attr_mask, 1u << 2, -EINVAL),
+		BAD(MODIFY_SRQ, modify_srq, attr_mask, ~0u, -EINVAL),
+		BAD(MODIFY_SRQ, modify_srq, rsvd, 1, -EINVAL),
+		BAD(MODIFY_SRQ, modify_srq, srq_limit, q.max_wr + 1, -EINVAL),
+		BAD(MODIFY_SRQ, modify_srq, srq_limit, ~0u, -EINVAL),
+	}, query_rows[] = {
+		GARBAGE(QUERY_SRQ, handle, handle, -EINVAL),
+		BAD(QUERY_SRQ, handle, handle, cq, -EINVAL),
+	};
+
+	good = good_cmd(SV_CMD_MODIFY_SRQ);
+	good.u.modify_srq.srq = srq;
+	good.u.modify_srq.attr_mask = IBV_SRQ_LIMIT;
+	good.u.modify_srq.srq_limit = 4;
+	run_bad(s, &good, modify_rows, NROWS(modify_rows));
+	good = good_handle(SV_CMD_QUERY_SRQ, srq);
+	run_bad(s, &good, query_rows, NROWS(query_rows));
 	assert_status(modify_srq(s, srq, IBV_SRQ_LIMIT, 0, 5, 0), 0);
 	assert_status(query_srq(s, srq, &q), 0);
 	assert_int_equal(q.srq_limit, 5);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "vu.h"
+#include "wire_setup.h"
 
 #define BUF   (1u << 20)
 #define WAIT  20000
@@ -59,99 +60,14 @@ static const struct round rounds[] = {
 	{ IBV_QPT_UC, 12, 100, 11, 1 },     /* the last one bad */
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "sv_badmem_wire: %s\n", what);
-	exit(1);
-}
-
-static void put(int fd, const void *p, size_t n)
-{
-	if (vu_xfer(fd, (void *)p, n, true))
-		die("tcp write");
-}
-
-static void get(int fd, void *p, size_t n)
-{
-	if (vu_xfer(fd, p, n, false))
-		die("tcp read");
-}
-
 static uint8_t pat(uint32_t r, uint32_t i)
 {
 	return (uint8_t)(1 + (r * 131u + i * 7u + (i >> 8)) % 255u);
 }
 
-static struct ibv_qp *mkqp(struct ibv_pd *pd, struct ibv_cq *cq,
-			   enum ibv_qp_type t)
-{
-	struct ibv_qp_init_attr a = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = t,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &a);
-
-	if (!qp)
-		die("create qp");
-	return qp;
-}
-
-static void connect_qp(struct ibv_qp *qp, uint32_t qpn, const uint8_t *gid)
-{
-	struct vu_conn c = vu_conn_default();
-	struct vu_addr peer = { .qpn = qpn, .psn = c.sq_psn };
-
-	memcpy(peer.gid.raw, gid, 16);
-	if (vu_connect(qp, &peer, &c))
-		die("connect qp");
-}
-
-static void hello(struct ibv_context *ctx, struct hello *me)
-{
-	union ibv_gid g;
-
-	if (vu_gid(ctx, &g))
-		die("gid");
-	memcpy(me->gid, g.raw, 16);
-}
-
-static int tcp(const char *host, const char *port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	int fd, ls, one = 1;
-
-	sa.sin_port = htons((uint16_t)atoi(port));
-	if (host) {
-		for (int i = 0; i < 100; i++) {
-			fd = socket(AF_INET, SOCK_STREAM, 0);
-			if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-				die("address");
-			if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa,
-						sizeof(sa)))
-				return fd;
-			close(fd);
-			vu_sleep_ms(100);
-		}
-		die("connect");
-	}
-	ls = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(ls, 1))
-		die("listen");
-	fd = accept(ls, NULL, NULL);
-	if (fd < 0)
-		die("accept");
-	close(ls);
-	return fd;
-}
-
 static int server(const char *port)
 {
-	struct ibv_context *ctx = vu_open();
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct wire_dev d;
 	struct ibv_mr *mr;
 	struct ibv_qp *marker;
 	struct hello me, peer;
@@ -159,20 +75,17 @@ static int server(const char *port)
 	uint8_t *b;
 	int fd;
 
-	if (!ctx)
-		die("no device");
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	wire_open(&d, 256);
 	b = calloc(1, BUF);
-	if (!pd || !cq || !b)
-		die("resources");
-	mr = ibv_reg_mr(pd, b, BUF, IBV_ACCESS_LOCAL_WRITE |
+	if (!b)
+		wire_die("resources");
+	mr = ibv_reg_mr(d.pd, b, BUF, IBV_ACCESS_LOCAL_WRITE |
 			IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
-		die("reg mr");
-	marker = mkqp(pd, cq, IBV_QPT_RC);
-	fd = tcp(NULL, port);
-	hello(ctx, &me);
+		wire_die("reg mr");
+	marker = wire_qp(d.pd, d.cq, IBV_QPT_RC, 64, 4);
+	fd = wire_accept(wire_listen(port));
+	wire_gid(d.ctx, me.gid);
 	me.marker_qpn = marker->qp_num;
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)b;
@@ -180,20 +93,20 @@ static int server(const char *port)
 		struct ibv_qp *qp;
 		uint32_t ok = 1;
 
-		get(fd, &r, sizeof(r));
+		wire_get(fd, &r, sizeof(r));
 		if (!r.type)
 			break;
 		memset(b, 0, BUF);
-		qp = mkqp(pd, cq, (enum ibv_qp_type)r.type);
+		qp = wire_qp(d.pd, d.cq, (enum ibv_qp_type)r.type, 64, 4);
 		me.qpn = qp->qp_num;
-		put(fd, &me, sizeof(me));
-		get(fd, &peer, sizeof(peer));
-		connect_qp(qp, peer.qpn, peer.gid);
+		wire_put(fd, &me, sizeof(me));
+		wire_get(fd, &peer, sizeof(peer));
+		wire_rts(qp, peer.qpn, peer.gid);
 		if (!k)
-			connect_qp(marker, peer.marker_qpn, peer.gid);
-		put(fd, &ok, sizeof(ok));
+			wire_rts(marker, peer.marker_qpn, peer.gid);
+		wire_put(fd, &ok, sizeof(ok));
 		/* the client's completions and its marker are in */
-		get(fd, &ok, sizeof(ok));
+		wire_get(fd, &ok, sizeof(ok));
 		for (uint32_t i = 0; i < r.n * r.len && ok; i++) {
 			uint32_t w = i / r.len;
 			uint8_t want = w < r.bad ? pat(k, i) : 0;
@@ -207,11 +120,11 @@ static int server(const char *port)
 				ok = 0;
 			}
 		}
-		put(fd, &ok, sizeof(ok));
+		wire_put(fd, &ok, sizeof(ok));
 		if (!ok)
 			return 1;
 		if (ibv_destroy_qp(qp))
-			die("destroy qp");
+			wire_die("destroy qp");
 	}
 	printf("PASS: server\n");
 	return 0;
@@ -233,12 +146,10 @@ static void post_write(struct ibv_qp *qp, uint64_t id, void *p, uint32_t len,
 
 static int client(const char *host, const char *port)
 {
-	struct ibv_context *ctx = vu_open();
+	struct wire_dev d;
 	long pg = sysconf(_SC_PAGESIZE);
 	struct ibv_send_wr wr[64], *badwr;
 	struct ibv_sge sge[64];
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
 	struct ibv_mr *good_mr, *mark_mr;
 	struct ibv_qp *marker;
 	struct hello me, srv;
@@ -246,21 +157,18 @@ static int client(const char *host, const char *port)
 	uint32_t ok;
 	int fd;
 
-	if (!ctx)
-		die("no device");
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	wire_open(&d, 256);
 	good = calloc(1, BUF);
 	mark = calloc(1, 64);
-	if (!pd || !cq || !good || !mark)
-		die("resources");
-	good_mr = ibv_reg_mr(pd, good, BUF, IBV_ACCESS_LOCAL_WRITE);
-	mark_mr = ibv_reg_mr(pd, mark, 64, IBV_ACCESS_LOCAL_WRITE);
+	if (!good || !mark)
+		wire_die("resources");
+	good_mr = ibv_reg_mr(d.pd, good, BUF, IBV_ACCESS_LOCAL_WRITE);
+	mark_mr = ibv_reg_mr(d.pd, mark, 64, IBV_ACCESS_LOCAL_WRITE);
 	if (!good_mr || !mark_mr)
-		die("reg mr");
-	marker = mkqp(pd, cq, IBV_QPT_RC);
-	fd = tcp(host, port);
-	hello(ctx, &me);
+		wire_die("reg mr");
+	marker = wire_qp(d.pd, d.cq, IBV_QPT_RC, 64, 4);
+	fd = wire_connect(host, port, 100);
+	wire_gid(d.ctx, me.gid);
 	me.marker_qpn = marker->qp_num;
 	for (uint32_t k = 0; k < sizeof(rounds) / sizeof(rounds[0]); k++) {
 		const struct round *r = &rounds[k];
@@ -270,32 +178,32 @@ static int client(const char *host, const char *port)
 		struct ibv_wc wc;
 		uint32_t from;
 
-		put(fd, r, sizeof(*r));
+		wire_put(fd, r, sizeof(*r));
 		/* two pages registered, the second unmapped after */
 		two = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (two == MAP_FAILED)
-			die("mmap");
+			wire_die("mmap");
 		memset(two, 0xee, 2 * (size_t)pg);
-		bad_mr = ibv_reg_mr(pd, two, 2 * (size_t)pg,
+		bad_mr = ibv_reg_mr(d.pd, two, 2 * (size_t)pg,
 				    IBV_ACCESS_LOCAL_WRITE);
 		if (!bad_mr || munmap(two + pg, (size_t)pg))
-			die("reg mr / munmap");
+			wire_die("reg mr / munmap");
 		/* the hole kept a hole: an inaccessible page of nothing, so
 		 * that no allocation of ours (the QP's below, the sanitizer's)
 		 * lands there and makes it readable again */
 		if (mmap(two + pg, (size_t)pg, PROT_NONE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
 			 0) != two + pg)
-			die("reserve the hole");
-		qp = mkqp(pd, cq, (enum ibv_qp_type)r->type);
+			wire_die("reserve the hole");
+		qp = wire_qp(d.pd, d.cq, (enum ibv_qp_type)r->type, 64, 4);
 		me.qpn = qp->qp_num;
-		get(fd, &srv, sizeof(srv));
-		put(fd, &me, sizeof(me));
-		connect_qp(qp, srv.qpn, srv.gid);
+		wire_get(fd, &srv, sizeof(srv));
+		wire_put(fd, &me, sizeof(me));
+		wire_rts(qp, srv.qpn, srv.gid);
 		if (!k)
-			connect_qp(marker, srv.marker_qpn, srv.gid);
-		get(fd, &ok, sizeof(ok));
+			wire_rts(marker, srv.marker_qpn, srv.gid);
+		wire_get(fd, &ok, sizeof(ok));
 
 		for (uint32_t i = 0; i < r->n * r->len; i++)
 			good[i] = pat(k, i);
@@ -312,15 +220,15 @@ static int client(const char *host, const char *port)
 			wr[i].next = i + 1 < r->n ? &wr[i + 1] : NULL;
 		}
 		if (ibv_post_send(qp, wr, &badwr))
-			die("post send");
+			wire_die("post send");
 		for (uint32_t i = 0; i < r->n; i++) {
 			enum ibv_wc_status want =
 				i < r->bad ? IBV_WC_SUCCESS :
 				i == r->bad ? IBV_WC_LOC_PROT_ERR :
 					      IBV_WC_WR_FLUSH_ERR;
 
-			if (vu_poll(cq, &wc, 1, WAIT) != 1)
-				die("no completion");
+			if (vu_poll(d.cq, &wc, 1, WAIT) != 1)
+				wire_die("no completion");
 			if (wc.wr_id != i || wc.status != want) {
 				fprintf(stderr, "sv_badmem_wire: round %u (%s):"
 					" completion %u is wr_id %llu %s, not "
@@ -338,13 +246,14 @@ static int client(const char *host, const char *port)
 			   from, &wr[0], &sge[0]);
 		wr[0].next = NULL;
 		if (ibv_post_send(marker, wr, &badwr))
-			die("post marker");
-		if (vu_poll(cq, &wc, 1, WAIT) != 1 || wc.status != IBV_WC_SUCCESS)
-			die("marker");
-		put(fd, &ok, sizeof(ok));
-		get(fd, &ok, sizeof(ok));
+			wire_die("post marker");
+		if (vu_poll(d.cq, &wc, 1, WAIT) != 1 ||
+		    wc.status != IBV_WC_SUCCESS)
+			wire_die("marker");
+		wire_put(fd, &ok, sizeof(ok));
+		wire_get(fd, &ok, sizeof(ok));
 		if (!ok)
-			die("the server found bytes it should not have");
+			wire_die("the server found bytes it should not have");
 		printf("round %u: %s, %u WRITEs of %u B, WRITE %u unreadable%s: "
 		       "%u done, 1 LOC_PROT_ERR, %u flushed, nothing after "
 		       "it landed\n", k, r->type == IBV_QPT_RC ? "RC" : "UC",
@@ -352,13 +261,13 @@ static int client(const char *host, const char *port)
 		       r->straddle ? " (from its middle on)" : "",
 		       r->bad, r->n - r->bad - 1);
 		if (ibv_destroy_qp(qp) || ibv_dereg_mr(bad_mr))
-			die("destroy");
+			wire_die("destroy");
 		munmap(two, (size_t)pg);
 	}
 	{
 		struct round end = { 0, 0, 0, 0, 0 };
 
-		put(fd, &end, sizeof(end));
+		wire_put(fd, &end, sizeof(end));
 	}
 	printf("PASS: client\n");
 	return 0;
@@ -366,6 +275,7 @@ static int client(const char *host, const char *port)
 
 int main(int argc, char **argv)
 {
+	wire_prog = "sv_badmem_wire";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "server"))
 		return server(argv[2]);

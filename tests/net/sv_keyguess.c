@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "vu.h"
+#include "wire_setup.h"
 
 #define P         16                 /* QP pairs: WRs per round */
 #define CELLS     8192u              /* 8-byte cells in the buffer */
@@ -61,56 +62,20 @@ struct round {
 	uint32_t rsvd;
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "sv_keyguess: %s\n", what);
-	exit(1);
-}
-
-static void put(int fd, const void *p, size_t n)
-{
-	if (vu_xfer(fd, (void *)p, n, true))
-		die("tcp write");
-}
-
-static void get(int fd, void *p, size_t n)
-{
-	if (vu_xfer(fd, p, n, false))
-		die("tcp read");
-}
-
 struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct wire_dev d;
 	struct ibv_qp *qp[P];
 	struct hello me, peer;
 };
 
 static void side_open(struct side *s)
 {
-	struct ibv_qp_init_attr a = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	union ibv_gid g;
-
-	s->ctx = vu_open();
-	if (!s->ctx)
-		die("no device");
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 4 * P, NULL, NULL, 0);
-	if (!s->pd || !s->cq || vu_gid(s->ctx, &g))
-		die("resources");
-	a.send_cq = a.recv_cq = s->cq;
+	wire_open(&s->d, 4 * P);
+	wire_gid(s->d.ctx, s->me.gid);
 	for (int i = 0; i < P; i++) {
-		s->qp[i] = ibv_create_qp(s->pd, &a);
-		if (!s->qp[i])
-			die("create qp");
+		s->qp[i] = wire_qp(s->d.pd, s->d.cq, IBV_QPT_RC, 4, 1);
 		s->me.qpn[i] = s->qp[i]->qp_num;
 	}
-	memcpy(s->me.gid, g.raw, 16);
 }
 
 /* QP i to RESET, then connected again to the peer's QP i. */
@@ -124,7 +89,7 @@ static void reconnect(struct side *s, int i)
 	memcpy(peer.gid.raw, s->peer.gid, 16);
 	if (ibv_modify_qp(s->qp[i], &r, IBV_QP_STATE) ||
 	    vu_connect(s->qp[i], &peer, &c))
-		die("connect qp");
+		wire_die("connect qp");
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -138,7 +103,6 @@ static int server(const char *port, uint32_t nmr)
 {
 	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		       IBV_ACCESS_REMOTE_READ;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct side s = { 0 };
 	struct ibv_mr **mr = calloc(nmr, sizeof(*mr));
 	uint32_t *keys = calloc(nmr, sizeof(*keys));
@@ -148,14 +112,14 @@ static int server(const char *port, uint32_t nmr)
 	int ls, fd, one = 1;
 
 	if (!mr || !keys || !buf)
-		die("memory");
+		wire_die("memory");
 	side_open(&s);
 	for (uint32_t i = 0; i < CELLS; i++)
 		buf[i] = CANARY(i);
 	for (uint32_t i = 0; i < nmr; i++) {
-		mr[i] = ibv_reg_mr(s.pd, buf, BUF, rw);
+		mr[i] = ibv_reg_mr(s.d.pd, buf, BUF, rw);
 		if (!mr[i])
-			die("reg mr");
+			wire_die("reg mr");
 		keys[i] = mr[i]->rkey;
 	}
 	s.me.rkey = keys[nmr / 2];
@@ -163,34 +127,28 @@ static int server(const char *port, uint32_t nmr)
 	s.me.addr = (uintptr_t)buf;
 	qsort(keys, nmr, sizeof(*keys), cmp_u32);
 
-	ls = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_port = htons((uint16_t)atoi(port));
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(ls, 1))
-		die("listen");
+	ls = wire_listen(port);
 	printf("listening\n");
 	fflush(stdout);
-	fd = accept(ls, NULL, NULL);
-	if (fd < 0)
-		die("accept");
-	put(fd, &s.me, sizeof(s.me));
-	get(fd, &s.peer, sizeof(s.peer));
+	fd = wire_accept(ls);
+	wire_put(fd, &s.me, sizeof(s.me));
+	wire_get(fd, &s.peer, sizeof(s.peer));
 	for (int i = 0; i < P; i++)
 		reconnect(&s, i);
-	put(fd, &one, sizeof(one));
+	wire_put(fd, &one, sizeof(one));
 	for (;;) {
-		get(fd, &rd, sizeof(rd));
+		wire_get(fd, &rd, sizeof(rd));
 		if (!rd.more)
 			break;
 		for (int i = 0; i < P; i++) {
 			if (rd.reset & (1u << i))
 				reconnect(&s, i);
 			else if (vu_qp_state(s.qp[i]) != IBV_QPS_RTS)
-				die("a QP whose WR succeeded is not in RTS");
+				wire_die("a QP whose WR succeeded is not in "
+					 "RTS");
 		}
 		rounds++;
-		put(fd, &one, sizeof(one));
+		wire_put(fd, &one, sizeof(one));
 	}
 	/* every cell holds its canary, or a live key a WRITE left there */
 	for (uint32_t i = 0; i < CELLS; i++) {
@@ -214,7 +172,7 @@ static int server(const char *port, uint32_t nmr)
 	}
 	for (uint32_t i = 0; i < nmr; i++)
 		if (ibv_dereg_mr(mr[i]))
-			die("dereg mr");
+			wire_die("dereg mr");
 	printf("PASS: server: %u MRs, %u rounds, %u cells changed, each by a "
 	       "WRITE that succeeded with a live key\n", nmr, rounds, changed);
 	return 0;
@@ -232,8 +190,6 @@ static uint32_t rnd(void)
 
 static int client(const char *host, const char *port, uint32_t ndraws)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM }, *res;
 	const uint32_t nnear = 2 * NEAR * 256;
 	const uint32_t total = nnear + ndraws;
 	struct side s = { 0 };
@@ -245,28 +201,19 @@ static int client(const char *host, const char *port, uint32_t ndraws)
 	long t0;
 
 	if (!src || !dst)
-		die("memory");
+		wire_die("memory");
 	rs ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
 	side_open(&s);
-	lm = ibv_reg_mr(s.pd, src, 8 * P, IBV_ACCESS_LOCAL_WRITE);
-	dm = ibv_reg_mr(s.pd, dst, 8 * P, IBV_ACCESS_LOCAL_WRITE);
-	if (!lm || !dm || getaddrinfo(host, port, &hints, &res))
-		die("setup");
-	for (int t = 0; t < 100 && fd < 0; t++) {
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(fd, res->ai_addr, res->ai_addrlen)) {
-			close(fd);
-			fd = -1;
-			vu_sleep_ms(100);
-		}
-	}
-	if (fd < 0)
-		die("connect");
-	get(fd, &s.peer, sizeof(s.peer));
-	put(fd, &s.me, sizeof(s.me));
+	lm = ibv_reg_mr(s.d.pd, src, 8 * P, IBV_ACCESS_LOCAL_WRITE);
+	dm = ibv_reg_mr(s.d.pd, dst, 8 * P, IBV_ACCESS_LOCAL_WRITE);
+	if (!lm || !dm)
+		wire_die("setup");
+	fd = wire_connect(host, port, 100);
+	wire_get(fd, &s.peer, sizeof(s.peer));
+	wire_put(fd, &s.me, sizeof(s.me));
 	for (int i = 0; i < P; i++)
 		reconnect(&s, i);
-	get(fd, &ack, sizeof(ack));
+	wire_get(fd, &ack, sizeof(ack));
 	t0 = vu_now_ms();
 	while (next < total) {
 		uint32_t key[P], n = 0;
@@ -305,14 +252,14 @@ static int client(const char *host, const char *port, uint32_t ndraws)
 			}, *bad;
 
 			if (ibv_post_send(s.qp[i], &wr, &bad))
-				die("post send");
+				wire_die("post send");
 		}
 		for (uint32_t got = 0; got < n;) {
 			struct ibv_wc wc[P];
-			int c = vu_poll(s.cq, wc, P, WAIT);
+			int c = vu_poll(s.d.cq, wc, P, WAIT);
 
 			if (c <= 0)
-				die("no completion");
+				wire_die("no completion");
 			for (int j = 0; j < c; j++) {
 				uint32_t i = (uint32_t)wc[j].wr_id;
 				bool nearkey = next - n + i < nnear;
@@ -327,7 +274,7 @@ static int client(const char *host, const char *port, uint32_t ndraws)
 					if (rd_op[i] && (dst[i] >> 32) !=
 					    (CANARY(0) >> 32) &&
 					    (dst[i] >> 32))
-						die("a READ brought back "
+						wire_die("a READ brought back "
 						    "neither canary nor key");
 				} else if (wc[j].status ==
 					   IBV_WC_REM_ACCESS_ERR) {
@@ -345,12 +292,12 @@ static int client(const char *host, const char *port, uint32_t ndraws)
 			if (rd.reset & (1u << i))
 				reconnect(&s, i);
 		rd.more = 1;
-		put(fd, &rd, sizeof(rd));
-		get(fd, &ack, sizeof(ack));
+		wire_put(fd, &rd, sizeof(rd));
+		wire_get(fd, &ack, sizeof(ack));
 	}
 	rd.more = 0;
 	rd.writes_ok = writes_ok;
-	put(fd, &rd, sizeof(rd));
+	wire_put(fd, &rd, sizeof(rd));
 	printf("%u near keys (every consumer key of %d indices each side of a "
 	       "known one): %u accepted, %.4f expected by chance\n", nnear,
 	       NEAR, hits_near, (double)nnear * s.peer.nmr / 4294967296.0);
@@ -368,6 +315,7 @@ static int client(const char *host, const char *port, uint32_t ndraws)
 
 int main(int argc, char **argv)
 {
+	wire_prog = "sv_keyguess";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 3 && !strcmp(argv[1], "server"))
 		return server(argv[2], argc > 3 ? (uint32_t)atoi(argv[3])

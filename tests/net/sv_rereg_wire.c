@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "vu.h"
+#include "wire_setup.h"
 
 #define BUF   65536u
 #define WAIT  20000
@@ -42,24 +43,6 @@ struct step {
 	uint32_t n, rkey;
 	uint64_t addr;             /* the MR's first byte */
 };
-
-static void die(const char *what)
-{
-	fprintf(stderr, "sv_rereg_wire: %s\n", what);
-	exit(1);
-}
-
-static void put(int fd, const void *p, size_t n)
-{
-	if (vu_xfer(fd, (void *)p, n, true))
-		die("tcp write");
-}
-
-static void get(int fd, void *p, size_t n)
-{
-	if (vu_xfer(fd, p, n, false))
-		die("tcp read");
-}
 
 static uint8_t pat(uint32_t seed, uint32_t i)
 {
@@ -88,37 +71,13 @@ static void done(struct ibv_cq *cq, uint64_t wr_id, const char *what)
 	struct ibv_wc wc;
 
 	if (vu_poll(cq, &wc, 1, WAIT) != 1)
-		die(what);
+		wire_die(what);
 	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != wr_id) {
 		fprintf(stderr, "sv_rereg_wire: %s: wr_id %llu %s\n", what,
 			(unsigned long long)wc.wr_id,
 			ibv_wc_status_str(wc.status));
 		exit(1);
 	}
-}
-
-static struct ibv_qp *rc(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr a = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &a);
-
-	if (!qp)
-		die("create qp");
-	return qp;
-}
-
-static void connect_qp(struct ibv_qp *qp, uint32_t qpn, const uint8_t *gid)
-{
-	struct vu_conn c = vu_conn_default();
-	struct vu_addr peer = { .qpn = qpn, .psn = c.sq_psn };
-
-	memcpy(peer.gid.raw, gid, 16);
-	if (vu_connect(qp, &peer, &c))
-		die("connect qp");
 }
 
 static void post_recv(struct ibv_qp *qp, uint64_t id, void *p, uint32_t len,
@@ -129,7 +88,7 @@ static void post_recv(struct ibv_qp *qp, uint64_t id, void *p, uint32_t len,
 			   *bad;
 
 	if (ibv_post_recv(qp, &wr, &bad))
-		die("post recv");
+		wire_die("post recv");
 }
 
 static void post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id,
@@ -143,85 +102,61 @@ static void post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id,
 	}, *bad;
 
 	if (ibv_post_send(qp, &wr, &bad))
-		die("post send");
-}
-
-static void hello(struct ibv_context *ctx, struct ibv_qp *q0,
-		  struct ibv_qp *q1, struct hello *me)
-{
-	union ibv_gid g;
-
-	if (vu_gid(ctx, &g))
-		die("gid");
-	me->qpn[0] = q0->qp_num;
-	me->qpn[1] = q1->qp_num;
-	memcpy(me->gid, g.raw, 16);
+		wire_die("post send");
 }
 
 static int server(const char *port)
 {
 	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		       IBV_ACCESS_REMOTE_READ;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct ibv_context *ctx = vu_open();
-	struct ibv_pd *pd, *pd2;
-	struct ibv_cq *cq;
+	struct wire_dev d;
+	struct ibv_pd *pd2;
 	struct ibv_qp *q0, *q1;
 	struct ibv_mr *mr;
 	struct hello me, peer;
 	struct step st;
 	uint8_t *b1, *b2, *at;
 	uint32_t handle, ack;
-	int ls, fd, one = 1;
+	int fd;
 
-	if (!ctx)
-		die("no device");
-	pd = ibv_alloc_pd(ctx);
-	pd2 = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	wire_open(&d, 64);
+	pd2 = ibv_alloc_pd(d.ctx);
 	b1 = calloc(1, BUF);
 	b2 = calloc(1, 2 * BUF);
-	if (!pd || !pd2 || !cq || !b1 || !b2)
-		die("resources");
-	q0 = rc(pd, cq);
-	q1 = rc(pd2, cq);
-	mr = ibv_reg_mr(pd, b1, BUF, IBV_ACCESS_LOCAL_WRITE);
+	if (!pd2 || !b1 || !b2)
+		wire_die("resources");
+	q0 = wire_qp(d.pd, d.cq, IBV_QPT_RC, 16, 16);
+	q1 = wire_qp(pd2, d.cq, IBV_QPT_RC, 16, 16);
+	mr = ibv_reg_mr(d.pd, b1, BUF, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
-		die("reg mr");
+		wire_die("reg mr");
 	handle = mr->handle;
 
-	ls = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_port = htons((uint16_t)atoi(port));
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(ls, 1))
-		die("listen");
-	fd = accept(ls, NULL, NULL);
-	if (fd < 0)
-		die("accept");
-	close(ls);
-	hello(ctx, q0, q1, &me);
-	put(fd, &me, sizeof(me));
-	get(fd, &peer, sizeof(peer));
-	connect_qp(q0, peer.qpn[0], peer.gid);
-	connect_qp(q1, peer.qpn[1], peer.gid);
+	fd = wire_accept(wire_listen(port));
+	me.qpn[0] = q0->qp_num;
+	me.qpn[1] = q1->qp_num;
+	wire_gid(d.ctx, me.gid);
+	wire_put(fd, &me, sizeof(me));
+	wire_get(fd, &peer, sizeof(peer));
+	wire_rts(q0, peer.qpn[0], peer.gid);
+	wire_rts(q1, peer.qpn[1], peer.gid);
 	post_recv(q0, 1, b1, 1000, mr->lkey);
 	post_recv(q0, 2, b1 + 2000, 1000, mr->lkey);
 
 	/* 0: a SEND into the MR as registered */
 	st = (struct step){ 0, mr->rkey, (uintptr_t)b1 };
-	put(fd, &st, sizeof(st));
-	get(fd, &ack, sizeof(ack));
-	done(cq, 1, "step 0: receive");
+	wire_put(fd, &st, sizeof(st));
+	wire_get(fd, &ack, sizeof(ack));
+	done(d.cq, 1, "step 0: receive");
 	check(b1, 1000, 1, "step 0");
 
 	/* 1: CHANGE_ACCESS; receive 2 was posted before it */
 	if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, rw))
-		die("rereg access");
+		wire_die("rereg access");
 	st = (struct step){ 1, mr->rkey, (uintptr_t)mr->addr };
-	put(fd, &st, sizeof(st));
-	get(fd, &ack, sizeof(ack));
-	done(cq, 2, "step 1: the receive posted before the rereg");
+	wire_put(fd, &st, sizeof(st));
+	wire_get(fd, &ack, sizeof(ack));
+	done(d.cq, 2, "step 1: the receive posted before the rereg");
 	check(b1 + 2000, 1000, 2, "step 1 send");
 	check(b1 + 8000, 5000, 3, "step 1 write");
 
@@ -229,46 +164,46 @@ static int server(const char *port)
 	at = b2 + 4096 + 13;
 	if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, at,
 			 BUF + 100, 0))
-		die("rereg translation");
+		wire_die("rereg translation");
 	post_recv(q0, 3, at + 20000, 2000, mr->lkey);
 	st = (struct step){ 2, mr->rkey, (uintptr_t)mr->addr };
-	put(fd, &st, sizeof(st));
-	get(fd, &ack, sizeof(ack));
-	done(cq, 3, "step 2: receive");
+	wire_put(fd, &st, sizeof(st));
+	wire_get(fd, &ack, sizeof(ack));
+	done(d.cq, 3, "step 2: receive");
 	check(at + 300, 7000, 4, "step 2 write");
 	check(at + 20000, 2000, 5, "step 2 send");
 
 	/* 3: CHANGE_PD: the QP of pd2 takes the traffic */
 	if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0))
-		die("rereg pd");
+		wire_die("rereg pd");
 	post_recv(q1, 4, at + 30000, 3000, mr->lkey);
 	st = (struct step){ 3, mr->rkey, (uintptr_t)mr->addr };
-	put(fd, &st, sizeof(st));
-	get(fd, &ack, sizeof(ack));
-	done(cq, 4, "step 3: receive");
+	wire_put(fd, &st, sizeof(st));
+	wire_get(fd, &ack, sizeof(ack));
+	done(d.cq, 4, "step 3: receive");
 	check(at + 100, 6000, 6, "step 3 write");
 	check(at + 30000, 3000, 7, "step 3 send");
 
 	/* 4: all three, back to pd over b1 */
 	if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD |
 			 IBV_REREG_MR_CHANGE_TRANSLATION |
-			 IBV_REREG_MR_CHANGE_ACCESS, pd, b1, BUF, rw))
-		die("rereg all");
+			 IBV_REREG_MR_CHANGE_ACCESS, d.pd, b1, BUF, rw))
+		wire_die("rereg all");
 	st = (struct step){ 4, mr->rkey, (uintptr_t)mr->addr };
-	put(fd, &st, sizeof(st));
-	get(fd, &ack, sizeof(ack));
+	wire_put(fd, &st, sizeof(st));
+	wire_get(fd, &ack, sizeof(ack));
 	check(b1 + 50, 4000, 8, "step 4 write");
 
 	if (mr->handle != handle || vu_qp_state(q0) != IBV_QPS_RTS ||
 	    vu_qp_state(q1) != IBV_QPS_RTS)
-		die("the MR's handle or a QP's state changed");
+		wire_die("the MR's handle or a QP's state changed");
 	st.n = 99;
-	put(fd, &st, sizeof(st));
+	wire_put(fd, &st, sizeof(st));
 	close(fd);
 	if (ibv_dereg_mr(mr) || ibv_destroy_qp(q0) || ibv_destroy_qp(q1) ||
-	    ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) || ibv_dealloc_pd(pd2) ||
-	    ibv_close_device(ctx))
-		die("teardown");
+	    ibv_destroy_cq(d.cq) || ibv_dealloc_pd(d.pd) ||
+	    ibv_dealloc_pd(pd2) || ibv_close_device(d.ctx))
+		wire_die("teardown");
 	free(b1);
 	free(b2);
 	printf("PASS: server: every byte landed, through every rereg\n");
@@ -277,11 +212,7 @@ static int server(const char *port)
 
 static int client(const char *host, const char *port)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM }, *res;
-	struct ibv_context *ctx = vu_open();
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct wire_dev d;
 	struct ibv_qp *q[2];
 	struct ibv_mr *mr;
 	struct hello me, peer;
@@ -290,36 +221,30 @@ static int client(const char *host, const char *port)
 	uint32_t ack = 1;
 	int fd;
 
-	if (!ctx)
-		die("no device");
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	wire_open(&d, 64);
 	b = calloc(1, 2 * BUF);
-	if (!pd || !cq || !b)
-		die("resources");
+	if (!b)
+		wire_die("resources");
 	back = b + BUF;
-	q[0] = rc(pd, cq);
-	q[1] = rc(pd, cq);
-	mr = ibv_reg_mr(pd, b, 2 * BUF, IBV_ACCESS_LOCAL_WRITE);
+	q[0] = wire_qp(d.pd, d.cq, IBV_QPT_RC, 16, 16);
+	q[1] = wire_qp(d.pd, d.cq, IBV_QPT_RC, 16, 16);
+	mr = ibv_reg_mr(d.pd, b, 2 * BUF, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
-		die("reg mr");
-	if (getaddrinfo(host, port, &hints, &res))
-		die("getaddrinfo");
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen))
-		die("connect");
-	freeaddrinfo(res);
-	hello(ctx, q[0], q[1], &me);
-	get(fd, &peer, sizeof(peer));
-	put(fd, &me, sizeof(me));
-	connect_qp(q[0], peer.qpn[0], peer.gid);
-	connect_qp(q[1], peer.qpn[1], peer.gid);
+		wire_die("reg mr");
+	fd = wire_connect(host, port, 1);
+	me.qpn[0] = q[0]->qp_num;
+	me.qpn[1] = q[1]->qp_num;
+	wire_gid(d.ctx, me.gid);
+	wire_get(fd, &peer, sizeof(peer));
+	wire_put(fd, &me, sizeof(me));
+	wire_rts(q[0], peer.qpn[0], peer.gid);
+	wire_rts(q[1], peer.qpn[1], peer.gid);
 
 	for (;;) {
 		/* step 3 goes through the server's QP of its second PD */
 		struct ibv_qp *qp;
 
-		get(fd, &st, sizeof(st));
+		wire_get(fd, &st, sizeof(st));
 		if (st.n == 99)
 			break;
 		qp = q[st.n == 3];
@@ -327,19 +252,19 @@ static int client(const char *host, const char *port)
 		case 0:
 			fill(b, 1000, 1);
 			post(qp, IBV_WR_SEND, 10, b, 1000, mr->lkey, 0, 0);
-			done(cq, 10, "step 0 send");
+			done(d.cq, 10, "step 0 send");
 			break;
 		case 1:
 			fill(b, 1000, 2);
 			post(qp, IBV_WR_SEND, 11, b, 1000, mr->lkey, 0, 0);
-			done(cq, 11, "step 1 send");
+			done(d.cq, 11, "step 1 send");
 			fill(b, 5000, 3);
 			post(qp, IBV_WR_RDMA_WRITE, 12, b, 5000, mr->lkey,
 			     st.addr + 8000, st.rkey);
-			done(cq, 12, "step 1 write");
+			done(d.cq, 12, "step 1 write");
 			post(qp, IBV_WR_RDMA_READ, 13, back, 5000, mr->lkey,
 			     st.addr + 8000, st.rkey);
-			done(cq, 13, "step 1 read");
+			done(d.cq, 13, "step 1 read");
 			check(back, 5000, 3, "step 1 read back");
 			break;
 		case 2:
@@ -351,32 +276,33 @@ static int client(const char *host, const char *port)
 			fill(b, wl, st.n == 2 ? 4 : 6);
 			post(qp, IBV_WR_RDMA_WRITE, 20, b, wl, mr->lkey,
 			     st.addr + wo, st.rkey);
-			done(cq, 20, "write");
+			done(d.cq, 20, "write");
 			post(qp, IBV_WR_RDMA_READ, 21, back, wl, mr->lkey,
 			     st.addr + wo, st.rkey);
-			done(cq, 21, "read");
+			done(d.cq, 21, "read");
 			check(back, wl, st.n == 2 ? 4 : 6, "read back");
 			fill(b, sl, st.n == 2 ? 5 : 7);
 			post(qp, IBV_WR_SEND, 22, b, sl, mr->lkey, 0, 0);
-			done(cq, 22, "send");
+			done(d.cq, 22, "send");
 			break;
 		}
 		case 4:
 			fill(b, 4000, 8);
 			post(qp, IBV_WR_RDMA_WRITE, 30, b, 4000, mr->lkey,
 			     st.addr + 50, st.rkey);
-			done(cq, 30, "step 4 write");
+			done(d.cq, 30, "step 4 write");
 			break;
 		default:
-			die("unknown step");
+			wire_die("unknown step");
 		}
 		printf("step %u done\n", st.n);
-		put(fd, &ack, sizeof(ack));
+		wire_put(fd, &ack, sizeof(ack));
 	}
 	close(fd);
 	if (ibv_dereg_mr(mr) || ibv_destroy_qp(q[0]) || ibv_destroy_qp(q[1]) ||
-	    ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) || ibv_close_device(ctx))
-		die("teardown");
+	    ibv_destroy_cq(d.cq) || ibv_dealloc_pd(d.pd) ||
+	    ibv_close_device(d.ctx))
+		wire_die("teardown");
 	free(b);
 	printf("PASS: client: rereg of access, translation, PD and all three "
 	       "across the wire\n");
@@ -385,6 +311,7 @@ static int client(const char *host, const char *port)
 
 int main(int argc, char **argv)
 {
+	wire_prog = "sv_rereg_wire";
 	if (argc == 3 && !strcmp(argv[1], "server"))
 		return server(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "client"))

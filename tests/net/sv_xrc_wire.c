@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "vu.h"
+#include "wire_setup.h"
 
 #define BUF      65536u
 #define NSEND    3u
@@ -45,84 +46,20 @@ struct info {
 	uint8_t gid[16];
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "sv_xrc_wire: %s\n", what);
-	exit(1);
-}
-
 static uint8_t pat(uint32_t msg, uint32_t i)
 {
 	return (uint8_t)(msg * 131u + i * 7u + (i >> 8));
-}
-
-static void xfer(int fd, const void *out, void *in, size_t n)
-{
-	size_t got = 0;
-
-	if (write(fd, out, n) != (ssize_t)n)
-		die("tcp write");
-	while (got < n) {
-		ssize_t r = read(fd, (char *)in + got, n - got);
-
-		if (r <= 0)
-			die("tcp read");
-		got += (size_t)r;
-	}
-}
-
-static int tcp_server(const char *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	int s = socket(AF_INET, SOCK_STREAM, 0), c, one = 1;
-
-	a.sin_port = htons((uint16_t)atoi(port));
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(s, 1))
-		die("listen");
-	c = accept(s, NULL, NULL);
-	if (c < 0)
-		die("accept");
-	close(s);
-	return c;
-}
-
-static int tcp_client(const char *host, const char *port)
-{
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM }, *res;
-	int s;
-
-	if (getaddrinfo(host, port, &hints, &res))
-		die("getaddrinfo");
-	s = socket(AF_INET, SOCK_STREAM, 0);
-	if (s < 0 || connect(s, res->ai_addr, res->ai_addrlen))
-		die("connect");
-	freeaddrinfo(res);
-	return s;
 }
 
 static void modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 		   const char *what)
 {
 	if (ibv_modify_qp(qp, a, mask))
-		die(what);
-}
-
-static void path(struct ibv_qp_attr *a, const struct info *peer)
-{
-	a->path_mtu = IBV_MTU_1024;
-	a->dest_qp_num = peer->qpn;
-	a->ah_attr.is_global = 1;
-	memcpy(a->ah_attr.grh.dgid.raw, peer->gid, 16);
-	a->ah_attr.grh.hop_limit = 64;
-	a->ah_attr.port_num = 1;
+		wire_die(what);
 }
 
 static int server(const char *port)
 {
-	struct ibv_context *ctx = vu_open();
 	struct ibv_xrcd_init_attr xa = {
 		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
 		.fd = -1,
@@ -132,9 +69,8 @@ static int server(const char *port)
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr qi;
 	struct info me = { 0 }, peer;
+	struct wire_dev d;
 	struct ibv_xrcd *xrcd;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	struct ibv_srq *srq;
 	struct ibv_qp *tgt;
@@ -143,28 +79,27 @@ static int server(const char *port)
 	char ok = 0;
 	int fd;
 
-	if (!ctx || !buf)
-		die("device");
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	xrcd = ibv_open_xrcd(ctx, &xa);
-	mr = pd ? ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
-			     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC) : NULL;
-	if (!cq || !xrcd || !mr)
-		die("pd, cq, xrcd or mr");
+	wire_open(&d, 64);
+	if (!buf)
+		wire_die("device");
+	xrcd = ibv_open_xrcd(d.ctx, &xa);
+	mr = ibv_reg_mr(d.pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC);
+	if (!xrcd || !mr)
+		wire_die("xrcd or mr");
 	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
 		       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD;
 	sa.srq_type = IBV_SRQT_XRC;
 	sa.xrcd = xrcd;
-	sa.cq = cq;
-	sa.pd = pd;
-	srq = ibv_create_srq_ex(ctx, &sa);
+	sa.cq = d.cq;
+	sa.pd = d.pd;
+	srq = ibv_create_srq_ex(d.ctx, &sa);
 	qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
 	qa.xrcd = xrcd;
-	tgt = ibv_create_qp_ex(ctx, &qa);
+	tgt = ibv_create_qp_ex(d.ctx, &qa);
 	if (!srq || !tgt || ibv_get_srq_num(srq, &me.srqn))
-		die("srq or target qp");
+		wire_die("srq or target qp");
 	/* NSEND receives of SEND_LEN and one for the WRITE with immediate */
 	for (uint32_t i = 0; i <= NSEND; i++) {
 		struct ibv_sge sge = { (uintptr_t)buf + i * 8192u, 8192,
@@ -173,15 +108,14 @@ static int server(const char *port)
 					  .num_sge = 1 }, *bad;
 
 		if (ibv_post_srq_recv(srq, &wr, &bad))
-			die("post_srq_recv");
+			wire_die("post_srq_recv");
 	}
 	me.qpn = tgt->qp_num;
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
-	if (vu_gid(ctx, (union ibv_gid *)me.gid))
-		die("gid");
-	fd = tcp_server(port);
-	xfer(fd, &me, &peer, sizeof(me));
+	wire_gid(d.ctx, me.gid);
+	fd = wire_accept(wire_listen(port));
+	wire_swap(fd, &me, &peer, sizeof(me));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
@@ -191,58 +125,58 @@ static int server(const char *port)
 	       IBV_QP_ACCESS_FLAGS, "target to INIT");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	path(&a, &peer);
+	wire_path(&a, peer.qpn, peer.gid);
 	a.rq_psn = peer.pad;
 	a.max_dest_rd_atomic = 16;
 	a.min_rnr_timer = 1;
 	modify(tgt, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 	       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 	       IBV_QP_MIN_RNR_TIMER, "target to RTR");
-	xfer(fd, &ok, &ok, 1);          /* ready; the client runs */
+	wire_swap(fd, &ok, &ok, 1); /* ready; the client runs */
 	/* the client's operations are over */
 	for (uint32_t n = 0; n <= NSEND; n++) {
-		if (vu_poll(cq, &wc, 1, WAIT_MS) != 1)
-			die("a receive did not complete");
+		if (vu_poll(d.cq, &wc, 1, WAIT_MS) != 1)
+			wire_die("a receive did not complete");
 		if (wc.status != IBV_WC_SUCCESS || wc.qp_num != tgt->qp_num ||
 		    wc.src_qp != peer.qpn)
-			die("receive completion");
+			wire_die("receive completion");
 		if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 			if (!(wc.wc_flags & IBV_WC_WITH_IMM) ||
 			    ntohl(wc.imm_data) != 0x1234)
-				die("WRITE with immediate");
+				wire_die("WRITE with immediate");
 			continue;
 		}
 		if (wc.opcode != IBV_WC_RECV || wc.byte_len != SEND_LEN)
-			die("SEND completion");
+			wire_die("SEND completion");
 		for (uint32_t i = 0; i < SEND_LEN; i++)
 			if (buf[wc.wr_id * 8192u + i] !=
 			    pat((uint32_t)wc.wr_id, i))
-				die("SEND bytes wrong");
+				wire_die("SEND bytes wrong");
 	}
-	xfer(fd, &ok, &ok, 1);          /* the client's READ and atomic are done */
+	wire_swap(fd, &ok, &ok, 1); /* the client's READ and atomic are done */
 	for (uint32_t i = 0; i < WR_LEN; i++)
 		if (buf[WR_OFF + i] != pat(9, i))
-			die("WRITE bytes wrong");
+			wire_die("WRITE bytes wrong");
 	{
 		uint64_t v;
 
 		memcpy(&v, buf + CNT_OFF, 8);
 		if (v != 0x77)
-			die("counter");
+			wire_die("counter");
 	}
-	xfer(fd, &ok, &ok, 1);          /* the bad SRQ number was sent */
+	wire_swap(fd, &ok, &ok, 1); /* the bad SRQ number was sent */
 	if (ibv_query_qp(tgt, &a, IBV_QP_STATE, &qi) ||
 	    a.qp_state != IBV_QPS_RTR)
-		die("the target QP did not stay in RTR");
-	if (vu_poll(cq, &wc, 1, 0) != 0)
-		die("a completion of the bad SRQ number");
+		wire_die("the target QP did not stay in RTR");
+	if (vu_poll(d.cq, &wc, 1, 0) != 0)
+		wire_die("a completion of the bad SRQ number");
 	ok = 1;
-	xfer(fd, &ok, &ok, 1);
+	wire_swap(fd, &ok, &ok, 1);
 	close(fd);
 	if (ibv_destroy_qp(tgt) || ibv_destroy_srq(srq) ||
-	    ibv_close_xrcd(xrcd) || ibv_dereg_mr(mr) || ibv_destroy_cq(cq) ||
-	    ibv_dealloc_pd(pd) || ibv_close_device(ctx))
-		die("teardown");
+	    ibv_close_xrcd(xrcd) || ibv_dereg_mr(mr) || ibv_destroy_cq(d.cq) ||
+	    ibv_dealloc_pd(d.pd) || ibv_close_device(d.ctx))
+		wire_die("teardown");
 	printf("server: %u SENDs, a WRITE with immediate, the WRITE and the "
 	       "counter checked; the target stayed in RTR\n", NSEND);
 	return 0;
@@ -254,7 +188,7 @@ static void post(struct ibv_qp *qp, struct ibv_send_wr *wr)
 
 	wr->send_flags = IBV_SEND_SIGNALED;
 	if (ibv_post_send(qp, wr, &bad))
-		die("post_send");
+		wire_die("post_send");
 }
 
 static void done(struct ibv_cq *cq, enum ibv_wc_status want,
@@ -271,7 +205,6 @@ static void done(struct ibv_cq *cq, enum ibv_wc_status want,
 
 static int client(const char *host, const char *port)
 {
-	struct ibv_context *ctx = vu_open();
 	struct ibv_qp_init_attr_ex qa = {
 		.qp_type = IBV_QPT_XRC_SEND,
 		.cap = { .max_send_wr = 16, .max_send_sge = 1 },
@@ -279,32 +212,29 @@ static int client(const char *host, const char *port)
 	};
 	struct info me = { 0 }, peer;
 	struct ibv_qp_attr a;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct wire_dev d;
 	struct ibv_mr *mr;
 	struct ibv_qp *ini;
 	uint8_t *buf = calloc(1, BUF);
 	char ok = 0;
 	int fd;
 
-	if (!ctx || !buf)
-		die("device");
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	mr = pd ? ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!cq || !mr)
-		die("pd, cq or mr");
-	qa.send_cq = cq;
-	qa.pd = pd;
-	ini = ibv_create_qp_ex(ctx, &qa);
+	wire_open(&d, 64);
+	if (!buf)
+		wire_die("device");
+	mr = ibv_reg_mr(d.pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		wire_die("mr");
+	qa.send_cq = d.cq;
+	qa.pd = d.pd;
+	ini = ibv_create_qp_ex(d.ctx, &qa);
 	if (!ini)
-		die("initiator qp");
+		wire_die("initiator qp");
 	me.qpn = ini->qp_num;
 	me.pad = 0x123;                 /* our first PSN */
-	if (vu_gid(ctx, (union ibv_gid *)me.gid))
-		die("gid");
-	fd = tcp_client(host, port);
-	xfer(fd, &me, &peer, sizeof(me));
+	wire_gid(d.ctx, me.gid);
+	fd = wire_connect(host, port, 1);
+	wire_swap(fd, &me, &peer, sizeof(me));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
@@ -312,7 +242,7 @@ static int client(const char *host, const char *port)
 	       IBV_QP_ACCESS_FLAGS, "initiator to INIT");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	path(&a, &peer);
+	wire_path(&a, peer.qpn, peer.gid);
 	modify(ini, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 	       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN, "initiator to RTR");
 	memset(&a, 0, sizeof(a));
@@ -325,7 +255,7 @@ static int client(const char *host, const char *port)
 	modify(ini, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN |
 	       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
 	       "initiator to RTS");
-	xfer(fd, &ok, &ok, 1);          /* the target is in RTR */
+	wire_swap(fd, &ok, &ok, 1); /* the target is in RTR */
 	for (uint32_t m = 0; m < NSEND; m++) {
 		struct ibv_sge sge = { (uintptr_t)buf, SEND_LEN, mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = m, .sg_list = &sge,
@@ -336,7 +266,7 @@ static int client(const char *host, const char *port)
 			buf[i] = pat(m, i);
 		wr.qp_type.xrc.remote_srqn = peer.srqn;
 		post(ini, &wr);
-		done(cq, IBV_WC_SUCCESS, "SEND");
+		done(d.cq, IBV_WC_SUCCESS, "SEND");
 	}
 	{
 		struct ibv_sge sge = { (uintptr_t)buf, WR_LEN, mr->lkey };
@@ -349,14 +279,14 @@ static int client(const char *host, const char *port)
 		wr.wr.rdma.rkey = peer.rkey;
 		wr.qp_type.xrc.remote_srqn = peer.srqn;
 		post(ini, &wr);
-		done(cq, IBV_WC_SUCCESS, "RDMA WRITE");
+		done(d.cq, IBV_WC_SUCCESS, "RDMA WRITE");
 		/* with immediate: 16 bytes more at the end, and a receive */
 		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl(0x1234);
 		sge.length = 16;
 		wr.wr.rdma.remote_addr = peer.addr + WR_OFF + WR_LEN;
 		post(ini, &wr);
-		done(cq, IBV_WC_SUCCESS, "RDMA WRITE with immediate");
+		done(d.cq, IBV_WC_SUCCESS, "RDMA WRITE with immediate");
 		/* READ it back */
 		memset(buf + 20000, 0, WR_LEN);
 		sge.addr = (uintptr_t)buf + 20000;
@@ -364,9 +294,9 @@ static int client(const char *host, const char *port)
 		wr.opcode = IBV_WR_RDMA_READ;
 		wr.wr.rdma.remote_addr = peer.addr + WR_OFF;
 		post(ini, &wr);
-		done(cq, IBV_WC_SUCCESS, "RDMA READ");
+		done(d.cq, IBV_WC_SUCCESS, "RDMA READ");
 		if (memcmp(buf, buf + 20000, WR_LEN))
-			die("READ bytes differ from the WRITE's");
+			wire_die("READ bytes differ from the WRITE's");
 	}
 	{
 		struct ibv_sge sge = { (uintptr_t)buf + 40000, 8, mr->lkey };
@@ -380,27 +310,29 @@ static int client(const char *host, const char *port)
 		wr.wr.atomic.compare_add = 5;
 		wr.qp_type.xrc.remote_srqn = peer.srqn;
 		post(ini, &wr);
-		done(cq, IBV_WC_SUCCESS, "FETCH_AND_ADD");
+		done(d.cq, IBV_WC_SUCCESS, "FETCH_AND_ADD");
 		memcpy(&v, buf + 40000, 8);
 		if (v != 0)
-			die("FETCH_AND_ADD returned a value other than 0");
+			wire_die("FETCH_AND_ADD returned a value other than 0");
 		/* a COMPARE_AND_SWAP that swaps, then one that does not */
 		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 		wr.wr.atomic.compare_add = 5;
 		wr.wr.atomic.swap = 0x77;
 		post(ini, &wr);
-		done(cq, IBV_WC_SUCCESS, "COMPARE_AND_SWAP");
+		done(d.cq, IBV_WC_SUCCESS, "COMPARE_AND_SWAP");
 		memcpy(&v, buf + 40000, 8);
 		if (v != 5)
-			die("COMPARE_AND_SWAP returned a value other than 5");
+			wire_die("COMPARE_AND_SWAP returned a value "
+				 "other than 5");
 		wr.wr.atomic.swap = 0x99;
 		post(ini, &wr);
-		done(cq, IBV_WC_SUCCESS, "COMPARE_AND_SWAP");
+		done(d.cq, IBV_WC_SUCCESS, "COMPARE_AND_SWAP");
 		memcpy(&v, buf + 40000, 8);
 		if (v != 0x77)
-			die("COMPARE_AND_SWAP returned a value other than 0x77");
+			wire_die("COMPARE_AND_SWAP returned a value "
+				 "other than 0x77");
 	}
-	xfer(fd, &ok, &ok, 1);          /* the server checks */
+	wire_swap(fd, &ok, &ok, 1); /* the server checks */
 	{
 		struct ibv_sge sge = { (uintptr_t)buf, 64, mr->lkey };
 		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
@@ -408,17 +340,17 @@ static int client(const char *host, const char *port)
 
 		wr.qp_type.xrc.remote_srqn = peer.srqn ^ 0x800000;
 		post(ini, &wr);
-		done(cq, IBV_WC_REM_INV_REQ_ERR, "SEND to a bad SRQ number");
+		done(d.cq, IBV_WC_REM_INV_REQ_ERR, "SEND to a bad SRQ number");
 	}
-	xfer(fd, &ok, &ok, 1);          /* it failed */
+	wire_swap(fd, &ok, &ok, 1); /* it failed */
 	ok = 0;
-	xfer(fd, &ok, &ok, 1);
+	wire_swap(fd, &ok, &ok, 1);
 	if (!ok)
-		die("the server found trouble");
+		wire_die("the server found trouble");
 	close(fd);
-	if (ibv_destroy_qp(ini) || ibv_dereg_mr(mr) || ibv_destroy_cq(cq) ||
-	    ibv_dealloc_pd(pd) || ibv_close_device(ctx))
-		die("teardown");
+	if (ibv_destroy_qp(ini) || ibv_dereg_mr(mr) || ibv_destroy_cq(d.cq) ||
+	    ibv_dealloc_pd(d.pd) || ibv_close_device(d.ctx))
+		wire_die("teardown");
 	printf("client: SEND, WRITE, WRITE with immediate, READ, "
 	       "FETCH_AND_ADD, COMPARE_AND_SWAP done; a bad SRQ number "
 	       "failed as it must\n");
@@ -427,6 +359,7 @@ static int client(const char *host, const char *port)
 
 int main(int argc, char **argv)
 {
+	wire_prog = "sv_xrc_wire";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "server"))
 		return server(argv[2]);
