@@ -57,6 +57,16 @@
 				    * WQE (SV_WR_FLUSH), no SGE, no data;
 				    * answered as ATOMIC WRITE is; posted by
 				    * ibv_wr_flush only */
+#define SV_OPF_SEND    (1u << 22)  /* a SEND: lands in the responder's
+				    * receive WQE (RC/UC/XRC SEND opcodes,
+				    * UD's SEND ONLY) */
+#define SV_OPF_READ    (1u << 23)  /* an RDMA READ: answered by READ
+				    * responses with the remote bytes */
+#define SV_OPF_LINV    (1u << 24)  /* the requester invalidates imm's key
+				    * once the data has landed (READ with
+				    * invalidate) */
+#define SV_OPF_MASKED  (1u << 25)  /* a masked atomic: the device's own,
+				    * only where it was started with them */
 
 struct sv_op_info {
 	uint32_t flags;
@@ -73,15 +83,15 @@ static const struct sv_op_info sv_op_tab[] = {
 		SV_OPF_FAST | SV_OPF_IMMF,
 		IBV_WC_RDMA_WRITE, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM },
 	[IBV_WR_SEND] = {
-		SV_OPF_ALL | SV_OPF_PAYLOAD | SV_OPF_FAST,
+		SV_OPF_ALL | SV_OPF_SEND | SV_OPF_PAYLOAD | SV_OPF_FAST,
 		IBV_WC_SEND, IBV_QP_EX_WITH_SEND },
 	[IBV_WR_SEND_WITH_IMM] = {
-		SV_OPF_ALL | SV_OPF_IMM | SV_OPF_PAYLOAD | SV_OPF_FAST |
-		SV_OPF_IMMF,
+		SV_OPF_ALL | SV_OPF_SEND | SV_OPF_IMM | SV_OPF_PAYLOAD |
+		SV_OPF_FAST | SV_OPF_IMMF,
 		IBV_WC_SEND, IBV_QP_EX_WITH_SEND_WITH_IMM },
 	[IBV_WR_RDMA_READ] = {
-		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_SINK | SV_OPF_REMOTE |
-		SV_OPF_FAST,
+		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_READ | SV_OPF_SINK |
+		SV_OPF_REMOTE | SV_OPF_FAST,
 		IBV_WC_RDMA_READ, IBV_QP_EX_WITH_RDMA_READ },
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = {
 		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_SINK | SV_OPF_ATOMIC |
@@ -98,8 +108,8 @@ static const struct sv_op_info sv_op_tab[] = {
 		SV_OPF_CONN | SV_OPF_LOCAL | SV_OPF_MM,
 		IBV_WC_BIND_MW, IBV_QP_EX_WITH_BIND_MW },
 	[IBV_WR_SEND_WITH_INV] = {
-		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_INV | SV_OPF_PAYLOAD |
-		SV_OPF_IMMF,
+		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_SEND | SV_OPF_INV |
+		SV_OPF_PAYLOAD | SV_OPF_IMMF,
 		IBV_WC_SEND, IBV_QP_EX_WITH_SEND_WITH_INV },
 	/* not executed by this device: no flags */
 	[IBV_WR_TSO] = { 0, IBV_WC_TSO, 0 },
@@ -121,16 +131,16 @@ static const struct sv_op_info sv_op_tab[] = {
 		SV_OPF_ALL | SV_OPF_LOCAL | SV_OPF_EXP | SV_OPF_MM,
 		SV_WC_FAST_REG_MR, 0 },
 	[SV_WR_RDMA_READ_INV] = {
-		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_SINK | SV_OPF_REMOTE |
-		SV_OPF_EXP | SV_OPF_IMMF,
+		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_READ | SV_OPF_SINK |
+		SV_OPF_REMOTE | SV_OPF_EXP | SV_OPF_IMMF | SV_OPF_LINV,
 		IBV_WC_RDMA_READ, 0 },
 	[SV_WR_MASKED_CMP_SWAP] = {
 		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_SINK | SV_OPF_ATOMIC |
-		SV_OPF_REMOTE | SV_OPF_EXP | SV_OPF_NOXRC,
+		SV_OPF_REMOTE | SV_OPF_EXP | SV_OPF_NOXRC | SV_OPF_MASKED,
 		SV_WC_MASKED_COMP_SWAP, 0 },
 	[SV_WR_MASKED_FETCH_ADD] = {
 		SV_OPF_QPT(IBV_QPT_RC) | SV_OPF_SINK | SV_OPF_ATOMIC |
-		SV_OPF_REMOTE | SV_OPF_EXP | SV_OPF_NOXRC,
+		SV_OPF_REMOTE | SV_OPF_EXP | SV_OPF_NOXRC | SV_OPF_MASKED,
 		SV_WC_MASKED_FETCH_ADD, 0 },
 };
 
@@ -182,8 +192,7 @@ static inline uint32_t sv_op_req_status(uint32_t qp_type, uint32_t op,
 
 	if (!sv_op_flags_ok(qp_type, f))
 		return IBV_WC_LOC_QP_OP_ERR;
-	if ((f & (SV_OPF_ATOMIC | SV_OPF_EXP)) == (SV_OPF_ATOMIC | SV_OPF_EXP) &&
-	    !masked_ok)
+	if ((f & SV_OPF_MASKED) && !masked_ok)
 		return IBV_WC_LOC_QP_OP_ERR;
 	return IBV_WC_SUCCESS;
 }

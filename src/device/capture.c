@@ -239,104 +239,34 @@ static void emit(struct render *rd, bool resp, const struct sv_roce_pkt *p,
 	cap_put(&r, buf, (uint32_t)n);
 }
 
-/* The request packets of the message: how many PSNs they take. */
+/* The request packets of the message, as the requester builds them
+ * (roce/build.c), with a full congestion window: how many PSNs they
+ * take. */
 static uint32_t requests(struct render *rd, uint32_t psn, uint32_t mtu)
 {
 	const struct msg *m = rd->m;
 	const struct sv_send_wqe *h = &m->w->h;
-	uint32_t op = m->opcode, base = sv_roce_op_base(rd->qp), n;
 	struct sv_roce_pkt p;
+	struct sv_roce_seg s;
+	uint32_t k = 0;
 
-	memset(&p, 0, sizeof(p));
-	p.pkey = SV_PKEY_DEFAULT;
-	p.dqpn = rd->dqpn;
-	p.psn = psn;
-	p.xrcsrq = h->remote_qpn & SV_SRQN_MASK;
-	p.ackreq = sv_qp_reliable(rd->qp);
-	switch (op) {
-	case IBV_WR_RDMA_READ:
-	case SV_WR_RDMA_READ_INV:
-		p.opcode = (uint8_t)(SV_OP_RC_READ_REQ + base);
-		p.va = h->remote_addr;
-		p.rkey = h->rkey;
-		p.dmalen = (uint32_t)m->len;
-		emit(rd, false, &p, NULL, 0, 0);
-		return sv_roce_pkts(m->len, mtu);
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		p.opcode = (uint8_t)((op == IBV_WR_ATOMIC_CMP_AND_SWP ?
-				      SV_OP_RC_CMP_SWAP : SV_OP_RC_FETCH_ADD) +
-				     base);
-		p.va = h->remote_addr;
-		p.rkey = h->rkey;
-		p.swap_add = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
-			     h->atomic.swap : h->atomic.compare_add;
-		p.compare = h->atomic.compare_add;
-		emit(rd, false, &p, NULL, 0, 0);
-		return 1;
-	case SV_WR_MASKED_CMP_SWAP:
-	case SV_WR_MASKED_FETCH_ADD:
-		p.opcode = op == SV_WR_MASKED_CMP_SWAP ?
-			   SV_OP_RC_MASKED_CMP_SWAP : SV_OP_RC_MASKED_FETCH_ADD;
-		p.va = h->masked.remote_addr;
-		p.rkey = h->imm;
-		p.swap_add = op == SV_WR_MASKED_CMP_SWAP ? h->masked.swap :
-			     h->masked.compare_add;
-		p.compare = op == SV_WR_MASKED_CMP_SWAP ?
-			    h->masked.compare_add : h->masked.swap;
-		p.swap_mask = h->masked.swap_mask;
-		p.compare_mask = h->masked.compare_mask;
-		emit(rd, false, &p, NULL, 0, 0);
-		return 1;
-	case IBV_WR_ATOMIC_WRITE:
-		p.opcode = SV_OP_RC_ATOMIC_WRITE;
-		p.va = h->remote_addr;
-		p.rkey = h->rkey;
-		p.dmalen = 8;
-		emit(rd, false, &p, &h->atomic.swap, 0, 8);
-		return 1;
-	case SV_WR_FLUSH:
-		p.opcode = SV_OP_RC_FLUSH;
-		p.feth = SV_FETH(SV_FLUSH_WQE_TYPE(h->atomic.swap),
-				 SV_FLUSH_WQE_LEVEL(h->atomic.swap));
-		p.va = h->remote_addr;
-		p.rkey = h->rkey;
-		p.dmalen = (uint32_t)h->atomic.compare_add;
-		emit(rd, false, &p, NULL, 0, 0);
-		return 1;
-	}
-	if (rd->qp->type == IBV_QPT_UD) {
-		p.opcode = (sv_op_flags(op) & SV_OPF_IMM) ?
-			   SV_OP_UD_SEND_ONLY_IMM : SV_OP_UD_SEND_ONLY;
-		p.imm = h->imm;
-		p.qkey = sv_ud_qkey(rd->qp, h);
-		p.sqpn = rd->qp->qpn;
-		p.se = (h->flags & IBV_SEND_SOLICITED) != 0;
-		emit(rd, false, &p, NULL, 0, (uint32_t)m->len);
-		return 1;
-	}
-	n = sv_roce_pkts(m->len, mtu);
-	for (uint32_t k = 0; k < n; k++) {
-		bool send = !(sv_op_flags(op) & SV_OPF_REMOTE),
-		     imm = (sv_op_flags(op) & SV_OPF_IMM) != 0,
-		     inv = (sv_op_flags(op) & SV_OPF_INV) != 0,
-		     last = k + 1 == n;
-		uint64_t off = (uint64_t)k * mtu;
-
-		p.opcode = (uint8_t)(sv_roce_data_opcode(send, imm, inv,
-							 !k, last) + base);
+	while (sv_roce_req_pkt(rd->qp->type, m->opcode, h, m->len, mtu, k,
+			       &p, &s)) {
 		p.psn = sv_psn_add(psn, k);
-		p.va = k ? 0 : h->remote_addr;
-		p.rkey = k || send ? 0 : h->rkey;
-		p.dmalen = k || send ? 0 : (uint32_t)m->len;
-		p.imm = imm ? h->imm : 0;
-		p.ieth_rkey = inv ? h->imm : 0;
-		p.se = last && (h->flags & IBV_SEND_SOLICITED) &&
-		       (send || imm);
-		emit(rd, false, &p, NULL, off,
-		     (uint32_t)(m->len - off < mtu ? m->len - off : mtu));
+		p.dqpn = rd->dqpn;
+		if (rd->qp->type == IBV_QPT_UD) {
+			p.qkey = sv_ud_qkey(rd->qp, h);
+			p.sqpn = rd->qp->qpn;
+		}
+		/* and every SV_ACKREQ_EVERY packets, as req.c asks */
+		if (sv_qp_reliable(rd->qp) && (k + 1) % SV_ACKREQ_EVERY == 0)
+			p.ackreq = true;
+		emit(rd, false, &p, s.raw, s.off, s.len);
+		k += s.span;
+		if (s.last)
+			break;
 	}
-	return n;
+	return k ? k : 1;
 }
 
 /* The responder's answer to a message of n PSNs from psn that ended in
@@ -379,13 +309,18 @@ static void answer(struct render *rd, uint32_t psn, uint32_t n,
 		p.opcode = (uint8_t)(SV_OP_RC_ATOMIC_ACK + base);
 		p.orig = orig;
 		emit(rd, true, &p, NULL, 0, 0);
-	} else if (f & SV_OPF_SINK) {
+	} else if (f & SV_OPF_READ) {
+		/* each READ request (SV_READ_CHUNK responses at most, as
+		 * the requester asks: requests()) answered on its own */
 		for (uint32_t k = 0; k < n; k++) {
 			uint64_t off = (uint64_t)k * mtu;
+			uint32_t c = k % SV_READ_CHUNK,
+				 cn = n - (k - c) < SV_READ_CHUNK ?
+				      n - (k - c) : SV_READ_CHUNK;
 
-			p.opcode = (uint8_t)(base + (n == 1 ?
-					SV_OP_RC_READ_RESP_ONLY : !k ?
-					SV_OP_RC_READ_RESP_FIRST : k + 1 == n ?
+			p.opcode = (uint8_t)(base + (cn == 1 ?
+					SV_OP_RC_READ_RESP_ONLY : !c ?
+					SV_OP_RC_READ_RESP_FIRST : c + 1 == cn ?
 					SV_OP_RC_READ_RESP_LAST :
 					SV_OP_RC_READ_RESP_MIDDLE));
 			p.psn = sv_psn_add(psn, k);

@@ -370,7 +370,7 @@ static int deliver_recv(struct sv_exec *x, struct sv_qp *t, struct msg *m,
 		return recv_fail(t, &r, IBV_WC_LOC_LEN_ERR, m,
 				 SV_OUTCOME_RECV_LEN);
 	/* a key t may not invalidate: refused before anything lands */
-	if (unlikely(m->opcode == IBV_WR_SEND_WITH_INV) &&
+	if (unlikely(sv_op_flags(m->opcode) & SV_OPF_INV) &&
 	    !sv_mm_remote_inv_ok(t, m->w->h.imm))
 		return recv_fail(t, &r, IBV_WC_LOC_PROT_ERR, m,
 				 SV_OUTCOME_RECV_ERR);
@@ -404,7 +404,7 @@ static int deliver_recv(struct sv_exec *x, struct sv_qp *t, struct msg *m,
 	default:
 		break;
 	}
-	if (unlikely(m->opcode == IBV_WR_SEND_WITH_INV)) {
+	if (unlikely(sv_op_flags(m->opcode) & SV_OPF_INV)) {
 		ret = remote_inv(x, m, t);
 		if (ret)
 			return ret;
@@ -688,7 +688,7 @@ deliver_send(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	/* SEND_WITH_INV goes to an ordinary buffer even there (see
 	 * docs/DESIGN.md "Tag matching") */
 	if (unlikely(t->srq && t->srq->tm) &&
-	    m->opcode != IBV_WR_SEND_WITH_INV)
+	    !(sv_op_flags(m->opcode) & SV_OPF_INV))
 		return deliver_tm(x, t, m);
 	return deliver_recv(x, t, m, IBV_WC_RECV);
 }
@@ -702,7 +702,7 @@ static inline __attribute__((always_inline)) int
 deliver_write(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 {
 	const struct sv_send_wqe *h = &m->w->h;
-	bool imm = m->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool imm = (sv_op_flags(m->opcode) & SV_OPF_IMM) != 0;
 	struct rspan rmem;
 	struct rwqe r;
 	int ret;
@@ -763,7 +763,7 @@ deliver_read(struct sv_exec *x, struct sv_qp *t, struct msg *m)
 	}
 	/* RDMA_READ_INV: the requester's own step, once the data has landed
 	 * (here, where only READs pay for the test) */
-	if (m->opcode == SV_WR_RDMA_READ_INV)
+	if (sv_op_flags(m->opcode) & SV_OPF_LINV)
 		return sv_loop_local_inv(x, m->qp, h->imm);
 	return IBV_WC_SUCCESS;
 }
@@ -875,6 +875,7 @@ deliver_flush(struct sv_qp *t, struct msg *m)
 int sv_loop_deliver(struct sv_exec *x, struct msg *m)
 {
 	struct sv_qp *qp = m->qp, *t;
+	uint32_t f = sv_op_flags(m->opcode);
 
 	if (qp->type == IBV_QPT_UD) {
 		const struct sv_send_wqe *h = &m->w->h;
@@ -903,39 +904,29 @@ int sv_loop_deliver(struct sv_exec *x, struct msg *m)
 	    qp->type != IBV_QPT_UD) {
 		/* softverbs inject: an RNR NAK for a message that takes a
 		 * receive WQE, a remote access error for an RDMA request */
-		bool recv = m->opcode == IBV_WR_SEND ||
-			    m->opcode == IBV_WR_SEND_WITH_IMM ||
-			    m->opcode == IBV_WR_SEND_WITH_INV ||
-			    m->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+		bool recv = (f & (SV_OPF_SEND | SV_OPF_IMM)) != 0;
 
 		if (recv && sv_inject_resp(t, true)) {
 			m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
 			return RES_RNR;
 		}
-		if ((!recv || m->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
-		    sv_inject_resp(t, false))
+		if ((f & SV_OPF_REMOTE) && sv_inject_resp(t, false))
 			return answer(t, SV_OUTCOME_ACCESS);
 	}
 	sv_dev.lo_msgs++;
 	sv_dev.lo_bytes += m->len;
-	switch (m->opcode) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_SEND_WITH_INV:
+	/* what the message does, by its flags (abi/sv_op.h) */
+	if (f & SV_OPF_SEND)
 		return deliver_send(x, t, m);
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	if (f & SV_OPF_PAYLOAD)
 		return deliver_write(x, t, m);
-	case IBV_WR_RDMA_READ:
-	case SV_WR_RDMA_READ_INV:
+	if (f & SV_OPF_READ)
 		return deliver_read(x, t, m);
-	case IBV_WR_ATOMIC_WRITE:
+	if (f & SV_OPF_AWRITE)
 		return deliver_atomic_write(x, t, m);
-	case SV_WR_FLUSH:
+	if (f & SV_OPF_FLUSH)
 		return deliver_flush(t, m);
-	default:
-		return deliver_atomic(x, t, m);
-	}
+	return deliver_atomic(x, t, m);
 }
 
 /*

@@ -320,8 +320,7 @@ static struct sv_send_wqe *wr_claim_exp(struct sv_qp *qp, uint32_t op)
 		qp->wr_err = EINVAL;
 		return NULL;
 	}
-	if (!qp->wr_err &&
-	    (op == SV_WR_MASKED_CMP_SWAP || op == SV_WR_MASKED_FETCH_ADD))
+	if (!qp->wr_err && (sv_op_flags(op) & SV_OPF_MASKED))
 		qp->wr_err = sv_masked_check(qp->ex.qp_base.context);
 	return wr_claim(qp, (enum ibv_wr_opcode)op);
 }

@@ -126,18 +126,29 @@ rows = [l.rstrip('\n').split('|') for l in open(sys.argv[1]) if l.strip()]
 LEN = 256 * 1024 - 64
 def sender(r):
     return int(re.search(r'qp (0x[0-9a-f]+) ->', r[6]).group(1), 16)
-reads = [i for i, r in enumerate(rows) if r[0] == '12' and r[3] == str(LEN)]
-assert len(reads) == 1, ('rendezvous READ requests', len(reads))
+# the READ as the requester asks for it: requests of SV_READ_CHUNK (64)
+# responses at most, whose lengths add up to the RVH's
+def run(i):
+    n, k = 0, i
+    while k < len(rows) and rows[k][0] == '12' and sender(rows[k]) == sender(rows[i]):
+        n += int(rows[k][3] or 0)
+        k += 1
+    return n, k
+reads = [i for i, r in enumerate(rows)
+         if r[0] == '12' and (i == 0 or rows[i - 1][0] != '12') and run(i)[0] == LEN]
+assert len(reads) == 1, ('rendezvous READs', len(reads))
 i = reads[0]
 a, b, psn = sender(rows[i]), int(rows[i][1], 0), int(rows[i][2])
+i = run(i)[1] - 1
 # the RNDV SEND came first, from b to a (TMH opcode 1)
 assert any(sender(r) == b and int(r[1], 0) == a and r[5][:2] == '01'
            for r in rows[:i]), 'no RNDV SEND before the READ'
-resp = []
+resp, got = [], 0
 for r in rows[i + 1:]:
     if sender(r) == b and int(r[0]) in (13, 14, 15, 16):
         resp.append(r)
-        if int(r[0]) in (15, 16):
+        got += int(r[4] or 0)
+        if int(r[0]) in (15, 16) and got >= LEN:
             break
 assert resp and int(resp[0][0]) in (13, 16), ('first response', resp[:1])
 assert [int(r[2]) for r in resp] == [(psn + k) & 0xffffff for k in range(len(resp))], 'response PSNs'

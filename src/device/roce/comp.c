@@ -346,10 +346,10 @@ static void comp_read_resp(struct sv_qp *qp, const struct sv_roce_pkt *p,
 	uint32_t want, gap;
 	bool last = (p->flags & SV_RF_LAST) != 0;
 
-	if (!e || !e->rd || e->done || (e->w.h.opcode != IBV_WR_RDMA_READ &&
-					 e->w.h.opcode != SV_WR_RDMA_READ_INV &&
-					 e->w.h.opcode != IBV_WR_ATOMIC_WRITE &&
-					 e->w.h.opcode != SV_WR_FLUSH))
+	/* READ responses answer a READ, an ATOMIC WRITE and a FLUSH */
+	if (!e || !e->rd || e->done ||
+	    !(sv_op_flags(e->w.h.opcode) &
+	      (SV_OPF_READ | SV_OPF_AWRITE | SV_OPF_FLUSH)))
 		return;                 /* stale or a duplicate */
 	want = sv_psn_add(e->psn, (uint32_t)(e->got / rq->mtu));
 	if (p->psn != want) {
@@ -448,8 +448,7 @@ void sv_roce_comp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
 	/* responses of our transport only (XRC's to an XRC initiator) */
 	if (!rq || !sv_roce_reliable(qp) ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) ||
-	    !(p->flags & (qp->type == IBV_QPT_XRC_SEND ? SV_RF_XRC :
-							   SV_RF_RC))) {
+	    !(p->flags & sv_roce_qpt_transport(qp->type))) {
 		sv_roce_drop(SV_RX_DROP_STATE);
 		return;
 	}

@@ -68,10 +68,11 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	op = e->w.h.opcode;
 	/* which QP type takes which opcode: the one table (abi/sv_op.h), as
 	 * the same-host requester and the library read it (an ATOMIC WRITE
-	 * or a masked atomic is RC's, not XRC's) */
+	 * or a masked atomic is RC's, not XRC's), and only what has a
+	 * request packet of the QP's transport (build.c) */
 	f = sv_op_flags(op);
-	st = sv_op_req_status(qp->type, op, (sv_dev.attr.exp_cap_flags &
-					     SV_EXP_CAP_MASKED_ATOMICS) != 0);
+	st = sv_roce_req_status(qp->type, op, (sv_dev.attr.exp_cap_flags &
+					       SV_EXP_CAP_MASKED_ATOMICS) != 0);
 	if (st != IBV_WC_SUCCESS)
 		return refuse(status, st);
 	if (f & SV_OPF_LOCAL)
@@ -106,7 +107,7 @@ static enum take_res take(struct sv_qp *qp, uint32_t *status)
 	e->got = 0;
 	e->done = false;
 	e->psn = rq->next_psn;
-	e->npkts = (f & SV_OPF_ATOMIC) ? 1 : sv_roce_pkts(total, rq->mtu);
+	e->npkts = sv_roce_req_npkts(qp->type, op, total, rq->mtu);
 	rq->next_psn = sv_psn_add(rq->next_psn, e->npkts);
 	rq->tail++;
 	return TAKE_ONE;
@@ -346,8 +347,9 @@ static inline uint32_t ackreq_every(const struct sv_roce_qp *rq)
 }
 
 /* Build and queue the next packet of the cursor's WQE: IBV_WC_SUCCESS, or
- * the WQE's completion status (its local memory failed). Its payload may
- * wait in g until gather_run; a WQE's last packet runs g. */
+ * the WQE's completion status (its local memory failed). Its headers are
+ * build.c's (as capture renders them); its payload may wait in g until
+ * gather_run; a WQE's last packet runs g. */
 static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 			 struct sv_roce_tx *tx, struct gather *g)
 {
@@ -355,10 +357,8 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 	struct sv_rwin *e = sv_rwin(rq, rq->cur);
 	uint32_t op = e->w.h.opcode, k = rq->cur_pkt, psn;
 	struct sv_roce_pkt p;
+	struct sv_roce_seg s;
 	uint8_t *buf;
-	uint64_t off = (uint64_t)k * rq->mtu;
-	uint32_t len = 0, base = sv_roce_op_base(qp), span = 1;
-	bool first = k == 0, last, raw8 = false;
 	size_t hdr;
 
 	if (e->rd && (e->done || (e->len && (uint64_t)k * rq->mtu >= e->len &&
@@ -368,138 +368,43 @@ static uint32_t send_one(struct sv_exec *x, struct sv_qp *qp,
 		rq->cur_pkt = 0;
 		return IBV_WC_SUCCESS;
 	}
-	memset(&p, 0, sizeof(p));
+	/* take() let only what has a packet in */
+	if (!sv_roce_req_pkt(qp->type, op, &e->w.h, e->len, rq->mtu, k, &p,
+			     &s))
+		return IBV_WC_LOC_QP_OP_ERR;
 	psn = sv_psn_add(e->psn, k);
 	p.psn = psn;
 	p.dqpn = rq->dqpn;
-	p.pkey = SV_PKEY_DEFAULT;
-	last = k + 1 >= e->npkts;
-	switch (op) {
-	case IBV_WR_RDMA_READ:
-	case SV_WR_RDMA_READ_INV:
-		/* a request for at most SV_READ_CHUNK responses of what is
-		 * still missing: a lost response costs the rest of its
-		 * request, not the rest of the READ */
-		span = e->npkts - k < SV_READ_CHUNK ? e->npkts - k :
-						      SV_READ_CHUNK;
-		p.opcode = (uint8_t)(SV_OP_RC_READ_REQ + base);
-		p.va = e->w.h.remote_addr + off;
-		p.rkey = e->w.h.rkey;
-		p.dmalen = (uint32_t)(e->len - off < (uint64_t)span * rq->mtu ?
-				      e->len - off : (uint64_t)span * rq->mtu);
+	/* an ACK for the last packet (build.c's), every so often, and for
+	 * the packet that fills the congestion window (no ACK would come to
+	 * open it again) */
+	if (!p.ackreq && sv_roce_reliable(qp) &&
+	    ((k + 1) % ackreq_every(rq) == 0 ||
+	     sv_psn_diff(sv_psn_add(psn, 1), rq->una) >= (int32_t)rq->cwnd ||
+	     rq->rnr_probe))
 		p.ackreq = true;
-		last = k + span >= e->npkts;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		p.opcode = (uint8_t)((op == IBV_WR_ATOMIC_CMP_AND_SWP ?
-				      SV_OP_RC_CMP_SWAP : SV_OP_RC_FETCH_ADD) +
-				     base);
-		p.va = e->w.h.remote_addr;
-		p.rkey = e->w.h.rkey;
-		p.swap_add = op == IBV_WR_ATOMIC_CMP_AND_SWP ?
-			     e->w.h.atomic.swap : e->w.h.atomic.compare_add;
-		p.compare = e->w.h.atomic.compare_add;
-		p.ackreq = true;
-		break;
-	case IBV_WR_ATOMIC_WRITE:
-		/* RETH and the WQE's 8 bytes (raw8, below) */
-		p.opcode = SV_OP_RC_ATOMIC_WRITE;
-		p.va = e->w.h.remote_addr;
-		p.rkey = e->w.h.rkey;
-		p.dmalen = 8;
-		p.ackreq = true;
-		raw8 = true;
-		break;
-	case SV_WR_FLUSH:
-		/* FETH and RETH (the RETH's length: the range's; MR
-		 * selectivity ignores it), no payload */
-		p.opcode = SV_OP_RC_FLUSH;
-		p.feth = SV_FETH(SV_FLUSH_WQE_TYPE(e->w.h.atomic.swap),
-				 SV_FLUSH_WQE_LEVEL(e->w.h.atomic.swap));
-		p.va = e->w.h.remote_addr;
-		p.rkey = e->w.h.rkey;
-		p.dmalen = (uint32_t)e->w.h.atomic.compare_add;
-		p.ackreq = true;
-		break;
-	case SV_WR_MASKED_CMP_SWAP:
-	case SV_WR_MASKED_FETCH_ADD:
-		/* MaskedAtomicETH (wire.h); the rkey travels in imm */
-		p.opcode = op == SV_WR_MASKED_CMP_SWAP ?
-			   SV_OP_RC_MASKED_CMP_SWAP : SV_OP_RC_MASKED_FETCH_ADD;
-		p.va = e->w.h.masked.remote_addr;
-		p.rkey = e->w.h.imm;
-		if (op == SV_WR_MASKED_CMP_SWAP) {
-			p.swap_add = e->w.h.masked.swap;
-			p.compare = e->w.h.masked.compare_add;
-			p.swap_mask = e->w.h.masked.swap_mask;
-			p.compare_mask = e->w.h.masked.compare_mask;
-		} else {
-			p.swap_add = e->w.h.masked.compare_add;
-			p.compare = e->w.h.masked.swap;    /* field ends */
-		}
-		p.ackreq = true;
-		break;
-	default: {
-		bool send = op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
-			    op == IBV_WR_SEND_WITH_INV;
-		bool imm = op == IBV_WR_SEND_WITH_IMM ||
-			   op == IBV_WR_RDMA_WRITE_WITH_IMM;
-		bool inv = op == IBV_WR_SEND_WITH_INV;
-
-		len = (uint32_t)(e->len - off < rq->mtu ? e->len - off : rq->mtu);
-		p.opcode = sv_roce_data_opcode(send, imm, inv, first, last);
-		if (send) {
-			p.se = last && (e->w.h.flags & IBV_SEND_SOLICITED);
-		} else {
-			if (first) {
-				p.va = e->w.h.remote_addr;
-				p.rkey = e->w.h.rkey;
-				p.dmalen = (uint32_t)e->len;
-			}
-			p.se = last && imm &&
-			       (e->w.h.flags & IBV_SEND_SOLICITED);
-		}
-		p.opcode = (uint8_t)(p.opcode + base);
-		if (imm)
-			p.imm = e->w.h.imm;
-		if (inv)
-			p.ieth_rkey = e->w.h.imm;
-		/* an ACK for the last packet, every so often, and for the
-		 * packet that fills the congestion window (no ACK would
-		 * come to open it again) */
-		p.ackreq = sv_roce_reliable(qp) &&
-			   (last || (k + 1) % ackreq_every(rq) == 0 ||
-			    sv_psn_diff(sv_psn_add(psn, 1), rq->una) >=
-				    (int32_t)rq->cwnd || rq->rnr_probe);
-		break;
-	}
-	}
-	/* XRC: every request names the responder's SRQ */
-	p.xrcsrq = e->w.h.remote_qpn & SV_SRQN_MASK;
 	buf = sv_roce_tx_next(tx);
 	hdr = sv_roce_build_hdr(buf, &p);
-	if (raw8) {
-		memcpy(buf + hdr, &e->w.h.atomic.swap, 8);
-		len = 8;
-	} else if (!payload(x, qp, e, off, len, buf + hdr, tx, g)) {
+	if (s.raw)
+		memcpy(buf + hdr, s.raw, s.len);
+	else if (!payload(x, qp, e, s.off, s.len, buf + hdr, tx, g))
 		return IBV_WC_LOC_PROT_ERR;
-	}
-	sv_roce_tx_push(tx, hdr + len, rq->sgid, rq->dgid, rq->sport, qp->qpn);
+	sv_roce_tx_push(tx, hdr + s.len, rq->sgid, rq->dgid, rq->sport,
+			qp->qpn);
 	/* the PSNs this packet takes (a READ request: its responses') */
-	if (sv_psn_diff(sv_psn_add(psn, span), rq->snd) > 0)
-		rq->snd = sv_psn_add(psn, span);
+	if (sv_psn_diff(sv_psn_add(psn, s.span), rq->snd) > 0)
+		rq->snd = sv_psn_add(psn, s.span);
 	else {
 		sv_roce_stats.retransmits++;
 		rq->qp->st_retrans++;
 	}
-	if (last) {
+	if (s.last) {
 		rq->cur++;
 		rq->cur_pkt = 0;
 		/* the WQE is all out: its payload too (UC completes it) */
 		return gather_run(x, qp, tx, g);
 	}
-	rq->cur_pkt += span;
+	rq->cur_pkt += s.span;
 	return IBV_WC_SUCCESS;
 }
 

@@ -924,17 +924,16 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		return;
 	}
 	if (t->type == IBV_QPT_UD) {
-		if (p->flags & SV_RF_UD)
+		if (sv_roce_resp_takes(t->type, p->flags))
 			ud_recv(t, p, ip);
 		else
 			sv_roce_drop(SV_RX_DROP_STATE);
 		return;
 	}
 	/* an XRC initiator takes responses only (sv_roce_comp_rx); a
-	 * connected QP takes packets of its own type from its own peer */
-	if (t->type == IBV_QPT_XRC_SEND || !rq ||
-	    !(p->flags & (t->type == IBV_QPT_XRC_RECV ? SV_RF_XRC :
-			  is_rc(t) ? SV_RF_RC : SV_RF_UC))) {
+	 * connected QP takes packets of its own type from its own peer
+	 * (build.c) */
+	if (!rq || !sv_roce_resp_takes(t->type, p->flags)) {
 		sv_roce_drop(SV_RX_DROP_STATE);
 		return;
 	}

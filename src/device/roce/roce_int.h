@@ -11,6 +11,7 @@
 
 #include "abi/sv_tm.h"
 #include "device/exec_int.h"
+#include "device/roce/build.h"
 #include "device/roce/net.h"
 #include "device/roce/roce.h"
 #include "device/roce/wire.h"
@@ -28,9 +29,7 @@
 /* A long message asks for an ACK this often at most (the last packet
  * always; req.c asks more often in a small congestion window). */
 #define SV_ACKREQ_EVERY 128u
-/* Responses one READ request asks for at most (a long READ is several
- * requests, each with its own PSNs). */
-#define SV_READ_CHUNK   64u
+/* SV_READ_CHUNK: build.h */
 /* Packets one engine step sends at most (one sendmmsg). */
 #define SV_TX_BATCH     64u
 /* Room of one packet buffer: headers + 4096 + pad + ICRC. */
