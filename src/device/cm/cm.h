@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The connection manager (docs/DESIGN.md, "rdma_cm"): the kernel's rdma_cm
- * ids and their states (cm.c), the ucma command set that Debian's librdmacm
- * writes to /dev/infiniband/rdma_cm (ucma.c), and the addresses of this
- * host (addr.c). Everything here runs on the control thread.
+ * ids and their states (id.c: the table; bind.c: ports; resolve.c:
+ * addresses and routes; listen.c: listeners and the REQs that come to them;
+ * conn.c: the connection state machine; cm_int.h: what they share), the
+ * ucma command set that Debian's librdmacm writes to
+ * /dev/infiniband/rdma_cm (ucma.c), and the addresses of this host
+ * (addr.c). Everything here runs on the control thread.
  *
  * Two ids connect by CM messages (REQ, REP, RTU, REJ, DREQ, DREP, SIDR_REQ,
  * SIDR_REP, MRA) with the IBTA's meaning. When both ends live on this
- * daemon, cm_send() hands a message to the other end directly; otherwise
- * wire.c carries it as a CM MAD on QP1, under the same states.
+ * daemon, sv_cm_send() (conn.c) hands a message to the other end
+ * directly; otherwise wire.c carries it as a CM MAD on QP1, under the same
+ * states.
  */
 #ifndef SV_DEVICE_CM_H
 #define SV_DEVICE_CM_H
@@ -183,7 +187,7 @@ extern struct sv_cm_stats sv_cm_stats;
 extern const char *const sv_cm_state_names[];
 extern const char *const sv_cm_conn_names[];
 
-/* cm.c: ids */
+/* id.c: ids */
 int sv_cm_id_new(struct sv_cm_file *f, uint64_t uid, uint16_t ps, uint8_t qp_type,
 		 struct sv_cm_id **out);
 /* The file's id named by handle: -ENOENT, -EINVAL (another file's). */
@@ -193,8 +197,9 @@ void sv_cm_id_destroy(struct sv_cm_id *id);
 void sv_cm_file_destroy_ids(struct sv_cm_file *f);
 int sv_cm_migrate(struct sv_cm_id *id, struct sv_cm_file *to);
 
-/* cm.c (attr.c: set_option, init_qp_attr, route): the verbs of rdma_cm,
- * each with the kernel's errno */
+/* the verbs of rdma_cm, each with the kernel's errno: bind.c (bind),
+ * resolve.c (resolve_*), listen.c (listen), conn.c (connect ... notify),
+ * attr.c (set_option, init_qp_attr, route) */
 int sv_cm_bind(struct sv_cm_id *id, const struct sockaddr *sa);
 int sv_cm_resolve_addr(struct sv_cm_id *id, const struct sockaddr *src,
 		       const struct sockaddr *dst);
@@ -212,7 +217,8 @@ int sv_cm_set_option(struct sv_cm_id *id, uint32_t level, uint32_t name,
 int sv_cm_init_qp_attr(struct sv_cm_id *id, uint32_t qp_state,
 		       struct ib_uverbs_qp_attr *a);
 void sv_cm_route(const struct sv_cm_id *id, struct rdma_ucm_query_route_resp *r);
-/* Deliver the messages cm_send queued (after every command and timer). */
+/* conn.c: deliver the messages sv_cm_send queued (after every command
+ * and timer). */
 void sv_cm_flush(void);
 /* A message from the other end (this daemon's queue, or the wire). */
 void sv_cm_recv(const struct sv_cm_msg *m);
@@ -225,7 +231,8 @@ int sv_cm_wire_send(const struct sv_cm_msg *m);
 void sv_cm_wire_input(void);
 /* The index of gid in sv0's GID table, or -1. */
 int sv_cm_gid_index(const uint8_t gid[16]);
-/* Timers: the next deadline (ms, CLOCK_MONOTONIC; 0 none), and run those due. */
+/* conn.c: timers: the next deadline (ms, CLOCK_MONOTONIC; 0 none), and
+ * run those due. */
 uint64_t sv_cm_next_deadline(void);
 void sv_cm_run_timers(uint64_t now_ms);
 uint64_t sv_cm_now_ms(void);
@@ -248,7 +255,7 @@ struct sv_cm_file *sv_cm_files(void);
 struct sv_rsp_stat_wire;
 void sv_cm_stat_fill(struct sv_rsp_stat_wire *w);  /* softverbs stat */
 
-/* cm.c: a new event of id (NULL: out of memory, logged; or the id is a
+/* id.c: a new event of id (NULL: out of memory, logged; or the id is a
  * ghost, with no file to tell), and one queued on its file */
 struct sv_cm_event *sv_cm_ev_new(struct sv_cm_id *id, uint32_t type, int32_t status);
 void sv_cm_ev_post(struct sv_cm_id *id, uint32_t type, int32_t status);

@@ -102,7 +102,7 @@ void sv_cm_mc_reported(const struct sv_cm_event *e, int delta)
 
 /*
  * RESOLVE_IP/RESOLVE_ADDR to a multicast group (the id is bound and its
- * destination set; cm.c's sv_cm_resolve_addr): the kernel looks up the
+ * destination set; resolve.c's sv_cm_resolve_addr): the kernel looks up the
  * group's route from the bound address, or from the address the route
  * prefers when the id is bound to the wildcard, and the id takes that
  * source address. The same lookup here is a UDP socket's connect(): it
@@ -189,7 +189,7 @@ static void ip2gid(const struct sockaddr *sa, uint8_t gid[16])
 }
 
 /* The index of the id's source GID: the one its address stands for, else
- * GID 0 (every address of this host is sv0's, and cm.c's routes use 0). */
+ * GID 0 (every address of this host is sv0's, and resolve.c's routes use 0). */
 static uint8_t sgid_index(const struct sv_cm_id *id)
 {
 	uint8_t gid[16];

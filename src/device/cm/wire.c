@@ -3,7 +3,7 @@
  * The CM's messages across hosts (docs/DESIGN.md, "rdma_cm"): a struct
  * sv_cm_msg becomes a CM MAD (mad.c's codec) in a UD datagram from QP1 to
  * QP1 (roce/dev.c), filled as Linux's kernel CM fills it, and a MAD that
- * arrives becomes a message for cm.c. The RDMA CM's header (the IP
+ * arrives becomes a message for conn.c. The RDMA CM's header (the IP
  * addresses and the active side's port) leads the private data of REQ and
  * SIDR_REQ; the service ID names the port space and the port.
  *
