@@ -2,7 +2,7 @@
 /*
  * Reaching the daemon, and starting one when none answers. Two processes
  * doing this at once each start one; the daemons settle on one between
- * themselves (see device/main.c), and both connect to it.
+ * themselves (see device/socket.c), and both connect to it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

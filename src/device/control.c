@@ -103,7 +103,7 @@ static int cmd_open_context(struct sv_req *r)
 }
 
 /* A process that shares this connection since a fork wants its responses
- * apart (main.c answers this command on the descriptor it brings). */
+ * apart (clients.c answers this command on the descriptor it brings). */
 static int cmd_reply_channel(struct sv_req *r)
 {
 	int ret = sv_check_event_socket(r->fd_in, &r->why);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The device in the fuzzer's process (fuzz_dev.h): what main.c sets up,
+ * The device in the fuzzer's process (fuzz_dev.h): what main.c and socket.c set up,
  * without the socket and the event loop, and a client's side of the
  * protocol reduced to what the harnesses need.
  */

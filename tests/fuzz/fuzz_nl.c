@@ -3,7 +3,7 @@
  * libFuzzer target for RDMA netlink (src/device/nl: nl.c's request rules,
  * dumps and queue, nldev.c's commands): request datagrams as the preload
  * passes them (struct sv_nl_req on a connection's request socket), served
- * by sv_nl_input and sv_nl_output as main.c's loop serves them, on a
+ * by sv_nl_input and sv_nl_output as evloop.c's loop serves them, on a
  * connection made as the preload makes one (a socket pair's end in the
  * hello). The device is fuzz_dev.c's.
  *

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target for the rdma_cm device (src/device/cm/ucma.c and the
- * CM behind it, cm.c, addr.c, attr.c, mcast.c): the ucma commands of
+ * CM behind it, cm/id.c, bind.c, resolve.c, listen.c, conn.c, addr.c, attr.c, mcast.c): the ucma commands of
  * <rdma/rdma_user_cm.h> as the preload passes them (struct sv_ucma_req on
  * a file's socket), two files open at once (MIGRATE_ID moves ids between
  * them; a connection on 127.0.0.1 runs between two ids of this device, no
  * MAD leaves the process: the device has no RoCEv2 port here). The
  * daemon's side runs in this process: sv_cm_start on a socket in a fresh
  * directory, each file accepted with sv_cm_file_accept and its requests
- * served with sv_cm_file_input, as main.c's loop does.
+ * served with sv_cm_file_input, as evloop.c's loop does.
  *
  * Input: records, each
  *   ctl (1)   bit 0 the file (0, 1); bits 1-3 aux_kind (SV_UCMA_AUX_*; the
@@ -214,7 +214,7 @@ static int request(uint8_t ctl, uint8_t cmd, const uint8_t *body, size_t len)
 	FZ_CHECK(send(in.fd[k], &q, SV_UCMA_REQ_HDR + q.nbytes + q.optlen,
 		      0) > 0);
 	if (!sv_cm_file_input(in.f[k])) {
-		/* dropped, as main.c's loop drops it */
+		/* dropped, as clients.c drops it */
 		file_close(k);
 		return -EPIPE;
 	}

@@ -22,7 +22,7 @@
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
-/* ---- the daemon loop's view (main.c) ---- */
+/* ---- the daemon loop's view (evloop.c) ---- */
 
 struct sv_nl_conn;
 
