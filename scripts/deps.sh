@@ -18,6 +18,7 @@ pkgs=(
 	curl python3-jsonschema python3-prometheus-client # stat --json's schema, --serve's text format
 	systemd man-db groff-base                     # the installed units (verify, socket activation), man pages
 	debootstrap                                   # make deb's test: a fresh Debian 12 root
+	busybox-static                                # run --ns: a static program (tests/e2e/view.sh ns)
 )
 [ $# -gt 0 ] && pkgs=("$@")
 
