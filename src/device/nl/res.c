@@ -386,7 +386,8 @@ static void srq_qps(struct sv_nlb *b, const struct sv_srq *srq)
 	}
 	if (!qpn && srq->refs)
 		b->full = true;    /* no memory: as a part too full */
-	qsort(qpn, n, sizeof(*qpn), cmp_u32);
+	if (n)
+		qsort(qpn, n, sizeof(*qpn), cmp_u32);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!min) {
 			min = qpn[i];
