@@ -14,10 +14,16 @@
 # cmtime's steps: create id, resolve addr, resolve route, create qp, connect
 # (rdma_connect until ESTABLISHED: REQ, the server's QP and rdma_accept,
 # REP, RTR/RTS, RTU), disconnect (DREQ until DISCONNECTED: the server's
-# DREP), destroy. TCP's: create id (socket), connect (the kernel's
-# handshake), accept (the server process accept()ed it: established at both
-# ends, the figure to hold against cmtime's connect), disconnect (FIN until
-# the server's FIN), destroy (close).
+# DREP), destroy. rdma-core 56's cmtime (Debian 13) prints more steps, in
+# microseconds: its "init qp attr" and "init qp" (the client's QP to INIT,
+# which 44's create qp did) count in the setup, its "cm connect" is the
+# connect, its "destroy qp" and "destroy id" make the destroy (their max
+# and min are left out); its server serves one client run with as many
+# connections and leaves, so each run has a server of its own. TCP's:
+# create id (socket), connect (the kernel's handshake), accept (the server
+# process accept()ed it: established at both ends, the figure to hold
+# against cmtime's connect), disconnect (FIN until the server's FIN),
+# destroy (close).
 # One JSON object on stdout: per path, each step's figures (median and every
 # round) for sv0 and TCP, the rates of setup (every step up to established
 # at both ends), connect and teardown (disconnect + destroy), and the ratios
@@ -164,7 +170,8 @@ host_ipv4() {
 }
 
 # run FILE CMD...: one client run under timeout; it must exit 0 and print
-# cmtime's table (a connect row), and no error line of cmtime's
+# cmtime's table (a connect row: rdma-core 56's "cm connect"), and no error
+# line of cmtime's
 run() {
 	local f=$1 rc
 	shift
@@ -175,7 +182,7 @@ run() {
 	cli=
 	if [ $rc != 0 ]; then
 		errors+=("$(basename "$f" .txt): exit status $rc")
-	elif ! grep -Eq '^connect +: ' "$f"; then
+	elif ! grep -Eq '^(connect +: |cm connect +[0-9])' "$f"; then
 		errors+=("$(basename "$f" .txt): no connect step in the output")
 	elif grep -Eq '^(event: |RDMA_CM_EVENT_|failure|failing)' "$f"; then
 		errors+=("$(basename "$f" .txt): $(grep -Em1 '^(event: |RDMA_CM_EVENT_|failure|failing)' "$f")")
@@ -188,13 +195,15 @@ run() {
 	return 1
 }
 
-# one path: NAME ADDR
-path() {
-	local name=$1 addr=$2 port r
+# sv0 FILE ADDR N: one cmtime run of N connections, with a server of its
+# own (on a fresh port, N connections too: rdma-core 56's server serves
+# one run of as many and leaves; 44's never leaves), stopped after
+sv0() {
+	local f=$1 addr=$2 n=$3 port
 	port=$(free_port)
-	timeout -k 5 $(( limit * (rounds + serial + 2) )) \
-		"$SV" run -- cmtime -b "$addr" -p "$port" \
-		>"$logs/$name.server.log" 2>&1 &
+	timeout -k 5 $(( limit + 10 )) \
+		"$SV" run -- cmtime -b "$addr" -p "$port" -c "$n" \
+		>"${f%.txt}.server.log" 2>&1 &
 	srv=$!
 	# no socket to watch: the daemon logs each id that starts listening
 	for _ in $(seq 1 400); do
@@ -203,29 +212,37 @@ path() {
 		sleep 0.05
 	done
 	if ! grep -q "listens on .*:$port, " "$devlog" 2>/dev/null; then
-		errors+=("$name: the cmtime server never listened on $addr port $port")
+		errors+=("$(basename "$f" .txt): the cmtime server never listened on $addr port $port")
 		stop_server
 		return 1
 	fi
+	run "$f" "$SV" run -- cmtime -s "$addr" -p "$port" -c "$n"
+	# 56's leaves by itself once its client is done
+	for _ in $(seq 1 40); do
+		alive "$srv" || break
+		sleep 0.05
+	done
+	stop_server
+}
+
+# one path: NAME ADDR
+path() {
+	local name=$1 addr=$2 r
 	# CONNS at a time, ROUNDS times, the order alternating
 	for r in $(seq 1 "$rounds"); do
 		if [ $((r % 2)) = 1 ]; then
-			run "$logs/$name.sv0.r$r.txt" "$SV" run -- cmtime \
-				-s "$addr" -p "$port" -c "$conns"
+			sv0 "$logs/$name.sv0.r$r.txt" "$addr" "$conns"
 			run "$logs/$name.tcp.r$r.txt" "$TCP" -s "$addr" -c "$conns"
 		else
 			run "$logs/$name.tcp.r$r.txt" "$TCP" -s "$addr" -c "$conns"
-			run "$logs/$name.sv0.r$r.txt" "$SV" run -- cmtime \
-				-s "$addr" -p "$port" -c "$conns"
+			sv0 "$logs/$name.sv0.r$r.txt" "$addr" "$conns"
 		fi
 	done
 	# one connection at a time
 	for r in $(seq 1 "$serial"); do
-		run "$logs/$name.sv0.one$r.txt" "$SV" run -- cmtime \
-			-s "$addr" -p "$port" -c 1
+		sv0 "$logs/$name.sv0.one$r.txt" "$addr" 1
 		run "$logs/$name.tcp.one$r.txt" "$TCP" -s "$addr" -c 1
 	done
-	stop_server
 }
 
 command -v cmtime >/dev/null || errors+=("cmtime is not installed (rdmacm-utils)")
@@ -249,8 +266,12 @@ conns, rounds, serial = int(conns), int(rounds), int(serial)
 errors = sys.argv[6:]
 ROW = re.compile(r"^([a-z ]+?)\s*:\s*(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)"
                  r"\s+(-?[\d.]+)\s*$")
+# rdma-core 56: step, avg/iter (total / connections), total(us), us/conn
+# (sum / connections), sum(us), max(us), min(us)
+ROW56 = re.compile(r"^([a-z ]+?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)"
+                   r"\s+(\d+)\s*$")
 SV_SETUP = ("create id", "bind addr", "resolve addr", "resolve route",
-            "create qp", "connect")
+            "create qp", "init qp attr", "init qp", "connect")
 TCP_SETUP = ("create id", "bind addr", "accept")
 TEARDOWN = ("disconnect", "destroy")
 
@@ -263,13 +284,33 @@ def table(path, n):
     except OSError:
         return None
     steps = {}
+    tables = 0
     for line in text.splitlines():
+        if line.startswith("step "):
+            tables += 1
         g = ROW.match(line)
         if g:
             v = [float(x) for x in g.groups()[1:]]
             steps[g.group(1)] = {"total_ms": v[3] * n / 1000,
                                  "max_ms": v[1], "min_us": v[2],
                                  "us_per_conn": v[3]}
+            continue
+        g = ROW56.match(line)
+        # 56's first table (its second is a run without QPs)
+        if g and tables == 1:
+            v = [float(x) for x in g.groups()[1:]]
+            steps[g.group(1)] = {"total_ms": v[1] / 1000,
+                                 "max_ms": v[4] / 1000, "min_us": v[5],
+                                 "us_per_conn": v[1] / n}
+    if "cm connect" in steps:
+        steps["connect"] = steps.pop("cm connect")
+        steps.pop("full connect", None)
+        d = [steps.pop(s) for s in ("destroy qp", "destroy id") if s in steps]
+        if d:
+            steps["destroy"] = {
+                "total_ms": sum(x["total_ms"] for x in d),
+                "max_ms": None, "min_us": None,
+                "us_per_conn": sum(x["us_per_conn"] for x in d)}
     return steps if "connect" in steps else None
 
 

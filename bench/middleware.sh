@@ -197,6 +197,9 @@ sec_ucx() {
 		"tag_lat_8 -t tag_lat -s 8 -n ${ucx_n[0]} -w $(( ucx_n[0] / 10 ))" \
 		"am_bw_8 -t ucp_am_bw -s 8 -n ${ucx_n[3]} -w $(( ucx_n[3] / 10 ))" \
 		>"$batch"
+	# UCX 1.18's (Debian 13) is built with MPI: -P 0, without (1.13 has no -P)
+	local -a perf_p=()
+	ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && perf_p=(-P 0)
 	for t in sv0 tcp; do
 		if [ "$t" = sv0 ]; then
 			tls=rc_verbs,ud_verbs:aux dev=sv0:1 pre=("$SV" run --)
@@ -204,12 +207,12 @@ sec_ucx() {
 			tls=tcp dev=veth0 pre=()
 		fi
 		next_port
-		# UCX_LOG_LEVEL=info: the lanes UCX chose (ep_cfg), in the
-		# client's output beside the CSV lines
+		# UCX_LOG_LEVEL=info: the lanes UCX chose (ep_cfg; 1.18:
+		# "inter-node cfg#N"), in the client's output beside the CSV lines
 		run_pair ucx "$t" "$port" env UCX_TLS="$tls" UCX_NET_DEVICES="$dev" \
-			"${pre[@]}" ucx_perftest -p "$port" -b "$batch" -f -v :: \
+			"${pre[@]}" ucx_perftest "${perf_p[@]}" -p "$port" -b "$batch" -f -v :: \
 			env UCX_TLS="$tls" UCX_NET_DEVICES="$dev" UCX_LOG_LEVEL=info \
-			"${pre[@]}" ucx_perftest "$IP_A" -p "$port" -b "$batch" -f -v
+			"${pre[@]}" ucx_perftest "${perf_p[@]}" "$IP_A" -p "$port" -b "$batch" -f -v
 	done
 }
 

@@ -63,11 +63,16 @@ def figure(name, unit, better, sv0, tcp):
     return r
 
 
+# An endpoint configuration UCX printed (UCX_LOG_LEVEL=info): 1.13's
+# "ep_cfg[N]: LANES", 1.18's "intra-node cfg#N LANES" or "inter-node ..."
+EP_CFG = r"(?:ep_cfg\[\d+\]:|(?:intra|inter)-node cfg#\d+) (.*)"
+
+
 def lanes(text):
-    """The distinct lanes UCX printed in ep_cfg lines (UCX_LOG_LEVEL=info),
-    e.g. rc_verbs/sv0:1, tcp/veth0, sysv/memory."""
+    """The distinct lanes UCX printed in its endpoint configurations
+    (EP_CFG), e.g. rc_verbs/sv0:1, tcp/veth0, sysv/memory."""
     out = set()
-    for m in re.finditer(r"ep_cfg\[\d+\]: (.*)", text or ""):
+    for m in re.finditer(EP_CFG, text or ""):
         out.update(x.strip() for lane in re.findall(r"\(([^)]*)\)", m.group(1))
                    for x in lane.split())
     return sorted(out)
@@ -81,7 +86,7 @@ def ucx_batch(path):
     rate, overall rate), each after the ep_cfg lines of its endpoint."""
     res, seen = {}, []
     for line in (read(path) or "").splitlines():
-        if "ep_cfg[" in line:
+        if re.search(EP_CFG, line):
             seen.append(line)
             continue
         f = [x.strip() for x in line.split(",")]

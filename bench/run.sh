@@ -417,9 +417,12 @@ if command -v ucx_perftest >/dev/null; then
 	echo "am_bw_8 -t ucp_am_bw -s 8 -n $ucx_am -w $(( ucx_am / 10 ))" >> "$batch"
 	port=$(free_port)
 	export UCX_TLS=${SV_BENCH_UCX_TLS:-shm,self}
+	# UCX 1.18's (Debian 13) is built with MPI: -P 0, without (1.13 has no -P)
+	perf_p=()
+	ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && perf_p=(-P 0)
 	pair ucx $limit "$port" \
-		ucx_perftest -p "$port" -b "$batch" -f -v :: \
-		ucx_perftest localhost -p "$port" -b "$batch" -f -v
+		ucx_perftest "${perf_p[@]}" -p "$port" -b "$batch" -f -v :: \
+		ucx_perftest "${perf_p[@]}" localhost -p "$port" -b "$batch" -f -v
 	unset UCX_TLS
 else
 	record ucx missing 0 "ucx_perftest is not installed (ucx-utils)"

@@ -20,14 +20,19 @@ if objdump -p "$root/usr/lib/softverbs/libibverbs.so.1" | grep -q 'NEEDED.*libas
 	echo "mkdeb: $build is a sanitized build; package a plain one" >&2
 	exit 1
 fi
-# the shared libraries the binaries need, as Debian names their packages
+# the shared libraries the binaries need, as Debian names their packages,
+# each at least at the upstream version this build linked against (a
+# package built on Debian 13 needs its glibc 2.41: dpkg refuses it on
+# Debian 12 instead of a binary failing there)
 deps=$(cd "$root" && for f in usr/bin/softverbs usr/libexec/softverbs/* \
 	usr/lib/softverbs/*.so.1 usr/lib/softverbs/*preload.so; do
 		objdump -p "$f" | awk '$1 == "NEEDED" { print $2 }'
 	done | sort -u | while read -r lib; do
 		[ "$lib" = libibverbs.so.1 ] && continue   # our own
 		p=$(dpkg -S "*/$lib" 2>/dev/null | head -n 1 | cut -d: -f1)
-		[ -n "$p" ] && echo "$p"
+		[ -n "$p" ] || continue
+		v=$(dpkg-query -W -f '${Version}' "$p" 2>/dev/null)
+		if [ -n "$v" ]; then echo "$p (>= ${v%-*})"; else echo "$p"; fi
 	done | sort -u | paste -sd, | sed 's/,/, /g')
 size=$(du -sk "$root/usr" | cut -f1)
 mkdir -p "$root/DEBIAN"

@@ -323,6 +323,33 @@ static int open_channel(struct sv_conn *c, int *status, long *left)
 	return 0;
 }
 
+/* The commands that make an object that a destroy command (sv_destroy_obj)
+ * ends: counted in c->objs. */
+static bool makes_obj(unsigned int op)
+{
+	switch (op) {
+	case SV_CMD_ALLOC_PD:
+	case SV_CMD_REG_MR:
+	case SV_CMD_CREATE_CHANNEL:
+	case SV_CMD_CREATE_CQ:
+	case SV_CMD_CREATE_QP:
+	case SV_CMD_CREATE_SRQ:
+	case SV_CMD_CREATE_AH:
+	case SV_CMD_CREATE_DOMAIN:
+	case SV_CMD_ALLOC_MR:
+	case SV_CMD_ALLOC_PAGE_LIST:
+	case SV_CMD_REG_MR_LIST:
+	case SV_CMD_ALLOC_MW:
+	case SV_CMD_OPEN_XRCD:
+	case SV_CMD_OPEN_QP:
+	case SV_CMD_ALLOC_DM:
+	case SV_CMD_IMPORT_OBJ:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* No response in time: the device is declared dead, in every process that
  * shares the connection (its socket is shut), and the context hears of it
  * as of a daemon that has gone. */
@@ -374,6 +401,8 @@ int sv_conn_call(struct sv_conn *c, struct sv_cmd *cmd, int fd_in,
 		ret = -EIO;
 	} else if (!ret) {
 		ret = status;
+		if (!ret && makes_obj(cmd->hdr.op))
+			__atomic_add_fetch(&c->objs, 1, __ATOMIC_RELAXED);
 	}
 out:
 	pthread_mutex_unlock(&c->lock);

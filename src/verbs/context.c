@@ -64,10 +64,20 @@ int sv_destroy_obj(struct ibv_context *context, unsigned int op,
 	struct sv_rsp rsp;
 	int ret;
 
+	struct sv_conn *conn = &to_sv_ctx(context)->conn;
+	uint32_t n;
+
 	sv_cmd_init(&cmd, op);
 	cmd.u.handle.handle = handle;
-	ret = sv_conn_call(&to_sv_ctx(context)->conn, &cmd, -1, &rsp, NULL);
-	return ret == -ENOTCONN || ret == -EIO ? 0 : -ret;
+	ret = sv_conn_call(conn, &cmd, -1, &rsp, NULL);
+	ret = ret == -ENOTCONN || ret == -EIO ? 0 : -ret;
+	/* one object fewer (never below none: an object made otherwise) */
+	n = __atomic_load_n(&conn->objs, __ATOMIC_RELAXED);
+	while (!ret && n &&
+	       !__atomic_compare_exchange_n(&conn->objs, &n, n - 1, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return ret;
 }
 
 /* Connect and open a context: a new one with its own token (its cmd_fd),
@@ -211,13 +221,25 @@ SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 	return context_new(&sv_device0.ibdev, cmd_fd);
 }
 
+/* Contexts closed with objects left: their memory is kept for good
+ * (reachable from here), closed as any other, so that a destroy after the
+ * close reads what it reads (the connection, closed: the destroy fails)
+ * from memory that is still ours. rdma-core's libibverbs frees the context,
+ * and such a destroy reads freed memory; pyverbs does it where Python's
+ * collector frees a context before its CQ (rdma-core 56's tests under
+ * Python 3.13, in check-asan). */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_context *kept;
+
 SV_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct sv_context *ctx = to_sv_ctx(context);
+	bool keep = __atomic_load_n(&ctx->conn.objs, __ATOMIC_ACQUIRE) != 0;
 
 	/* the daemon frees whatever the application left behind; so do we
-	 * for the hidden domains of QPs left behind (resdom.c) */
-	while (ctx->idx_domains) {
+	 * for the hidden domains of QPs left behind (resdom.c), unless the
+	 * context is kept: a QP destroyed after the close lets go of its own */
+	while (!keep && ctx->idx_domains) {
 		struct sv_res_domain *rd = ctx->idx_domains;
 
 		ctx->idx_domains = rd->next;
@@ -229,6 +251,13 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 	sv_direct_close(ctx);
 	if (ctx->db_map)
 		munmap(ctx->db_map, ctx->db_bytes);
+	if (keep) {
+		pthread_mutex_lock(&kept_lock);
+		ctx->kept_next = kept;
+		kept = ctx;
+		pthread_mutex_unlock(&kept_lock);
+		return 0;
+	}
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->ch_lock);

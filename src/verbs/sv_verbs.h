@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -47,6 +48,9 @@ struct sv_conn {
 	uint32_t seq;
 	int reply_fd;              /* its reply channel, or -1 (fd) */
 	uint32_t chan;             /* that channel's number; 0: fd */
+	/* the daemon objects made through it and not destroyed yet
+	 * (atomic): a context closed with some left is kept (context.c) */
+	uint32_t objs;
 };
 
 /* Connect (starting the daemon if none answers and autostart is allowed)
@@ -98,6 +102,7 @@ struct sv_context {
 	/* the direct path's tables (direct.c), or NULL: every WQE goes to
 	 * the daemon */
 	struct sv_direct *direct;
+	struct sv_context *kept_next; /* closed with objects left (context.c) */
 };
 
 static inline struct sv_context *to_sv_ctx(struct ibv_context *ctx)
@@ -368,14 +373,28 @@ struct sv_wq {
 	uint32_t prod;             /* private producer counter */
 };
 
+/* The end of rdma-core 44's struct ibv_qp_ex (Debian 12's), whose last
+ * member is wr_atomic_write, whichever verbs.h this is built against. */
+#define SV_QP_EX_44_END                                                      \
+	(offsetof(struct ibv_qp_ex, wr_atomic_write) +                       \
+	 sizeof(((struct ibv_qp_ex *)0)->wr_atomic_write))
+
 struct sv_qp {
-	struct ibv_qp_ex ex;       /* head is a struct ibv_qp */
-	/* the member rdma-core 56's struct ibv_qp_ex has past Debian 12's:
-	 * ibv_wr_flush() of a program built against 56 or later calls it
-	 * (verbs/rdma_private.h, "since 56") */
-	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey,
-			 uint64_t remote_addr, size_t len, uint8_t type,
-			 uint8_t level);
+	union {
+		struct ibv_qp_ex ex;       /* head is a struct ibv_qp */
+		struct {
+			char ex44[SV_QP_EX_44_END];
+			/* the member rdma-core 56's struct ibv_qp_ex has
+			 * past Debian 12's: ibv_wr_flush() of a program
+			 * built against 56 or later calls it
+			 * (verbs/rdma_private.h, "since 56"). Built
+			 * against 56's verbs.h (Debian 13), this is ex's
+			 * own wr_flush; against 44's, the word past ex. */
+			void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey,
+					 uint64_t remote_addr, size_t len,
+					 uint8_t type, uint8_t level);
+		};
+	};
 	uint64_t handle;
 	/* the parent domain it holds a reference on, or NULL: kept here, not
 	 * read from ibqp->pd at destroy (an imported PD may be unimported,

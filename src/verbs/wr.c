@@ -28,9 +28,17 @@
  * here by the data setter used (wr_set_inline_data*). */
 #define WR_FLAGS_OK SV_SEND_FLAGS_OK
 
-/* where rdma-core 56's struct ibv_qp_ex holds wr_flush: right past 44's */
-_Static_assert(offsetof(struct sv_qp, wr_flush) == sizeof(struct ibv_qp_ex),
-	       "wr_flush must follow struct ibv_qp_ex as in rdma-core 56");
+/* where rdma-core 56's struct ibv_qp_ex holds wr_flush: right past 44's
+ * (sv_verbs.h: past ex built against 44's verbs.h, ex's own against 56's) */
+_Static_assert(offsetof(struct sv_qp, ex) == 0 &&
+		       offsetof(struct sv_qp, wr_flush) == SV_QP_EX_44_END,
+	       "wr_flush must follow rdma-core 44's struct ibv_qp_ex, as in 56");
+/* and the verbs.h built against is 44's or 56's: ex ends there or with
+ * wr_flush */
+_Static_assert(sizeof(struct ibv_qp_ex) == SV_QP_EX_44_END ||
+		       sizeof(struct ibv_qp_ex) ==
+			       SV_QP_EX_44_END + sizeof(void (*)(void)),
+	       "struct ibv_qp_ex is neither rdma-core 44's nor 56's");
 
 static inline struct sv_qp *ex_to_qp(struct ibv_qp_ex *ex)
 {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package (issue 24, Deliver 4): `make deb`'s script packages
-# this build, and the package installs in a fresh Debian 12 root made by
+# this build, and the package installs in a fresh root of the Debian
+# release it was built on (12, bookworm, or 13, trixie) made by
 # debootstrap (minbase, with Debian's ibverbs-utils, so rdma-core's own
 # libibverbs is there too), entered with unshare and chroot:
 #   - dpkg -i installs it beside rdma-core's libibverbs, which stays;
@@ -25,13 +26,20 @@ deb=$("$src/scripts/mkdeb.sh" "$build" "$T") || fail "mkdeb.sh"
 echo "built $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"
 root=$T/root
 mirror=${SV_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# the package needs the libc of the release it was built on
+suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+case "$suite" in
+bookworm) ver=12 ;;
+trixie) ver=13 ;;
+*) fail "the package installs on the Debian release it was built on: bookworm or trixie, not '$suite'" ;;
+esac
 # in a mount namespace of its own: what debootstrap mounts in the root
 # (proc, or the host's /dev nodes bound in a container) goes with it even
 # if it is killed, and no later rm -rf of the root reaches the host's
 timeout 900 unshare -m --propagation private \
-	debootstrap --variant=minbase --include=ibverbs-utils bookworm \
+	debootstrap --variant=minbase --include=ibverbs-utils "$suite" \
 	"$root" "$mirror" >"$T/debootstrap.log" 2>&1 ||
-	{ tail -n 30 "$T/debootstrap.log"; fail "debootstrap bookworm from $mirror"; }
+	{ tail -n 30 "$T/debootstrap.log"; fail "debootstrap $suite from $mirror"; }
 cp "$deb" "$root/tmp/"
 sys_lib=$(chroot "$root" sh -c 'ls /usr/lib/*/libibverbs.so.1' 2>/dev/null)
 [ -n "$sys_lib" ] || fail "rdma-core's libibverbs is not in the root"
@@ -81,7 +89,7 @@ unshare -m --propagation private sh -c "
 " >"$T/inside.log" 2>&1
 rc=$?
 cat "$T/inside.log"
-[ $rc = 0 ] || fail "inside the fresh Debian 12 root: status $rc"
+[ $rc = 0 ] || fail "inside the fresh Debian $ver root: status $rc"
 grep -q 'inside: done' "$T/inside.log" || fail "the steps inside did not finish"
 
 # dist/Dockerfile, step by step, in the same root (the package removed
@@ -91,9 +99,13 @@ grep -q 'inside: done' "$T/inside.log" || fail "the steps inside did not finish"
 # and ENV for what follows, and CMD run last as that user with that
 # environment: it must show sv0, its port active. An instruction this
 # does not know fails the test.
-/usr/bin/python3 - "$src/dist/Dockerfile" "$T" "$root" >"$T/docker.sh" <<'PY' ||
+/usr/bin/python3 - "$src/dist/Dockerfile" "$T" "$root" "$ver" "$suite" \
+	>"$T/docker.sh" <<'PY' ||
 import json, shlex, sys, glob, os
-df, ctx, root = sys.argv[1:4]
+df, ctx, root, ver, suite = sys.argv[1:6]
+# ARG's defaults; DEBIAN_VERSION as `docker build --build-arg` sets it for
+# a package of this release
+args = {}
 lines, cur = [], ''
 for l in open(df):
     l = l.rstrip('\n')
@@ -109,9 +121,16 @@ user, env = 'root', {}
 for l in lines:
     ins, _, arg = l.strip().partition(' ')
     ins = ins.upper()
-    if ins == 'FROM':
-        assert arg.strip() in ('debian:12-slim', 'debian:12', 'debian:bookworm',
-                               'debian:bookworm-slim'), ('FROM', arg)
+    if ins == 'ARG':
+        k, _, v = arg.strip().partition('=')
+        args[k] = ver if k == 'DEBIAN_VERSION' else v
+    elif ins == 'FROM':
+        image = arg.strip()
+        for k, v in args.items():
+            image = image.replace('${%s}' % k, v).replace('$' + k, v)
+        assert image in ('debian:%s-slim' % ver, 'debian:%s' % ver,
+                         'debian:%s' % suite, 'debian:%s-slim' % suite), \
+            ('FROM', arg, image)
     elif ins == 'RUN':
         out.append('echo "RUN %s"' % arg.replace('"', "'")[:60])
         out.append('chroot_run sh -c %s' % shlex.quote(arg))
@@ -161,4 +180,4 @@ cat "$root/tmp/cmd.out"
 grep -q 'hca_id:[[:space:]]*sv0' "$root/tmp/cmd.out" &&
 	grep -q 'PORT_ACTIVE' "$root/tmp/cmd.out" ||
 	fail "the image's command did not show sv0 with its port active"
-pass "the package installs in a fresh Debian 12 root beside rdma-core, runs ibv_rc_pingpong unprivileged, and removes cleanly; dist/Dockerfile's steps build that root into the image, whose command shows sv0 to an unprivileged user"
+pass "the package installs in a fresh Debian $ver root beside rdma-core, runs ibv_rc_pingpong unprivileged, and removes cleanly; dist/Dockerfile's steps build that root into the image, whose command shows sv0 to an unprivileged user"

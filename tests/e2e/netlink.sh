@@ -19,7 +19,8 @@ fw=$(awk '/fw_ver:/ { print $2; exit }' "$T/devinfo")
 
 "$SV" run -- rdma dev >"$T/dev" 2>&1 || { cat "$T/dev"; fail "rdma dev"; }
 cat "$T/dev"
-grep -q "^0: sv0: node_type ca fw $fw node_guid $guid sys_image_guid $guid" "$T/dev" ||
+# (iproute2 6.15, Debian 13's, names the protocol too)
+grep -Eq "^0: sv0: node_type ca (protocol roce )?fw $fw node_guid $guid sys_image_guid $guid" "$T/dev" ||
 	fail "rdma dev does not show sv0 as ibv_devinfo does (fw $fw, guid $guid)"
 
 # the netdev: the one the device view shows under device/net
@@ -94,9 +95,13 @@ q=$(sed -n 's/^qpn=//p' "$T/hold" | head -n 1)
 "$SV" run -- rdma statistic show >"$T/stat" 2>&1 || { cat "$T/stat"; fail "rdma statistic show"; }
 cat "$T/stat"
 v=$("$SV" run -- cat /sys/class/infiniband/sv0/ports/1/hw_counters/rcvd_seg_drop)
-grep -q "^link sv0/1 .*rcvd_seg_drop $v " "$T/stat" || fail "rdma statistic show: not the view's counters"
+# (iproute2 6.1 prints a link's counters on its line, 6.15 (Debian 13)
+# one a line under it)
+tr -s '\n ' '  ' <"$T/stat" | grep -q "link sv0/1 .*rcvd_seg_drop $v " ||
+	fail "rdma statistic show: not the view's counters"
 "$SV" run -- rdma statistic show link sv0/1 >"$T/stat1" 2>&1 || { cat "$T/stat1"; fail "rdma statistic show link sv0/1"; }
-grep -q "^link sv0/1 .*sent_pkts" "$T/stat1" || { cat "$T/stat1"; fail "rdma statistic show link sv0/1"; }
+tr -s '\n ' '  ' <"$T/stat1" | grep -q "^link sv0/1 .*sent_pkts" ||
+	{ cat "$T/stat1"; fail "rdma statistic show link sv0/1"; }
 "$SV" run -- rdma -j statistic show >"$T/stat.json" 2>&1 || { cat "$T/stat.json"; fail "rdma -j statistic show"; }
 /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[0]["ifname"]=="sv0" and r[0]["port"]==1 and "sent_pkts" in r[0], r' \
 	"$T/stat.json" || fail "rdma -j statistic show: wrong"

@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,18 +57,21 @@
 #define FLUSH_MR            1
 #define DEV_FLUSH_GLOBAL    (1ull << 38)
 
-/* the wr_flush that follows struct ibv_qp_ex in rdma-core 56 */
-struct qp_ex56 {
-	struct ibv_qp_ex ex;
-	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey,
-			 uint64_t remote_addr, size_t len, uint8_t type,
-			 uint8_t level);
-};
+/* the wr_flush that follows rdma-core 44's struct ibv_qp_ex in 56: past
+ * wr_atomic_write, 44's last member (built against 56's verbs.h, ex's own
+ * wr_flush; against 44's, the word past ex) */
+typedef void (*wr_flush_fn)(struct ibv_qp_ex *qp, uint32_t rkey,
+			    uint64_t remote_addr, size_t len, uint8_t type,
+			    uint8_t level);
 
 static void wr_flush(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
 		     size_t len, uint8_t type, uint8_t level)
 {
-	((struct qp_ex56 *)x)->wr_flush(x, rkey, addr, len, type, level);
+	wr_flush_fn f;
+
+	memcpy(&f, (char *)x + offsetof(struct ibv_qp_ex, wr_atomic_write) +
+			   sizeof(x->wr_atomic_write), sizeof(f));
+	f(x, rkey, addr, len, type, level);
 }
 
 #define NQP     8      /* main, 6 for the errors, one without the flag */

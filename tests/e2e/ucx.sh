@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Debian's unmodified UCX 1.13 on sv0, two processes on this host through
-# 'softverbs run' (docs/DESIGN.md, "Middleware"):
+# Debian's unmodified UCX (1.13; Debian 13's 1.18) on sv0, two processes
+# on this host through 'softverbs run' (docs/DESIGN.md, "Middleware"):
 #   ucx.sh TL TEST    ucx_perftest's UCP test TEST (ucp_put_bw ucp_get
 #                     ucp_am_bw tag_lat tag_bw ucp_add) over transport TL
 #                     (rc_verbs, ud_verbs) on sv0:1: server and client, the
@@ -16,9 +16,10 @@
 #                     UCX's rdmacm connection manager on sv0's rdma_cm
 #                     device, reads and writes with every byte checked (-q)
 # Both processes must exit 0 within their bounds, the client must print its
-# results, and UCX's transport selection (UCX_LOG_LEVEL=info, "ep_cfg")
-# must show TL on sv0:1 carrying every lane: no tuning variable, only
-# UCX_TLS naming the transport under test and UCX_NET_DEVICES=sv0:1.
+# results, and UCX's transport selection (UCX_LOG_LEVEL=info, "ep_cfg";
+# 1.18: "intra-node cfg#N") must show TL on sv0:1 carrying every lane: no
+# tuning variable, only UCX_TLS naming the transport under test and
+# UCX_NET_DEVICES=sv0:1.
 # rc_verbs runs as UCX_TLS=rc_verbs,ud_verbs:aux: connecting RC endpoints
 # by exchanged addresses needs an auxiliary transport for UCX's wire-up
 # messages (UCX's own 'rc_v' alias is the same), on any verbs device;
@@ -39,6 +40,12 @@ for v in $(env | sed -n 's/^\(UCX_[A-Z0-9_]*\)=.*/\1/p'); do
 	case "$v" in UCX_NET_DEVICES|UCX_TLS) ;; *) unset "$v" ;; esac
 done
 
+# UCX 1.18's ucx_perftest is built with MPI: -P 0 runs it without (1.13
+# has no -P); its server wants the test's parameters too (1.13's takes the
+# client's and ignores its own)
+perf_p=()
+ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && perf_p=(-P 0)
+
 sout=$SV_TEST_DIR/server.out
 cout=$SV_TEST_DIR/client.out
 n=0
@@ -56,11 +63,12 @@ end_pair() { # cli_pid srv_pid what
 }
 
 # Every lane of every endpoint configuration UCX printed in FILE is TL on
-# sv0:1 ("ep_cfg[0]: tag(rc_verbs/sv0:1) rma(rc_verbs/sv0:1)"), and there
-# is at least one.
+# sv0:1 ("ep_cfg[0]: tag(rc_verbs/sv0:1) rma(rc_verbs/sv0:1)"; 1.18:
+# "intra-node cfg#0 tag(rc_verbs/sv0:1) ..."), and there is at least one.
 check_lanes() { # file what
 	local lanes bad
-	lanes=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$1" | sed 's/^ep_cfg\[[0-9]*\]: //' |
+	lanes=$(grep -oE '(ep_cfg\[[0-9]*\]:|(intra|inter)-node cfg#[0-9]+) .*' "$1" |
+		sed -E 's/^(ep_cfg\[[0-9]*\]:|(intra|inter)-node cfg#[0-9]+) //' |
 		grep -o '([^)]*)' | tr -d '()' | sort -u)
 	[ -n "$lanes" ] || { show; fail "$2: UCX printed no endpoint configuration"; }
 	bad=$(echo "$lanes" | grep -v "^$tl/sv0:1\$")
@@ -72,11 +80,13 @@ perf() { # args...
 	local port srv cli
 	port=$(free_port)
 	n=$((n + 1))
-	timeout -k 2 90 "$SV" run -- ucx_perftest -p "$port" >"$sout" 2>&1 &
+	timeout -k 2 90 "$SV" run -- ucx_perftest "${perf_p[@]}" -p "$port" \
+		-w 100 -n 1000 "$@" >"$sout" 2>&1 &
 	srv=$!
 	wait_listen "$port" $srv || { show; fail "ucx_perftest server never listened"; }
 	UCX_LOG_LEVEL=info timeout -k 2 60 "$SV" run -- \
-		ucx_perftest 127.0.0.1 -p "$port" -w 100 -n 1000 "$@" >"$cout" 2>&1 &
+		ucx_perftest "${perf_p[@]}" 127.0.0.1 -p "$port" -w 100 -n 1000 \
+		"$@" >"$cout" 2>&1 &
 	cli=$!
 	end_pair $cli $srv "ucx_perftest $*"
 	grep -q '^Final:' "$cout" || { show; fail "ucx_perftest $*: no results"; }

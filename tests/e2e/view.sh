@@ -209,8 +209,11 @@ sysfs)
 	# every GID of ibv_devinfo -v, at its index, of type RoCE v2
 	n=0
 	while read -r idx gid type; do
+		# eight groups of four hex digits, as the kernel writes a GID
+		# (Python 3.13's exploded writes an IPv4-mapped one's dotted)
 		full=$(/usr/bin/python3 -c 'import ipaddress, sys
-print(ipaddress.ip_address(sys.argv[1]).exploded)' "$gid")
+p = ipaddress.ip_address(sys.argv[1]).packed
+print(":".join(p[i:i + 2].hex() for i in range(0, 16, 2)))' "$gid")
 		[ "$(rd $sys/ports/1/gids/$idx)" = "$full" ] ||
 			fail "gids/$idx is not $full"
 		[ "$(rd $sys/ports/1/gid_attrs/types/$idx)" = "$type" ] ||

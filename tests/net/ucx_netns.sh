@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Debian's unmodified UCX 1.13 between two hosts: the server in namespace a
-# on a's softverbsd, the client in namespace b on b's, RoCEv2 over the veth
-# (docs/DESIGN.md, "Middleware"). The out-of-band exchange is TCP, as
-# across real hosts.
+# Debian's unmodified UCX (1.13; Debian 13's 1.18) between two hosts: the
+# server in namespace a on a's softverbsd, the client in namespace b on
+# b's, RoCEv2 over the veth (docs/DESIGN.md, "Middleware"). The
+# out-of-band exchange is TCP, as across real hosts.
 #   ucx_netns.sh BUILD_DIR TL         ucx_perftest's UCP tests ucp_put_bw,
 #                                     ucp_get, ucp_am_bw, tag_lat, tag_bw,
 #                                     ucp_add over TL (rc_verbs, ud_verbs),
@@ -12,10 +12,10 @@
 #                                     connection manager (the CM's MADs on
 #                                     QP1 across), every byte checked
 # Each run: both exit 0 in time, the client prints its results, UCX's
-# selection (ep_cfg) shows TL on sv0:1 for every lane, and RoCEv2 packets
-# crossed the veth. rc_verbs by address exchange runs as
-# UCX_TLS=rc_verbs,ud_verbs:aux (ud_verbs for UCX's wire-up messages only,
-# UCX's 'rc_v'); through the CM rc_verbs runs alone.
+# selection (ep_cfg; UCX 1.18: "inter-node cfg#N") shows TL on sv0:1 for
+# every lane, and RoCEv2 packets crossed the veth. rc_verbs by address
+# exchange runs as UCX_TLS=rc_verbs,ud_verbs:aux (ud_verbs for UCX's
+# wire-up messages only, UCX's 'rc_v'); through the CM rc_verbs runs alone.
 export SV_BUILD_DIR=$1
 tl=${2:-} what=${3:-perftest}
 . "$(dirname "$0")/lib.sh"
@@ -29,6 +29,11 @@ case "$what" in perftest|rdmacm) ;; *) fail "unknown case '$what'" ;; esac
 command -v ucx_perftest >/dev/null || skip "ucx_perftest is not installed (ucx-utils)"
 command -v io_demo >/dev/null || skip "io_demo is not installed (ucx-utils)"
 for v in $(env | sed -n 's/^\(UCX_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+# UCX 1.18's ucx_perftest is built with MPI: -P 0 runs it without (1.13
+# has no -P); its server takes the test's parameters too (1.13's ignores
+# them and takes the client's)
+perf_p=()
+ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && perf_p=(-P 0)
 
 ns_pair_up "$(ns_prefix "ucx${tl%_verbs}${what:0:1}")"
 ns_daemons_up
@@ -37,10 +42,12 @@ ns_log "$sout" "server in $NS_A"
 ns_log "$cout" "client in $NS_B"
 port=13337
 
-# Every lane UCX printed (ep_cfg) is TL on sv0:1, and there is one.
+# Every lane UCX printed is TL on sv0:1, and there is one. UCX 1.13 prints
+# "ep_cfg[N]: tag(TL/DEV) ...", 1.18 "inter-node cfg#N tag(TL/DEV) ...".
 check_lanes() { # file what
 	local lanes bad
-	lanes=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$1" | sed 's/^ep_cfg\[[0-9]*\]: //' |
+	lanes=$(grep -oE '(ep_cfg\[[0-9]*\]:|(intra|inter)-node cfg#[0-9]+) .*' "$1" |
+		sed -E 's/^(ep_cfg\[[0-9]*\]:|(intra|inter)-node cfg#[0-9]+) //' |
 		grep -o '([^)]*)' | tr -d '()' | sort -u)
 	[ -n "$lanes" ] || fail "$2: UCX printed no endpoint configuration"
 	bad=$(echo "$lanes" | grep -v "^$tl/sv0:1\$")
@@ -94,8 +101,9 @@ if [ "$what" = perftest ]; then
 	for c in "$@"; do
 		read -r t s more <<<"$c"
 		# shellcheck disable=SC2086
-		pair "$tls" ucx_perftest -- ucx_perftest "$IP_A" -t "$t" -s "$s" \
-			-w 100 -n 1000 $more
+		pair "$tls" ucx_perftest "${perf_p[@]}" -t "$t" -s "$s" -w 100 \
+			-n 1000 $more -- ucx_perftest "${perf_p[@]}" "$IP_A" -t "$t" \
+			-s "$s" -w 100 -n 1000 $more
 		[ "$crc" = 0 ] && [ "$src" = 0 ] ||
 			fail "ucx_perftest -t $c: client $(ns_why "$crc"), server $(ns_why "$src")"
 		grep -q '^Final:' "$cout" || fail "ucx_perftest -t $c: no results"
