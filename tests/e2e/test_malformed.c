@@ -46,6 +46,7 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_cmd.h"
+#include "abi/sv_direct.h"
 #include "abi/sv_sock.h"
 
 #define SV_TEST_MAX_CQE	     ((1u << 22) - 1)
@@ -533,6 +534,29 @@ static int daemon_setup(void **state)
 	    rsp.hdr.status || rsp.u.hello.daemon_pid != (uint32_t)g.pid) {
 		fprintf(stderr, "softverbsd: no HELLO from pid %d\n",
 			(int)g.pid);
+		goto fail;
+	}
+	/* The guard table of our uid (OPEN_DIRECT's part GUARDS) is the
+	 * daemon's from the first such command to its end: made now, so that
+	 * a test (test_fuzz) whose command makes it does not count it as a
+	 * descriptor left behind; then a command, after which the daemon has
+	 * closed its copy of the fd it handed out */
+	sv_cmd_init(&cmd, SV_CMD_OPEN_DIRECT);
+	cmd.u.open_direct.part = SV_DIRECT_PART_GUARDS;
+	cmd.hdr.seq = seq_next++;
+	if (sv_send_msg(s, &cmd, sizeof(cmd), -1, 0) || !readable(s, 5000) ||
+	    sv_recv_msg(s, &rsp, sizeof(rsp), &fd, 0) !=
+		    (ssize_t)sizeof(rsp) || rsp.hdr.status || fd < 0) {
+		fprintf(stderr, "softverbsd: no guard table\n");
+		goto fail;
+	}
+	close(fd);
+	sv_cmd_init(&cmd, SV_CMD_QUERY_DEVICE);
+	cmd.hdr.seq = seq_next++;
+	if (sv_send_msg(s, &cmd, sizeof(cmd), -1, 0) || !readable(s, 5000) ||
+	    sv_recv_msg(s, &rsp, sizeof(rsp), &fd, 0) !=
+		    (ssize_t)sizeof(rsp) || rsp.hdr.status) {
+		fprintf(stderr, "softverbsd: no QUERY_DEVICE\n");
 		goto fail;
 	}
 	g.base_fds = count_fds(g.pid);
