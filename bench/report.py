@@ -967,6 +967,58 @@ def capture_cost(raw):
     return out if out["rounds"] else None
 
 
+def users(raw):
+    """bench/users.sh: one JSON object per line, the reference first."""
+    text = read(os.path.join(raw, "users.out"))
+    if not text:
+        return None
+    out = {"ref": None, "cases": []}
+    for line in text.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if "reference" in d:
+            out["ref"] = d
+        elif "case" in d:
+            out["cases"].append(d)
+    return out if out["cases"] else None
+
+
+def table_users(R):
+    U = R.get("users")
+    L = ["Issue 38: perftest as users run it (one size, default flags), two"
+         " processes of this host; direct = WRs the initiator ran itself"]
+    if not U:
+        return L + ["  not measured"]
+    ref = U.get("ref") or {}
+    pv = {r["size"]: r for r in ref.get("process_vm_writev") or []}
+    L.append("  %-28s %14s %22s %9s  %s" % ("", "figure",
+             "/ one process_vm_writev", "direct", "sent to the daemon"))
+    for c in U["cases"]:
+        size = c.get("bytes")
+        p = pv.get(size) or {}
+        if "bw_MBps" in c:
+            fig = "%8.0f MB/s" % c["bw_MBps"]
+            r = ratio(c["bw_MBps"], p.get("bw_MBps"))
+        elif "lat_typical_us" in c:
+            fig = "%8.2f us" % c["lat_typical_us"]
+            r = ratio(c["lat_typical_us"], p.get("op_us"))
+        else:
+            fig, r = "failed (rc %s)" % c.get("rc"), None
+        wrs, d = c.get("wrs"), c.get("direct")
+        share = ("%d/%d" % (d, wrs)) if wrs else "n/a"
+        ref_ = [k + " " + str(v) for k, v in
+                sorted((c.get("refused") or {}).items()) if v]
+        L.append("  %-28s %14s %22s %9s  %s"
+                 % (c.get("command", c["case"]), fig, times(r).strip(),
+                    share, ", ".join(ref_) or "-"))
+    L.append("  (bandwidth: the ratio to one process_vm_writev of the same"
+             " size, higher is better; latency: to one call, lower is better;"
+             " both measured in this run)")
+    return L
+
+
 def table_capture(R):
     C = R.get("capture")
     L = ["Issue 24: the cost of softverbs capture (WRITE between two QPs"
@@ -1241,6 +1293,8 @@ def table(R):
     L.append("")
     L.extend(table_capture(R))
     L.append("")
+    L.extend(table_users(R))
+    L.append("")
     L.extend(table_mm(R))
     L.append("")
     L.extend(table_netns(R))
@@ -1393,6 +1447,7 @@ def main():
     R["targets_issue22"] = targets22(R)
     R["targets_issue23"] = targets23(R)
     R["capture"] = capture_cost(raw)
+    R["users"] = users(raw)
     R["plots_error"] = plots(R, a.out)
 
     text = table(R)

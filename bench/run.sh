@@ -15,6 +15,8 @@
 #     come from the budgets below;
 #   - Debian's unmodified perftest on sv0 (ib_write_bw, ib_write_lat,
 #     ib_read_lat, ib_send_lat), server and client through 'softverbs run';
+#   - perftest as users run it (one size, default flags), with the share
+#     of WRs that took the direct path (bench/users.sh)
 #   - UCX's ucx_perftest between two processes over shared memory: put
 #     bandwidth, put latency, active-message rate;
 #   - the callgrind instruction budgets (bench/budgets.sh) and the cost of
@@ -399,6 +401,9 @@ for p in ib_write_bw ib_write_lat ib_read_lat ib_send_lat; do
 		"$SV" run -- $p -d sv0 -x 0 -p "$port" "${args[@]}" :: \
 		"$SV" run -- $p -d sv0 -x 0 -p "$port" "${args[@]}" localhost
 done
+
+# -- perftest as users run it, with each figure's direct share (issue 38)
+step users $limit bash "$here/users.sh" "$build"
 
 # -- UCX over shared memory: one batch, the same file on both sides
 if command -v ucx_perftest >/dev/null; then

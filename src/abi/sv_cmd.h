@@ -106,7 +106,8 @@ enum sv_obj_type {
 	X(INJECT, 51)                                                        \
 	X(WHY, 52)                                                           \
 	X(CAPTURE, 53)                                                       \
-	X(REPLY_CHANNEL, 54)
+	X(REPLY_CHANNEL, 54)                                                  \
+	X(DIRECT_EST, 55)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -427,6 +428,15 @@ struct sv_cmd_mr_file {
 	uint32_t rsvd;
 };
 
+/* DIRECT_EST: the caller's QP (RC or UC, in RTS) is about to write
+ * directly into its peer on this host, which is in RTR and has taken no
+ * message yet: the peer is established now (IBV_EVENT_COMM_EST), as a
+ * first message would make it, and its entry in the direct path's table
+ * says so before the response. */
+struct sv_cmd_direct_est {
+	uint64_t qp;
+};
+
 /* OPEN_DIRECT: which part (SV_DIRECT_PART_*, src/abi/sv_direct.h): the
  * device's tables, or the guard table of the caller's uid. */
 struct sv_cmd_open_direct {
@@ -610,6 +620,7 @@ struct sv_cmd {
 		struct sv_cmd_resize_cq resize_cq;
 		struct sv_cmd_notify_cq notify_cq;
 		struct sv_cmd_mr_file mr_file;
+		struct sv_cmd_direct_est direct_est;
 		struct sv_cmd_open_direct open_direct;
 		struct sv_cmd_stat stat;
 		struct sv_cmd_create_qp create_qp;
@@ -1032,6 +1043,9 @@ struct sv_rsp_stat_wire {
 	uint64_t direct_msgs, direct_bytes;
 	uint64_t direct_mapped;    /* of direct_msgs: plain copies between
 				    * mapped memfds */
+	/* WRs of the direct path's operations sent to the daemon instead,
+	 * by reason (enum sv_direct_refusal, src/abi/sv_direct.h) */
+	uint64_t direct_refused[6];
 };
 
 struct sv_rsp_hdr {

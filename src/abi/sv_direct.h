@@ -100,10 +100,41 @@ struct sv_direct_guard {
 	int32_t tid;               /* the thread that holds it (the
 				    * kernel's thread id) */
 	uint32_t flags;            /* SV_DGUARD_* */
-	uint64_t rsvd[3];
+	/* WRs the direct path could have run and sent to the daemon
+	 * instead, by reason (SV_DREF_*); the poster's, as msgs */
+	uint32_t refused[6];
 };
 
 _Static_assert(sizeof(struct sv_direct_guard) == 64, "direct guard");
+
+/* Why a WR of an operation the direct path runs went to the daemon
+ * (sv_direct_guard.refused) */
+enum sv_direct_refusal {
+	SV_DREF_BUSY,      /* WRs of its QP were still at the daemon */
+	SV_DREF_CQ,        /* its CQ had no room for one more completion */
+	SV_DREF_CHANNEL,   /* its CQ has no private ring (none could be made) */
+	SV_DREF_PEER,      /* the peer is not on this host, not connected to
+			    * it, withdrawn (softverbs inject), or cannot
+			    * take it (state, access) */
+	SV_DREF_CHECK,     /* a key, range or size check failed: the daemon
+			    * finds the same and says it in the completion */
+	SV_DREF_FENCE,     /* a revocation began, or the copy fell short */
+	SV_DREF_MAX
+};
+
+/* The reason's name in softverbs stat (text and --json) */
+static inline const char *sv_direct_refusal_name(unsigned int r)
+{
+	switch (r) {
+	case SV_DREF_BUSY: return "busy";
+	case SV_DREF_CQ: return "cq_full";
+	case SV_DREF_CHANNEL: return "no_cq_ring";
+	case SV_DREF_PEER: return "peer";
+	case SV_DREF_CHECK: return "check";
+	case SV_DREF_FENCE: return "fence";
+	default: return "?";
+	}
+}
 
 /* sv_direct_guard.flags */
 #define SV_DGUARD_MAPPED 1u  /* a plain copy (memcpy) may be under way */

@@ -194,7 +194,8 @@ static int cmd_stat(struct sv_req *r)
 void sv_stat_wire_fill(struct sv_rsp_stat_wire *w)
 {
 	sv_roce_stat_fill(w);
-	sv_direct_counts(&w->direct_msgs, &w->direct_bytes, &w->direct_mapped);
+	sv_direct_counts(&w->direct_msgs, &w->direct_bytes, &w->direct_mapped,
+			 w->direct_refused);
 	w->lo_msgs = sv_dev.lo_msgs + w->direct_msgs;
 	w->lo_bytes = sv_dev.lo_bytes + w->direct_bytes;
 	sv_cm_stat_fill(w);
@@ -281,6 +282,7 @@ static const struct {
 	[SV_CMD_OPEN_CONTEXT] = { cmd_open_context, F_FD },
 	[SV_CMD_OPEN_DIRECT] = { sv_cmd_open_direct, 0 },
 	[SV_CMD_MR_FILE] = { sv_cmd_mr_file, 0 },
+	[SV_CMD_DIRECT_EST] = { sv_cmd_direct_est, 0 },
 	[SV_CMD_ALLOC_PD] = { cmd_alloc_pd, 0 },
 	[SV_CMD_DEALLOC_PD] = { cmd_dealloc_pd, 0 },
 	[SV_CMD_REG_MR] = { sv_cmd_reg_mr, 0 },

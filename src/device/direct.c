@@ -66,6 +66,7 @@ static struct {
 	struct gtab *gtabs;
 	uint64_t revokes, waits, fenced;
 	uint64_t msgs_gone, bytes_gone, mapped_gone; /* of QPs gone */
+	uint64_t refused_gone[SV_DREF_MAX];
 	bool all_off;              /* a capture is on (sv_direct_all_off) */
 	bool dirty;                /* an entry changed since the last
 				    * revocation's epoch */
@@ -388,6 +389,11 @@ void sv_direct_guard_reset(const struct sv_qp *qp)
 	dt.msgs_gone += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 	dt.bytes_gone += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
 	dt.mapped_gone += __atomic_load_n(&g->mapped, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < SV_DREF_MAX; i++) {
+		dt.refused_gone[i] +=
+			__atomic_load_n(&g->refused[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&g->refused[i], 0, __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&g->msgs, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->bytes, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->mapped, 0, __ATOMIC_RELAXED);
@@ -396,11 +402,22 @@ void sv_direct_guard_reset(const struct sv_qp *qp)
 	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
 }
 
-void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped)
+_Static_assert(SV_DREF_MAX ==
+		       sizeof(((struct sv_direct_guard *)0)->refused) /
+			       sizeof(uint32_t) &&
+	       SV_DREF_MAX == sizeof(((struct sv_rsp_stat_wire *)0)
+					     ->direct_refused) /
+				      sizeof(uint64_t),
+	       "a refusal counter per reason");
+
+void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped,
+		      uint64_t *refused)
 {
 	*msgs = dt.msgs_gone;
 	*bytes = dt.bytes_gone;
 	*mapped = dt.mapped_gone;
+	for (unsigned int i = 0; i < SV_DREF_MAX; i++)
+		refused[i] = dt.refused_gone[i];
 	if (dt.memfd < 0)
 		return;
 	for (uint32_t i = 0; i < dt.qp_hi; i++) {
@@ -411,6 +428,9 @@ void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped)
 		*msgs += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 		*bytes += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
 		*mapped += __atomic_load_n(&g->mapped, __ATOMIC_RELAXED);
+		for (unsigned int k = 0; k < SV_DREF_MAX; k++)
+			refused[k] += __atomic_load_n(&g->refused[k],
+						      __ATOMIC_RELAXED);
 	}
 }
 

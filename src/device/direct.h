@@ -48,13 +48,16 @@ void sv_direct_sq_done(struct sv_qp *qp);
 void sv_direct_revoke(void);
 
 /* The WQEs (their bytes, and those copied between mapped memfds) that
- * processes ran directly, QPs gone included. */
-void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped);
+ * processes ran directly, and those they sent to the daemon instead by
+ * reason (refused[SV_DREF_MAX]), QPs gone included. */
+void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped,
+		      uint64_t *refused);
 /* Counters: revocations, those that waited for a guard, copies fenced. */
 void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *fenced);
 
-/* OPEN_DIRECT, MR_FILE */
+/* OPEN_DIRECT, MR_FILE, DIRECT_EST */
 int sv_cmd_open_direct(struct sv_req *r);
 int sv_cmd_mr_file(struct sv_req *r);
+int sv_cmd_direct_est(struct sv_req *r);
 
 #endif /* SV_DEVICE_DIRECT_H */

@@ -25,6 +25,7 @@
 #include "abi/sv_op.h"
 #include "abi/sv_tm.h"
 #include "device/engine.h"
+#include "device/exec_int.h"
 #include "device/qp_state.h"
 #include "device/direct.h"
 #include "device/sv_dev.h"
@@ -622,6 +623,32 @@ int sv_cmd_modify_qp(struct sv_req *r)
 		sv_direct_qp(qp);      /* its attributes */
 	}
 	qp_revoke(cur);
+	return 0;
+}
+
+/* DIRECT_EST (abi/sv_cmd.h): the direct path's first WRITE to a peer in
+ * RTR establishes it, as a first message does (src/verbs/direct.c). */
+int sv_cmd_direct_est(struct sv_req *r)
+{
+	const struct sv_cmd_direct_est *a = &r->cmd->u.direct_est;
+	struct sv_qp *qp = sv_req_obj(r, a->qp, SV_OBJ_QP), *t;
+
+	if (!qp)
+		return -EINVAL;
+	if (qp->opened || qp->roce || qp->state != IBV_QPS_RTS ||
+	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)) {
+		r->why = "not a connected QP in RTS with its peer on this host";
+		return -EINVAL;
+	}
+	t = sv_qp_lookup(qp->attr.dest_qp_num);
+	if (!t || t == qp || t->opened || t->roce || t->type != qp->type ||
+	    t->attr.dest_qp_num != qp->qpn) {
+		r->why = "its peer is no QP of this host connected to it";
+		return -ENOENT;
+	}
+	/* as the first message would (nothing when it is not in RTR, or
+	 * established already) */
+	sv_comm_est(t);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi/sv_direct.h"
 #include "abi/sv_sock.h"
 #include "tools/snap.h"
 
@@ -250,9 +251,13 @@ void sv_snap_json(const struct sv_snap *s, FILE *f)
 	fprintf(f, "%s],\n", s->nqps ? "\n  " : "");
 	fprintf(f, "  \"same_host\": {\"messages\": %llu, \"bytes\": %llu, "
 		"\"direct_messages\": %llu, \"direct_bytes\": %llu, "
-		"\"direct_mapped\": %llu},\n", U64(w->lo_msgs), U64(w->lo_bytes),
-		U64(w->direct_msgs), U64(w->direct_bytes),
-		U64(w->direct_mapped));
+		"\"direct_mapped\": %llu, \"direct_refused\": {",
+		U64(w->lo_msgs), U64(w->lo_bytes), U64(w->direct_msgs),
+		U64(w->direct_bytes), U64(w->direct_mapped));
+	for (unsigned int i = 0; i < SV_DREF_MAX; i++)
+		fprintf(f, "%s\"%s\": %llu", i ? ", " : "",
+			sv_direct_refusal_name(i), U64(w->direct_refused[i]));
+	fprintf(f, "}},\n");
 	fprintf(f, "  \"rdma_cm\": {\"files\": %u, \"ids\": %u, "
 		"\"ids_created\": %llu, \"connects\": %llu, \"accepts\": %llu, "
 		"\"established\": %llu, \"rejects\": %llu, "

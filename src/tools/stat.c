@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "abi/sv_cmd.h"
+#include "abi/sv_direct.h"
 #include "abi/sv_sock.h"
 #include "tools/snap.h"
 #include "tools/tool.h"
@@ -205,6 +206,11 @@ static void print_text(const struct sv_snap *s)
 	       (unsigned long long)w->direct_msgs,
 	       (unsigned long long)w->direct_bytes,
 	       (unsigned long long)w->direct_mapped);
+	printf("direct path: sent to the daemon instead:");
+	for (unsigned int i = 0; i < SV_DREF_MAX; i++)
+		printf(" %s %llu", sv_direct_refusal_name(i),
+		       (unsigned long long)w->direct_refused[i]);
+	printf("\n");
 	if (!w->running) {
 		printf("roce: no RoCEv2 port (peers on this host only)\n");
 		return;

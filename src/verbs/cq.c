@@ -254,10 +254,13 @@ struct sv_cq *sv_cq_dead_event(struct sv_context *ctx,
  * ---- the private ring (direct.c) ----
  *
  * Completions of WRs the library ran itself. A WR goes direct only when
- * every completion the daemon wrote for its QP has been polled, so taking
- * the private ring first keeps each QP's completions in order. Producers
- * write a slot under dlock once they hold a credit (dfree); the poller
- * gives the credits back after it read the slots.
+ * the daemon finished every WQE of its QP before it, and its completion
+ * carries a stamp: the daemon ring's position past the last completion the
+ * daemon wrote for the QP. The poller takes a private completion only once
+ * its consumer counter reached the stamp, daemon completions first, so
+ * each QP's completions come in posting order. Producers write a slot
+ * under dlock once they hold a credit (dheld); the poller gives the
+ * credits back after it read the slots.
  */
 
 /* Completions waiting in the private ring, a look without the CQ lock
@@ -287,19 +290,30 @@ static inline void dring_consume(struct sv_cq *cq, uint32_t n)
 	sv_spin_unlock(&cq->dlock);
 }
 
-/* Up to n completions of the private ring into wc: how many. */
+/* May the private ring's completion at dcons + i go now: has our consumer
+ * counter of the daemon's ring reached its stamp? (CQ lock held) */
+static inline bool dring_due(const struct sv_cq *cq, uint32_t i)
+{
+	return (int32_t)(cq->cons - cq->dstamp[(cq->dcons + i) & cq->dmask]) >=
+	       0;
+}
+
+/* Up to n completions of the private ring that are due into wc (force: the
+ * first even if it is not): how many. */
 static __attribute__((noinline)) uint32_t poll_dring(struct sv_cq *cq,
 						     uint32_t n,
-						     struct ibv_wc *wc)
+						     struct ibv_wc *wc,
+						     bool force)
 {
-	uint32_t avail = dring_avail_locked(cq);
+	uint32_t avail = dring_avail_locked(cq), i;
 
 	if (avail > n)
 		avail = n;
-	for (uint32_t i = 0; i < avail; i++)
+	for (i = 0; i < avail && ((force && !i) || dring_due(cq, i)); i++)
 		cqe_to_wc(&cq->dring[(cq->dcons + i) & cq->dmask], &wc[i]);
-	dring_consume(cq, avail);
-	return avail;
+	if (i)
+		dring_consume(cq, i);
+	return i;
 }
 
 /* The avail completions of the ring from cons into wc, their slots given
@@ -320,6 +334,44 @@ ring_take(struct sv_cq *cq, struct sv_cq_ring *ring, uint32_t cons,
 }
 
 static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct);
+
+/*
+ * Both rings merged (CQ lock held): each private completion after the
+ * daemon's below its stamp, until n are taken or the private ring is
+ * empty (the daemon's rest is the caller's). A stamp the daemon's ring
+ * never reaches (none can: the daemon wrote up to it before the poster
+ * read it) would not hold a completion back for ever: it goes anyway.
+ */
+static __attribute__((noinline)) uint32_t poll_merged(struct sv_cq *cq,
+						      uint32_t n,
+						      struct ibv_wc *wc)
+{
+	struct sv_cq_ring *ring = cq->ring;
+	uint32_t got = 0, avail, upto;
+
+	while (got < n) {
+		got += poll_dring(cq, n - got, wc + got, false);
+		if (got == n || !dring_avail_locked(cq))
+			break;
+		/* the daemon's completions below the next one's stamp */
+		upto = cq->dstamp[cq->dcons & cq->dmask] - cq->cons;
+		avail = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) -
+			cq->cons;
+		if (avail > cq->entries)
+			avail = cq->entries;
+		if (avail > upto)
+			avail = upto;
+		if (avail > n - got)
+			avail = n - got;
+		if (!avail) {
+			got += poll_dring(cq, n - got, wc + got, true);
+			continue;
+		}
+		ring_take(cq, ring, cq->cons, avail, wc + got);
+		got += avail;
+	}
+	return got;
+}
 
 /* A poll of the fast path below that takes more than one completion: the
  * copy loop lives here, so that a poll of one completion (the common case)
@@ -401,7 +453,7 @@ poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
 		return 0;
 	cq_lock(cq);
 	if (direct) {
-		got = poll_dring(cq, (uint32_t)n, wc);
+		got = poll_merged(cq, (uint32_t)n, wc);
 		if (got == (uint32_t)n) {
 			cq_unlock(cq);
 			return n;
@@ -463,10 +515,27 @@ uint32_t sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 		freed = 0;
 		while (n--) {
 			e = &cq->dring[(cons + n) & cq->dmask];
-			if (e->qp_num == qp_num)
+			if (e->qp_num == qp_num) {
 				freed++;
-			else if (freed)
-				cq->dring[(cons + n + freed) & cq->dmask] = *e;
+			} else if (freed) {
+				uint32_t to = (cons + n + freed) & cq->dmask;
+
+				cq->dring[to] = *e;
+				cq->dstamp[to] =
+					cq->dstamp[(cons + n) & cq->dmask];
+			}
+		}
+		/* the daemon's completions that stay moved up by at most
+		 * the number dropped: each stamp moves as far (never past
+		 * the producer), so nothing it held back gets ahead */
+		for (uint32_t i = 0; dropped && i < cq->dprod - cons; i++) {
+			uint32_t *st = &cq->dstamp[(cons + i) & cq->dmask];
+			uint32_t prod = __atomic_load_n(&cq->ring->prod,
+							__ATOMIC_ACQUIRE);
+
+			*st += dropped;
+			if ((int32_t)(prod - *st) < 0)
+				*st = prod;
 		}
 		dropped += freed;
 		if (freed) {
@@ -564,7 +633,10 @@ static inline struct sv_cq *ex_to_sv(struct ibv_cq_ex *ex)
  * sv_poll_cq): false when there is none. */
 static inline bool ex_load(struct sv_cq *cq)
 {
-	if (unlikely(dring_avail_locked(cq))) {
+	/* the private ring's next, once the daemon's below its stamp are
+	 * read (poll_merged) */
+	if (unlikely(dring_avail_locked(cq)) &&
+	    (dring_due(cq, 0) || !cq_ready(cq))) {
 		cq->cur = &cq->dring[cq->dcons & cq->dmask];
 		cq->cur_direct = true;
 	} else if (cq_ready(cq)) {
@@ -917,6 +989,21 @@ SV_EXPORT struct ibv_cq *ibv_exp_create_cq(struct ibv_context *context,
 	return ibv_cq_ex_to_cq(ex);
 }
 
+/* The daemon moved the completions not polled, from old_cons on, to the
+ * new ring's consumer counter on (ibv_resize_cq): the stamps move with
+ * them (dlock held). */
+static void dring_renumber(struct sv_cq *cq, uint32_t old_cons)
+{
+	for (uint32_t i = cq->dcons; i != cq->dprod; i++) {
+		uint32_t *st = &cq->dstamp[i & cq->dmask];
+
+		if ((int32_t)(*st - old_cons) <= 0)
+			*st = cq->cons;
+		else
+			*st = *st - old_cons + cq->cons;
+	}
+}
+
 SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
@@ -936,9 +1023,13 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ret = sv_conn_call(&to_sv_ctx(ibcq->context)->conn, &cmd, -1, &rsp, &fd);
 	if (!ret) {
 		/* the direct path's posters look at the ring under dlock */
+		uint32_t old_cons = cq->cons;
+
 		if (cq->dring)
 			sv_spin_lock(&cq->dlock);
 		ret = map_ring(cq, fd, &rsp.u.cq);
+		if (!ret && cq->dring)
+			dring_renumber(cq, old_cons);
 		if (!ret && cq->dring)
 			__atomic_store_n(&cq->ring->dused, cq->dheld,
 					 __ATOMIC_RELAXED);

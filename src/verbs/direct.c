@@ -9,11 +9,20 @@
  * always done: a program sees the same completions either way, sooner.
  *
  * A WR goes direct only when nothing of its QP waits at the daemon: every
- * WQE published before it is done (the send ring's `done`) and every
- * completion the daemon wrote for them has been polled (`cq_mark` against
- * the CQ's consumer counter). Its completion then goes to its CQ's private
- * ring, which poll_cq drains before the daemon's, so one QP's completions
- * stay in order.
+ * WQE published before it is done (the send ring's `done`; the poster
+ * waits a bounded time for the engine to get there). Its completion goes
+ * to its CQ's private ring, stamped with the daemon ring's position past
+ * the last completion the daemon wrote for the QP (`cq_mark`); poll_cq
+ * delivers every daemon completion below a stamp before the direct one,
+ * so one QP's completions stay in posting order whoever wrote them, and
+ * the program need not poll between the two.
+ *
+ * A peer in RTR that has taken no message yet is established by the first
+ * WRITE, as a NIC's first packet does: the poster asks the daemon once
+ * (DIRECT_EST), which raises COMM_EST there, and the WRITE then goes
+ * direct. Every WR of a direct opcode that goes to the daemon after all is
+ * counted by reason in its QP's guard (enum sv_direct_refusal), which
+ * softverbs stat adds up.
  *
  * Revocation (a dereg, a rereg, a QP leaving RTS) is the daemon's: the
  * guard of our QP holds the epoch we read while we read entries and copy,
@@ -28,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -44,6 +54,9 @@
 #define SV_DIRECT_MAX_MSG (64u << 20)
 /* Completions a CQ's private ring holds (at most its size) */
 #define SV_DIRECT_CQ_MAX  1024u
+/* How long a poster waits for the engine to finish the WQEs of its QP
+ * ahead of a WR that could go direct (then it goes to the daemon too) */
+#define SV_DIRECT_WAIT_NS 200000ull
 
 struct sv_direct {
 	const struct sv_direct_hdr *hdr;
@@ -216,8 +229,14 @@ int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq)
 	while (n < cq->entries && n < SV_DIRECT_CQ_MAX)
 		n <<= 1;
 	cq->dring = calloc(n, sizeof(*cq->dring));
-	if (!cq->dring)
+	cq->dstamp = calloc(n, sizeof(*cq->dstamp));
+	if (!cq->dring || !cq->dstamp) {
+		free(cq->dring);
+		free(cq->dstamp);
+		cq->dring = NULL;
+		cq->dstamp = NULL;
 		return -ENOMEM;
+	}
 	cq->dmask = n - 1;
 	cq->dprod = cq->dcons = cq->dheld = 0;
 	sv_spin_init(&cq->dlock);
@@ -227,42 +246,34 @@ int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq)
 void sv_direct_cq_fini(struct sv_cq *cq)
 {
 	free(cq->dring);
+	free(cq->dstamp);
 	cq->dring = NULL;
+	cq->dstamp = NULL;
 }
 
 /*
- * May a WR of the QP whose send ring is hdr go direct, as far as its CQ
- * says? Every completion the daemon wrote for the QP must have been polled
- * (else ours would overtake it). And if signaled, hold a slot of cq's
- * private ring for its completion: false when it is full, or when the CQ as a whole (both rings) holds as many unpolled
- * completions as the daemon's ring has slots: the WR goes to the daemon,
- * which then overruns the CQ (IBV_EVENT_CQ_ERR) where a NIC would. The
- * slots held are published in the ring (dused), which the daemon counts
- * for the same decision. Under dlock, as everything that reads cq->ring
- * from the post path (ibv_resize_cq maps a new one under it).
+ * Hold a slot of cq's private ring for the completion of a signaled WR:
+ * false when it is full, or when the CQ as a whole (both rings) holds as
+ * many unpolled completions as the daemon's ring has slots: the WR goes to
+ * the daemon, which then overruns the CQ (IBV_EVENT_CQ_ERR) where a NIC
+ * would. The slots held are published in the ring (dused), which the
+ * daemon counts for the same decision. Under dlock, as everything that
+ * reads cq->ring from the post path (ibv_resize_cq maps a new one under
+ * it).
  */
-static bool cq_hold(struct sv_cq *cq, const struct sv_wq_ring *hdr,
-		    bool signaled)
+static bool cq_hold(struct sv_cq *cq)
 {
 	struct sv_cq_ring *ring;
-	uint32_t used, cons;
+	uint32_t used;
 	bool ok;
 
 	sv_spin_lock(&cq->dlock);
 	ring = cq->ring;
-	cons = __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
-	/* every completion the daemon wrote for the QP's WQEs is polled
-	 * (cq_mark: read after done, whose acquire load ordered it) */
-	ok = (int32_t)(cons - __atomic_load_n(&hdr->cq_mark,
-					       __ATOMIC_RELAXED)) >= 0;
-	if (ok && signaled) {
-		used = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) - cons +
-		       cq->dheld;
-		ok = cq->dheld <= cq->dmask && used < cq->entries;
-		if (ok)
-			__atomic_store_n(&ring->dused, ++cq->dheld,
-					 __ATOMIC_RELAXED);
-	}
+	used = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) -
+	       __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE) + cq->dheld;
+	ok = cq->dheld <= cq->dmask && used < cq->entries;
+	if (ok)
+		__atomic_store_n(&ring->dused, ++cq->dheld, __ATOMIC_RELAXED);
 	sv_spin_unlock(&cq->dlock);
 	return ok;
 }
@@ -282,13 +293,23 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The completion of a WR that ran here, in the slot it holds. */
-static void cq_push(struct sv_cq *cq, uint64_t wr_id, uint32_t op,
-		    uint32_t qpn, uint64_t len)
+/* The completion of a WR that ran here, in the slot it holds, stamped
+ * with hdr's cq_mark: the daemon's ring past the last completion it wrote
+ * for the QP (read after done; no WQE of the QP is at the daemon now, the
+ * SQ lock held). A mark past the ring's producer (one left from before a
+ * resize renumbered the ring) is the producer: every completion there. */
+static void cq_push(struct sv_cq *cq, const struct sv_wq_ring *hdr,
+		    uint64_t wr_id, uint32_t op, uint32_t qpn, uint64_t len)
 {
 	struct sv_cqe *e;
+	uint32_t mark, prod;
 
 	sv_spin_lock(&cq->dlock);
+	mark = __atomic_load_n(&hdr->cq_mark, __ATOMIC_RELAXED);
+	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
+	if ((int32_t)(prod - mark) < 0)
+		mark = prod;
+	cq->dstamp[cq->dprod & cq->dmask] = mark;
 	e = &cq->dring[cq->dprod & cq->dmask];
 	memset(e, 0, sizeof(*e));
 	e->wr_id = wr_id;
@@ -517,18 +538,21 @@ struct dwr {
 	bool mapped;               /* every side below is set */
 	uint8_t *lptr[32];         /* the local pieces in our mappings */
 	uint8_t *rptr;             /* the remote range in ours */
+	bool est;                  /* refused: the peer is in RTR, and no
+				    * message has established it yet */
 };
 
 /*
  * The checks of the daemon's requester and responder (exec.c sq_run,
  * deliver, deliver_write, deliver_read; mm.c sv_lkey_map, sv_rkey_map), on
- * the published entries: true when the WR may run here as x says. Every
- * "no" goes to the daemon, which finds the same and says it with its
- * completion status.
+ * the published entries: SV_DREF_MAX when the WR may run here as x says,
+ * else the reason it goes to the daemon, which finds the same and says it
+ * with its completion status. A peer of this host in RTR that took no
+ * message yet sets x->est (the first WRITE establishes it: DIRECT_EST).
  */
-static bool check(struct sv_direct *d, struct sv_qp *qp,
-		  const struct ibv_send_wr *wr, bool read, bool inl,
-		  struct dwr *x)
+static unsigned int check(struct sv_direct *d, struct sv_qp *qp,
+			  const struct ibv_send_wr *wr, bool read, bool inl,
+			  struct dwr *x)
 {
 	struct sv_dcache *dc = qp->dcache;
 	uint32_t qpn = qp->ex.qp_base.qp_num;
@@ -536,20 +560,26 @@ static bool check(struct sv_direct *d, struct sv_qp *qp,
 	union sv_direct_qp_u me, peer;
 	union sv_direct_key_u k;
 
+	x->est = false;
 	if (!qp_entry(d, qpn, &me) || me.e.state != IBV_QPS_RTS ||
 	    (me.e.flags & (SV_DQP_LOCAL | SV_DQP_NODIRECT)) != SV_DQP_LOCAL ||
 	    me.e.type != qp->ex.qp_base.qp_type)
-		return false;
-	/* the peer's entry: on this host, established, and not withdrawn
-	 * from the direct path (a fault armed for it answers at the device) */
+		return SV_DREF_PEER;
+	/* the peer's entry: on this host, connected to us, not withdrawn
+	 * from the direct path (a fault armed for it answers at the
+	 * device), and established (in RTR, not yet: the caller asks) */
 	if (!qp_entry(d, me.e.dest_qpn, &peer) || peer.e.type != me.e.type ||
-	    (peer.e.flags & (SV_DQP_LOCAL | SV_DQP_EST | SV_DQP_NODIRECT)) !=
-		    (SV_DQP_LOCAL | SV_DQP_EST) ||
+	    (peer.e.flags & (SV_DQP_LOCAL | SV_DQP_NODIRECT)) !=
+		    SV_DQP_LOCAL ||
 	    !can_receive(peer.e.state) || peer.e.dest_qpn != qpn ||
 	    !(peer.e.access & need))
-		return false;
+		return SV_DREF_PEER;
+	if (!(peer.e.flags & SV_DQP_EST)) {
+		x->est = peer.e.state == IBV_QPS_RTR;
+		return SV_DREF_PEER;
+	}
 	if (wr->num_sge < 0 || wr->num_sge > 32 || (wr->num_sge && !wr->sg_list))
-		return false;
+		return SV_DREF_CHECK;
 	x->nl = 0;
 	x->len = 0;
 	x->mapped = dc != NULL;
@@ -569,7 +599,7 @@ static bool check(struct sv_direct *d, struct sv_qp *qp,
 			    !in_range(k.e.iova, k.e.length, s->addr,
 				      s->length) ||
 			    (read && !(k.e.access & IBV_ACCESS_LOCAL_WRITE)))
-				return false;
+				return SV_DREF_CHECK;
 			x->liov[x->nl].iov_base =
 				(void *)(uintptr_t)(k.e.addr +
 						    (s->addr - k.e.iova));
@@ -584,13 +614,13 @@ static bool check(struct sv_direct *d, struct sv_qp *qp,
 		x->liov[x->nl++].iov_len = s->length;
 	}
 	if (x->len > SV_DIRECT_MAX_MSG)
-		return false;
+		return SV_DREF_CHECK;
 	if (!x->len)
-		return true;
+		return SV_DREF_MAX;
 	if (!key_entry(d, wr->wr.rdma.rkey, &k) || k.e.pd != peer.e.pd ||
 	    (k.e.access & need) != need || k.e.pid != peer.e.pid ||
 	    !in_range(k.e.iova, k.e.length, wr->wr.rdma.remote_addr, x->len))
-		return false;
+		return SV_DREF_CHECK;
 	x->riov.iov_base = (void *)(uintptr_t)(k.e.addr +
 					       (wr->wr.rdma.remote_addr -
 						k.e.iova));
@@ -602,7 +632,7 @@ static bool check(struct sv_direct *d, struct sv_qp *qp,
 		x->mapped = b != NULL;
 		x->rptr = b ? b + (wr->wr.rdma.remote_addr - k.e.iova) : NULL;
 	}
-	return true;
+	return SV_DREF_MAX;
 }
 
 /* The copy through our mappings: gather the local pieces into the remote
@@ -696,13 +726,21 @@ static unsigned int batch_flush(struct sv_direct *d, struct sv_dcache *dc,
 	return k;
 }
 
-unsigned int sv_direct_post_many(struct sv_qp *qp,
-				 struct ibv_send_wr *const *wrs,
-				 unsigned int n)
+/* What became of a run's first WR that did not run here (run()). */
+struct refusal {
+	unsigned int why;          /* enum sv_direct_refusal */
+	bool est;                  /* the peer waits for a first message */
+};
+
+/*
+ * Run wrs[0 .. n) here as far as they can (nothing of the QP at the
+ * daemon, n at most SV_DIRECT_BATCH): how many did, a prefix; when fewer
+ * than n, *r says why the next did not.
+ */
+static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
+			struct sv_cq *cq, struct ibv_send_wr *const *wrs,
+			unsigned int n, struct refusal *r)
 {
-	struct sv_context *ctx = to_sv_ctx(qp->ex.qp_base.context);
-	struct sv_direct *d = ctx->direct;
-	struct sv_cq *cq = to_sv_cq(qp->ex.qp_base.send_cq);
 	struct sv_dcache *dc = qp->dcache;
 	struct sv_wq_ring *hdr = qp->sq.hdr;
 	struct sv_direct_guard *g;
@@ -713,27 +751,17 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 	uint32_t lens[SV_DIRECT_BATCH];
 	bool sig_all = qp->sq_sig_all;
 
-	if (!d || !cq || !cq->dring || !dc || !n)
-		return 0;
-	if (n > SV_DIRECT_BATCH)
-		n = SV_DIRECT_BATCH;
-	/* nothing of ours is with the daemon: each WQE posted is done
-	 * (acquire: pairs with the engine's release store of done, after
-	 * the completion, the QP's state and cq_mark) ... */
-	if (__atomic_load_n(&hdr->done, __ATOMIC_ACQUIRE) != qp->sq.prod)
-		return 0;
-	/* ... each completion it wrote for them has been polled, and the
-	 * CQ has room for those of the signaled WRs (the first that finds
-	 * none ends the run) */
-	if (!cq_hold(cq, hdr, false))
-		return 0;
+	/* room in the CQ for the completions of the signaled WRs (the
+	 * first that finds none ends the run) */
 	for (i = 0; i < n; i++) {
 		if (!(sig_all || (wrs[i]->send_flags & IBV_SEND_SIGNALED)))
 			continue;
-		if (!cq_hold(cq, hdr, true))
+		if (!cq_hold(cq))
 			break;
 		held++;
 	}
+	r->why = SV_DREF_CQ;
+	r->est = false;
 	n = i;
 	if (!n)
 		goto out;
@@ -755,10 +783,13 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 		bool read = wr->opcode == IBV_WR_RDMA_READ;
 		bool inl = !read && (wr->send_flags & IBV_SEND_INLINE);
 		bool ok, joins;
+		unsigned int why;
 		struct dwr x;
 
-		ok = check(d, qp, wr, read, inl, &x) &&
-		     total + x.len <= SV_DIRECT_MAX_MSG;
+		why = check(d, qp, wr, read, inl, &x);
+		if (why == SV_DREF_MAX && total + x.len > SV_DIRECT_MAX_MSG)
+			why = SV_DREF_CHECK;
+		ok = why == SV_DREF_MAX;
 		/* a WRITE by system call joins the batch (of one process,
 		 * with room for its pieces) */
 		joins = ok && x.len && !x.mapped && !read &&
@@ -768,12 +799,17 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 			unsigned int k = batch_flush(d, dc, g, slot, epoch, &b);
 
 			done += k;
-			if (k < b.nr)
+			if (k < b.nr) {
+				r->why = SV_DREF_FENCE;
 				break;
+			}
 			memset(&b, 0, sizeof(b));
 		}
-		if (!ok)
+		if (!ok) {
+			r->why = why;
+			r->est = x.est;
 			break;
+		}
 		lens[i] = (uint32_t)x.len;
 		total += x.len;
 		if (joins) {
@@ -785,6 +821,7 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 			b.bytes += x.len;
 			continue;
 		}
+		r->why = SV_DREF_FENCE;
 		if (x.mapped && x.len) {
 			/* no fence can stop a plain copy: the daemon waits
 			 * for its end */
@@ -807,8 +844,13 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 		}
 		done = i + 1;
 	}
-	if (b.nr)
-		done += batch_flush(d, dc, g, slot, epoch, &b);
+	if (b.nr) {
+		unsigned int k = batch_flush(d, dc, g, slot, epoch, &b);
+
+		done += k;
+		if (k < b.nr)
+			r->why = SV_DREF_FENCE;
+	}
 	/* a plain copy announced and not run (its fence failed) */
 	if (unlikely(__atomic_load_n(&g->flags, __ATOMIC_RELAXED)))
 		__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
@@ -827,7 +869,7 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 
 		if (!(sig_all || (wr->send_flags & IBV_SEND_SIGNALED)))
 			continue;
-		cq_push(cq, wr->wr_id, (uint32_t)wr->opcode,
+		cq_push(cq, hdr, wr->wr_id, (uint32_t)wr->opcode,
 			qp->ex.qp_base.qp_num, lens[i]);
 		held--;
 	}
@@ -835,6 +877,109 @@ out:
 	/* the slots of WRs that go to the daemon after all */
 	while (held--)
 		cq_unhold(cq);
+	return done;
+}
+
+/*
+ * The WQEs of the QP ahead are at the daemon: wait a bounded time for its
+ * engine to finish them (each was rung for), so that a WR that had to go
+ * there does not send every WR after it there too. A wait that ran out is
+ * not waited again until the engine moved on.
+ */
+static bool wait_done(struct sv_qp *qp, const struct sv_wq_ring *hdr)
+{
+	uint64_t until = 0, now;
+	uint32_t done = __atomic_load_n(&hdr->done, __ATOMIC_ACQUIRE);
+
+	if (qp->dwait_gave_up && done + 1 == qp->dwait_gave_up)
+		return false;
+	for (unsigned int i = 0;; i++) {
+		/* acquire: pairs with the engine's release store of done,
+		 * after the completion, the QP's state and cq_mark */
+		done = __atomic_load_n(&hdr->done, __ATOMIC_ACQUIRE);
+		if (done == qp->sq.prod)
+			return true;
+		if (i < 256) {
+			sv_cpu_relax();
+			continue;
+		}
+		now = mono_ns();
+		if (!until) {
+			until = now + SV_DIRECT_WAIT_NS;
+		} else if (now >= until) {
+			qp->dwait_gave_up = done + 1;
+			return false;
+		}
+		sched_yield();
+	}
+}
+
+/* Count n WRs sent to the daemon for reason why in the QP's guard (one
+ * writer: the poster, under the SQ lock). */
+static void refuse(struct sv_direct *d, struct sv_qp *qp, unsigned int why,
+		   unsigned int n)
+{
+	struct sv_direct_guard *g =
+		&d->guard[qp->ex.qp_base.qp_num & d->qp_mask];
+
+	if (n)
+		__atomic_store_n(&g->refused[why], g->refused[why] + n,
+				 __ATOMIC_RELAXED);
+}
+
+/* DIRECT_EST for our peer (once per peer QPN): true when the daemon has
+ * established it. */
+static __attribute__((noinline)) bool ask_est(struct sv_context *ctx,
+					      struct sv_qp *qp)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	union sv_direct_qp_u me;
+	uint32_t qpn = qp->ex.qp_base.qp_num;
+
+	if (!qp_entry(ctx->direct, qpn, &me) || qp->est_asked == me.e.dest_qpn)
+		return false;
+	qp->est_asked = me.e.dest_qpn;
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_EST);
+	cmd.u.direct_est.qp = qp->handle;
+	return !sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+}
+
+unsigned int sv_direct_post_many(struct sv_qp *qp,
+				 struct ibv_send_wr *const *wrs,
+				 unsigned int n)
+{
+	struct sv_context *ctx = to_sv_ctx(qp->ex.qp_base.context);
+	struct sv_direct *d = ctx->direct;
+	struct sv_cq *cq = to_sv_cq(qp->ex.qp_base.send_cq);
+	struct sv_dcache *dc = qp->dcache;
+	struct refusal r;
+	unsigned int done;
+
+	if (!d || !dc || !n)
+		return 0;
+	if (!cq || !cq->dring) {
+		refuse(d, qp, SV_DREF_CHANNEL, n);
+		return 0;
+	}
+	if (n > SV_DIRECT_BATCH)
+		n = SV_DIRECT_BATCH;
+	/* nothing of ours is with the daemon: each WQE posted is done */
+	if (__atomic_load_n(&qp->sq.hdr->done, __ATOMIC_ACQUIRE) !=
+		    qp->sq.prod &&
+	    !wait_done(qp, qp->sq.hdr)) {
+		refuse(d, qp, SV_DREF_BUSY, n);
+		return 0;
+	}
+	done = run(d, qp, cq, wrs, n, &r);
+	/* the first message to a peer in RTR establishes it: once asked,
+	 * the rest run here */
+	if (done < n && r.est && ask_est(ctx, qp))
+		done += run(d, qp, cq, wrs + done, n - done, &r);
+	if (done < n) {
+		refuse(d, qp, r.why, 1);
+		refuse(d, qp, SV_DREF_BUSY, n - done - 1);
+	}
 	/* a memfd seen and not mapped yet: map it now, for the next WRs */
 	if (unlikely(dc->want))
 		direct_want(ctx, d, dc);

@@ -314,12 +314,16 @@ struct sv_cq {
 	uint32_t dead_arm_sn;      /* the arm a dead channel last answered
 				    * (context lock) */
 	/* The completions of WQEs the library executed itself (direct.c),
-	 * polled before the daemon's ring: NULL for a CQ that never takes
-	 * them (no direct path, or a completion channel). A poster holds a
-	 * slot before it runs a WR and fills it after; the poller (CQ lock)
-	 * gives slots back. dlock guards dprod's writes, dheld and the post
-	 * path's look at the daemon's ring. */
+	 * merged with the daemon's ring by their stamps: NULL for a CQ that
+	 * never takes them (no direct path, or a completion channel). A
+	 * poster holds a slot before it runs a WR and fills it after; the
+	 * poller (CQ lock) gives slots back. dlock guards dprod's writes,
+	 * dheld, the stamps and the post path's look at the daemon's ring. */
 	struct sv_cqe *dring;
+	/* [dmask + 1]: each dring completion's stamp, the daemon ring's
+	 * position past the last daemon completion of its QP when it was
+	 * pushed: poll delivers every daemon completion below it first */
+	uint32_t *dstamp;
 	uint32_t dmask;            /* entries - 1, a power of two */
 	uint32_t dprod;            /* written under dlock (release) */
 	uint32_t dcons;            /* the poller's (CQ lock; stored atomically:
@@ -425,6 +429,10 @@ struct sv_qp {
 	uint32_t direct_ops;       /* 1 << op: those the direct path may run
 				    * (direct.c), 0 without one */
 	struct sv_dcache *dcache;  /* memfds it mapped (direct.c), or NULL */
+	uint32_t est_asked;        /* the peer QPN DIRECT_EST was asked for
+				    * (direct.c), 0: none */
+	uint32_t dwait_gave_up;    /* 1 + the send ring's done when a wait
+				    * for the engine ran out (direct.c), or 0 */
 	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
 	uint32_t sq_sig_all;
 	uint64_t send_ops_flags;

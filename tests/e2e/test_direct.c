@@ -134,6 +134,33 @@ static uint64_t direct_msgs(void)
 	return direct_counts(NULL);
 }
 
+/* WRs of the direct path's opcodes sent to the daemon instead, for reason
+ * name (softverbs stat's "sent to the daemon instead" line). */
+static uint64_t refused_count(const char *name)
+{
+	char cmd[512], line[512], key[64];
+	unsigned long long n = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s stat 2>&1", sv_cmd_path);
+	snprintf(key, sizeof(key), " %s ", name);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p;
+
+		if (!strstr(line, "sent to the daemon instead:") ||
+		    !(p = strstr(line, key)))
+			continue;
+		found = sscanf(p + strlen(key), "%llu", &n) == 1;
+	}
+	pclose(f);
+	if (!found)
+		fail_msg("softverbs stat counts no refusal \"%s\"", name);
+	return n;
+}
+
 /* A buffer in a memfd mapped shared, sealed against shrinking when
  * sealed (memory the direct path may map): the fd stays open. */
 static uint8_t *memfd_buf(size_t len, bool sealed, int *fd)
@@ -236,19 +263,27 @@ struct pair {
 	int afd, bfd;              /* memfd buffers (pair_make_mem), or -1 */
 };
 
-static void pair_make_mem(struct pair *p, int memfd);
+static void pair_make_at(struct pair *p, int memfd,
+			 enum ibv_qp_state b_stop);
 
 static void pair_make(struct pair *p)
 {
-	pair_make_mem(p, 0);
+	pair_make_at(p, 0, IBV_QPS_RTS);
 }
 
-/* memfd: 0 anonymous buffers, 1 sealed memfds, 2 unsealed memfds */
 static void pair_make_mem(struct pair *p, int memfd)
+{
+	pair_make_at(p, memfd, IBV_QPS_RTS);
+}
+
+/* memfd: 0 anonymous buffers, 1 sealed memfds, 2 unsealed memfds; b_stop:
+ * the state b is left in (a goes to RTS) */
+static void pair_make_at(struct pair *p, int memfd, enum ibv_qp_state b_stop)
 {
 	struct vu_qp_caps caps = { .send_wr = 64, .recv_wr = 64,
 				   .send_sge = 4, .inline_data = 64 };
 	struct vu_conn c = vu_conn_default();
+	struct vu_addr aa, ba;
 	unsigned int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ;
 
@@ -261,7 +296,11 @@ static void pair_make_mem(struct pair *p, int memfd)
 			 0);
 	assert_int_equal(vu_ep_create(&p->b, p->ctx, p->pd, IBV_QPT_RC, &caps),
 			 0);
-	assert_int_equal(vu_connect_pair(p->a.qp, p->b.qp, &c), 0);
+	aa = vu_addr_of(p->a.qp, c.sq_psn);
+	ba = vu_addr_of(p->b.qp, c.sq_psn);
+	assert_int_equal(vu_connect(p->a.qp, &ba, &c), 0);
+	c.stop_at = b_stop;
+	assert_int_equal(vu_connect(p->b.qp, &aa, &c), 0);
 	p->afd = p->bfd = -1;
 	if (memfd) {
 		p->abuf = memfd_buf(LEN, memfd == 1, &p->afd);
@@ -473,6 +512,131 @@ static void test_order(void **state)
 		assert_memory_equal(p.abuf + 20000, p.abuf, 64);
 		assert_int_equal(vu_poll(p.b.rcq, wc, 2, WC_WAIT_MS), 2);
 	}
+	pair_free(&p);
+}
+
+/* The completions of daemon and direct WRs come in posting order with no
+ * poll between them: a SEND (the daemon's) whose completion stays unpolled,
+ * then WRITEs, which go direct once the daemon has finished the SEND (the
+ * poster waits a bounded time for it, and the completions are merged by
+ * their stamps). Before, every WRITE behind an unpolled daemon completion
+ * went to the daemon too. */
+static void test_order_unpolled(void **state)
+{
+	enum { ROUNDS = 8, WRITES = 32 };
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge rsge;
+	struct ibv_wc wc[WRITES + 1];
+	struct pair p;
+	uint64_t before, got;
+
+	(void)state;
+	pair_make(&p);
+	before = direct_msgs();
+	for (int round = 0; round < ROUNDS; round++) {
+		uint64_t base = (uint64_t)round * 100;
+
+		rsge.addr = (uintptr_t)p.bbuf + LEN / 2;
+		rsge.length = 4096;
+		rsge.lkey = p.bmr->lkey;
+		memset(&rwr, 0, sizeof(rwr));
+		rwr.sg_list = &rsge;
+		rwr.num_sge = 1;
+		assert_int_equal(ibv_post_recv(p.b.qp, &rwr, &rbad), 0);
+		make_wr(&wr, &sge, base, IBV_WR_SEND, p.abuf, 64, p.amr->lkey,
+			0, 0);
+		post_ok(p.a.qp, &wr);
+		/* the daemon delivered it (its completion at the sender
+		 * follows, unpolled) */
+		assert_int_equal(vu_poll(p.b.rcq, wc, 1, WC_WAIT_MS), 1);
+		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+		fill(p.abuf, 4096, (uint32_t)round);
+		for (int k = 0; k < WRITES; k++) {
+			make_wr(&wr, &sge, base + 1 + (uint64_t)k,
+				IBV_WR_RDMA_WRITE, p.abuf + 64 * k, 64,
+				p.amr->lkey, (uintptr_t)p.bbuf + 64 * k,
+				p.bmr->rkey);
+			post_ok(p.a.qp, &wr);
+		}
+		assert_int_equal(vu_poll(p.a.scq, wc, WRITES + 1, WC_WAIT_MS),
+				 WRITES + 1);
+		for (int k = 0; k <= WRITES; k++)
+			if (wc[k].status != IBV_WC_SUCCESS ||
+			    wc[k].wr_id != base + (uint64_t)k)
+				fail_msg("round %d: completion %d is wr %" PRIu64
+					 " (%s), want %" PRIu64, round, k,
+					 wc[k].wr_id,
+					 ibv_wc_status_str(wc[k].status),
+					 base + (uint64_t)k);
+		assert_memory_equal(p.bbuf, p.abuf, 64 * WRITES);
+	}
+	got = direct_msgs() - before;
+	/* most WRITEs went direct (a wait that ran out under load sends a
+	 * few to the daemon); none when the direct path is off */
+	if (direct_on() ? got < ROUNDS * WRITES / 2 : got != 0)
+		fail_msg("%" PRIu64 " of %d WRITEs went direct", got,
+			 ROUNDS * WRITES);
+	pair_free(&p);
+}
+
+/* A peer left in RTR (as perftest's server leaves its QP): the first WRITE
+ * establishes it (IBV_EVENT_COMM_EST there, as a NIC's first packet does)
+ * and goes direct, as every WRITE after it. */
+static void test_peer_rtr(void **state)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_async_event ev;
+	struct pair p;
+	uint64_t before;
+
+	(void)state;
+	pair_make_at(&p, 0, IBV_QPS_RTR);
+	assert_int_equal(vu_qp_state(p.b.qp), IBV_QPS_RTR);
+	before = direct_msgs();
+	fill(p.abuf, 16 * 4096, 7);
+	for (int k = 0; k < 16; k++) {
+		make_wr(&wr, &sge, (uint64_t)k, IBV_WR_RDMA_WRITE,
+			p.abuf + 4096 * k, 4096, p.amr->lkey,
+			(uintptr_t)p.bbuf + 4096 * k, p.bmr->rkey);
+		post_ok(p.a.qp, &wr);
+		expect_ok(p.a.scq, (uint64_t)k, IBV_WC_RDMA_WRITE);
+	}
+	expect_direct(before, 16);
+	assert_memory_equal(p.bbuf, p.abuf, 16 * 4096);
+	/* established, and still in RTR: it was not moved */
+	assert_int_equal(vu_async_event(p.ctx, &ev, WC_WAIT_MS), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_COMM_EST);
+	assert_ptr_equal(ev.element.qp, p.b.qp);
+	assert_int_equal(vu_qp_state(p.b.qp), IBV_QPS_RTR);
+	pair_free(&p);
+}
+
+/* A WR the direct path sends to the daemon is counted with its reason: a
+ * WRITE with a key the peer's table does not hold ("check"), which the
+ * daemon then fails as ever. */
+static void test_refusal_counted(void **state)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct pair p;
+	uint64_t before, direct;
+
+	(void)state;
+	pair_make(&p);
+	before = refused_count("check");
+	direct = direct_msgs();
+	make_wr(&wr, &sge, 1, IBV_WR_RDMA_WRITE, p.abuf, 64, p.amr->lkey,
+		(uintptr_t)p.bbuf, p.bmr->rkey ^ 0x80);
+	post_ok(p.a.qp, &wr);
+	wc = wait_wc(p.a.scq);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(refused_count("check") - before, direct_on() ? 1 : 0);
+	assert_int_equal(direct_msgs(), direct);
 	pair_free(&p);
 }
 
@@ -1140,6 +1304,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_write_read_memfd),
 		cmocka_unit_test(test_write_read_memfd_unsealed),
 		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_order_unpolled),
+		cmocka_unit_test(test_peer_rtr),
+		cmocka_unit_test(test_refusal_counted),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_qp_access_revoked),
 		cmocka_unit_test(test_guard_scribbled),

@@ -2742,6 +2742,93 @@ static void test_ah_cmds(void **state)
 }
 
 /* One client's QPs, SRQs and AHs name nothing on another connection. */
+static int direct_est(int s, uint64_t qp)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_EST);
+	cmd.u.direct_est.qp = qp;
+	return xfer(s, &cmd, &rsp);
+}
+
+/* Move qp RESET -> INIT -> RTR towards dest (-> RTS when rts). */
+static void qp_connect(int s, uint64_t qp, uint32_t dest, bool rts)
+{
+	struct sv_wire_qp_attr at;
+
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	assert_status(modify_qp(s, qp, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, &at), 0);
+	at.qp_state = IBV_QPS_RTR;
+	at.ah_attr = good_av();
+	at.path_mtu = IBV_MTU_1024;
+	at.dest_qp_num = dest;
+	at.max_dest_rd_atomic = 1;
+	at.min_rnr_timer = 12;
+	assert_status(modify_qp(s, qp, IBV_QP_STATE | IBV_QP_AV |
+				IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER, &at), 0);
+	if (!rts)
+		return;
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.max_rd_atomic = 1;
+	assert_status(modify_qp(s, qp, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+				&at), 0);
+}
+
+/*
+ * DIRECT_EST (the direct path's first WRITE to a peer in RTR): refused for
+ * a handle that is no QP of the caller's, a QP not in RTS, a QP whose peer
+ * is not a QP of this host connected back to it; for a connected pair it
+ * establishes the peer (still in RTR), and again changes nothing.
+ */
+static void test_direct_est(void **state)
+{
+	uint64_t pd, cq = 0, a, b, c;
+	uint32_t an, bn, cn;
+	int s = conn_open(), other = conn_open();
+
+	(void)state;
+	pd = alloc_pd(s);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
+	{
+		struct sv_cmd_create_qp q = qp_args(pd, cq, IBV_QPT_RC);
+
+		assert_status(create_qp(s, &q, &a, &an), 0);
+		assert_status(create_qp(s, &q, &b, &bn), 0);
+		assert_status(create_qp(s, &q, &c, &cn), 0);
+	}
+	assert_status(direct_est(s, 0), -EINVAL);
+	assert_status(direct_est(s, ~0ull), -EINVAL);
+	assert_status(direct_est(s, pd), -EINVAL);
+	assert_status(direct_est(s, cq), -EINVAL);
+	assert_status(direct_est(other, a), -EINVAL);   /* not its QP */
+	assert_status(direct_est(s, a), -EINVAL);       /* RESET */
+	qp_connect(s, a, bn, true);
+	qp_connect(s, b, an, false);
+	assert_status(direct_est(s, b), -EINVAL);       /* RTR */
+	/* c in RTS towards b, which is connected to a, not to c */
+	qp_connect(s, c, bn, true);
+	assert_status(direct_est(s, c), -ENOENT);
+	assert_status(direct_est(s, a), 0);
+	assert_int_equal(qp_state_of(s, b), IBV_QPS_RTR);
+	assert_status(direct_est(s, a), 0);
+	assert_int_equal(qp_state_of(s, b), IBV_QPS_RTR);
+	conn_close(other);
+	conn_close(s);
+	check_clean();
+}
+
 static void test_other_client_qp(void **state)
 {
 	struct sv_wire_qp_attr at;
@@ -3910,6 +3997,7 @@ int main(void)
 		T(test_domain),
 		T(test_domain_exclusive),
 		T(test_modify_qp),
+		T(test_direct_est),
 		T(test_srq_cmds),
 		T(test_xrc_cmds),
 		T(test_ah_cmds),
