@@ -416,8 +416,13 @@ struct sv_cmd_resize_cq {
 struct sv_cmd_notify_cq {
 	uint64_t cq;
 	uint32_t arm_sn;
-	uint32_t rsvd;
+	uint32_t flags;            /* SV_NOTIFY_* */
 };
+
+/* sv_cmd_notify_cq.flags */
+/* The library's private ring (the direct path) holds completions that no
+ * event announced: they fire a NEXT arm as the ring's would. */
+#define SV_NOTIFY_DIRECT 1u
 
 /* MR_FILE: the sealed memfd behind the MR whose key this is (one the
  * direct path's table flags SV_DKEY_FILE) comes with the response, for a

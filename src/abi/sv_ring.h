@@ -31,7 +31,9 @@ struct sv_cq_ring {
 	uint32_t prod;             /* CQEs published */
 	uint32_t overflow;         /* non-zero once a CQE could not be written */
 	uint32_t events;           /* completion events sent */
-	uint8_t pad0[SV_CACHELINE - 12];
+	uint32_t fired_sn;         /* the arm (arm_sn) that last sent one:
+				    * armed while arm_sn differs */
+	uint8_t pad0[SV_CACHELINE - 16];
 	/* written by the library */
 	uint32_t cons;             /* CQEs consumed */
 	/* completions in the library's private ring (the direct path,

@@ -183,6 +183,7 @@ static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)
 		cq->prod = pending;
 		ring->arm_sn = old->arm_sn;
 		ring->arm_flags = old->arm_flags;
+		ring->fired_sn = old->fired_sn;
 		sv_client_uncharge(cq->owner, cq->ring_bytes);
 		sv_ring_put(&cq->loc, cq->ring, cq->ring_bytes);
 	}
@@ -336,8 +337,9 @@ int sv_cmd_destroy_cq(struct sv_req *r)
 
 /* ---- CQE production (the engine, under sv_dev.lock) ---- */
 
-/* A completion event on the CQ's channel; never waits for the client. */
-static void cq_channel_event(struct sv_cq *cq)
+/* A completion event on the CQ's channel for arm sn (it fired: the ring
+ * says so); never waits for the client. */
+static void cq_channel_event(struct sv_cq *cq, uint32_t sn)
 {
 	struct sv_event ev = {
 		.magic = SV_PROTO_MAGIC,
@@ -347,6 +349,10 @@ static void cq_channel_event(struct sv_cq *cq)
 	};
 	struct sv_cq_ring *ring = cq->ring;
 
+	cq->last_arm_sn = sn;
+	/* release: a poster of the direct path that sees it fired sees
+	 * everything before */
+	__atomic_store_n(&ring->fired_sn, sn, __ATOMIC_RELEASE);
 	if (send(cq->channel->fd, &ev, sizeof(ev),
 		 MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(ev)) {
 		__atomic_store_n(&ring->events, ring->events + 1,
@@ -398,8 +404,7 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 			if ((flags & SV_CQ_ARM_NEXT) ||
 			    ((flags & SV_CQ_ARM_SOLICITED) &&
 			     (solicited || e->status != IBV_WC_SUCCESS))) {
-				cq->last_arm_sn = sn;
-				cq_channel_event(cq);
+				cq_channel_event(cq, sn);
 			}
 		}
 	}
@@ -423,6 +428,10 @@ int sv_cmd_notify_cq(struct sv_req *r)
 
 	if (!cq)
 		return -EINVAL;
+	if (a->flags & ~SV_NOTIFY_DIRECT) {
+		r->why = "unknown flags";
+		return -EINVAL;
+	}
 	if (!cq->channel)
 		return 0;
 	ring = cq->ring;
@@ -430,6 +439,13 @@ int sv_cmd_notify_cq(struct sv_req *r)
 	if (sn != a->arm_sn || sn == cq->last_arm_sn)
 		return 0;
 	flags = __atomic_load_n(&ring->arm_flags, __ATOMIC_RELAXED);
+	/* completions of the library's private ring that no event
+	 * announced: any of them fires a NEXT arm (they are successful
+	 * WRITEs and READs, never solicited) */
+	if ((a->flags & SV_NOTIFY_DIRECT) && (flags & SV_CQ_ARM_NEXT)) {
+		cq_channel_event(cq, sn);
+		return 0;
+	}
 	cons = __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
 	n = cq->prod - cons;
 	if (n > cq->entries)            /* never trust cons */
@@ -450,8 +466,7 @@ int sv_cmd_notify_cq(struct sv_req *r)
 		       SV_CQE_F_SOLICITED) ||
 		      __atomic_load_n(&e->status, __ATOMIC_RELAXED) !=
 			      IBV_WC_SUCCESS))) {
-			cq->last_arm_sn = sn;
-			cq_channel_event(cq);
+			cq_channel_event(cq, sn);
 			break;
 		}
 	}

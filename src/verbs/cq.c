@@ -585,13 +585,32 @@ static bool cq_arm_due(struct sv_cq *cq, int solicited_only)
  * stays two stores and a fence; otherwise the device is asked (NOTIFY_CQ)
  * to send the event unless the engine sent it meanwhile.
  */
+/* Completions of the private ring that no event announced, not polled
+ * (a NEXT arm of a channel's CQ, after its fence): they are announced now
+ * (dlock orders it with the posters, cq_arm_to_fire in direct.c). */
+static bool dring_unannounced(struct sv_cq *cq)
+{
+	uint32_t prod;
+	bool due;
+
+	if (!cq->dring)
+		return false;
+	sv_spin_lock(&cq->dlock);
+	prod = cq->dprod;
+	due = prod != cq->dcons && prod != cq->dannounced;
+	if (due)
+		cq->dannounced = prod;
+	sv_spin_unlock(&cq->dlock);
+	return due;
+}
+
 int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
 	uint32_t sn;
-	bool due;
+	bool due, direct = false;
 
 	cq_lock(cq);
 	cq->ring->arm_flags = solicited_only ? SV_CQ_ARM_SOLICITED :
@@ -603,6 +622,9 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	 * sees this arm, or we see its CQE here */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	due = ibcq->channel && cq_arm_due(cq, solicited_only);
+	/* the private ring's: successful WRITEs and READs, for NEXT arms */
+	if (ibcq->channel && !solicited_only && dring_unannounced(cq))
+		due = direct = true;
 	cq_unlock(cq);
 	/* a dead device: the arm stays ours, and a channel's reader learns
 	 * of the completions due when the channel reads EOF (events.c) */
@@ -611,6 +633,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
 	cmd.u.notify_cq.cq = cq->handle;
 	cmd.u.notify_cq.arm_sn = sn;
+	cmd.u.notify_cq.flags = direct ? SV_NOTIFY_DIRECT : 0;
 	return -sv_conn_call(&to_sv_ctx(ibcq->context)->conn, &cmd, -1, &rsp,
 			     NULL);
 }

@@ -224,7 +224,7 @@ int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq)
 {
 	uint32_t n = 1;
 
-	if (!ctx->direct || cq->ex.channel)
+	if (!ctx->direct)
 		return 0;
 	while (n < cq->entries && n < SV_DIRECT_CQ_MAX)
 		n <<= 1;
@@ -324,6 +324,48 @@ static void cq_push(struct sv_cq *cq, const struct sv_wq_ring *hdr,
 	 * acquire load of dprod) */
 	__atomic_store_n(&cq->dprod, cq->dprod + 1, __ATOMIC_RELEASE);
 	sv_spin_unlock(&cq->dlock);
+}
+
+/*
+ * After completions went into the private ring of a CQ with a channel: an
+ * arm that has not fired (a NEXT arm: they are successful WRITEs and
+ * READs, never solicited) is fired by them, and they are announced. True
+ * with its sn in *sn. The fence: Dekker with ibv_req_notify_cq, which
+ * stores arm_sn, fences, then looks at dprod: either it sees these
+ * completions (and asks the daemon itself) or we see its arm.
+ */
+static bool cq_arm_to_fire(struct sv_cq *cq, uint32_t *sn)
+{
+	struct sv_cq_ring *ring;
+	uint32_t fired, flags;
+	bool fire;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	sv_spin_lock(&cq->dlock);
+	ring = cq->ring;
+	*sn = __atomic_load_n(&ring->arm_sn, __ATOMIC_ACQUIRE);
+	fired = __atomic_load_n(&ring->fired_sn, __ATOMIC_ACQUIRE);
+	flags = __atomic_load_n(&ring->arm_flags, __ATOMIC_RELAXED);
+	fire = *sn != fired && (flags & SV_CQ_ARM_NEXT);
+	if (fire)
+		cq->dannounced = cq->dprod;
+	sv_spin_unlock(&cq->dlock);
+	return fire;
+}
+
+/* NOTIFY_CQ for arm sn, the private ring's completions due: the daemon
+ * sends the event unless the arm fired or a later one came. */
+static __attribute__((noinline)) void cq_fire(struct sv_context *ctx,
+					      struct sv_cq *cq, uint32_t sn)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
+	cmd.u.notify_cq.cq = cq->handle;
+	cmd.u.notify_cq.arm_sn = sn;
+	cmd.u.notify_cq.flags = SV_NOTIFY_DIRECT;
+	(void)sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
 }
 
 /* ---- the checks ---- */
@@ -726,10 +768,13 @@ static unsigned int batch_flush(struct sv_direct *d, struct sv_dcache *dc,
 	return k;
 }
 
-/* What became of a run's first WR that did not run here (run()). */
+/* What became of a run's first WR that did not run here (run()), and of
+ * its completions. */
 struct refusal {
 	unsigned int why;          /* enum sv_direct_refusal */
 	bool est;                  /* the peer waits for a first message */
+	bool fire;                 /* they fire the CQ's arm fire_sn */
+	uint32_t fire_sn;
 };
 
 /*
@@ -749,7 +794,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 	uint64_t epoch, total = 0, bytes = 0, mapped = 0;
 	unsigned int held = 0, done = 0, i;
 	uint32_t lens[SV_DIRECT_BATCH];
-	bool sig_all = qp->sq_sig_all;
+	bool sig_all = qp->sq_sig_all, pushed = false;
 
 	/* room in the CQ for the completions of the signaled WRs (the
 	 * first that finds none ends the run) */
@@ -762,6 +807,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 	}
 	r->why = SV_DREF_CQ;
 	r->est = false;
+	r->fire = false;
 	n = i;
 	if (!n)
 		goto out;
@@ -872,7 +918,10 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 		cq_push(cq, hdr, wr->wr_id, (uint32_t)wr->opcode,
 			qp->ex.qp_base.qp_num, lens[i]);
 		held--;
+		pushed = true;
 	}
+	if (pushed && cq->ex.channel)
+		r->fire = cq_arm_to_fire(cq, &r->fire_sn);
 out:
 	/* the slots of WRs that go to the daemon after all */
 	while (held--)
@@ -959,6 +1008,7 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 	if (!d || !dc || !n)
 		return 0;
 	if (!cq || !cq->dring) {
+		/* (a CQ whose private ring could not be made) */
 		refuse(d, qp, SV_DREF_CHANNEL, n);
 		return 0;
 	}
@@ -972,10 +1022,15 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 		return 0;
 	}
 	done = run(d, qp, cq, wrs, n, &r);
+	if (unlikely(r.fire))
+		cq_fire(ctx, cq, r.fire_sn);
 	/* the first message to a peer in RTR establishes it: once asked,
 	 * the rest run here */
-	if (done < n && r.est && ask_est(ctx, qp))
+	if (done < n && r.est && ask_est(ctx, qp)) {
 		done += run(d, qp, cq, wrs + done, n - done, &r);
+		if (unlikely(r.fire))
+			cq_fire(ctx, cq, r.fire_sn);
+	}
 	if (done < n) {
 		refuse(d, qp, r.why, 1);
 		refuse(d, qp, SV_DREF_BUSY, n - done - 1);

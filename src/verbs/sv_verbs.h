@@ -315,7 +315,7 @@ struct sv_cq {
 				    * (context lock) */
 	/* The completions of WQEs the library executed itself (direct.c),
 	 * merged with the daemon's ring by their stamps: NULL for a CQ that
-	 * never takes them (no direct path, or a completion channel). A
+	 * never takes them (no direct path). A
 	 * poster holds a slot before it runs a WR and fills it after; the
 	 * poller (CQ lock) gives slots back. dlock guards dprod's writes,
 	 * dheld, the stamps and the post path's look at the daemon's ring. */
@@ -329,6 +329,9 @@ struct sv_cq {
 	uint32_t dcons;            /* the poller's (CQ lock; stored atomically:
 				    * sv_poll_cq reads it without the lock) */
 	uint32_t dheld;            /* slots held or filled, not polled */
+	/* dprod when an event last announced the private ring's completions
+	 * (a channel's CQ: those after it fire the next arm) */
+	uint32_t dannounced;
 	int dlock;                 /* sv_lock.h */
 	bool cur_direct;           /* cur is in dring (cq_ex polling) */
 };
@@ -513,7 +516,7 @@ uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type);
  * and its end (unmapping them). */
 int sv_direct_qp_init(struct sv_qp *qp);
 void sv_direct_qp_fini(struct sv_qp *qp);
-/* The private completion ring of a new CQ (none with a channel): 0 or
+/* The private completion ring of a new CQ: 0 or
  * -ENOMEM; and its end. */
 int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq);
 void sv_direct_cq_fini(struct sv_cq *cq);

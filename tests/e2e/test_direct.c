@@ -261,27 +261,33 @@ struct pair {
 	uint8_t *abuf, *bbuf;
 	struct ibv_mr *amr, *bmr;
 	int afd, bfd;              /* memfd buffers (pair_make_mem), or -1 */
+	/* a's send CQ on a completion channel (pair_make_at), or NULL */
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *ch_cq;
 };
 
 static void pair_make_at(struct pair *p, int memfd,
-			 enum ibv_qp_state b_stop);
+			 enum ibv_qp_state b_stop, bool channel);
 
 static void pair_make(struct pair *p)
 {
-	pair_make_at(p, 0, IBV_QPS_RTS);
+	pair_make_at(p, 0, IBV_QPS_RTS, false);
 }
 
 static void pair_make_mem(struct pair *p, int memfd)
 {
-	pair_make_at(p, memfd, IBV_QPS_RTS);
+	pair_make_at(p, memfd, IBV_QPS_RTS, false);
 }
 
 /* memfd: 0 anonymous buffers, 1 sealed memfds, 2 unsealed memfds; b_stop:
- * the state b is left in (a goes to RTS) */
-static void pair_make_at(struct pair *p, int memfd, enum ibv_qp_state b_stop)
+ * the state b is left in (a goes to RTS); channel: a's send CQ has a
+ * completion channel (p->ch) */
+static void pair_make_at(struct pair *p, int memfd, enum ibv_qp_state b_stop,
+			 bool channel)
 {
 	struct vu_qp_caps caps = { .send_wr = 64, .recv_wr = 64,
 				   .send_sge = 4, .inline_data = 64 };
+	struct vu_qp_caps acaps = caps;
 	struct vu_conn c = vu_conn_default();
 	struct vu_addr aa, ba;
 	unsigned int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -292,8 +298,15 @@ static void pair_make_at(struct pair *p, int memfd, enum ibv_qp_state b_stop)
 	assert_non_null(p->ctx);
 	p->pd = ibv_alloc_pd(p->ctx);
 	assert_non_null(p->pd);
-	assert_int_equal(vu_ep_create(&p->a, p->ctx, p->pd, IBV_QPT_RC, &caps),
-			 0);
+	if (channel) {
+		p->ch = ibv_create_comp_channel(p->ctx);
+		assert_non_null(p->ch);
+		p->ch_cq = ibv_create_cq(p->ctx, 256, NULL, p->ch, 0);
+		assert_non_null(p->ch_cq);
+		acaps.scq = p->ch_cq;
+	}
+	assert_int_equal(vu_ep_create(&p->a, p->ctx, p->pd, IBV_QPT_RC,
+				      &acaps), 0);
 	assert_int_equal(vu_ep_create(&p->b, p->ctx, p->pd, IBV_QPT_RC, &caps),
 			 0);
 	aa = vu_addr_of(p->a.qp, c.sq_psn);
@@ -325,6 +338,10 @@ static void pair_free(struct pair *p)
 		ibv_dereg_mr(p->bmr);
 	vu_ep_destroy(&p->a);
 	vu_ep_destroy(&p->b);
+	if (p->ch_cq)
+		assert_int_equal(ibv_destroy_cq(p->ch_cq), 0);
+	if (p->ch)
+		assert_int_equal(ibv_destroy_comp_channel(p->ch), 0);
 	ibv_dealloc_pd(p->pd);
 	ibv_close_device(p->ctx);
 	if (p->afd >= 0) {
@@ -593,7 +610,7 @@ static void test_peer_rtr(void **state)
 	uint64_t before;
 
 	(void)state;
-	pair_make_at(&p, 0, IBV_QPS_RTR);
+	pair_make_at(&p, 0, IBV_QPS_RTR, false);
 	assert_int_equal(vu_qp_state(p.b.qp), IBV_QPS_RTR);
 	before = direct_msgs();
 	fill(p.abuf, 16 * 4096, 7);
@@ -611,6 +628,71 @@ static void test_peer_rtr(void **state)
 	assert_int_equal(ev.event_type, IBV_EVENT_COMM_EST);
 	assert_ptr_equal(ev.element.qp, p.b.qp);
 	assert_int_equal(vu_qp_state(p.b.qp), IBV_QPS_RTR);
+	pair_free(&p);
+}
+
+/* The next completion event of p's channel: it is a's send CQ's. */
+static void expect_event(struct pair *p)
+{
+	struct ibv_cq *cq = NULL;
+	void *cq_ctx = NULL;
+
+	if (!vu_fd_readable(p->ch->fd, WC_WAIT_MS))
+		fail_msg("no completion event within %d ms", WC_WAIT_MS);
+	assert_int_equal(ibv_get_cq_event(p->ch, &cq, &cq_ctx), 0);
+	assert_ptr_equal(cq, p->a.scq);
+	ibv_ack_cq_events(cq, 1);
+}
+
+/*
+ * A CQ with a completion channel takes direct completions too (UCX makes
+ * every CQ with one), and its arm fires for them as for the daemon's:
+ * armed before the WRITE (the poster fires it); re-armed before the poll
+ * of the completion that woke it (perftest -e), no second event for it;
+ * a WRITE completed while the re-arm stood, an event; a completion that
+ * came while not armed fires the arm at once (UCX's poll, arm, sleep).
+ */
+static void test_channel_events(void **state)
+{
+	enum { ROUNDS = 8 };
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct pair p;
+	uint64_t before;
+
+	(void)state;
+	pair_make_at(&p, 0, IBV_QPS_RTS, true);
+	before = direct_msgs();
+	fill(p.abuf, 4096, 3);
+	for (int k = 0; k < ROUNDS; k++) {
+		uint64_t id = (uint64_t)k * 10;
+
+		assert_int_equal(ibv_req_notify_cq(p.a.scq, 0), 0);
+		make_wr(&wr, &sge, id, IBV_WR_RDMA_WRITE, p.abuf, 4096,
+			p.amr->lkey, (uintptr_t)p.bbuf, p.bmr->rkey);
+		post_ok(p.a.qp, &wr);
+		expect_event(&p);
+		assert_int_equal(ibv_req_notify_cq(p.a.scq, 0), 0);
+		expect_ok(p.a.scq, id, IBV_WC_RDMA_WRITE);
+		if (vu_fd_readable(p.ch->fd, 0))
+			fail_msg("round %d: a second event for one completion",
+				 k);
+		/* the re-arm stands: the next completion fires it */
+		make_wr(&wr, &sge, id + 1, IBV_WR_RDMA_WRITE, p.abuf, 4096,
+			p.amr->lkey, (uintptr_t)p.bbuf + 4096, p.bmr->rkey);
+		post_ok(p.a.qp, &wr);
+		expect_event(&p);
+		expect_ok(p.a.scq, id + 1, IBV_WC_RDMA_WRITE);
+		/* not armed when it completes; the arm after it fires */
+		make_wr(&wr, &sge, id + 2, IBV_WR_RDMA_WRITE, p.abuf, 4096,
+			p.amr->lkey, (uintptr_t)p.bbuf + 8192, p.bmr->rkey);
+		post_ok(p.a.qp, &wr);
+		assert_int_equal(ibv_req_notify_cq(p.a.scq, 0), 0);
+		expect_event(&p);
+		expect_ok(p.a.scq, id + 2, IBV_WC_RDMA_WRITE);
+	}
+	assert_memory_equal(p.bbuf + 8192, p.abuf, 4096);
+	expect_direct(before, 3 * ROUNDS);
 	pair_free(&p);
 }
 
@@ -1307,6 +1389,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_order_unpolled),
 		cmocka_unit_test(test_peer_rtr),
 		cmocka_unit_test(test_refusal_counted),
+		cmocka_unit_test(test_channel_events),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_qp_access_revoked),
 		cmocka_unit_test(test_guard_scribbled),

@@ -1415,6 +1415,8 @@ static void test_cq(void **state)
 		GARBAGE(NOTIFY_CQ, notify_cq, cq, -EINVAL),
 		BAD(NOTIFY_CQ, notify_cq, cq, pd, -EINVAL),
 		BAD(NOTIFY_CQ, notify_cq, cq, ch, -EINVAL),
+		BAD(NOTIFY_CQ, notify_cq, flags, SV_NOTIFY_DIRECT << 1, -EINVAL),
+		BAD(NOTIFY_CQ, notify_cq, flags, ~0u, -EINVAL),
 	};
 
 	good = good_cmd(SV_CMD_NOTIFY_CQ);
