@@ -987,35 +987,99 @@ def users(raw):
 
 def table_users(R):
     U = R.get("users")
-    L = ["Issue 38: perftest as users run it (one size, default flags), two"
-         " processes of this host; direct = WRs the initiator ran itself"]
+    L = ["Issue 38: the programs users run, as they run them, two processes"
+         " of this host (bench/users.sh); direct = WRs the initiator ran"
+         " itself"]
     if not U:
         return L + ["  not measured"]
     ref = U.get("ref") or {}
     pv = {r["size"]: r for r in ref.get("process_vm_writev") or []}
-    L.append("  %-28s %14s %22s %9s  %s" % ("", "figure",
-             "/ one process_vm_writev", "direct", "sent to the daemon"))
+    by = {c["case"]: c for c in U["cases"]}
+    L.append("  %-34s %22s %12s %11s  %s" % ("", "figure",
+             "/ 1 pv_writev", "direct", "sent to the daemon"))
     for c in U["cases"]:
+        if "missing" in c:
+            L.append("  %-34s not installed: %s" % (c["case"], c["missing"]))
+            continue
         size = c.get("bytes")
-        p = pv.get(size) or {}
+        figs, r = [], None
+        if "lat_typical_us" in c:
+            figs.append("%.2f us" % c["lat_typical_us"])
+            r = ratio(c["lat_typical_us"], (pv.get(size) or {}).get("op_us"))
         if "bw_MBps" in c:
-            fig = "%8.0f MB/s" % c["bw_MBps"]
-            r = ratio(c["bw_MBps"], p.get("bw_MBps"))
-        elif "lat_typical_us" in c:
-            fig = "%8.2f us" % c["lat_typical_us"]
-            r = ratio(c["lat_typical_us"], p.get("op_us"))
-        else:
-            fig, r = "failed (rc %s)" % c.get("rc"), None
+            figs.append("%.0f MB/s" % c["bw_MBps"])
+            bsize = c.get("bytes_bw", size)
+            r = ratio(c["bw_MBps"], (pv.get(bsize) or {}).get("bw_MBps"))
+        if c.get("rc"):
+            figs.append("(rc %s)" % c["rc"])
+        if c["case"].startswith("mpi_"):
+            r = None    # against vader below
         wrs, d = c.get("wrs"), c.get("direct")
-        share = ("%d/%d" % (d, wrs)) if wrs else "n/a"
+        share = ("%d/%d" % (d, wrs)) if wrs else "-"
         ref_ = [k + " " + str(v) for k, v in
                 sorted((c.get("refused") or {}).items()) if v]
-        L.append("  %-28s %14s %22s %9s  %s"
-                 % (c.get("command", c["case"]), fig, times(r).strip(),
-                    share, ", ".join(ref_) or "-"))
-    L.append("  (bandwidth: the ratio to one process_vm_writev of the same"
-             " size, higher is better; latency: to one call, lower is better;"
-             " both measured in this run)")
+        cmd = c.get("command", c["case"])
+        if len(cmd) > 34:
+            cmd = c["case"]
+        L.append("  %-34s %22s %12s %11s  %s"
+                 % (cmd, ", ".join(figs) or "failed",
+                    times(r).strip() if r else "", share,
+                    ", ".join(ref_) or "-"))
+    L.append("  (/ 1 pv_writev: bandwidth against one process_vm_writev of"
+             " the size, higher is better; latency against one call, lower"
+             " is better; measured in this run)")
+
+    def get(case, key):
+        return (by.get(case) or {}).get(key)
+
+    def pct(case):
+        c = by.get(case) or {}
+        return (100.0 * c["direct"] / c["wrs"]) if c.get("wrs") else None
+
+    pv1m = (pv.get(1 << 20) or {}).get("bw_MBps")
+    pv8 = (pv.get(8) or {}).get("op_us")
+    targets = [
+        ("ib_write_bw -s 1M: 100% direct, >= 0.9x pv_writev",
+         pct("write_bw_1m"), ratio(get("write_bw_1m", "bw_MBps"), pv1m),
+         lambda p, x: p == 100 and x >= 0.9),
+        ("-s 64K -q 2 >= 99% direct", pct("write_bw_64k_q2"), None,
+         lambda p, x: p >= 99),
+        ("-s 64K -D 3 >= 99% direct", pct("write_bw_64k_D3"), None,
+         lambda p, x: p >= 99),
+        ("ib_read_bw -s 1M >= 99% direct", pct("read_bw_1m"), None,
+         lambda p, x: p >= 99),
+        ("ib_send_bw -s 1M >= 0.8x pv_writev", None,
+         ratio(get("send_bw_1m", "bw_MBps"), pv1m), lambda p, x: x >= 0.8),
+        ("ib_send_lat -s 8 <= 2x one 8 B pv_writev", None,
+         ratio(get("send_lat_8", "lat_typical_us"), pv8),
+         lambda p, x: x <= 2),
+        ("UCX ucp_put_bw 1M >= 0.8x pv_writev", None,
+         ratio(get("ucx_put_bw_1m", "bw_MBps"), pv1m), lambda p, x: x >= 0.8),
+        ("UCX tag_bw 64K >= 0.5x ib_write_bw -s 64K", None,
+         ratio(get("ucx_tag_bw_64k", "bw_MBps"),
+               get("write_bw_64k_q2", "bw_MBps")), lambda p, x: x >= 0.5),
+        ("Open MPI 1M bw >= 0.5x vader", None,
+         ratio(get("mpi_ucx_sv0", "bw_MBps"), get("mpi_vader", "bw_MBps")),
+         lambda p, x: x >= 0.5),
+        ("Open MPI 8 B lat <= 5x vader", None,
+         ratio(get("mpi_ucx_sv0", "lat_typical_us"),
+               get("mpi_vader", "lat_typical_us")), lambda p, x: x <= 5),
+        ("fi_pingpong msg 1M >= 0.5x ib_write_bw -s 1M", None,
+         ratio(get("fi_msg_1m", "bw_MBps"), get("write_bw_1m", "bw_MBps")),
+         lambda p, x: x >= 0.5),
+    ]
+    L.append("  Targets of issue 38 (this run):")
+    for name, p, x, ok in targets:
+        try:
+            mark = "met" if ok(p, x) else "MISSED"
+        except TypeError:       # a figure this run lacks
+            mark = "n/a"
+        what = []
+        if p is not None:
+            what.append("%.1f%% direct" % p)
+        if x is not None:
+            what.append(times(x).strip())
+        L.append("    [%-6s] %s: %s" % (mark, name, ", ".join(what) or "-"))
     return L
 
 

@@ -403,7 +403,9 @@ for p in ib_write_bw ib_write_lat ib_read_lat ib_send_lat; do
 done
 
 # -- perftest as users run it, with each figure's direct share (issue 38)
-step users $limit bash "$here/users.sh" "$build"
+ua=()
+[ $short = 1 ] && ua+=(--short)
+step users $limit bash "$here/users.sh" "${ua[@]}" "$build"
 
 # -- UCX over shared memory: one batch, the same file on both sides
 if command -v ucx_perftest >/dev/null; then
