@@ -910,12 +910,240 @@ int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq)
 	return 0;
 }
 
+/*
+ * ---- the responder's steps ----
+ *
+ * A request to a connected QP passes these in the order the IBTA's
+ * responder (vol. 1, chapter 9: the reliable and unreliable connected
+ * services) checks a request packet, with the names Linux rxe gives them
+ * (rxe_resp.c's states): the QP takes it (its state, its type, its peer),
+ * the PSN (RESPST_CHK_PSN: the expected one, a duplicate, or one past a
+ * gap), the opcode sequence (RESPST_CHK_OP_SEQ), the length
+ * (RESPST_CHK_LENGTH), then execution (RESPST_EXECUTE; the key and range
+ * checks, RESPST_CHK_RKEY, are each operation's own: rc_write, rc_read,
+ * ...), then the acknowledgement (RESPST_ACKNOWLEDGE). Each step returns
+ * false when the packet is done with: dropped, NAKed or answered.
+ */
+
+/* Does t take p at all: a connected QP takes packets of its own type from
+ * its own peer (an XRC initiator takes responses only, sv_roce_comp_rx). */
+static bool chk_qp(struct sv_qp *t, const struct sv_roce_pkt *p,
+		   const struct sv_roce_ip *ip)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (!rq || !sv_roce_resp_takes(t->type, p->flags)) {
+		sv_roce_drop(SV_RX_DROP_STATE);
+		return false;
+	}
+	if (memcmp(ip->src, rq->dgid, 16)) {
+		sv_roce_drop(SV_RX_DROP_PEER);
+		return false;
+	}
+	return true;
+}
+
+/* XRC: the SRQ the request names, of t's domain; a message goes on into
+ * the SRQ it began with (d: p's PSN against the expected one). */
+static bool chk_xrc_srq(struct sv_qp *t, const struct sv_roce_pkt *p,
+			struct sv_roce_tx *tx, int32_t d)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (t->type != IBV_QPT_XRC_RECV || d != 0 || xrc_srq(t, p))
+		return true;
+	if (rq->in != SV_IN_NONE) {
+		/* another SRQ inside a message */
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+	} else {
+		/* no such SRQ here: the initiator fails, the target (shared
+		 * by the domain) stays */
+		nak(t, tx, SV_OUTCOME_NO_SRQ, p->psn);
+	}
+	return false;
+}
+
+/*
+ * RESPST_CHK_PSN: the expected PSN goes on; a duplicate (behind it) is
+ * answered again (duplicate()); one past a gap is NAKed once with a PSN
+ * sequence error on RC, and on UC loses the message under way, a new one
+ * starting afresh from a FIRST or ONLY.
+ */
+static bool chk_psn(struct sv_qp *t, const struct sv_roce_pkt *p,
+		    struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+	int32_t d = sv_psn_diff(p->psn, rq->epsn);
+
+	if (t->type == IBV_QPT_XRC_RECV && d < 0) {
+		/* an XRC duplicate: answered through the SRQ it names (a READ
+		 * is replayed with that SRQ's PD) without moving a message
+		 * under way to another SRQ */
+		struct sv_srq *srq = t->srq;
+		struct sv_pd *pd = t->pd;
+
+		if (sv_xrc_bind(t, p->xrcsrq))
+			duplicate(t, p, tx);
+		t->srq = srq;
+		t->pd = pd;
+		return false;
+	}
+	if (!chk_xrc_srq(t, p, tx, d))
+		return false;
+	if (d != 0 && !is_rc(t)) {
+		/* UC: a gap loses the message; a new one starts afresh */
+		if (!(p->flags & SV_RF_FIRST)) {
+			rq->in = SV_IN_NONE;
+			sv_roce_drop(SV_RX_DROP_PSN);
+			return false;
+		}
+		rq->epsn = p->psn;
+		if (rq->in == SV_IN_SEND)
+			rq->rx_off = 0;
+		rq->in = SV_IN_NONE;
+		d = 0;
+	}
+	if (d > 0) {
+		sv_roce_drop(SV_RX_DROP_PSN);
+		if (!rq->nak_sent) {
+			rq->nak_sent = true;
+			nak(t, tx, SV_OUTCOME_SEQ, rq->epsn);
+		}
+		return false;
+	}
+	if (d < 0) {
+		duplicate(t, p, tx);
+		return false;
+	}
+	return true;
+}
+
+/* RESPST_CHK_OP_SEQ: a MIDDLE or LAST continues a message of its kind, a
+ * FIRST or ONLY starts one (out of sequence: NAK invalid request on RC,
+ * dropped on UC). */
+static bool chk_op_seq(struct sv_qp *t, const struct sv_roce_pkt *p,
+		       struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (p->flags & SV_RF_FIRST) {
+		if (rq->in != SV_IN_NONE && is_rc(t)) {
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+			return false;
+		}
+		if (rq->in == SV_IN_SEND && rq->rx_taken)
+			rq->rx_off = 0; /* UC: the WQE is used again */
+	} else if (!(p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
+				 SV_RF_AWRITE)) &&
+		   rq->in != ((p->flags & SV_RF_SEND) ? SV_IN_SEND :
+							SV_IN_WRITE)) {
+		if (is_rc(t))
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+		else
+			sv_roce_drop(SV_RX_DROP_PSN);
+		return false;
+	}
+	return true;
+}
+
+/* RESPST_CHK_LENGTH: a SEND's or WRITE's payload fits the packet's place
+ * in its message (size_ok); else NAK invalid request (RC), dropped (UC). */
+static bool chk_length(struct sv_qp *t, const struct sv_roce_pkt *p,
+		       struct sv_roce_tx *tx)
+{
+	if (!(p->flags & (SV_RF_SEND | SV_RF_WRITE)) || size_ok(t->roce, p))
+		return true;
+	if (is_rc(t))
+		nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+	else
+		sv_roce_drop(SV_RX_DROP_MALFORMED);
+	return false;
+}
+
+/* softverbs inject: a remote access error armed for t answers the first
+ * packet of the next access (not the IBTA's: a test's). */
+static bool chk_injected(struct sv_qp *t, const struct sv_roce_pkt *p,
+			 struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (__builtin_expect((t->inj_access | sv_inj_wide) != 0, 0) &&
+	    rq->in == SV_IN_NONE &&
+	    ((p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
+			  SV_RF_AWRITE)) ||
+	     (p->flags & (SV_RF_WRITE | SV_RF_FIRST)) ==
+		     (SV_RF_WRITE | SV_RF_FIRST)) &&
+	    sv_inject_resp(t, false)) {
+		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
+		return false;
+	}
+	return true;
+}
+
+/* RESPST_EXECUTE: each operation (with its own key and range checks);
+ * true when the packet may ask for an acknowledgement (a SEND or WRITE:
+ * READ, atomics and FLUSH answer by themselves). */
+static bool execute(struct sv_qp *t, const struct sv_roce_pkt *p,
+		    struct sv_roce_tx *tx)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (p->flags & SV_RF_SEND) {
+		if ((p->flags & SV_RF_FIRST) && rq->in == SV_IN_SEND &&
+		    rq->rx_taken) {
+			/* UC restart: keep the WQE taken */
+			uint32_t st = rx_put(t, &rq->rx, 0, p->payload,
+					     p->paylen);
+
+			if (st != IBV_WC_SUCCESS)
+				return false;
+			rq->rx_off = p->paylen;
+			rq->epsn = sv_psn_add(rq->epsn, 1);
+			return false;
+		}
+		rc_send(t, p, tx);
+		return true;
+	}
+	if (p->flags & SV_RF_WRITE) {
+		rc_write(t, p, tx);
+		return true;
+	}
+	if (p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
+			SV_RF_AWRITE)) {
+		/* never inside another message */
+		if (rq->in != SV_IN_NONE)
+			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
+		else if (p->flags & SV_RF_READ)
+			rc_read(t, p, tx);
+		else if (p->flags & SV_RF_FLUSH)
+			rc_flush(t, p, tx);
+		else if (p->flags & SV_RF_AWRITE)
+			rc_atomic_write(t, p, tx);
+		else
+			rc_atomic(t, p, tx);
+		return false;
+	}
+	sv_roce_drop(SV_RX_DROP_OPCODE);
+	return false;
+}
+
+/* RESPST_ACKNOWLEDGE: an RC request that asked for one (the BTH's A bit),
+ * executed whole, is acknowledged once the batch of packets is in
+ * (sv_roce_resp_flush_ack: one ACK for the last of them). */
+static void acknowledge(struct sv_qp *t, const struct sv_roce_pkt *p)
+{
+	struct sv_roce_qp *rq = t->roce;
+
+	if (is_rc(t) && p->ackreq && t->state != IBV_QPS_ERR &&
+	    sv_psn_diff(rq->epsn, sv_psn_add(p->psn, 1)) == 0) {
+		rq->ack_due = true;
+		rq->ack_psn = p->psn;
+	}
+}
+
 void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 		     const struct sv_roce_ip *ip, struct sv_roce_tx *tx)
 {
-	struct sv_roce_qp *rq = t->roce;
-	int32_t d;
-
 	/* what waits is placed before anything that could see it */
 	if (tx->wb.t && (tx->wb.t != t || !(p->flags & SV_RF_WRITE)))
 		(void)sv_roce_resp_place(tx);
@@ -930,147 +1158,16 @@ void sv_roce_resp_rx(struct sv_qp *t, const struct sv_roce_pkt *p,
 			sv_roce_drop(SV_RX_DROP_STATE);
 		return;
 	}
-	/* an XRC initiator takes responses only (sv_roce_comp_rx); a
-	 * connected QP takes packets of its own type from its own peer
-	 * (build.c) */
-	if (!rq || !sv_roce_resp_takes(t->type, p->flags)) {
-		sv_roce_drop(SV_RX_DROP_STATE);
+	if (!chk_qp(t, p, ip) || !chk_psn(t, p, tx))
 		return;
-	}
-	if (memcmp(ip->src, rq->dgid, 16)) {
-		sv_roce_drop(SV_RX_DROP_PEER);
-		return;
-	}
-	d = sv_psn_diff(p->psn, rq->epsn);
-	if (t->type == IBV_QPT_XRC_RECV && d < 0) {
-		/* an XRC duplicate: answered through the SRQ it names (a READ
-		 * is replayed with that SRQ's PD) without moving a message
-		 * under way to another SRQ */
-		struct sv_srq *srq = t->srq;
-		struct sv_pd *pd = t->pd;
-
-		if (sv_xrc_bind(t, p->xrcsrq))
-			duplicate(t, p, tx);
-		t->srq = srq;
-		t->pd = pd;
-		return;
-	}
-	/* XRC: the SRQ the request names, of t's domain; a message goes on
-	 * into the SRQ it began with */
-	if (t->type == IBV_QPT_XRC_RECV && d == 0 && !xrc_srq(t, p)) {
-		if (rq->in != SV_IN_NONE) {
-			/* another SRQ inside a message */
-			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
-		} else {
-			/* no such SRQ here: the initiator fails, the target
-			 * (shared by the domain) stays */
-			nak(t, tx, SV_OUTCOME_NO_SRQ, p->psn);
-		}
-		return;
-	}
-	if (d != 0 && !is_rc(t)) {
-		/* UC: a gap loses the message; a new one starts afresh */
-		if (!(p->flags & SV_RF_FIRST)) {
-			rq->in = SV_IN_NONE;
-			sv_roce_drop(SV_RX_DROP_PSN);
-			return;
-		}
-		rq->epsn = p->psn;
-		if (rq->in == SV_IN_SEND)
-			rq->rx_off = 0;
-		rq->in = SV_IN_NONE;
-		d = 0;
-	}
-	if (d > 0) {
-		sv_roce_drop(SV_RX_DROP_PSN);
-		if (!rq->nak_sent) {
-			rq->nak_sent = true;
-			nak(t, tx, SV_OUTCOME_SEQ, rq->epsn);
-		}
-		return;
-	}
-	if (d < 0) {
-		duplicate(t, p, tx);
-		return;
-	}
-	rq->nak_sent = false;
+	/* the expected packet: a NAK may be sent again, and the first one
+	 * a QP takes in RTR establishes it */
+	t->roce->nak_sent = false;
 	sv_comm_est(t);
-	/* in-message order: a MIDDLE or LAST continues a message of its kind,
-	 * a FIRST or ONLY starts one */
-	if (p->flags & SV_RF_FIRST) {
-		if (rq->in != SV_IN_NONE && is_rc(t)) {
-			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
-			return;
-		}
-		if (rq->in == SV_IN_SEND && rq->rx_taken)
-			rq->rx_off = 0; /* UC: the WQE is used again */
-	} else if (!(p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
-				 SV_RF_AWRITE)) &&
-		   rq->in != ((p->flags & SV_RF_SEND) ? SV_IN_SEND :
-							SV_IN_WRITE)) {
-		if (is_rc(t))
-			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
-		else
-			sv_roce_drop(SV_RX_DROP_PSN);
+	if (!chk_op_seq(t, p, tx) || !chk_length(t, p, tx) ||
+	    !chk_injected(t, p, tx) || !execute(t, p, tx))
 		return;
-	}
-	if ((p->flags & (SV_RF_SEND | SV_RF_WRITE)) && !size_ok(rq, p)) {
-		if (is_rc(t))
-			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
-		else
-			sv_roce_drop(SV_RX_DROP_MALFORMED);
-		return;
-	}
-	if (__builtin_expect((t->inj_access | sv_inj_wide) != 0, 0) &&
-	    rq->in == SV_IN_NONE &&
-	    ((p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
-			  SV_RF_AWRITE)) ||
-	     (p->flags & (SV_RF_WRITE | SV_RF_FIRST)) ==
-		     (SV_RF_WRITE | SV_RF_FIRST)) &&
-	    sv_inject_resp(t, false)) {
-		/* softverbs inject: a remote access error */
-		nak(t, tx, SV_OUTCOME_ACCESS, p->psn);
-		return;
-	}
-	if (p->flags & SV_RF_SEND) {
-		if ((p->flags & SV_RF_FIRST) && rq->in == SV_IN_SEND &&
-		    rq->rx_taken) {
-			/* UC restart: keep the WQE taken */
-			uint32_t st = rx_put(t, &rq->rx, 0, p->payload,
-					     p->paylen);
-
-			if (st != IBV_WC_SUCCESS)
-				return;
-			rq->rx_off = p->paylen;
-			rq->epsn = sv_psn_add(rq->epsn, 1);
-			return;
-		}
-		rc_send(t, p, tx);
-	} else if (p->flags & SV_RF_WRITE) {
-		rc_write(t, p, tx);
-	} else if (p->flags & (SV_RF_READ | SV_RF_ATOMIC | SV_RF_FLUSH |
-			       SV_RF_AWRITE)) {
-		/* never inside another message */
-		if (rq->in != SV_IN_NONE)
-			nak(t, tx, SV_OUTCOME_INV_REQ, p->psn);
-		else if (p->flags & SV_RF_READ)
-			rc_read(t, p, tx);
-		else if (p->flags & SV_RF_FLUSH)
-			rc_flush(t, p, tx);
-		else if (p->flags & SV_RF_AWRITE)
-			rc_atomic_write(t, p, tx);
-		else
-			rc_atomic(t, p, tx);
-		return;
-	} else {
-		sv_roce_drop(SV_RX_DROP_OPCODE);
-		return;
-	}
-	if (is_rc(t) && p->ackreq && t->state != IBV_QPS_ERR &&
-	    sv_psn_diff(rq->epsn, sv_psn_add(p->psn, 1)) == 0) {
-		rq->ack_due = true;
-		rq->ack_psn = p->psn;
-	}
+	acknowledge(t, p);
 }
 
 /*
