@@ -963,6 +963,21 @@ static bool wait_done(struct sv_qp *qp, const struct sv_wq_ring *hdr)
 	}
 }
 
+/* Could the QP's WRs go direct at all: it and its peer are QPs of this
+ * host, neither withdrawn, it in RTS (a look before waiting for the
+ * engine: a QP whose peer is across the wire never waits). */
+static bool peer_here(struct sv_direct *d, struct sv_qp *qp)
+{
+	union sv_direct_qp_u me, peer;
+
+	return qp_entry(d, qp->ex.qp_base.qp_num, &me) &&
+	       me.e.state == IBV_QPS_RTS &&
+	       (me.e.flags & (SV_DQP_LOCAL | SV_DQP_NODIRECT)) == SV_DQP_LOCAL &&
+	       qp_entry(d, me.e.dest_qpn, &peer) &&
+	       (peer.e.flags & (SV_DQP_LOCAL | SV_DQP_NODIRECT)) ==
+		       SV_DQP_LOCAL;
+}
+
 /* Count n WRs sent to the daemon for reason why in the QP's guard (one
  * writer: the poster, under the SQ lock). */
 static void refuse(struct sv_direct *d, struct sv_qp *qp, unsigned int why,
@@ -1014,12 +1029,18 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 	}
 	if (n > SV_DIRECT_BATCH)
 		n = SV_DIRECT_BATCH;
-	/* nothing of ours is with the daemon: each WQE posted is done */
+	/* nothing of ours is with the daemon: each WQE posted is done (a
+	 * wait for that only where the WR could go direct then) */
 	if (__atomic_load_n(&qp->sq.hdr->done, __ATOMIC_ACQUIRE) !=
-		    qp->sq.prod &&
-	    !wait_done(qp, qp->sq.hdr)) {
-		refuse(d, qp, SV_DREF_BUSY, n);
-		return 0;
+	    qp->sq.prod) {
+		if (!peer_here(d, qp)) {
+			refuse(d, qp, SV_DREF_PEER, n);
+			return 0;
+		}
+		if (!wait_done(qp, qp->sq.hdr)) {
+			refuse(d, qp, SV_DREF_BUSY, n);
+			return 0;
+		}
 	}
 	done = run(d, qp, cq, wrs, n, &r);
 	if (unlikely(r.fire))
