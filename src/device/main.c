@@ -24,11 +24,11 @@
 #include <unistd.h>
 
 #include "abi/sv_sock.h"
-#include "device/daemon.h"
-#include "device/direct.h"
-#include "device/roce/roce.h"
 #include "device/cm/cm.h"
+#include "device/ctl/direct.h"
+#include "device/daemon.h"
 #include "device/nl/nl.h"
+#include "device/roce/roce.h"
 
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };
 

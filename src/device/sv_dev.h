@@ -17,8 +17,8 @@
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
 #include "abi/sv_tm.h"
-#include "device/keys.h"
-#include "device/objtab.h"
+#include "device/ctl/keys.h"
+#include "device/ctl/objtab.h"
 
 /*
  * Who the device is (docs/DESIGN.md, "Identity"). The vendor ID is the

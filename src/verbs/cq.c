@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi/sv_lock.h"
 #include "abi/sv_op.h"
-#include "verbs/sv_lock.h"
 #include "verbs/sv_verbs.h"
 
 #define SV_CQ_WC_FLAGS_SUPPORTED                                             \

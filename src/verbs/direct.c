@@ -45,8 +45,8 @@
 #include <unistd.h>
 
 #include "abi/sv_direct.h"
+#include "abi/sv_lock.h"
 #include "abi/sv_op.h"
-#include "verbs/sv_lock.h"
 #include "verbs/sv_verbs.h"
 
 /* The most one WQE moves directly: its copy is one system call, and a

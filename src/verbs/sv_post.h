@@ -20,8 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "abi/sv_lock.h"
 #include "abi/sv_op.h"
-#include "verbs/sv_lock.h"
 #include "verbs/sv_verbs.h"
 
 /* wr.c: fill qp->ex.wr_* (called by create_qp_ex when the QP has_ex). */

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "device/qp_state.h"
+#include "device/ctl/qp_state.h"
 #include "fuzz_dev.h"
 
 struct sv_device sv_dev = { .lock = PTHREAD_MUTEX_INITIALIZER, .db_memfd = -1 };

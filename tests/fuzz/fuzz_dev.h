@@ -21,7 +21,7 @@
 #include <stdlib.h>
 
 #include "abi/sv_cmd.h"
-#include "device/engine.h"
+#include "device/exec/engine.h"
 #include "device/roce/roce_int.h"
 #include "device/sv_dev.h"
 

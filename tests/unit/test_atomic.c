@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "device/atomic.h"
 #include "../e2e/atomic_ref.h"
+#include "device/exec/atomic.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

@@ -21,10 +21,10 @@
 
 #include <infiniband/verbs.h>
 
-#include "device/engine.h"
-#include "device/exec_int.h"
+#include "device/exec/engine.h"
+#include "device/exec/exec_int.h"
+#include "device/exec/transport.h"
 #include "device/sv_dev.h"
-#include "device/transport.h"
 
 /* ---- what exec.c and cq.c need from the rest of the daemon ---- */
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "device/keys.h"
+#include "device/ctl/keys.h"
 
 static int objs[300];
 

@@ -29,7 +29,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "device/mm.h"
+#include "device/exec/mm.h"
 #include "device/sv_dev.h"
 
 /* ---- what mem.c, mw.c, cq.c and client.c need from the rest ---- */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "device/objtab.h"
+#include "device/ctl/objtab.h"
 
 #define H_IDX1(h) ((uint32_t)((h) & 0xffffff))
 #define H_TYPE(h) ((unsigned int)(((h) >> 24) & 0xff))

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "device/qp_state.h"
+#include "device/ctl/qp_state.h"
 
 #define NSTATES (IBV_QPS_ERR + 1)
 

@@ -47,7 +47,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "device/atomic.h"
+#include "device/exec/atomic.h"
 #include "device/roce/roce_int.h"
 
 /* RC and XRC targets: acknowledged */

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "abi/sv_cmd.h"
-#include "device/engine.h"
+#include "device/exec/engine.h"
 #include "device/roce/wire.h"
 #include "device/sv_dev.h"
 

@@ -10,12 +10,12 @@
 #include <stdint.h>
 
 #include "abi/sv_tm.h"
-#include "device/exec_int.h"
+#include "device/exec/exec_int.h"
+#include "device/exec/transport.h"
 #include "device/roce/build.h"
 #include "device/roce/net.h"
 #include "device/roce/roce.h"
 #include "device/roce/wire.h"
-#include "device/transport.h"
 
 /* WQEs in flight per QP (copied out of the ring until they complete) and
  * unacknowledged packets per QP at most: the bounded window of the issue.

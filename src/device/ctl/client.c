@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "device/direct.h"
+#include "device/ctl/direct.h"
 #include "device/sv_dev.h"
 
 #ifndef SO_PEERPIDFD

@@ -14,8 +14,8 @@
 #include <sys/uio.h>
 
 #include "abi/sv_tm.h"
-#include "device/engine.h"
-#include "device/exec_int.h"
+#include "device/exec/engine.h"
+#include "device/exec/exec_int.h"
 #include "device/sv_dev.h"
 
 /* Responder outcomes that are not a completion status. */

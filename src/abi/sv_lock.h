@@ -5,8 +5,8 @@
  * instructions, bench/budgets.sh). 0 free, 1 held. Used by the CQ, send,
  * receive and SRQ locks; objects that are single-threaded skip it.
  */
-#ifndef SV_VERBS_LOCK_H
-#define SV_VERBS_LOCK_H
+#ifndef SV_ABI_LOCK_H
+#define SV_ABI_LOCK_H
 
 #include "abi/sv_cpu.h"
 

@@ -37,14 +37,14 @@
 
 #include "abi/sv_op.h"
 #include "abi/sv_tm.h"
-#include "device/atomic.h"
-#include "device/engine.h"
-#include "device/exec_int.h"
-#include "device/loop.h"
-#include "device/mm.h"
+#include "device/exec/atomic.h"
+#include "device/exec/engine.h"
+#include "device/exec/exec_int.h"
+#include "device/exec/mm.h"
+#include "device/exec/transport.h"
+#include "device/loop/loop.h"
 #include "device/roce/roce.h"
 #include "device/sv_dev.h"
-#include "device/transport.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
 

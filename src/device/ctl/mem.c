@@ -21,7 +21,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "device/direct.h"
+#include "device/ctl/direct.h"
 #include "device/sv_dev.h"
 
 #define SV_ACCESS_WRITES                                                     \

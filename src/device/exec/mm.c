@@ -19,7 +19,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "device/mm.h"
+#include "device/exec/mm.h"
 #include "device/sv_dev.h"
 
 #define MR_ACCESS_SUPPORTED                                                  \

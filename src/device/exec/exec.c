@@ -16,10 +16,10 @@
 
 #include <infiniband/verbs.h>
 
-#include "device/engine.h"
-#include "device/exec_int.h"
+#include "device/exec/engine.h"
+#include "device/exec/exec_int.h"
+#include "device/exec/transport.h"
 #include "device/sv_dev.h"
-#include "device/transport.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
 

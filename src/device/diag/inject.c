@@ -23,8 +23,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "device/direct.h"
-#include "device/exec_int.h"
+#include "device/ctl/direct.h"
+#include "device/exec/exec_int.h"
 #include "device/roce/roce.h"
 #include "device/sv_dev.h"
 

@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "abi/sv_cpu.h"
-#include "device/engine.h"
+#include "device/exec/engine.h"
 #include "device/sv_dev.h"
 
 #define SV_BOUNCE_BYTES (1u << 20)

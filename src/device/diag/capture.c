@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "abi/sv_op.h"
-#include "device/direct.h"
-#include "device/loop.h"
+#include "device/ctl/direct.h"
+#include "device/loop/loop.h"
 #include "device/roce/roce.h"
 #include "device/roce/roce_int.h"
 #include "device/sv_dev.h"

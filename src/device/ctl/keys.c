@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "device/keys.h"
+#include "device/ctl/keys.h"
 
 #define KEYTAB_FIRST	 16u
 #define KEYTAB_NONE	 0u

@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "device/engine.h"
+#include "device/exec/engine.h"
 #include "device/sv_dev.h"
 
 struct span;

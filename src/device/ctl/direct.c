@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "abi/sv_direct.h"
-#include "device/direct.h"
-#include "device/engine.h"
+#include "device/ctl/direct.h"
+#include "device/exec/engine.h"
 #include "device/sv_dev.h"
 
 #define QP_SLOTS (1u << SV_MAX_QP_BITS)

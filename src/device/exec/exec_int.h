@@ -18,12 +18,12 @@
 
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
-#include "device/direct.h"
-#include "device/engine.h"
-#include "device/mm.h"
+#include "device/ctl/direct.h"
+#include "device/exec/engine.h"
+#include "device/exec/mm.h"
+#include "device/exec/wq.h"
 #include "device/roce/wire.h"
 #include "device/sv_dev.h"
-#include "device/wq.h"
 
 /* A send WQE copied out of its slot. */
 struct swqe {

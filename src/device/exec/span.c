@@ -13,7 +13,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "device/exec_int.h"
+#include "device/exec/exec_int.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 

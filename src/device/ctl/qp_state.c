@@ -19,7 +19,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "device/qp_state.h"
+#include "device/ctl/qp_state.h"
 
 /* Short names of the attribute-mask bits, for a readable table. */
 #define A_CUR	 IBV_QP_CUR_STATE

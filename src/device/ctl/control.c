@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "device/cm/cm.h"
-#include "device/direct.h"
-#include "device/sv_dev.h"
+#include "device/ctl/direct.h"
 #include "device/roce/roce.h"
+#include "device/sv_dev.h"
 
 typedef int (*sv_handler)(struct sv_req *r);
 

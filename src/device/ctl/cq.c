@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "abi/sv_ring.h"
-#include "device/engine.h"
+#include "device/exec/engine.h"
 #include "device/sv_dev.h"
 
 int sv_check_event_socket(int fd, const char **why)

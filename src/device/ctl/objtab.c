@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/objtab.h"
+#include "device/ctl/objtab.h"
 
 #define OBJTAB_IDX_LIMIT ((1u << 24) - 1) /* index + 1 must fit 24 bits */
 #define OBJTAB_FIRST	 16u

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "abi/sv_cpu.h"
-#include "device/engine.h"
+#include "device/exec/engine.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
 

@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device/exec/transport.h"
 #include "device/sv_dev.h"
-#include "device/transport.h"
 
 #define SV_SRQN_BITS 13
 #define SRQN_MASK ((1u << SV_SRQN_BITS) - 1)

@@ -24,13 +24,13 @@
 
 #include "abi/sv_op.h"
 #include "abi/sv_tm.h"
-#include "device/engine.h"
-#include "device/exec_int.h"
-#include "device/qp_state.h"
-#include "device/direct.h"
-#include "device/sv_dev.h"
-#include "device/wq.h"
+#include "device/ctl/direct.h"
+#include "device/ctl/qp_state.h"
+#include "device/exec/engine.h"
+#include "device/exec/exec_int.h"
+#include "device/exec/wq.h"
 #include "device/roce/roce.h"
+#include "device/sv_dev.h"
 
 #define QPN_MASK ((1u << SV_MAX_QP_BITS) - 1)
 

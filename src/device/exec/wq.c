@@ -16,9 +16,9 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_op.h"
-#include "device/direct.h"
-#include "device/engine.h"
-#include "device/exec_int.h"
+#include "device/ctl/direct.h"
+#include "device/exec/engine.h"
+#include "device/exec/exec_int.h"
 #include "device/sv_dev.h"
 
 /*
