@@ -5,7 +5,7 @@
 #   bench/budgets.sh [--quick] [--build DIR] [--iters N] [--keep DIR]
 #
 # One softverbsd of this build runs under callgrind on a private socket,
-# collecting only sq_execute (src/device/loop_req.c: the engine executing
+# collecting only sq_execute (src/device/loop/req.c: the engine executing
 # one send WQE on the same-host path). The workload
 # bench/budget_post.c runs under callgrind too, collecting only the library's
 # sv_post_send (behind ibv_post_send) and sv_poll_cq (behind ibv_poll_cq): N

@@ -369,7 +369,7 @@ int main(int argc, char **argv)
 	int nsizes = 0, c;
 	double min_time = 0.2;
 	long lat_iters = 20000;
-	long bounce = 1 << 20;	/* the engine's bounce buffer (engine.c) */
+	long bounce = 1 << 20;	/* the engine's bounce buffer (exec/engine.c) */
 	struct copy_ctx x;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

@@ -75,7 +75,7 @@ struct sv_direct_hdr {
 	uint64_t qp_off;           /* byte offsets in the memfd, page aligned */
 	uint64_t key_off;
 	uint64_t bytes;            /* the memfd's size */
-	struct sv_keyperm perm;    /* key index <-> slot (keys.c) */
+	struct sv_keyperm perm;    /* key index <-> slot (ctl/keys.c) */
 	uint8_t pad0[2 * SV_CACHELINE - 56 - sizeof(struct sv_keyperm)];
 	/* bumped by every revocation (seq_cst); never 0 */
 	uint64_t epoch;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The secret permutation between a key table slot and the 24-bit index a
- * key shows (docs/DESIGN.md "Keys"): the daemon's key table (keys.c) makes
+ * key shows (docs/DESIGN.md "Keys"): the daemon's key table (ctl/keys.c) makes
  * keys with it, and the library's direct path (src/verbs/direct.c) finds
  * the slot of a key in the table the daemon publishes with it, the round
  * keys coming in that table's header. One definition, here.

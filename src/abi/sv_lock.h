@@ -3,7 +3,9 @@
  * The library's fast-path lock: a test-and-set spinlock on one int, inline,
  * so that post and poll call nothing on their way (their cost is counted in
  * instructions, bench/budgets.sh). 0 free, 1 held. Used by the CQ, send,
- * receive and SRQ locks; objects that are single-threaded skip it.
+ * receive and SRQ locks; objects that are single-threaded skip it. In
+ * src/abi beside the ring layouts it guards: it needs nothing of the
+ * library's (docs/DESIGN.md "The tree").
  */
 #ifndef SV_ABI_LOCK_H
 #define SV_ABI_LOCK_H

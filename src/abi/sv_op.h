@@ -181,7 +181,7 @@ static inline bool sv_op_flags_ok(uint32_t qp_type, uint32_t flags)
 }
 
 /* The device's verdict on a send WQE of op on a QP of qp_type, whichever
- * transport runs it (the same host's loop_req.c, the RoCEv2 requester's
+ * transport runs it (the same host's loop/req.c, the RoCEv2 requester's
  * roce/req.c): IBV_WC_SUCCESS, or IBV_WC_LOC_QP_OP_ERR for an opcode the
  * table does not give that QP type (or does not know), or a masked atomic
  * on a device started without them (masked_ok false). */

@@ -189,7 +189,7 @@ struct sv_send_wqe {
 		};
 		struct sv_wqe_reg reg;     /* FAST_REG_MR, BIND_MW */
 		/* SV_WR_MASKED_*: compare/add, swap/field boundaries (see
-		 * src/device/atomic.h); the rkey is in imm */
+		 * src/device/exec/atomic.h); the rkey is in imm */
 		struct {
 			uint64_t remote_addr;
 			uint64_t compare_add;  /* compare value; add value */

@@ -5,7 +5,7 @@
  * A ring is a memfd created and sealed (no shrink, no grow) by the daemon and
  * mapped by both sides: a 512-byte header (its counters each on a cache line
  * of their own), then a power-of-two array of fixed-size slots. Rings start
- * on a page of their memfd (a pool of one client's rings, ring.c); a QP's
+ * on a page of their memfd (a pool of one client's rings, ctl/ring.c); a QP's
  * receive ring follows its send ring on the next cache line, so that an
  * idle QP of small queues takes one page (issue 35: 65,536 QPs). Producer and consumer counters are free-running uint32_t,
  * masked only to address a slot; each side writes only its own counter,

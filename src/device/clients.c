@@ -4,13 +4,13 @@
  * refused.c), reading each client's commands and sending the responses
  * (on its socket or a reply channel), and dropping a client that has gone,
  * that cannot be read, or that does not read its responses. The client
- * object itself (identity, channels, teardown) is client.c's; the
- * commands are control.c's.
+ * object itself (identity, channels, teardown) is ctl/client.c's; the
+ * commands are ctl/control.c's.
  *
  * Owns the list of clients dropped in the current batch of events (freed
- * by clients_bury). Calls client.c, control.c, capture.c, refused.c and
- * evloop.c (daemon_ep_add, daemon_idle_arm); called by evloop.c and
- * main.c (daemon.h).
+ * by clients_bury). Calls ctl/client.c, ctl/control.c, diag/capture.c,
+ * refused.c and evloop.c (daemon_ep_add, daemon_idle_arm); called by
+ * evloop.c and main.c (daemon.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>

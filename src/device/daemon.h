@@ -11,14 +11,14 @@
  *              socket path), socket activation, listening
  *   evloop.c   the epoll loop: what each event is, the idle timer, the
  *              rdma_cm and RDMA-netlink connections, freeing after a batch
- *              (the same-host transport is loop_req.c and loop_resp.c)
+ *              (the same-host transport is loop/req.c and loop/resp.c)
  *   clients.c  connections on the control socket: accept, the commands
- *              and their replies, drop (the client object is client.c's)
+ *              and their replies, drop (the client object is ctl/client.c's)
  *   refused.c  refused connections, kept until their HELLO is answered;
  *              the spare descriptor that takes one when descriptors run out
  *
  * They call the rest of the daemon (sv_dev.h, cm/cm.h, nl/nl.h,
- * roce/roce.h, direct.h); nothing else calls them.
+ * roce/roce.h, ctl/direct.h); nothing else calls them.
  */
 #ifndef SV_DEVICE_DAEMON_H
 #define SV_DEVICE_DAEMON_H

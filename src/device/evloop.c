@@ -11,7 +11,7 @@
  * Owns the epoll tags of the fixed descriptors and of the rdma_cm and
  * netlink connections, and the lists of those closed in this batch. Calls
  * clients.c, refused.c, cm/ (cm.h), nl/ (nl.h), roce/ (its QP1 socket) and
- * log.c; called by the files of daemon.h.
+ * diag/log.c; called by the files of daemon.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>

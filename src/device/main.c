@@ -391,7 +391,7 @@ static int open_paths(const struct sv_opts *o)
 
 		e = -errno;
 		name = strerrorname_np(-e);
-		/* ELOOP: a link, never followed (log.c) */
+		/* ELOOP: a link, never followed (diag/log.c) */
 		return daemon_give_up(1, e, "cannot open the log %s: %s (%s)%s",
 				      o->log_path, strerror(-e),
 				      name ? name : "?",

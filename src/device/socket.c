@@ -12,7 +12,7 @@
  * (socket activation).
  *
  * Owns nothing but d's socket fields. Calls the socket helpers of src/abi,
- * view.c, cm/ and nl/ (started once the lock is ours, stopped if listening
+ * ctl/view.c, cm/ and nl/ (started once the lock is ours, stopped if listening
  * fails) and main.c (daemon_give_up); called by main.c (daemon.h).
  */
 #define _GNU_SOURCE

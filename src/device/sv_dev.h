@@ -53,7 +53,7 @@
 #define SV_MAX_MSG_SZ       (1u << 31)
 /* Doorbell pages, each with its engine thread: page 0 is the default that
  * objects without a resource domain share; pages 1 .. SV_MAX_RES_DOMAINS can
- * be dedicated to domains (domain.c). An engine thread starts when its page
+ * be dedicated to domains (ctl/domain.c). An engine thread starts when its page
  * is first used. */
 #define SV_MAX_RES_DOMAINS  8
 #define SV_DB_PAGES         (1 + SV_MAX_RES_DOMAINS)
@@ -67,12 +67,12 @@
 #define SV_DM_MAX_BYTES     (64ull << 20) /* device memory, all of it
 					   * (max_dm_size) */
 #define SV_MAX_MR_BLOCKS    (1ull << 24)
-/* UD multicast (mcast.c): groups on the device, QPs attached to one group,
+/* UD multicast (ctl/mcast.c): groups on the device, QPs attached to one group,
  * attachments in all. */
 #define SV_MAX_MCAST_GRP       256
 #define SV_MAX_MCAST_QP_ATTACH 64
 #define SV_MAX_MCAST_TOTAL     4096
-/* What one process may hold (client.c, docs/DESIGN.md "Exhaustion"): the
+/* What one process may hold (ctl/client.c, docs/DESIGN.md "Exhaustion"): the
  * device's limits above are shared by every process; a process gets at most
  * 1/SV_PROC_SHARE of each kind of object (and that is what ibv_query_device
  * tells it), SV_PROC_MAX_CONTEXTS connections, and SV_PROC_MAX_RING_BYTES of
@@ -111,9 +111,9 @@ enum sv_mr_kind {
 };
 
 /*
- * A memory region (mem.c; translation and state changes in mm.c). A zeroed
- * struct with addr, length, iova, access and key set is a valid contiguous
- * regular MR.
+ * A memory region (ctl/mem.c; translation in exec/keymap.c, state changes
+ * in exec/mm.c). A zeroed struct with addr, length, iova, access and key
+ * set is a valid contiguous regular MR.
  */
 struct sv_mr {
 	struct sv_client *owner;
@@ -136,7 +136,7 @@ struct sv_mr {
 				    * window bound before does not survive it */
 	uint64_t fbo;              /* list position of the MR's byte 0 */
 	struct sv_mr_block *blocks; /* NULL for contiguous MRs */
-	/* a sealed memfd the MR's memory lies in (mrfile.c), for the direct
+	/* a sealed memfd the MR's memory lies in (ctl/mrfile.c), for the direct
 	 * path's plain copies: file_fd, file_off of byte addr */
 	bool has_file;
 	int file_fd;
@@ -144,7 +144,7 @@ struct sv_mr {
 	uint64_t file_gen;         /* device-wide, never 0 */
 };
 
-/* A memory window (mw.c; binds and invalidation in mm.c). */
+/* A memory window (ctl/mw.c; binds and invalidation in exec/mm.c). */
 struct sv_mw {
 	struct sv_client *owner;
 	struct sv_pd *pd;
@@ -161,7 +161,7 @@ struct sv_mw {
 	uint64_t off;              /* its first byte is byte off of mr */
 };
 
-/* A fast-register page list (mem.c): shared memory the client fills and the
+/* A fast-register page list (ctl/mem.c): shared memory the client fills and the
  * daemon reads, through its own read-only mapping, when it executes a work
  * request or command that names the list. */
 struct sv_page_list {
@@ -172,7 +172,7 @@ struct sv_page_list {
 	uint32_t max_entries;
 };
 
-/* Device memory (dm.c): a sealed memfd the owner maps; the device keeps a
+/* Device memory (ctl/dm.c): a sealed memfd the owner maps; the device keeps a
  * descriptor. */
 struct sv_dm {
 	struct sv_client *owner;
@@ -189,7 +189,7 @@ struct sv_channel {
 	uint32_t refs;             /* CQs */
 };
 
-/* Where a ring lies (ring.c): pages of one of its client's pools (a memfd
+/* Where a ring lies (ctl/ring.c): pages of one of its client's pools (a memfd
  * of many rings), or a memfd of its own (memfd >= 0, offset 0). */
 struct sv_ring_pool;
 struct sv_ring_loc {
@@ -203,7 +203,7 @@ struct sv_cq {
 	uint64_t handle;
 	uint64_t cookie;
 	struct sv_channel *channel;
-	struct sv_ring_loc loc;    /* where the ring lies (ring.c) */
+	struct sv_ring_loc loc;    /* where the ring lies (ctl/ring.c) */
 	void *ring;                /* struct sv_cq_ring + slots */
 	size_t ring_bytes;
 	uint32_t entries;          /* ring slots */
@@ -220,7 +220,8 @@ struct sv_cq {
 
 struct sv_engine;
 
-/* A resource domain (domain.c): the doorbell page and engine its QPs use. */
+/* A resource domain (ctl/domain.c): the doorbell page and engine its QPs
+ * use. */
 struct sv_domain {
 	struct sv_client *owner;
 	uint64_t handle;
@@ -241,7 +242,7 @@ struct sv_wq {
 	uint32_t cons;             /* private consumer counter */
 };
 
-/* An XRC domain (xrc.c): device-wide; shared ones are named by a file. */
+/* An XRC domain (ctl/xrc.c): device-wide; shared ones are named by a file. */
 struct sv_xrc_dom {
 	struct sv_xrc_dom *next;
 	uint64_t dev, ino;         /* the file (shared) */
@@ -260,7 +261,7 @@ struct sv_xrcd {
 };
 
 /*
- * A tag-matching SRQ's list of tagged buffers (tm.c): a slot per tag; the
+ * A tag-matching SRQ's list of tagged buffers (ctl/tm.c): a slot per tag; the
  * posted ones form a list in posting order (first match wins), the free
  * ones a stack. Private to the daemon: the client
  * changes it only through the ops ring (sv_tm.h).
@@ -330,8 +331,8 @@ struct sv_ah {
 };
 
 /*
- * A queue pair. The control thread (qp.c) creates, modifies and destroys it,
- * always holding sv_dev.lock; the engine reads the attributes and owns the
+ * A queue pair. The control thread (ctl/qp.c) creates, modifies and destroys
+ * it, always holding sv_dev.lock; the engine reads the attributes and owns the
  * "engine" fields, also under sv_dev.lock.
  */
 struct sv_qp {
@@ -363,7 +364,7 @@ struct sv_qp {
 	/* engine state */
 	struct sv_engine *engine;
 	/* An engine may copy a message's bytes without sv_dev.lock
-	 * (loop_resp.c): what it finds changed when it takes the lock back. */
+	 * (loop/resp.c): what it finds changed when it takes the lock back. */
 	bool dead;                 /* destroyed: freed once engines are quiet */
 	uint32_t state_gen;        /* bumped by every state change */
 	bool rx_busy;              /* a receive WQE is being filled unlocked */
@@ -373,7 +374,7 @@ struct sv_qp {
 	uint32_t retry_left;       /* transport retries left for the head WQE */
 	bool head_started;         /* the retry counters belong to the head WQE */
 	bool comm_est_sent;        /* IBV_EVENT_COMM_EST reported */
-	bool direct_off;           /* the direct path withdrawn (direct.c) */
+	bool direct_off;           /* the direct path withdrawn (ctl/direct.c) */
 	bool last_wqe_sent;        /* IBV_EVENT_QP_LAST_WQE_REACHED reported */
 	bool sq_drained_sent;      /* IBV_EVENT_SQ_DRAINED reported for this SQD */
 	bool sqd_armed;            /* in SQD: WQEs before sqd_prod still run */
@@ -381,20 +382,20 @@ struct sv_qp {
 	/* the RoCEv2 wire (roce/roce.h): NULL for a peer on this daemon */
 	struct sv_roce_qp *roce;
 	uint32_t ud_psn;           /* UD: the PSN of the next datagram */
-	/* capture.c: the PSN of the next same-host message rendered (from
+	/* diag/capture.c: the PSN of the next same-host message rendered (from
 	 * cap_psn_base, the sq_psn it started at); a responder's MSN */
 	uint32_t cap_psn, cap_psn_base, cap_msn;
 	bool cap_psn_set;
 	/* what STAT_QP reports (softverbs stat, top) */
 	uint64_t st_sends, st_recvs, st_errors, st_retrans;
-	/* inject.c: the next so many messages answered with a fault */
+	/* diag/inject.c: the next so many messages answered with a fault */
 	uint32_t inj_rnr, inj_access, inj_lose;
-	uint32_t mcast_n;          /* multicast groups attached (mcast.c) */
+	uint32_t mcast_n;          /* multicast groups attached (ctl/mcast.c) */
 	/* XRC_RECV: the XRCD handle it was made (or opened) through. Its pd
 	 * and srq are those of the message being received (no references:
 	 * set by each delivery, cleared when the SRQ goes); it has no CQs. */
 	struct sv_xrcd *xrcd;
-	/* XRC_RECV handles of OPEN_QP (xrc.c): a struct of its own with
+	/* XRC_RECV handles of OPEN_QP (ctl/xrc.c): a struct of its own with
 	 * `opened` set, naming `target` and holding nothing else; the target
 	 * lists them (`opens`, linked by open_next) and lives while any of
 	 * them does: its creator's handle passes it on to one of them. */
@@ -403,7 +404,7 @@ struct sv_qp {
 	struct sv_qp *opens, *open_next;
 };
 
-/* What one process holds, over all its connections (client.c). */
+/* What one process holds, over all its connections (ctl/client.c). */
 struct sv_account {
 	struct sv_account *next;
 	pid_t pid;
@@ -426,7 +427,7 @@ struct sv_client {
 	uint32_t ctxn;             /* device-wide, never 0 (RDMA netlink's CTXN) */
 	struct sv_objtab objs;
 	void *ev_sock, *ev_pid;    /* epoll tags (struct sv_evtag *) */
-	/* import.c: ibv_import_device. An exporter made a token (its
+	/* ctl/import.c: ibv_import_device. An exporter made a token (its
 	 * context's cmd_fd); a client that imported it sees the exporter's
 	 * table beside its own (sv_client_tab) until the exporter goes, and
 	 * is then orphaned: its objects are gone and its commands refused. */
@@ -434,7 +435,7 @@ struct sv_client {
 	uint64_t token_dev, token_ino;
 	struct sv_client *exporter;
 	bool orphan;
-	struct sv_ring_pool *pools; /* its rings' memfds (ring.c) */
+	struct sv_ring_pool *pools; /* its rings' memfds (ctl/ring.c) */
 	/* REPLY_CHANNEL: where the responses of the other processes that
 	 * share the connection since a fork go; number i + 1 is chans[i]
 	 * (-1: free), of the first nchans slots */
@@ -456,7 +457,7 @@ struct sv_device {
 	struct sv_account *accounts;
 	bool maps_text;            /* $SOFTVERBSD_MAPS_TEXT=1: registrations
 				    * read the maps text, as before Linux
-				    * 6.11's query (mem.c) */
+				    * 6.11's query (ctl/mem.c) */
 	uint64_t proc_ring_max;    /* SV_PROC_MAX_RING_BYTES or the option */
 	uint64_t refused;
 	uint32_t uverbs;           /* N of the view's /dev/infiniband/uverbsN */
@@ -469,7 +470,7 @@ struct sv_device {
 	/* Held by the control thread around every command and teardown, and by
 	 * an engine around each step that reads objects: one lock, so no
 	 * object changes under a running WQE. The one exception: an engine
-	 * copies a large message's bytes without it (loop_resp.c), and whoever
+	 * copies a large message's bytes without it (loop/resp.c), and whoever
 	 * frees an object an engine may hold waits for that copy to end
 	 * (sv_engine_quiesce). Take it with sv_dev_lock(). */
 	pthread_mutex_t lock;
@@ -486,7 +487,7 @@ struct sv_device {
 	void *db_map;
 	struct sv_engine *engine[SV_DB_PAGES];
 	uint32_t ndomains;
-	uint64_t mr_blocks;        /* block entries of all MRs (mem.c) */
+	uint64_t mr_blocks;        /* block entries of all MRs (ctl/mem.c) */
 	uint64_t wqes;             /* WQEs executed (stat) */
 };
 
@@ -498,11 +499,11 @@ static inline uint32_t sv_next_id(uint32_t *last)
 	return ++*last ? *last : ++*last;
 }
 
-/* identity.c: fill sv_dev's name, attributes, port and GIDs. ip may be NULL
+/* ctl/identity.c: fill sv_dev's name, attributes, port and GIDs. ip may be NULL
  * (pick the host's first non-loopback IPv4 address). */
 int sv_identity_init(const char *ip, const char *netdev);
 
-/* view.c: write the device view beside the socket (docs/DESIGN.md, "The
+/* ctl/view.c: write the device view beside the socket (docs/DESIGN.md, "The
  * device view"), and remove it. 0 or -errno (the daemon runs without). */
 int sv_view_publish(const char *sock_path);
 void sv_view_unpublish(void);
@@ -517,13 +518,13 @@ struct sv_req {
 	const char *why;           /* for the log when the command is refused */
 };
 
-/* control.c */
+/* ctl/control.c */
 /* What STAT_WIRE answers: the port's counters (the view's, RDMA netlink's). */
 void sv_stat_wire_fill(struct sv_rsp_stat_wire *w);
 void sv_control_handle(struct sv_client *c, const struct sv_cmd *cmd,
 		       ssize_t n, int fd_in, struct sv_rsp *rsp, int *fd_out);
 
-/* why.c: the last refusals and error completions, with their reasons */
+/* diag/why.c: the last refusals and error completions, with their reasons */
 int sv_cmd_why(struct sv_req *r);
 /* A check failing on the way to an error completion says why (this
  * thread's buffer; the completion takes it). Only on failure paths. */
@@ -533,12 +534,12 @@ void sv_why_cmd(const struct sv_client *c, unsigned int op, int err,
 		const char *why);
 void sv_why_cqe(const struct sv_qp *qp, const struct sv_cqe *e);
 
-/* capture.c: RoCEv2 packets to a reader (softverbs capture) */
+/* diag/capture.c: RoCEv2 packets to a reader (softverbs capture) */
 int sv_cmd_capture(struct sv_req *r);
 /* c is going: a capture it asked for ends with it. */
 void sv_capture_client_gone(const struct sv_client *c);
 
-/* inject.c */
+/* diag/inject.c */
 int sv_cmd_inject(struct sv_req *r);
 /* A command fault is armed (a branch on the command path)... */
 bool sv_inject_cmd_armed(void);
@@ -548,7 +549,7 @@ int sv_inject_cmd(const struct sv_client *c, unsigned int op);
  * faults follow the QPs of process P, those made later too. */
 void sv_inject_qp_new(struct sv_qp *qp);
 void sv_inject_qp_gone(const struct sv_qp *qp);
-/* wq.c: faults the responder injects, counted by kind */
+/* exec/wq.c: faults the responder injects, counted by kind */
 extern uint64_t sv_inj_done[SV_INJ_KIND_MAX];
 /* Take one armed fault of t for a message that needs a receive WQE (an
  * RNR NAK) or for an RDMA or atomic request (a remote access error):
@@ -557,7 +558,8 @@ bool sv_inject_resp_take(struct sv_qp *t, bool needs_recv);
 /* Take one armed "lose" of t (same-host): true when the message is lost. */
 bool sv_inject_lose_take(struct sv_qp *t);
 /* Faults armed for a process (pid) or the device (pid 0), armed by
- * inject.c, taken in wq.c: the table, and how many entries are armed. */
+ * diag/inject.c, taken in exec/wq.c: the table, and how many entries are
+ * armed. */
 #define SV_INJ_WIDE 8
 struct sv_inj_fault {
 	uint32_t what;             /* the kind (SV_INJ_*), or a command's op */
@@ -579,7 +581,7 @@ static inline bool sv_inject_resp(struct sv_qp *t, bool needs_recv)
 	       sv_inject_resp_take(t, needs_recv);
 }
 
-/* import.c */
+/* ctl/import.c */
 int sv_cmd_context_token(struct sv_req *r);
 int sv_cmd_import_context(struct sv_req *r);
 int sv_cmd_import_obj(struct sv_req *r);
@@ -592,11 +594,11 @@ static inline struct sv_objtab *sv_client_tab(struct sv_client *c,
 		return &c->exporter->objs;
 	return &c->objs;
 }
-/* client.c: c is going; every client that imported c's context loses its
+/* ctl/client.c: c is going; every client that imported c's context loses its
  * objects and is orphaned. */
 void sv_import_orphan_all(struct sv_client *c);
 
-/* mem.c */
+/* ctl/mem.c */
 int sv_mem_check_range(struct sv_client *c, uint64_t addr, uint64_t len,
 		       bool write, const char **why);
 int sv_cmd_reg_mr(struct sv_req *r);
@@ -609,28 +611,28 @@ int sv_cmd_free_page_list(struct sv_req *r);
 void sv_mr_destroy(struct sv_mr *mr);
 void sv_page_list_destroy(struct sv_page_list *pl);
 
-/* mem.c: ADVISE_MR (on-demand MRs) */
+/* ctl/mem.c: ADVISE_MR (on-demand MRs) */
 int sv_cmd_advise_mr(struct sv_req *r);
 
-/* dm.c */
+/* ctl/dm.c */
 int sv_cmd_alloc_dm(struct sv_req *r);
 int sv_cmd_free_dm(struct sv_req *r);
 void sv_dm_destroy(struct sv_dm *dm);
 
-/* mrfile.c: does the maps line vma (check_translation's) map fd's file? */
+/* ctl/mrfile.c: does the maps line vma (check_translation's) map fd's file? */
 bool sv_vma_is_file(const char *vma, int fd);
-/* mrfile.c: the sealed memfd behind [addr, addr + len) of c, whose maps
+/* ctl/mrfile.c: the sealed memfd behind [addr, addr + len) of c, whose maps
  * line is vma (check_translation's), reopened read-write: a descriptor and
  * *file_off (the file offset of addr), or -ENOENT. */
 int sv_mr_file_open(const struct sv_client *c, const char *vma, uint64_t addr,
 		    uint64_t len, uint64_t *file_off);
 
-/* mw.c */
+/* ctl/mw.c */
 int sv_cmd_alloc_mw(struct sv_req *r);
 int sv_cmd_dealloc_mw(struct sv_req *r);
 void sv_mw_destroy(struct sv_mw *mw);
 
-/* mm.c (with mm.h): what mem.c shares with the work requests */
+/* exec/mm.c (with exec/mm.h): what ctl/mem.c shares with the work requests */
 /* Access flags an MR may have: 0, or -EINVAL and *why. */
 int sv_mr_access_check(uint32_t access, const char **why);
 /*
@@ -647,7 +649,7 @@ int sv_mr_load_list(struct sv_mr *mr, const struct sv_page_list *pl,
 /* Unbind a bound window (its MR's mw_bound drops). */
 void sv_mw_unbind(struct sv_mw *mw);
 
-/* cq.c */
+/* ctl/cq.c */
 /* Is fd a seqpacket socket the daemon can send events on? Makes it
  * non-blocking: the daemon never waits for a client. */
 int sv_check_event_socket(int fd, const char **why);
@@ -660,7 +662,7 @@ int sv_cmd_destroy_cq(struct sv_req *r);
 void sv_channel_destroy(struct sv_channel *ch);
 void sv_cq_destroy(struct sv_cq *cq);
 
-/* qp.c: QPs (control), the QPN table, SRQs and AHs */
+/* ctl/qp.c: QPs (control), the QPN table, SRQs and AHs */
 int sv_cmd_create_qp(struct sv_req *r);
 int sv_cmd_modify_qp(struct sv_req *r);
 int sv_cmd_query_qp(struct sv_req *r);
@@ -672,7 +674,7 @@ int sv_cmd_create_srq(struct sv_req *r);
 int sv_cmd_modify_srq(struct sv_req *r);
 int sv_cmd_query_srq(struct sv_req *r);
 int sv_cmd_destroy_srq(struct sv_req *r);
-/* tm.c: tag-matching SRQs */
+/* ctl/tm.c: tag-matching SRQs */
 struct sv_tm *sv_tm_new(uint32_t max_tags, uint32_t max_ops);
 /* What an op did: its completion's opcode and status, and whether
  * software is behind the device's unexpected count. */
@@ -684,7 +686,7 @@ struct sv_tm_done {
 /* Apply one op (a private copy of a slot of the ops ring) to a tag list. */
 void sv_tm_apply(struct sv_tm *tm, const struct sv_tm_op *o,
 		 struct sv_tm_done *d);
-/* wq.c: apply what srq's ops ring holds, each op's completion on its CQ:
+/* exec/wq.c: apply what srq's ops ring holds, each op's completion on its CQ:
  * whether there was any. */
 bool sv_tm_drain(struct sv_srq *srq);
 /* The first tag in posting order that a message's tag matches (and that
@@ -695,7 +697,7 @@ void sv_srq_destroy(struct sv_srq *srq);
 int sv_cmd_create_ah(struct sv_req *r);
 int sv_cmd_destroy_ah(struct sv_req *r);
 void sv_ah_destroy(struct sv_ah *ah);
-/* ring.c: zero-filled ring memory of bytes for client c, mapped read-write
+/* ctl/ring.c: zero-filled ring memory of bytes for client c, mapped read-write
  * here at *map, in one of c's pools (or a memfd of its own where large):
  * loc says where, *fd_out is a copy of the memfd to send with the response
  * (the ring at loc->offset). 0 or -errno (EMFILE, ENOMEM ...). */
@@ -705,13 +707,13 @@ int sv_ring_get(struct sv_client *c, const char *name, size_t bytes,
 void sv_ring_put(struct sv_ring_loc *loc, void *map, size_t bytes);
 /* c is gone: its pools close with their last rings. */
 void sv_ring_pools_detach(struct sv_client *c);
-/* A sealed memfd of bytes, mapped read-write here (cq.c). */
+/* A sealed memfd of bytes, mapped read-write here (ctl/ring.c). */
 int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map);
 /* A zero-filled memfd of bytes sealed against shrinking, growing and new
  * seals (what sv_ring_alloc maps): the descriptor, or -errno. */
 int sv_memfd_sealed(const char *name, size_t bytes);
 
-/* mcast.c: UD multicast groups, under sv_dev.lock. A group exists while
+/* ctl/mcast.c: UD multicast groups, under sv_dev.lock. A group exists while
  * a QP is attached to it. */
 struct sv_mcast_grp {
 	uint8_t gid[16];
@@ -727,7 +729,7 @@ int sv_cmd_detach_mcast(struct sv_req *r);
 /* Detach qp from every group (before it is destroyed). */
 void sv_mcast_qp_destroy(struct sv_qp *qp);
 
-/* engine.c: the engine threads that execute WQEs. All under sv_dev.lock
+/* exec/engine.c: the engine threads that execute WQEs. All under sv_dev.lock
  * except start/stop. */
 int sv_engine_start(void);         /* creates the doorbell memfd, engine 0 */
 void sv_engine_stop(void);
@@ -761,7 +763,7 @@ void sv_dev_unlock(void);
  * every such copy to end. */
 void sv_engine_quiesce(void);
 
-/* xrc.c: XRC domains, SRQ numbers */
+/* ctl/xrc.c: XRC domains, SRQ numbers */
 int sv_cmd_open_xrcd(struct sv_req *r);
 int sv_cmd_close_xrcd(struct sv_req *r);
 int sv_cmd_open_qp(struct sv_req *r);
@@ -785,21 +787,21 @@ int sv_cmd_create_domain(struct sv_req *r);
 int sv_cmd_destroy_domain(struct sv_req *r);
 void sv_domain_destroy(struct sv_domain *d);
 
-/* events (engine.c): an affiliated or unaffiliated async event to a client,
- * and CQE production with completion-channel events (cq.c). */
+/* events (exec/engine.c): an affiliated or unaffiliated async event to a
+ * client, and CQE production with completion-channel events (ctl/cq.c). */
 void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
 		    uint64_t handle);
 /* Write one CQE; -ENOSPC (and the CQ's overflow flag, IBV_EVENT_CQ_ERR) when
  * the ring is full. Sends a completion event if the CQ is armed for it. */
 int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited);
 
-/* client.c */
+/* ctl/client.c */
 struct sv_client *sv_client_new(int fd);
 
 /* Free every object of c, close its descriptors, unlink it; the struct
  * itself stays (marked dead) until sv_client_free. */
 void sv_client_teardown(struct sv_client *c);
-/* Free every object in c's own table (import.c: an orphaned importer's). */
+/* Free every object in c's own table (ctl/import.c: an orphaned importer's). */
 void sv_client_free_objs(struct sv_client *c);
 void sv_client_free(struct sv_client *c);
 /* A reply channel for c (REPLY_CHANNEL): its number (> 0), or -ENOSPC when
@@ -826,8 +828,8 @@ void *sv_req_obj(struct sv_req *r, uint64_t handle, unsigned int type);
 void sv_client_del_obj(struct sv_client *c, unsigned int type,
 		       uint64_t handle);
 
-/* log.c: rate-limited per kind and overall, first line of each kind always
- * kept, the file capped and rotated (see log.c). */
+/* diag/log.c: rate-limited per kind and overall, first line of each kind always
+ * kept, the file capped and rotated (see diag/log.c). */
 enum { SV_LOG_ERR, SV_LOG_WARN, SV_LOG_INFO, SV_LOG_DEBUG };
 #define SV_LOG_DEFAULT_MAX_BYTES (8ull << 20)
 extern int sv_log_level;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * softverbs inject: faults on demand, for test scripts (src/device/inject.c
- * says what each does; docs/DESIGN.md "Fault injection").
+ * softverbs inject: faults on demand, for test scripts
+ * (src/device/diag/inject.c says what each does; docs/DESIGN.md "Fault
+ * injection").
  */
 #define _GNU_SOURCE
 #include <ctype.h>

@@ -2,7 +2,7 @@
 /*
  * softverbs why: the device's last refused commands and error completions,
  * each with the reason the device had (which key, which bound, which
- * right), oldest first (src/device/why.c).
+ * right), oldest first (src/device/diag/why.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>

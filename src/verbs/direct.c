@@ -585,8 +585,9 @@ struct dwr {
 };
 
 /*
- * The checks of the daemon's requester and responder (exec.c sq_run,
- * deliver, deliver_write, deliver_read; mm.c sv_lkey_map, sv_rkey_map), on
+ * The checks of the daemon's requester and responder (device/loop/req.c
+ * sq_run; loop/resp.c deliver, deliver_write, deliver_read;
+ * exec/keymap.c sv_lkey_map, sv_rkey_map), on
  * the published entries: SV_DREF_MAX when the WR may run here as x says,
  * else the reason it goes to the daemon, which finds the same and says it
  * with its completion status. A peer of this host in RTR that took no

@@ -3,7 +3,7 @@
  * Device memory (issue 23, Deliver 2): ibv_alloc_dm, ibv_free_dm,
  * ibv_memcpy_to_dm / ibv_memcpy_from_dm and ibv_reg_dm_mr.
  *
- * The device's ALLOC_DM hands us a sealed memfd (src/device/dm.c); we map
+ * The device's ALLOC_DM hands us a sealed memfd (src/device/ctl/dm.c); we map
  * it and keep its descriptor, which is how the device knows an MR over the
  * mapping to be memory both sides map (its direct copies are plain loads
  * and stores). The copies to and from DM are memcpy through our mapping.

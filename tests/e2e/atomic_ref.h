@@ -3,7 +3,7 @@
  * The masked atomics (include/softverbs/softverbs.h), written one bit at a
  * time: the reference model the device is checked against (tests/unit
  * test_atomic, tests/e2e test_masked). Deliberately unlike the device's
- * word-wide code (src/device/atomic.h).
+ * word-wide code (src/device/exec/atomic.h).
  */
 #ifndef SV_TESTS_ATOMIC_REF_H
 #define SV_TESTS_ATOMIC_REF_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The engine of src/device/engine.c without its threads, for the fuzzers:
- * the same interface (sv_dev.h, engine.h), the same doorbell pages and QP
+ * The engine of src/device/exec/engine.c without its threads, for the fuzzers:
+ * the same interface (sv_dev.h, exec/engine.h), the same doorbell pages and QP
  * lists, but nothing runs a QP until the harness calls fz_run, so that one
  * input always does the same thing. The control thread's waits
  * (sv_engine_ctl_pause, while DESTROY_QP drains a send queue) run a pass

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the control path: the command decoder and every
- * handler (control.c and the handlers in mem.c, mw.c, cq.c, qp.c, xrc.c,
+ * libFuzzer target for the control path: the command decoder and every handler
+ * (ctl/control.c and the handlers in ctl/: mem.c, mw.c, cq.c, qp.c, xrc.c,
  * domain.c, mcast.c), command by command, as the control thread runs them,
- * against a device object table that lives across inputs: a neighbour
- * client holds a PD, an MR, a CQ and a QP the whole time, and each input
- * is a new client whose objects all go when it ends (as when a process
- * dies). The client's memory is the fuzzer's own (fuzz_dev.h), so REG_MR
- * and friends check real mappings; MR addresses in the seeds name FZ_MEM,
- * which is mapped at one address in every run.
+ * against a device object table that lives across inputs: a neighbour client
+ * holds a PD, an MR, a CQ and a QP the whole time, and each input is a new
+ * client whose objects all go when it ends (as when a process dies). The
+ * client's memory is the fuzzer's own (fuzz_dev.h), so REG_MR and friends check
+ * real mappings; MR addresses in the seeds name FZ_MEM, which is mapped at one
+ * address in every run.
  *
  * Input: records, each
  *   op (1)     the header's op (any value: 0 and past the last are tried)

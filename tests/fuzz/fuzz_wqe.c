@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the WQE decoder and executor (exec.c, wq.c,
- * loop_req.c, loop_resp.c, span.c, mm.c, memio.c, cq.c) fed ring contents
- * a client can forge: send and receive WQEs of any bytes (opcodes, flags,
- * SGE lists, inline data, keys, remote addresses, fast-register and bind
- * overlays), producer counters out of range, a consumer counter or ring
- * header overwritten, the mailbox (sv_qp.h) lying about the WQE it holds.
+ * libFuzzer target for the WQE decoder and executor (exec/exec.c, exec/wq.c,
+ * loop/req.c, loop/resp.c, exec/span.c, exec/keymap.c, exec/mm.c, exec/memio.c,
+ * ctl/cq.c) fed ring contents a client can forge: send and receive WQEs of any
+ * bytes (opcodes, flags, SGE lists, inline data, keys, remote addresses,
+ * fast-register and bind overlays), producer counters out of range, a consumer
+ * counter or ring header overwritten, the mailbox (sv_qp.h) lying about the WQE
+ * it holds.
  * QPs on this device only: the loopback path of RC, UC and UD pairs, with
  * real memory behind the MRs (the fuzzer's own, fuzz_dev.h).
  *

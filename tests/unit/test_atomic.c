@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * src/device/atomic.h against a reference model written bit by bit: masked
+ * src/device/exec/atomic.h against a reference model written bit by bit: masked
  * compare-and-swap and masked fetch-and-add over random operands, masks and
  * field boundaries, plus the standard forms and hand-checked cases.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of WQE execution (src/device/exec.c, wq.c, loop_req.c,
- * loop_resp.c) and CQE production (sv_cq_push in src/device/cq.c),
+ * Unit tests of WQE execution (src/device/exec/exec.c, exec/wq.c, loop/req.c,
+ * loop/resp.c) and CQE production (sv_cq_push in src/device/ctl/cq.c),
  * without a daemon: the pure helpers, the memory copier (on this process's
  * own memory, through process_vm_* on our own pid), and whole WQEs run
  * against QPs, CQs and MRs built here by hand.
@@ -26,7 +26,7 @@
 #include "device/exec/transport.h"
 #include "device/sv_dev.h"
 
-/* ---- what exec.c and cq.c need from the rest of the daemon ---- */
+/* ---- what exec/exec.c and ctl/cq.c need from the rest of the daemon ---- */
 
 struct sv_device sv_dev;
 
@@ -54,7 +54,7 @@ void sv_engine_kick(struct sv_engine *e)
 	(void)e;
 }
 
-/* The device lock, as exec.c drops it around a large copy (msg_copy):
+/* The device lock, as loop/resp.c drops it around a large copy (msg_copy):
  * counted, and a hook that plays what other threads may do meanwhile. */
 static uint32_t copy_seq;
 static int unlocks, relocks;
@@ -313,7 +313,7 @@ static void test_transport_ops(void **state)
 
 /* The outcome table: every outcome has its row, and a NAK brings the
  * requester on the wire the status the same outcome gives it on this
- * host (roce/comp.c's sv_nak_status against loop_resp.c's answer). */
+ * host (roce/comp.c's sv_nak_status against loop/resp.c's answer). */
 static void test_outcome_table(void **state)
 {
 	(void)state;
@@ -1363,7 +1363,7 @@ static void test_unlocked_changes(void **state)
 	assert_int_equal(copy_seq, 6);
 }
 
-/* ---- memory-management extensions (with the real mm.c) ---- */
+/* ---- memory-management extensions (with the real exec/mm.c, keymap.c) ---- */
 
 #define FR_MAX 512
 

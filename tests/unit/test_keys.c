@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the device-wide key table (src/device/keys.c). */
+/* Unit tests of the device-wide key table (src/device/ctl/keys.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of the memory-management extensions inside the daemon: the
- * commands of mem.c and mw.c (ALLOC_MR, page lists, REG_MR_LIST, windows),
- * and mm.c, through which exec.c turns keys into memory and executes
- * FAST_REG_MR, LOCAL_INV, BIND_MW and the responder's side of
- * SEND_WITH_INV.
+ * commands of ctl/mem.c and ctl/mw.c (ALLOC_MR, page lists, REG_MR_LIST,
+ * windows), exec/keymap.c, through which execution turns keys into memory,
+ * and exec/mm.c, through which it executes FAST_REG_MR, LOCAL_INV, BIND_MW
+ * and the responder's side of SEND_WITH_INV.
  *
- * Real clients (client.c, on a socketpair: this process is the client, so
+ * Real clients (ctl/client.c, on a socketpair: this process is the client, so
  * the memory-map checks read our own /proc/self/maps) and real commands;
- * QPs are built here by hand (mm.c needs their owner, PD and QPN only).
+ * QPs are built here by hand (exec/ needs their owner, PD and QPN only).
  * Fast registration checks no memory map, so its translation is tested on
  * made-up addresses against a reference walk of the raw list.
  */
@@ -29,10 +29,11 @@
 
 #include <infiniband/verbs.h>
 
+#include "device/exec/keymap.h"
 #include "device/exec/mm.h"
 #include "device/sv_dev.h"
 
-/* ---- what mem.c, mw.c, cq.c and client.c need from the rest ---- */
+/* ---- what ctl/mem.c, mw.c, cq.c and client.c need from the rest ---- */
 
 struct sv_device sv_dev;
 static int quiesces;
@@ -48,7 +49,7 @@ void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
 	(void)c; (void)type; (void)cookie; (void)handle;
 }
 
-/* cq.c's resize lets the engines catch up (none here) */
+/* ctl/cq.c's resize lets the engines catch up (none here) */
 void sv_engine_kick(struct sv_engine *e) { (void)e; }
 void sv_dev_lock(bool ctl) { (void)ctl; }
 void sv_dev_unlock(void) { }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the per-client object tables (src/device/objtab.c). */
+/* Unit tests of the per-client object tables (src/device/ctl/objtab.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

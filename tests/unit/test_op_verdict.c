@@ -9,7 +9,7 @@
  *     IBV_QP_EX_WITH_* bit in sv_op_ex_flags, or sv_op_ok for the device's
  *     own, as wr_claim_exp asks);
  *   - the device's requester, both transports: sv_op_req_status (the
- *     same-host loop_req.c) and sv_roce_req_status (roce/req.c's take());
+ *     same-host loop/req.c) and sv_roce_req_status (roce/req.c's take());
  *   - the wire: for what a connected QP type or UD may send, each packet's
  *     BTH opcode that the requester builds (sv_roce_req_opcode, through
  *     sv_roce_req_pkt) is a request of that transport in wire.c's table,

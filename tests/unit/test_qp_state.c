@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the QP state machine (src/device/qp_state.c).
+ * Unit tests of the QP state machine (src/device/ctl/qp_state.c).
  *
  * The expected rules below are written out independently of the table in
- * qp_state.c, and the table is checked against them in both directions:
+ * ctl/qp_state.c, and the table is checked against them in both directions:
  * every listed transition behaves as listed, and every transition not listed
  * (other than any -> RESET/ERR) is refused.
  */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of a tag-matching SRQ's tag list (src/device/tm.c): posting
+/* Unit tests of a tag-matching SRQ's tag list (src/device/ctl/tm.c): posting
  * order, a full list, masks, the phase rule, TAG_DEL of what is gone or
  * busy, malformed ops, the count of TAG_ADDs given back. */
 #include <errno.h>

@@ -11,7 +11,7 @@
  * group (GID ::ffff:a.b.c.d for the IPv4 group a.b.c.d, hop limit 64, the
  * source GID the id's address stands for), QPN 0xffffff and the id's Q_Key.
  * librdmacm attaches the QP to that GID itself (ibv_attach_mcast), and sv0's
- * UD multicast does the rest (../mcast.c, ../roce/mcast.c). A RoCEv2 port
+ * UD multicast does the rest (../ctl/mcast.c, ../roce/mcast.c). A RoCEv2 port
  * joins IPv4 groups only: any other family is the kernel's ENOTSUPP (524).
  * The kernel does not check that the address is a multicast one; neither do
  * we (the attach then fails).

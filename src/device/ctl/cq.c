@@ -3,17 +3,17 @@
  * Completion queues and completion channels.
  *
  * A CQ's ring lies in a memfd that the daemon creates, sizes and seals (no
- * shrink, no grow: the client can never make the daemon's mapping fault),
- * one of the client's ring pools (ring.c), and hands to the client, which
- * maps the ring at its offset. A completion channel is a socket pair: the
- * client keeps one end (the channel's fd) and gives the daemon the other.
+ * shrink, no grow: the client can never make the daemon's mapping fault), one
+ * of the client's ring pools (ring.c, where all ring memory is made), and hands
+ * to the client, which maps the ring at its offset. A completion channel is a
+ * socket pair: the client keeps one end (the channel's fd) and gives the daemon
+ * the other.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -92,41 +92,6 @@ static uint32_t ring_entries_for(uint32_t cqe)
 	while (n < cqe + 1)
 		n <<= 1;
 	return n;
-}
-
-int sv_memfd_sealed(const char *name, size_t bytes)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)bytes) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
-int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map)
-{
-	int fd = sv_memfd_sealed(name, bytes);
-	void *p;
-
-	if (fd < 0)
-		return fd;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	*memfd = fd;
-	*map = p;
-	return 0;
 }
 
 static int cq_set_ring(struct sv_cq *cq, uint32_t cqe, struct sv_req *r)

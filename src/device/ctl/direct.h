@@ -32,7 +32,7 @@ void sv_direct_key_clear(uint32_t key);
 void sv_direct_qp(const struct sv_qp *qp);
 /* qp leaves its slot (destroy). */
 void sv_direct_qp_clear(const struct sv_qp *qp);
-/* softverbs capture (capture.c): off, no QP takes the direct path (each
+/* softverbs capture (diag/capture.c): off, no QP takes the direct path (each
  * entry rewritten, and a copy under way waited for); on again, the QPs
  * not withdrawn for their own reason have it back. Control thread. */
 void sv_direct_all_off(bool off);

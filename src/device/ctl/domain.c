@@ -13,7 +13,7 @@
  * claimed is never shared while its domain lives (sharers go elsewhere,
  * page 0 when every page is taken that way). The
  * thread model is the library's business (which locks post and poll take);
- * the message model picks the engine's policy (engine.c).
+ * the message model picks the engine's policy (exec/engine.c).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * makes the RoCEv2 port receive the group's datagrams (roce/mcast.c), the
  * last one detached stops that.
  *
- * Sending (loop_resp.c, sv_loop_mcast): a UD send to a multicast GID
+ * Sending (loop/resp.c, sv_loop_mcast): a UD send to a multicast GID
  * reaches every QP attached to the group on this daemon, and, with a wire,
  * one datagram goes to the IP group.
  */

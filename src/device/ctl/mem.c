@@ -6,7 +6,7 @@
  * flags need. The cost does not depend on the length of the range.
  *
  * Fast-register MRs (ALLOC_MR) get their block array here, once; the work
- * requests that fill it and invalidate it are in mm.c. Page lists are
+ * requests that fill it and invalidate it are in exec/mm.c. Page lists are
  * shared memory the client writes and the daemon only reads.
  */
 #include <errno.h>
@@ -284,7 +284,7 @@ static int check_blocks(struct sv_client *c, const struct sv_mr *mr,
 	}
 	qsort(r, n, sizeof(*r), range_cmp);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t e = r[i].addr + r[i].len;   /* no wrap: see mm.c */
+		uint64_t e = r[i].addr + r[i].len;   /* no wrap: see exec/mm.c */
 
 		if (m && r[i].addr <= r[m - 1].addr + r[m - 1].len) {
 			if (e > r[m - 1].addr + r[m - 1].len)

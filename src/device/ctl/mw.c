@@ -2,7 +2,7 @@
 /*
  * Memory windows: ALLOC_MW and DEALLOC_MW. A window has an rkey from the
  * device key table from the start; binding it (through the send queue:
- * sv_mm_bind_mw in mm.c) gives it a part of an MR, a new consumer key and,
+ * sv_mm_bind_mw in exec/mm.c) gives it a part of an MR, a new consumer key and,
  * for type 2, the QP it is bound to.
  */
 #include <errno.h>

@@ -15,6 +15,14 @@
  * so a new ring starts clean whatever was written there in between. A pool
  * whose last ring goes is closed. A ring larger than SV_POOL_RING_MAX has a
  * memfd of its own, as every ring had before.
+ *
+ * All the daemon's shared memory is made here: the pools, a ring of its
+ * own, the engines' doorbell pages and a page list's memory
+ * (sv_ring_alloc), and the sealed memfd under each (sv_memfd_sealed, also
+ * DM's, dm.c). The layouts that lie in the rings are src/abi's (sv_ring.h:
+ * the CQ ring; sv_qp.h: the QP and SRQ rings), shared with the library;
+ * this file is the daemon's alone, beside the objects whose rings it
+ * holds, since a pool belongs to a client (docs/DESIGN.md "The tree").
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +47,41 @@ struct sv_ring_pool {
 	uint32_t rings;
 	uint64_t used[SV_POOL_PAGES / 64];  /* a bit a page */
 };
+
+int sv_memfd_sealed(const char *name, size_t bytes)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map)
+{
+	int fd = sv_memfd_sealed(name, bytes);
+	void *p;
+
+	if (fd < 0)
+		return fd;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	*memfd = fd;
+	*map = p;
+	return 0;
+}
 
 static bool page_used(const struct sv_ring_pool *p, uint32_t i)
 {

@@ -4,7 +4,7 @@
  * of tagged buffers, the ops that change it (TAG_ADD, TAG_DEL, TAG_SYNC,
  * from the SRQ's ops ring: qp.c's sv_tm_drain reads them and writes their
  * completions) and the lookup that a tagged message makes when it arrives
- * (the responders, loop_resp.c and roce/resp.c). Under sv_dev.lock;
+ * (the responders, loop/resp.c and roce/resp.c). Under sv_dev.lock;
  * nothing here reads what a client can write.
  *
  * Phase synchronisation, as the verbs describe it (ibv_post_srq_ops(3)):

@@ -68,7 +68,7 @@ void sv_srqn_free(struct sv_srq *srq)
 		if (t->srq == srq) {
 			t->srq = NULL;
 			t->pd = NULL;
-			/* an unlocked copy into the SRQ (msg_copy, loop_resp.c)
+			/* an unlocked copy into the SRQ (msg_copy, loop/resp.c)
 			 * sees its responder changed and drops the message
 			 * before the SRQ is freed (the caller quiesces) */
 			t->state_gen++;

@@ -125,7 +125,7 @@ static int arm_cmd(struct sv_req *r, const struct sv_cmd_inject *a)
  * Responder faults of a process (pid) or of the whole device (pid 0): the
  * next count messages to any of its QPs. A QP's own faults go first
  * (sv_qp.inj_*); these are looked up only while one is armed (sv_inj_wide,
- * read by the engines under the device lock; taken in wq.c).
+ * read by the engines under the device lock; taken in exec/wq.c).
  */
 static int arm_wide(struct sv_req *r, const struct sv_cmd_inject *a)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What an atomic does to the 8-byte word it targets: the one definition the
- * same-host responder (loop_resp.c) and the wire responder (roce/resp.c) share.
+ * same-host responder (loop/resp.c) and the wire responder (roce/resp.c) share.
  * Pure functions; the caller holds sv_dev.lock around read, compute and
  * write, which is what makes atomics atomic with respect to each other.
  *

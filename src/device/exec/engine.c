@@ -5,7 +5,7 @@
  * engines of one or more pages (at most CPUs - 1 threads; see ethreads
  * below). Page 0's engine serves
  * every QP without a resource domain; pages 1 .. SV_MAX_RES_DOMAINS are
- * claimed by domains (domain.c), one each while they last, then shared by
+ * claimed by domains (ctl/domain.c), one each while they last, then shared by
  * the least used. A page's first domain sets its engine's policy: how long
  * it spins before sleeping (LOW_LATENCY: longer) and how many WQEs of one QP
  * it runs in a pass (HIGH_BW: a batch).
@@ -14,7 +14,7 @@
  * step, and lets the control thread in between two steps whenever that one
  * waits for the lock (sv_dev.ctl_wait), so commands are never starved by a
  * busy engine; other engines get it between two passes (sv_dev.eng_wait).
- * The bytes of a large message are copied without the lock (loop_resp.c),
+ * The bytes of a large message are copied without the lock (loop/resp.c),
  * which is where engines of different domains really run in parallel.
  *
  * Sleeping: with nothing to do, an engine spins for a few tens of
@@ -148,7 +148,7 @@ void sv_engine_quiesce(void)
 }
 
 /*
- * DESTROY_QP and DESTROY_AH wait for posted work (qp.c): round 0 only
+ * DESTROY_QP and DESTROY_AH wait for posted work (ctl/qp.c): round 0 only
  * yields the CPU (an engine woken on this one runs), later rounds sleep
  * 20 us << round, at most 1 ms, so a long wait costs the control thread
  * no CPU. Never without the lock dropped: the engine needs it to run.

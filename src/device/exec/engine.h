@@ -11,10 +11,10 @@
  *     in any two processes through a bounce buffer; it knows nothing of the
  *     daemon (a later phase may run it in the initiating process);
  *   - the memory of a side of a copy (span.c, exec_int.h): SGEs and remote
- *     ranges resolved through their keys into iovecs, copied a window at a
- *     time;
+ *     ranges resolved through their keys (keymap.c) into iovecs, copied a
+ *     window at a time;
  *   - WQE execution against the device objects (exec.c: the dispatcher;
- *     wq.c: the work-queue plumbing; loop_req.c, loop_resp.c: the same-host
+ *     wq.c: the work-queue plumbing; loop/req.c, loop/resp.c: the same-host
  *     requester and responder; the RoCEv2 wire in roce/), under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ENGINE_H
@@ -35,7 +35,7 @@ struct sv_engine {
 	unsigned int index;        /* its doorbell page in sv_dev.db_map */
 	bool started;              /* a thread serves it */
 	struct sv_doorbell *db;
-	/* odd while the engine copies bytes without sv_dev.lock (loop_resp.c),
+	/* odd while the engine copies bytes without sv_dev.lock (loop/resp.c),
 	 * or waits without it in a fence (then `fencing` is set too, under the
 	 * lock); written by the engine, read by sv_engine_quiesce and by other
 	 * engines' fences */
@@ -177,14 +177,14 @@ uint64_t sv_now_ns(void);
  * *timer is lowered to that deadline. */
 bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
 
-/* DESTROY_QP and DESTROY_AH (qp.c): are WQEs of qp's send queue numbered
+/* DESTROY_QP and DESTROY_AH (ctl/qp.c): are WQEs of qp's send queue numbered
  * below upto still to run, and would the engine run the head now? false
  * in a state that runs nothing (ERR flushes, RESET drops), once upto is
  * reached, and while the head waits on the network (an RNR NAK, a
  * transport timeout; on the wire also packets all sent). */
 bool sv_exec_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
 
-/* qp enters SQD (qp.c, on the modify): the WQEs posted so far still run,
+/* qp enters SQD (ctl/qp.c, on the modify): the WQEs posted so far still run,
  * later ones wait for the return to RTS. Without this call SQD starts no
  * WQE at all. */
 void sv_exec_enter_sqd(struct sv_qp *qp);

@@ -2,7 +2,7 @@
 /*
  * The dispatcher of WQE execution: what an engine does with a QP at each
  * step, by the QP's state. In RTS and SQD the requester of the QP's
- * transport runs (transport.h: the same-host one, loop_req.c, or a wire
+ * transport runs (transport.h: the same-host one, loop/req.c, or a wire
  * QP's, roce/req.c); in SQE and ERR the rings are flushed (wq.c), after
  * what the transport holds of the QP; ERR ends with LAST_WQE_REACHED for
  * a QP on an SRQ. sv_exec_ready says whether a step would do anything (the

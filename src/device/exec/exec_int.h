@@ -2,7 +2,7 @@
 /*
  * What WQE execution shares among its parts, whichever transport carries
  * the message: the dispatcher (exec.c), the same-host requester and
- * responder (loop_req.c, loop_resp.c) and the RoCEv2 wire (src/device/roce/).
+ * responder (loop/req.c, loop/resp.c) and the RoCEv2 wire (src/device/roce/).
  * The private copies of WQEs, the resolved memory of a side of a copy
  * (span.c), and the work-queue plumbing (wq.c): QP state changes and
  * events, completions, the receive queue. Private to the daemon;
@@ -20,6 +20,7 @@
 #include "abi/sv_ring.h"
 #include "device/ctl/direct.h"
 #include "device/exec/engine.h"
+#include "device/exec/keymap.h"
 #include "device/exec/mm.h"
 #include "device/exec/wq.h"
 #include "device/roce/wire.h"
@@ -187,7 +188,7 @@ static inline int sv_span_copy(const struct sv_exec *x,
  * once its retries are spent), the AETH syndrome that carries it on the
  * wire (RoCEv2), and the responder's QP: whether it goes to ERR, and the
  * async event that says why (0: none; for RECV_*, the receive WQE's own
- * error completion says why). The same-host responder (loop_resp.c) and
+ * error completion says why). The same-host responder (loop/resp.c) and
  * the wire's (roce/resp.c) answer with an outcome; the wire's completer
  * (roce/comp.c) turns a NAK back into the status (sv_nak_status).
  */
@@ -231,7 +232,7 @@ static inline const struct sv_outcome_info *sv_outcome(enum sv_outcome o)
 
 /*
  * RDMA FLUSH at responder t (IBTA 1.5, as Linux rxe's process_flush), the
- * one check of both transports (loop_resp.c, roce/resp.c): placement type
+ * one check of both transports (loop/resp.c, roce/resp.c): placement type
  * plt (SV_FLUSH_* bits), selectivity sel (SV_FLUSH_SEL_*), the range of
  * len bytes at va (RANGE; MR: any address of the MR, len ignored). A bad
  * type or selectivity is an invalid request; the rkey must grant the

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The resolved memory of one side of a copy (struct span, exec_int.h): local
- * SGEs or a remote range turned, through their keys (mm.h), into iovecs of
+ * SGEs or a remote range turned, through their keys (keymap.h), into iovecs of
  * the process that owns them, and copied a window at a time when a side
  * needs more iovecs than one window holds. Shared by the same-host path
- * (loop_req.c, loop_resp.c) and the RoCEv2 wire (roce/). Under sv_dev.lock;
+ * (loop/req.c, loop/resp.c) and the RoCEv2 wire (roce/). Under sv_dev.lock;
  * never allocates.
  */
 #define _GNU_SOURCE

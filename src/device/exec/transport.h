@@ -2,7 +2,7 @@
 /*
  * How a message gets from a requester to its responder: the operations a
  * transport gives the dispatcher (exec.c) and the rest of the daemon. Two
- * fill them: the same-host path (sv_loop_transport, loop_req.c: the
+ * fill them: the same-host path (sv_loop_transport, loop/req.c: the
  * message is handed to the target QP on this daemon, synchronously, no
  * packets) and RoCEv2 (sv_roce_transport, roce/dev.c: packets, ACKs and
  * timers). A connected QP's transport is fixed by its address vector when
@@ -58,7 +58,7 @@ struct sv_transport {
 		       uint64_t len);
 };
 
-extern const struct sv_transport sv_loop_transport;   /* loop_req.c */
+extern const struct sv_transport sv_loop_transport;   /* loop/req.c */
 extern const struct sv_transport sv_roce_transport;   /* roce/dev.c */
 
 /* The transport of qp's connection. */

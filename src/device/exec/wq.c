@@ -5,7 +5,7 @@
  * (ERR, SQE, COMM_EST, SQ_DRAINED), completions (a CQE made and pushed,
  * the head of a send queue finished, flushes), a send WQE's body copied
  * out of its slot, and the receive queue (a receive WQE looked at, its
- * buffers resolved, taken). The same-host path (loop_req.c, loop_resp.c),
+ * buffers resolved, taken). The same-host path (loop/req.c, loop/resp.c),
  * the RoCEv2 wire (roce/) and the dispatcher (exec.c) share these
  * (exec_int.h). Under sv_dev.lock.
  */
@@ -313,7 +313,7 @@ void sv_rq_commit(struct rwqe *r)
 	}
 }
 
-/* ---- a tag-matching SRQ's ops ring (tm.c) ---- */
+/* ---- a tag-matching SRQ's ops ring (ctl/tm.c) ---- */
 
 /*
  * Apply the ops of tag-matching SRQ srq's ring (its engine's pass, and

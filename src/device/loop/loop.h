@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the same-host requester (loop_req.c) and responder (loop_resp.c)
+ * What the same-host requester (req.c) and responder (resp.c)
  * share: the message that goes from one to the other, the responder's
  * answers that are not a completion status, and the grant fence both
- * sides wait in. Private to those two files and the dispatcher (exec.c).
+ * sides wait in. Private to those two files and the dispatcher (exec/exec.c).
  * Under sv_dev.lock.
  */
 #ifndef SV_DEVICE_LOOP_H
@@ -29,7 +29,7 @@
 
 /* The opcode rules are abi/sv_op.h's table, which the library reads too. */
 
-/* A rendezvous that matched a tag (loop_resp.c): what is left to do once
+/* A rendezvous that matched a tag (resp.c): what is left to do once
  * the requester's SEND has completed. */
 struct tm_rndv {
 	uint32_t tqpn;             /* the responder */
@@ -51,7 +51,7 @@ struct msg {
 	struct iovec liov[SV_IOV_WINDOW];
 	struct sv_ah *ah;          /* UD */
 	uint64_t rnr_ns;           /* out: the target's RNR timer */
-	int lost;                  /* out: see msg_copy (loop_resp.c) */
+	int lost;                  /* out: see msg_copy (resp.c) */
 	bool rndv_due;             /* out: rndv is to run (sv_loop_tm_rndv) */
 	struct tm_rndv rndv;
 };
@@ -64,7 +64,7 @@ static inline uint32_t sv_ud_qkey(const struct sv_qp *qp,
 						      h->ud.remote_qkey;
 }
 
-/* ---- loop_resp.c: the responder ---- */
+/* ---- resp.c: the responder ---- */
 
 /* Hand message m to the QP it is addressed to: the requester's completion
  * status, or RES_*. */
@@ -84,20 +84,20 @@ bool sv_grant_fence_needed(const struct sv_exec *x,
 			   uint32_t seen[SV_DB_PAGES]);
 void sv_grant_fence_wait(struct sv_exec *x, const uint32_t seen[SV_DB_PAGES]);
 
-/* ---- capture.c ---- */
+/* ---- diag/capture.c ---- */
 
 /* softverbs capture is on (one relaxed load; roce_int.h too). */
 extern bool sv_cap_on;
 /* Message m ran with res (sq_run's result): render the packets a NIC
  * would have sent for it, both ways, to the capture. */
 void sv_capture_loop(struct sv_exec *x, const struct msg *m, int res);
-/* capture.c: a rendezvous of m's after it ran (sv_loop_tm_rndv): t's READ
+/* diag/capture.c: a rendezvous of m's after it ran (sv_loop_tm_rndv): t's READ
  * and its answer by st, then, when st is a success, t's FIN, answered when
  * fin (it landed). */
 void sv_capture_rndv(struct sv_exec *x, const struct msg *m, struct sv_qp *t,
 		     uint32_t st, bool fin);
 
-/* ---- loop_req.c: the requester ---- */
+/* ---- req.c: the requester ---- */
 
 /* LOCAL_INV, and the invalidation of RDMA_READ_INV: a completion status,
  * or RES_LOST (the fence let the lock go and the WQE is no longer ours). */

@@ -4,10 +4,10 @@
  * this daemon (or a UD datagram to anyone) is copied out of its slot (or
  * the ring's mailbox), validated against abi/sv_op.h's opcode table and
  * the QP, its local SGEs resolved, and handed to the same-host responder
- * (loop_resp.c) as one message. Its answer decides the WQE: complete it,
+ * (resp.c) as one message. Its answer decides the WQE: complete it,
  * wait the target's RNR timer or the transport timeout (retry_cnt,
  * rnr_retry), or leave it at the head (RES_BUSY, RES_LOST). This is the
- * same-host transport's requester (sv_loop_transport, transport.h, at the
+ * same-host transport's requester (sv_loop_transport, exec/transport.h, at the
  * end), SQD's drain included.
  *
  * The operations that run at the requester alone (LOCAL_INV, BIND_MW,
@@ -272,7 +272,7 @@ static void sq_execute(struct sv_exec *x, struct sv_qp *qp)
 		sv_loop_tm_rndv(x, &m);
 }
 
-/* ---- the same-host transport (transport.h) ---- */
+/* ---- the same-host transport (exec/transport.h) ---- */
 
 /* Is the head WQE free to run at now? (not waiting on RNR or a timeout) */
 static bool head_due(const struct sv_qp *qp, uint64_t now, uint64_t *timer)

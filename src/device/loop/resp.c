@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The same-host responder: a message from the same-host requester
- * (loop_req.c) meets the QP it is addressed to, on this daemon, with no
+ * (req.c) meets the QP it is addressed to, on this daemon, with no
  * packets. Semantics follow the IBA and Linux rxe:
  *
  *  - the requester has validated its WQE and its local SGEs; the responder
@@ -17,9 +17,9 @@
  * Atomics run under sv_dev.lock, so they are atomic with respect to each
  * other across the whole device (IBV_ATOMIC_HCA).
  *
- * Keys become memory through mm.h (MRs, fast-register MRs over page or block
- * lists, memory windows); the memory-management work requests (FAST_REG_MR,
- * LOCAL_INV, BIND_MW, and the invalidation of SEND_WITH_INV and
+ * Keys become memory through exec/keymap.h (MRs, fast-register MRs over page or
+ * block lists, memory windows); the memory-management work requests
+ * (FAST_REG_MR, LOCAL_INV, BIND_MW, and the invalidation of SEND_WITH_INV and
  * RDMA_READ_INV) change what keys grant. One that ends a grant completes only
  * once no copy that may still use the old grant runs (the grant fence,
  * sv_grant_fence_needed).
@@ -240,7 +240,7 @@ sv_grant_fence_wait(struct sv_exec *x, const uint32_t seen[SV_DB_PAGES])
 	*x->fencing = false;
 }
 
-/* The responder t answers with outcome o (exec_int.h's table): a reliable
+/* The responder t answers with outcome o (exec/exec_int.h's table): a reliable
  * responder's QP goes to ERR where o says so, with o's event; the
  * requester's completion status. */
 static int answer(struct sv_qp *t, enum sv_outcome o)
@@ -414,7 +414,7 @@ static int deliver_recv(struct sv_exec *x, struct sv_qp *t, struct msg *m,
 	return IBV_WC_SUCCESS;
 }
 
-/* ---- tag matching (tm.c; docs/DESIGN.md "Tag matching") ---- */
+/* ---- tag matching (ctl/tm.c; docs/DESIGN.md "Tag matching") ---- */
 
 /* A completion of tag-matching SRQ t->srq's tagged buffer (wr_id): on the
  * SRQ's CQ; an error puts t in ERR. */

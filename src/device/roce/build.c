@@ -3,7 +3,7 @@
  * A send WQE as RoCEv2 request packets (build.h): the opcode of each from
  * the opcode table's flags (abi/sv_op.h) and the transport's numbering
  * (wire.h), the headers from the WQE. The one place that does it: the
- * requester (req.c) and capture (capture.c) both call sv_roce_req_pkt.
+ * requester (req.c) and capture (diag/capture.c) both call sv_roce_req_pkt.
  */
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * A send WQE as RoCEv2 request packets: which BTH opcode each packet has
  * on the QP's transport, and its headers, from the one opcode table
  * (abi/sv_op.h) and the wire's (wire.h). The requester (req.c) sends what
- * sv_roce_req_pkt builds, and capture (capture.c) renders a same-host
+ * sv_roce_req_pkt builds, and capture (diag/capture.c) renders a same-host
  * message with the same function, so that it shows what the wire would
  * have carried. Pure functions, no daemon state (unit tests link them:
  * tests/unit/test_op_verdict.c).

@@ -15,7 +15,7 @@
  * window (cwnd) grows with ACKs and is cut on a loss.
  *
  * A NAK's completion status is the outcome table's (sv_nak_status,
- * exec_int.h). Under sv_dev.lock.
+ * exec/exec_int.h). Under sv_dev.lock.
  */
 #define _GNU_SOURCE
 #include <string.h>

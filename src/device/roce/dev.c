@@ -903,7 +903,7 @@ int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 	return IBV_WC_SUCCESS;
 }
 
-/* ---- the transport (transport.h) ---- */
+/* ---- the transport (exec/transport.h) ---- */
 
 const struct sv_transport sv_roce_transport = {
 	.name = "roce",

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * UD multicast on the wire: receiving the datagrams of the groups QPs of
- * this daemon are attached to (the group table is ../mcast.c; sending is
+ * this daemon are attached to (the group table is ../ctl/mcast.c; sending is
  * sv_roce_ud_send to the group's address).
  *
  * A socket bound to a unicast address never sees multicast, and the

@@ -20,8 +20,8 @@
  *    last of a receive batch.
  * Every length, key and address comes from the packet and is checked
  * before a byte is written: payload bytes go through the same key checks as
- * the loopback path (mm.h), packet by packet (a key invalidated between two
- * packets stops the message there).
+ * the loopback path (exec/keymap.h), packet by packet (a key invalidated
+ * between two packets stops the message there).
  *
  * WRITE payloads are placed a receive batch at a time: each packet is
  * checked when it arrives (its key resolved to the target's iovecs), and
@@ -63,7 +63,7 @@ static uint8_t resp_op(const struct sv_qp *t, uint8_t rc_op)
 					   : rc_op;
 }
 
-/* Answer request psn with outcome o (exec_int.h's table): its NAK (RC;
+/* Answer request psn with outcome o (exec/exec_int.h's table): its NAK (RC;
  * UC has no responses), then, where o says so, t goes to ERR with o's
  * event. */
 static void nak(struct sv_qp *t, struct sv_roce_tx *tx, enum sv_outcome o,
@@ -420,7 +420,7 @@ static bool take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx, uint32_t psn)
 
 /*
  * The first packet of a SEND into a tag-matching SRQ: its TMH (the first
- * 16 bytes) says where the message goes (loop_resp.c's deliver_tm on one
+ * 16 bytes) says where the message goes (loop/resp.c's deliver_tm on one
  * host): an EAGER or RNDV whose tag matches (sv_tm_match) fills the
  * tagged buffer from the byte after the TMH, the tag busy until the last
  * packet; anything else takes an ordinary receive WQE, whole. true: taken

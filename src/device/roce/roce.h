@@ -5,8 +5,8 @@
  * names a GID the device does not serve) is a "wire QP": its WQEs become
  * packets (req.c: requester), what comes back is the completer's
  * (comp.c), and the packets that arrive for it are served by resp.c
- * (responder). QPs of the same daemon keep the same-host path (loop_req.c,
- * loop_resp.c), with no packets.
+ * (responder). QPs of the same daemon keep the same-host path (loop/req.c,
+ * loop/resp.c), with no packets.
  *
  * Threads: the requester runs in the QP's engine (sv_exec_step calls
  * sv_roce_transport.step); one wire thread (dev.c) receives packets and
@@ -55,7 +55,7 @@ void sv_roce_stat_fill(struct sv_rsp_stat_wire *out);
 /* Is gid one the device serves (a peer on this daemon)? */
 bool sv_roce_gid_local(const uint8_t gid[16]);
 
-/* qp.c, under sv_dev.lock: qp moves from state cur to next (its attributes
+/* ctl/qp.c, under sv_dev.lock: qp moves from state cur to next (its attributes
  * already applied). Sets up, resets or drops qp's wire state. 0 or -errno
  * (the modify fails; nothing changed). */
 int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
@@ -63,7 +63,7 @@ int sv_roce_qp_modify(struct sv_qp *qp, uint32_t cur, uint32_t next,
 /* qp is destroyed (under sv_dev.lock). */
 void sv_roce_qp_destroy(struct sv_qp *qp);
 
-/* What a wire QP's execution does (transport.h: the requester, what the
+/* What a wire QP's execution does (exec/transport.h: the requester, what the
  * wire holds of a QP in ERR, a UD datagram to a peer of another host) is
  * sv_roce_transport's. */
 

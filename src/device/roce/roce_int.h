@@ -180,7 +180,7 @@ struct sv_roce_tx {
 	struct sv_roce_land land;
 };
 
-/* The ops of sv_roce_transport (transport.h, dev.c). req.c: the
+/* The ops of sv_roce_transport (exec/transport.h, dev.c). req.c: the
  * requester's readiness (as sv_exec_ready), one step of it (as
  * sv_exec_step), and sv_exec_sq_owes for a wire QP: WQEs below upto not
  * yet taken, or taken with packets not yet sent, and no RNR hold or
@@ -198,7 +198,7 @@ void sv_roce_tm_release(struct sv_qp *qp);
 int sv_roce_flush(struct sv_qp *qp);
 int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
 /* dev.c: a UD datagram to a peer of another host: one packet. payload:
- * the message as a span (exec_int.h) of len <= path MTU. A completion
+ * the message as a span (exec/exec_int.h) of len <= path MTU. A completion
  * status. */
 int sv_roce_ud_send(struct sv_exec *x, struct sv_qp *qp,
 		    const struct sv_ah *ah, uint32_t remote_qpn, uint32_t qkey,
@@ -305,7 +305,7 @@ static inline uint32_t sv_psn_prev(uint32_t psn)
 	return sv_psn_add(psn, SV_PSN_MASK);
 }
 
-/* capture.c: is a capture on (a relaxed load), and one packet to it
+/* diag/capture.c: is a capture on (a relaxed load), and one packet to it
  * (dir SV_CAP_OUT or SV_CAP_IN) */
 extern bool sv_cap_on;
 void sv_capture_pkt(unsigned int dir, const struct sv_roce_ip *ip,

@@ -55,7 +55,8 @@
  * immediate: 32, atomics: 40, XRC atomics: 44, masked atomics: 56). */
 #define SV_ROCE_MAX_HDR 56
 
-/* AETH syndromes (which outcome sends which: exec_int.h's outcome table) */
+/* AETH syndromes (which outcome sends which: exec/exec_int.h's outcome
+ * table) */
 #define SV_AETH_ACK         0x1f   /* ACK, no credit count (as rxe) */
 #define SV_AETH_RNR(t)      (0x20u | ((t) & 0x1fu))
 #define SV_AETH_NAK_SEQ     0x60
