@@ -532,8 +532,9 @@ if [ $own_dev = 1 ]; then
 			[ "$(awk '{print $3}' /proc/"$dpid"/stat 2>/dev/null)" = Z ] && break
 			sleep 0.05
 		done
-		if kill -0 "$dpid" 2>/dev/null &&
-		   [ "$(awk '{print $3}' /proc/"$dpid"/stat 2>/dev/null)" != Z ]; then
+		# (one look: a zombie reaped between two has no state)
+		st=$(awk '{print $3}' /proc/"$dpid"/stat 2>/dev/null)
+		if [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]; then
 			record daemon_exit failed 10 "softverbsd $dpid still running 10 s after the last client; killed"
 			kill -TERM "$dpid" 2>/dev/null
 		fi

@@ -73,9 +73,11 @@ notes() { sha256sum <"$T/home/notes"; }
 n0=$(notes)
 # (a daemon that left may stay a zombie where nothing reaps orphans)
 victim_procs() {
-	local p
+	local p st
 	for p in $(pgrep -u "$V"); do
-		[ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" = Z ] ||
+		# (gone since pgrep: no state; a zombie: gone too)
+		st=$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)
+		[ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ] ||
 			echo "$p $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)"
 	done
 }
