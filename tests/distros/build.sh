@@ -18,16 +18,18 @@
 #    removes that copy again when everything passed (kept on a failure).
 #  - One cache is seeded: distros_trixie's consumers root, made by
 #    tests/distros/mkroot.sh in BUILD/distros/trixie (the same script the
-#    inner test runs; `make distros` has just made it), is copied to the
-#    inner build's build/distros/trixie, which mkroot.sh then reuses as it
-#    does on any second run, instead of a second 5-minute debootstrap.
+#    inner test runs, which makes it here when `make distros` has not), is
+#    copied to the inner build's build/distros/trixie, which mkroot.sh then
+#    reuses as it does on any second run, instead of a second 5-minute
+#    debootstrap.
 #    e2e_deb's debootstrap (of the build's release) runs in full.
 #  - Each line of the log (BUILD/distros/SUITE-build.log) is prefixed with
 #    the seconds since the run began; the phases' times are printed last.
 # Needs root (debootstrap, namespaces, pivot_root, mounts) and
 # Debian's mirror (SV_DEBIAN_MIRROR; passed on to the tests inside). Run by
-# `make distros` (.ci/run); alone: `make distros-build`. About 35 minutes
-# on 2 cores with the caches cold, most of it `make check` itself.
+# `make distros-build` (not by .ci/run: it is a whole second make check).
+# About 30 minutes on 2 cores with the caches cold, most of it `make check`
+# itself.
 #   build.sh BUILD_DIR [SUITE]
 set -u
 build=$(mkdir -p "${1:?usage: build.sh BUILD_DIR [SUITE]}" && cd "$1" && pwd) || exit 2
