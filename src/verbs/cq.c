@@ -490,7 +490,7 @@ poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
 uint32_t sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
-	uint32_t n, cons, freed = 0, dropped;
+	uint32_t n, cons, prod, freed = 0, dropped;
 	struct sv_cqe *e;
 
 	cq_lock(cq);
@@ -528,10 +528,9 @@ uint32_t sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 		/* the daemon's completions that stay moved up by at most
 		 * the number dropped: each stamp moves as far (never past
 		 * the producer), so nothing it held back gets ahead */
+		prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
 		for (uint32_t i = 0; dropped && i < cq->dprod - cons; i++) {
 			uint32_t *st = &cq->dstamp[(cons + i) & cq->dmask];
-			uint32_t prod = __atomic_load_n(&cq->ring->prod,
-							__ATOMIC_ACQUIRE);
 
 			*st += dropped;
 			if ((int32_t)(prod - *st) < 0)
