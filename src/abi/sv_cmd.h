@@ -107,7 +107,9 @@ enum sv_obj_type {
 	X(WHY, 52)                                                           \
 	X(CAPTURE, 53)                                                       \
 	X(REPLY_CHANNEL, 54)                                                  \
-	X(DIRECT_EST, 55)
+	X(DIRECT_EST, 55)                                                    \
+	X(DIRECT_RECV, 56)                                                   \
+	X(DIRECT_NOTIFY, 57)
 
 enum sv_cmd_op {
 #define SV_X(name, num) SV_CMD_##name = num,
@@ -423,6 +425,10 @@ struct sv_cmd_notify_cq {
 /* The library's private ring (the direct path) holds completions that no
  * event announced: they fire a NEXT arm as the ring's would. */
 #define SV_NOTIFY_DIRECT 1u
+/* ... and one of them is the completion of a solicited message (a SEND
+ * that ran directly): it fires a SOLICITED arm too. DIRECT_NOTIFY takes
+ * it as well. */
+#define SV_NOTIFY_SOLICITED 2u
 
 /* MR_FILE: the sealed memfd behind the MR whose key this is (one the
  * direct path's table flags SV_DKEY_FILE) comes with the response, for a
@@ -440,6 +446,40 @@ struct sv_cmd_mr_file {
  * says so before the response. */
 struct sv_cmd_direct_est {
 	uint64_t qp;
+};
+
+/*
+ * DIRECT_RECV: the caller's QP (RC or UC, not on the wire) will SEND
+ * directly to its peer, a QP of this host of the caller's uid connected
+ * back to it with a receive queue of its own (sv_rq_xpub, src/abi/sv_qp.h):
+ * part SV_DRECV_RQ gives a read-only descriptor of the memfd that holds
+ * the peer's receive ring, part SV_DRECV_CQ one of its receive CQ's ring
+ * (struct sv_rsp_direct_recv says where). From then on the device lets the
+ * peer's receive queue be taken by that sender too.
+ */
+#define SV_DRECV_RQ 0u
+#define SV_DRECV_CQ 1u
+
+struct sv_cmd_direct_recv {
+	uint64_t qp;
+	uint32_t part;             /* SV_DRECV_* */
+	uint32_t rsvd;
+};
+
+/*
+ * DIRECT_NOTIFY: the caller's QP sent directly into its peer's receive
+ * queue (completions up to xprod in its completion ring), and found the
+ * peer's receive CQ armed with arm_sn: the device sends that arm's event
+ * (a NEXT arm; a SOLICITED arm only with SV_NOTIFY_SOLICITED) unless it
+ * fired or a later arm came, and says in the peer's receive ring which
+ * completions an event announced (xannounced).
+ */
+struct sv_cmd_direct_notify {
+	uint64_t qp;
+	uint32_t arm_sn;
+	uint32_t xprod;
+	uint32_t flags;            /* SV_NOTIFY_SOLICITED */
+	uint32_t rsvd;
 };
 
 /* OPEN_DIRECT: which part (SV_DIRECT_PART_*, src/abi/sv_direct.h): the
@@ -626,6 +666,8 @@ struct sv_cmd {
 		struct sv_cmd_notify_cq notify_cq;
 		struct sv_cmd_mr_file mr_file;
 		struct sv_cmd_direct_est direct_est;
+		struct sv_cmd_direct_recv direct_recv;
+		struct sv_cmd_direct_notify direct_notify;
 		struct sv_cmd_open_direct open_direct;
 		struct sv_cmd_stat stat;
 		struct sv_cmd_create_qp create_qp;
@@ -798,6 +840,18 @@ struct sv_rsp_open_context {
  * (softverbsd --no-direct). */
 struct sv_rsp_open_direct {
 	uint64_t bytes;
+};
+
+/* DIRECT_RECV: where the part lies in the memfd that comes with it (a
+ * ring header at offset, bytes long with its slots), and, for the receive
+ * ring, its geometry (the device's copies) and the peer's pid. */
+struct sv_rsp_direct_recv {
+	uint64_t offset;
+	uint64_t bytes;
+	uint32_t entries;
+	uint32_t stride;
+	uint32_t max_sge;
+	int32_t pid;
 };
 
 /* MR_FILE: the file offset of the MR's byte addr (the key entry's), and
@@ -1079,6 +1133,7 @@ struct sv_rsp {
 		struct sv_rsp_open_context open_context;
 		struct sv_rsp_open_direct open_direct;
 		struct sv_rsp_mr_file mr_file;
+		struct sv_rsp_direct_recv direct_recv;
 		struct sv_rsp_qp qp;
 		struct sv_rsp_query_qp query_qp;
 		struct sv_rsp_srq srq;

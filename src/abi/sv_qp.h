@@ -69,10 +69,18 @@ struct sv_wq_ring {
 	uint8_t pad0[2 * SV_CACHELINE - 8 - SV_WQ_MB_BYTES];
 	/* written by the device */
 	uint32_t cons;             /* slots the device is done with */
-	/* send ring, for the direct path (src/abi/sv_direct.h): the WQEs
-	 * whose execution has ended, their completion written and the QP's
-	 * state changed as they demand (release, after cq_mark) */
-	uint32_t done;
+	union {
+		/* send ring, for the direct path (src/abi/sv_direct.h):
+		 * the WQEs whose execution has ended, their completion
+		 * written and the QP's state changed as they demand
+		 * (release, after cq_mark) */
+		uint32_t done;
+		/* receive ring with a direct side (struct sv_rq_xpub
+		 * below): its completion ring's producer counter, written
+		 * by a sender of this host together with cons (one 8-byte
+		 * copy into the owner's mapping) */
+		uint32_t xprod;
+	};
 	/* the send CQ's producer counter once the last of them completed:
 	 * a completion of this QP that the library has not polled yet lies
 	 * before it */
@@ -90,7 +98,54 @@ struct sv_wq_ring {
 	 * fences after each store of it, see sv_rq_publish) */
 	uint32_t qp_state;         /* enum ibv_qp_state, as the device sees it */
 	uint32_t srq_limit;        /* SRQ ring: armed limit, 0 = not armed */
+	uint8_t pad3[SV_CACHELINE - 8];
+	/* A receive ring's direct side (struct sv_rq_xpub below), each
+	 * counter on a line of its own: written by the owner (the
+	 * library), its completion ring's consumer counter */
+	uint32_t xcons;
+	uint8_t pad5[SV_CACHELINE - 4];
+	/* written by the device: xprod when an event last announced the
+	 * completion ring's completions (DIRECT_NOTIFY) */
+	uint32_t xannounced;
 };
+
+/*
+ * A receive ring's direct side (docs/DESIGN.md "The direct path": SEND
+ * and RECV between processes of one host). The owner of an RC or UC QP
+ * with a receive queue of its own keeps, in its own memory, a completion
+ * ring for that queue (xentries CQEs and as many stamps) and says where in
+ * the receive ring's header, in the bytes a send ring's mailbox takes
+ * (unused in a receive ring), once, before the QP leaves RESET. A sender
+ * on this host of the same uid, whose QP is the one this QP is connected
+ * to, maps the ring read-only (DIRECT_RECV) and then, for one SEND, in
+ * one process_vm_writev into the owner, in this order: the message into
+ * the head WQE's buffers, the completion into slot xprod (its stamp, see
+ * SV_XCQE_STAMP), cons + 1 (it took the WQE) and xprod + 1 (published)
+ * in one 8-byte piece, and 1 into *hint (the receive CQ's: "look at your
+ * completion rings"). A copy that stops short publishes nothing: the WQE
+ * stays the head. Every address here is the owner's own claim about its
+ * own memory; the device never reads them.
+ */
+struct sv_rq_xpub {
+	uint64_t self;             /* the owner's address of this header */
+	uint64_t xring;            /* struct sv_cqe [xentries] */
+	uint32_t cq_gen;           /* bumped when the receive CQ's ring moved
+				    * (ibv_resize_cq): map it again */
+	uint32_t rsvd;
+	uint64_t hint;             /* a uint32_t of the receive CQ's */
+	uint32_t xentries;         /* a power of two; 0: no direct side */
+	uint32_t qpn;              /* the QP whose ring this is */
+};
+
+/* A completion ring's CQE carries its stamp (the receive CQ's producer
+ * counter when it was written) where a tag-matching one has its tag; the
+ * owner clears it as it takes the CQE. */
+#define SV_XCQE_STAMP(e) (*(uint32_t *)(void *)&(e)->tm_tag)
+
+static inline struct sv_rq_xpub *sv_rq_xpub_of(struct sv_wq_ring *hdr)
+{
+	return (struct sv_rq_xpub *)(void *)hdr->mb;
+}
 
 /* One scatter/gather element, as ibv_sge. */
 struct sv_wqe_sge {
@@ -214,6 +269,13 @@ _Static_assert(sizeof(struct sv_wq_ring) <= SV_RING_HDR_BYTES, "wq hdr");
 _Static_assert(offsetof(struct sv_wq_ring, cons) == 2 * SV_CACHELINE,
 	       "cons line");
 _Static_assert(offsetof(struct sv_wq_ring, mb) % 8 == 0, "mailbox align");
+_Static_assert(sizeof(struct sv_rq_xpub) <= SV_WQ_MB_BYTES, "xpub");
+_Static_assert(offsetof(struct sv_wq_ring, xprod) ==
+	       offsetof(struct sv_wq_ring, cons) + 4, "cons and xprod");
+_Static_assert(offsetof(struct sv_wq_ring, xcons) == 5 * SV_CACHELINE,
+	       "xcons line");
+_Static_assert(offsetof(struct sv_wq_ring, xannounced) == 6 * SV_CACHELINE,
+	       "xannounced line");
 _Static_assert(SV_WQ_MB_BYTES == SV_SEND_WQE_HDR + SV_WQ_MB_BODY, "mailbox");
 _Static_assert(sizeof(struct sv_wqe_sge) == 16, "sge");
 _Static_assert(sizeof(struct sv_send_wqe) == SV_SEND_WQE_HDR, "send wqe");

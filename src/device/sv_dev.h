@@ -240,6 +240,10 @@ struct sv_wq {
 	uint32_t max_sge;
 	uint32_t max_inline;
 	uint32_t cons;             /* private consumer counter */
+	/* a receive queue that a same-host sender may take WQEs of too (the
+	 * direct path, DIRECT_RECV): its header's cons is followed forward
+	 * (wq_sync_cons) */
+	bool shared_cons;
 };
 
 /* An XRC domain (ctl/xrc.c): device-wide; shared ones are named by a file. */
@@ -402,6 +406,12 @@ struct sv_qp {
 	bool opened;
 	struct sv_qp *target;
 	struct sv_qp *opens, *open_next;
+	/* The direct path's receive side (DIRECT_RECV handed its receive
+	 * ring to its peer's process): the epoch bumped when its entry last
+	 * took a grant away, before which a guard of that peer may still be
+	 * taking a WQE (its receive queue is not flushed meanwhile). */
+	bool drecv;
+	uint64_t drecv_epoch;
 };
 
 /* What one process holds, over all its connections (ctl/client.c). */
@@ -658,6 +668,7 @@ int sv_cmd_destroy_channel(struct sv_req *r);
 int sv_cmd_create_cq(struct sv_req *r);
 int sv_cmd_resize_cq(struct sv_req *r);
 int sv_cmd_notify_cq(struct sv_req *r);
+int sv_cmd_direct_notify(struct sv_req *r);
 int sv_cmd_destroy_cq(struct sv_req *r);
 void sv_channel_destroy(struct sv_channel *ch);
 void sv_cq_destroy(struct sv_cq *cq);
@@ -707,6 +718,9 @@ int sv_ring_get(struct sv_client *c, const char *name, size_t bytes,
 void sv_ring_put(struct sv_ring_loc *loc, void *map, size_t bytes);
 /* c is gone: its pools close with their last rings. */
 void sv_ring_pools_detach(struct sv_client *c);
+/* A read-only descriptor of the memfd a ring of loc lies in (ctl/ring.c):
+ * the direct path hands it to a process of the owner's uid. */
+int sv_ring_fd_ro(const struct sv_ring_loc *loc);
 /* A sealed memfd of bytes, mapped read-write here (ctl/ring.c). */
 int sv_ring_alloc(const char *name, size_t bytes, int *memfd, void **map);
 /* A zero-filled memfd of bytes sealed against shrinking, growing and new
@@ -794,6 +808,10 @@ void sv_async_event(struct sv_client *c, uint32_t type, uint64_t cookie,
 /* Write one CQE; -ENOSPC (and the CQ's overflow flag, IBV_EVENT_CQ_ERR) when
  * the ring is full. Sends a completion event if the CQ is armed for it. */
 int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited);
+/* ... with held more completions the CQ holds elsewhere (a receive queue's
+ * completion ring, the direct path's) */
+int sv_cq_push_held(struct sv_cq *cq, const struct sv_cqe *e, bool solicited,
+		    uint32_t held);
 
 /* ctl/client.c */
 struct sv_client *sv_client_new(int fd);

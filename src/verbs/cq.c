@@ -290,6 +290,51 @@ static inline void dring_consume(struct sv_cq *cq, uint32_t n)
 	sv_spin_unlock(&cq->dlock);
 }
 
+/* A sender of this host put completions in the completion ring of one of
+ * the CQ's QPs (direct.c, sv_direct_xdrain): a look without the lock. */
+static inline uint32_t xhint(const struct sv_cq *cq)
+{
+	/* a plain load, which the compiler folds into sv_poll_cq's first
+	 * test (issue 22's budget): read once per call, of a word senders
+	 * set through the kernel and our drain clears; the race with that
+	 * clear is benign (a hint seen late is seen at the next poll). Under
+	 * ThreadSanitizer the atomic load, as everywhere else. */
+#if defined(__SANITIZE_THREAD__)
+	return __atomic_load_n(&cq->xhint, __ATOMIC_RELAXED);
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	return __atomic_load_n(&cq->xhint, __ATOMIC_RELAXED);
+#else
+	return cq->xhint;
+#endif
+#else
+	return cq->xhint;
+#endif
+}
+
+void sv_cq_xadd(struct sv_cq *cq, struct sv_qp *qp)
+{
+	cq_lock(cq);
+	sv_spin_lock(&cq->dlock);
+	qp->xnext = cq->xqps;
+	cq->xqps = qp;
+	sv_spin_unlock(&cq->dlock);
+	cq_unlock(cq);
+}
+
+void sv_cq_xdel(struct sv_cq *cq, struct sv_qp *qp)
+{
+	cq_lock(cq);
+	sv_spin_lock(&cq->dlock);
+	for (struct sv_qp **pp = &cq->xqps; *pp; pp = &(*pp)->xnext)
+		if (*pp == qp) {
+			*pp = qp->xnext;
+			break;
+		}
+	sv_spin_unlock(&cq->dlock);
+	cq_unlock(cq);
+}
+
 /* May the private ring's completion at dcons + i go now: has our consumer
  * counter of the daemon's ring reached its stamp? (CQ lock held) */
 static inline bool dring_due(const struct sv_cq *cq, uint32_t i)
@@ -333,18 +378,21 @@ ring_take(struct sv_cq *cq, struct sv_cq_ring *ring, uint32_t cons,
 	__atomic_store_n(&ring->cons, cons + avail, __ATOMIC_RELEASE);
 }
 
-static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct);
+static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc);
 
 /*
  * Both rings merged (CQ lock held): each private completion after the
  * daemon's below its stamp, until n are taken or the private ring is
- * empty (the daemon's rest is the caller's). A stamp the daemon's ring
- * never reaches (none can: the daemon wrote up to it before the poster
- * read it) would not hold a completion back for ever: it goes anyway.
+ * empty (the daemon's rest is the caller's). Daemon completions are taken
+ * only below prod, loaded before the private ring was looked at (poll_cq).
+ * A stamp the daemon's ring never reaches (none can: the daemon wrote up
+ * to it before the poster read it) would not hold a completion back for
+ * ever: it goes anyway.
  */
 static __attribute__((noinline)) uint32_t poll_merged(struct sv_cq *cq,
 						      uint32_t n,
-						      struct ibv_wc *wc)
+						      struct ibv_wc *wc,
+						      uint32_t prod)
 {
 	struct sv_cq_ring *ring = cq->ring;
 	uint32_t got = 0, avail, upto;
@@ -355,8 +403,7 @@ static __attribute__((noinline)) uint32_t poll_merged(struct sv_cq *cq,
 			break;
 		/* the daemon's completions below the next one's stamp */
 		upto = cq->dstamp[cq->dcons & cq->dmask] - cq->cons;
-		avail = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) -
-			cq->cons;
+		avail = prod - cq->cons;
 		if (avail > cq->entries)
 			avail = cq->entries;
 		if (avail > upto)
@@ -387,25 +434,24 @@ static __attribute__((noinline)) int poll_cq_many(struct sv_cq *cq,
 	return (int)avail;
 }
 
-/* A poll that finds the private ring not empty: its completions first. */
-static __attribute__((noinline)) int poll_cq_direct(struct sv_cq *cq, int n,
-						    struct ibv_wc *wc)
-{
-	return poll_cq(cq, n, wc, true);
-}
-
 /* Everything the fast path below leaves: the private ring, a lock taken by
  * another thread, a dead device, a count no CQ holds. */
 static __attribute__((noinline)) int poll_cq_slow(struct sv_cq *cq, int n,
 						  struct ibv_wc *wc)
 {
-	return poll_cq(cq, n, wc, dring_avail(cq) != 0);
+	return poll_cq(cq, n, wc);
 }
 
 /*
  * The common poll, with no call on its way but tail calls, so that it needs
  * no callee-saved register (issue 22's instruction budget): the ring's
  * completions under a lock that was free, or nothing.
+ *
+ * The private ring (and the hint of the completion rings) is looked at
+ * after the daemon ring's prod is loaded (acquire): a direct completion
+ * that must come before a daemon one (of a later WR of its QP) was
+ * published before the daemon wrote that one, so a poll that sees the
+ * daemon's sees it too, and merges (poll_cq).
  */
 int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
@@ -413,11 +459,6 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct sv_cq_ring *ring;
 	uint32_t avail, cons;
 
-	/* a look at the private ring without the lock: a completion pushed
-	 * after it is of a WR posted after every daemon completion of its QP
-	 * was polled, so the next poll returns it soon enough (see above) */
-	if (unlikely(dring_avail(cq)))
-		return poll_cq_direct(cq, n, wc);
 	if (unlikely(n <= 0))
 		return 0;
 	if (!cq->single_threaded &&
@@ -427,6 +468,10 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	cons = cq->cons;
 	/* acquire: pairs with the engine's release store of prod */
 	avail = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) - cons;
+	if (unlikely(dring_avail(cq) | xhint(cq))) {
+		cq_unlock(cq);
+		return poll_cq_slow(cq, n, wc);
+	}
 	if (unlikely(avail - 1 >= cq->entries)) {
 		/* none (or a producer count no CQ of this size holds) */
 		bool plain = !avail && !sv_ctx_dead(cq->ex.context);
@@ -443,28 +488,31 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return 1;
 }
 
-static inline __attribute__((always_inline)) int
-poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
+static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc)
 {
 	struct sv_cq_ring *ring;
-	uint32_t avail, cons, got = 0;
+	uint32_t avail, prod, got = 0;
 
 	if (unlikely(n <= 0))
 		return 0;
 	cq_lock(cq);
-	if (direct) {
-		got = poll_merged(cq, (uint32_t)n, wc);
-		if (got == (uint32_t)n) {
-			cq_unlock(cq);
-			return n;
-		}
-		n -= (int)got;
-		wc += got;
-	}
 	ring = cq->ring;
-	cons = cq->cons;
-	/* acquire: pairs with the engine's release store of prod */
-	avail = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) - cons;
+	/* acquire: pairs with the engine's release store of prod; before
+	 * the look at the private ring (sv_poll_cq) */
+	prod = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE);
+	if (cq->dring) {
+		sv_direct_xdrain(cq);
+		if (dring_avail_locked(cq)) {
+			got = poll_merged(cq, (uint32_t)n, wc, prod);
+			if (got == (uint32_t)n) {
+				cq_unlock(cq);
+				return n;
+			}
+			n -= (int)got;
+			wc += got;
+		}
+	}
+	avail = prod - cq->cons;
 	if (unlikely(avail > cq->entries))
 		avail = cq->entries;
 	if (unlikely(!avail) && unlikely(sv_ctx_dead(cq->ex.context)))
@@ -472,7 +520,7 @@ poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc, bool direct)
 	if (avail > (uint32_t)n)
 		avail = (uint32_t)n;
 	if (avail)
-		ring_take(cq, ring, cons, avail, wc);
+		ring_take(cq, ring, cq->cons, avail, wc);
 	cq_unlock(cq);
 	return (int)(got + avail);
 }
@@ -587,16 +635,30 @@ static bool cq_arm_due(struct sv_cq *cq, int solicited_only)
 /* Completions of the private ring that no event announced, not polled
  * (a NEXT arm of a channel's CQ, after its fence): they are announced now
  * (dlock orders it with the posters, cq_arm_to_fire in direct.c). */
-static bool dring_unannounced(struct sv_cq *cq)
+static bool dring_unannounced(struct sv_cq *cq, int solicited_only,
+			      bool *solicited)
 {
-	uint32_t prod;
+	uint32_t prod, from, i;
 	bool due;
 
+	*solicited = false;
 	if (!cq->dring)
 		return false;
+	sv_direct_xdrain(cq);
 	sv_spin_lock(&cq->dlock);
 	prod = cq->dprod;
 	due = prod != cq->dcons && prod != cq->dannounced;
+	if (due && solicited_only) {
+		/* a SOLICITED arm: a solicited message's (a direct SEND's)
+		 * among those no event announced */
+		from = (int32_t)(cq->dannounced - cq->dcons) > 0 ?
+		       cq->dannounced : cq->dcons;
+		for (i = from; i != prod; i++)
+			if (cq->dring[i & cq->dmask].dev_flags &
+			    SV_CQE_F_SOLICITED)
+				break;
+		due = *solicited = i != prod;
+	}
 	if (due)
 		cq->dannounced = prod;
 	sv_spin_unlock(&cq->dlock);
@@ -609,7 +671,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
 	uint32_t sn;
-	bool due, direct = false;
+	bool due, direct = false, sol = false;
 
 	cq_lock(cq);
 	cq->ring->arm_flags = solicited_only ? SV_CQ_ARM_SOLICITED :
@@ -621,8 +683,9 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	 * sees this arm, or we see its CQE here */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	due = ibcq->channel && cq_arm_due(cq, solicited_only);
-	/* the private ring's: successful WRITEs and READs, for NEXT arms */
-	if (ibcq->channel && !solicited_only && dring_unannounced(cq))
+	/* the private ring's: successful WRITEs, READs and receives of
+	 * direct SENDs (those fire a SOLICITED arm when solicited) */
+	if (ibcq->channel && dring_unannounced(cq, solicited_only, &sol))
 		due = direct = true;
 	cq_unlock(cq);
 	/* a dead device: the arm stays ours, and a channel's reader learns
@@ -632,7 +695,8 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
 	cmd.u.notify_cq.cq = cq->handle;
 	cmd.u.notify_cq.arm_sn = sn;
-	cmd.u.notify_cq.flags = direct ? SV_NOTIFY_DIRECT : 0;
+	cmd.u.notify_cq.flags = (direct ? SV_NOTIFY_DIRECT : 0) |
+				(sol ? SV_NOTIFY_SOLICITED : 0);
 	return -sv_conn_call(&to_sv_ctx(ibcq->context)->conn, &cmd, -1, &rsp,
 			     NULL);
 }
@@ -655,13 +719,19 @@ static inline struct sv_cq *ex_to_sv(struct ibv_cq_ex *ex)
  * sv_poll_cq): false when there is none. */
 static inline bool ex_load(struct sv_cq *cq)
 {
+	/* the daemon's first (acquire), then the private ring (see
+	 * sv_poll_cq) */
+	uint32_t ready = cq_ready(cq);
+
+	if (unlikely(xhint(cq)))
+		sv_direct_xdrain(cq);
 	/* the private ring's next, once the daemon's below its stamp are
 	 * read (poll_merged) */
 	if (unlikely(dring_avail_locked(cq)) &&
-	    (dring_due(cq, 0) || !cq_ready(cq))) {
+	    (dring_due(cq, 0) || !ready)) {
 		cq->cur = &cq->dring[cq->dcons & cq->dmask];
 		cq->cur_direct = true;
-	} else if (cq_ready(cq)) {
+	} else if (ready) {
 		cq->cur = sv_cq_slot(cq->ring, cq->entries, cq->cons);
 		cq->cur_direct = false;
 	} else {
@@ -1039,6 +1109,13 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	 * completions not yet consumed into the new ring, so nobody may
 	 * consume while it does. Resizing is rare; polling stays lock-light. */
 	cq_lock(cq);
+	/* what senders of this host put in our QPs' completion rings, with
+	 * stamps of the ring that goes: into the private ring, whose stamps
+	 * are renumbered below */
+	if (cq->xqps) {
+		__atomic_store_n(&cq->xhint, 1, __ATOMIC_RELAXED);
+		sv_direct_xdrain(cq);
+	}
 	sv_cmd_init(&cmd, SV_CMD_RESIZE_CQ);
 	cmd.u.resize_cq.cq = cq->handle;
 	cmd.u.resize_cq.cqe = (uint32_t)cqe;
@@ -1059,6 +1136,9 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 			sv_spin_unlock(&cq->dlock);
 		if (fd >= 0)
 			close(fd);
+		/* the senders map the new ring */
+		if (!ret)
+			sv_direct_cq_moved(cq);
 	}
 	cq_unlock(cq);
 	return -ret;

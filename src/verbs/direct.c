@@ -4,7 +4,10 @@
  * an RDMA WRITE or READ between two QPs of this host runs in the process
  * that posts it, as one process_vm_writev/readv, against the tables the
  * daemon publishes (src/abi/sv_direct.h), with every check the daemon's
- * engine would make. Anything the direct path cannot do, and every error
+ * engine would make; so does a SEND (and a WRITE with immediate data) to
+ * a peer with a receive queue of its own, which takes the peer's receive
+ * WQE and writes its completion into the peer's completion ring (below,
+ * "SEND and RECV"). Anything the direct path cannot do, and every error
  * it finds, goes to the daemon's ring instead, which then does what it has
  * always done: a program sees the same completions either way, sooner.
  *
@@ -57,6 +60,11 @@
 /* How long a poster waits for the engine to finish the WQEs of its QP
  * ahead of a WR that could go direct (then it goes to the daemon too) */
 #define SV_DIRECT_WAIT_NS 200000ull
+
+/* The opcodes that take a receive WQE of the peer (send_direct) */
+#define SV_DIRECT_RECV_OPS                                                   \
+	(1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM |                    \
+	 1u << IBV_WR_RDMA_WRITE_WITH_IMM)
 
 struct sv_direct {
 	const struct sv_direct_hdr *hdr;
@@ -210,9 +218,10 @@ uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type)
 		return 0;
 	switch (type) {
 	case IBV_QPT_RC:
-		return 1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_READ;
+		return 1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_READ |
+		       SV_DIRECT_RECV_OPS;
 	case IBV_QPT_UC:
-		return 1u << IBV_WR_RDMA_WRITE;
+		return 1u << IBV_WR_RDMA_WRITE | SV_DIRECT_RECV_OPS;
 	default:
 		return 0;
 	}
@@ -423,6 +432,60 @@ static bool can_receive(uint32_t state)
 }
 
 /*
+ * ---- SEND and RECV: the peer's receive queue ----
+ *
+ * A SEND (with or without immediate data) and a WRITE with immediate
+ * data take the peer's head receive WQE. The peer's library keeps a
+ * completion ring for its receive queue (sv_direct_rq_init) and says where
+ * in its receive ring's header (struct sv_rq_xpub); we map that ring and
+ * the peer's receive CQ's ring read-only (DIRECT_RECV: the device then
+ * lets that queue be taken from here too), read the head WQE there, check
+ * its buffers' keys as the device's responder would, and write, in one
+ * process_vm_writev into the peer: the message, the completion, its stamp
+ * (the receive CQ's producer counter: the device's completions of that
+ * queue before ours are below it), the queue's cons + 1, the completion
+ * ring's xprod + 1, and 1 into the CQ's hint. A copy that stops short
+ * publishes nothing (the WQE stays the head; the WR goes to the device).
+ * Nothing else takes that queue meanwhile: it is an RC or UC QP connected
+ * to ours alone, whose WRs the device has all done (the SQ lock held), and
+ * the device flushes it only once our guard is past its entry's change
+ * (sv_direct_rq_held).
+ */
+struct sv_dpeer {
+	uint32_t qpn;              /* the peer these map; 0: none */
+	uint32_t asked;            /* the peer QPN last asked for */
+	pid_t pid;
+	uint32_t entries, stride, max_sge;
+	uint32_t cq_entries;
+	uint32_t cq_gen;           /* the receive CQ's ring mapped (xpub) */
+	const struct sv_wq_ring *rq;
+	const struct sv_cq_ring *cq;
+	void *rq_map, *cq_map;
+	size_t rq_len, cq_len;
+};
+
+/* What one direct SEND writes after the message, in the order the peer
+ * reads it (the local side of the system call's last iovecs). */
+struct sv_xsend {
+	struct sv_cqe cqe;         /* its stamp in it (SV_XCQE_STAMP) */
+	uint32_t cons;             /* then these two, one piece */
+	uint32_t xprod;
+	uint32_t hint;
+};
+
+static void dpeer_drop(struct sv_dpeer *p)
+{
+	if (p->rq_map)
+		munmap(p->rq_map, p->rq_len);
+	if (p->cq_map)
+		munmap(p->cq_map, p->cq_len);
+	p->rq_map = p->cq_map = NULL;
+	p->rq = NULL;
+	p->cq = NULL;
+	p->qpn = 0;
+}
+
+/*
  * ---- memory both sides map (SV_DKEY_FILE) ----
  *
  * A QP keeps a few of the sealed memfds behind the keys it used mapped
@@ -454,6 +517,8 @@ struct sv_dcache {
 	/* a batch's iovecs: local pieces, and a remote range per WR */
 	struct iovec bl[SV_DIRECT_BATCH_IOV];
 	struct iovec br[SV_DIRECT_BATCH];
+	/* what a direct SEND writes after its message (send_direct) */
+	struct sv_xsend xs;
 };
 
 static long page_bytes(void)
@@ -561,6 +626,11 @@ int sv_direct_qp_init(struct sv_qp *qp)
 
 void sv_direct_qp_fini(struct sv_qp *qp)
 {
+	if (qp->dpeer) {
+		dpeer_drop(qp->dpeer);
+		free(qp->dpeer);
+		qp->dpeer = NULL;
+	}
 	if (!qp->dcache)
 		return;
 	for (unsigned int i = 0; i < SV_DMAP_N; i++)
@@ -582,6 +652,9 @@ struct dwr {
 	uint8_t *rptr;             /* the remote range in ours */
 	bool est;                  /* refused: the peer is in RTR, and no
 				    * message has established it yet */
+	uint32_t peer_qpn;         /* the peer's entry, as checked */
+	uint32_t peer_pd;
+	pid_t peer_pid;
 };
 
 /*
@@ -595,11 +668,12 @@ struct dwr {
  */
 static unsigned int check(struct sv_direct *d, struct sv_qp *qp,
 			  const struct ibv_send_wr *wr, bool read, bool inl,
-			  struct dwr *x)
+			  bool send, struct dwr *x)
 {
 	struct sv_dcache *dc = qp->dcache;
 	uint32_t qpn = qp->ex.qp_base.qp_num;
-	uint32_t need = read ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE;
+	uint32_t need = send ? 0 : read ? IBV_ACCESS_REMOTE_READ :
+					  IBV_ACCESS_REMOTE_WRITE;
 	union sv_direct_qp_u me, peer;
 	union sv_direct_key_u k;
 
@@ -615,8 +689,11 @@ static unsigned int check(struct sv_direct *d, struct sv_qp *qp,
 	    (peer.e.flags & (SV_DQP_LOCAL | SV_DQP_NODIRECT)) !=
 		    SV_DQP_LOCAL ||
 	    !can_receive(peer.e.state) || peer.e.dest_qpn != qpn ||
-	    !(peer.e.access & need))
+	    (peer.e.access & need) != need)
 		return SV_DREF_PEER;
+	x->peer_qpn = peer.e.qpn;
+	x->peer_pd = peer.e.pd;
+	x->peer_pid = peer.e.pid;
 	if (!(peer.e.flags & SV_DQP_EST)) {
 		x->est = peer.e.state == IBV_QPS_RTR;
 		return SV_DREF_PEER;
@@ -658,7 +735,7 @@ static unsigned int check(struct sv_direct *d, struct sv_qp *qp,
 	}
 	if (x->len > SV_DIRECT_MAX_MSG)
 		return SV_DREF_CHECK;
-	if (!x->len)
+	if (!x->len || send)
 		return SV_DREF_MAX;
 	if (!key_entry(d, wr->wr.rdma.rkey, &k) || k.e.pd != peer.e.pd ||
 	    (k.e.access & need) != need || k.e.pid != peer.e.pid ||
@@ -769,6 +846,381 @@ static unsigned int batch_flush(struct sv_direct *d, struct sv_dcache *dc,
 	return k;
 }
 
+/* ---- SEND and RECV (above): the copy ---- */
+
+/* DIRECT_RECV's part, mapped read-only: where its header is, or NULL. */
+static const void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
+			      uint32_t part, struct sv_rsp_direct_recv *o,
+			      void **map, size_t *len)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint64_t skip;
+	void *m = MAP_FAILED;
+	int fd = -1;
+
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_RECV);
+	cmd.u.direct_recv.qp = qp->handle;
+	cmd.u.direct_recv.part = part;
+	if (!sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd) && fd >= 0 &&
+	    rsp.u.direct_recv.bytes >= SV_RING_HDR_BYTES) {
+		*o = rsp.u.direct_recv;
+		skip = o->offset % (uint64_t)page_bytes();
+		*len = o->bytes + skip;
+		m = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd,
+			 (off_t)(o->offset - skip));
+	}
+	if (fd >= 0)
+		close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	*map = m;
+	return (const char *)m + skip;
+}
+
+/* Map the receive ring and CQ ring of our peer (outside any guard, once
+ * per peer): true when they are. */
+static __attribute__((noinline)) bool dpeer_fill(struct sv_context *ctx,
+						 struct sv_qp *qp,
+						 uint32_t peer_qpn)
+{
+	struct sv_dpeer *p = qp->dpeer;
+	struct sv_rsp_direct_recv o, oc;
+
+	if (!p) {
+		p = qp->dpeer = calloc(1, sizeof(*p));
+		if (!p)
+			return false;
+	}
+	if (p->asked == peer_qpn && !p->qpn)
+		return false;      /* refused for this peer: not again */
+	dpeer_drop(p);
+	p->asked = peer_qpn;
+	p->rq = dpeer_part(ctx, qp, SV_DRECV_RQ, &o, &p->rq_map, &p->rq_len);
+	if (!p->rq)
+		return false;
+	/* (read before the CQ's ring: a move after it maps it again) */
+	p->cq_gen = __atomic_load_n(&((const struct sv_rq_xpub *)(const void *)
+				      p->rq->mb)->cq_gen, __ATOMIC_ACQUIRE);
+	p->cq = dpeer_part(ctx, qp, SV_DRECV_CQ, &oc, &p->cq_map, &p->cq_len);
+	if (!p->cq || !o.entries || (o.entries & (o.entries - 1)) ||
+	    o.bytes < sv_wq_ring_bytes(o.entries, o.stride) ||
+	    !oc.entries || (oc.entries & (oc.entries - 1))) {
+		dpeer_drop(p);
+		return false;
+	}
+	p->pid = o.pid;
+	p->entries = o.entries;
+	p->stride = o.stride;
+	p->max_sge = o.max_sge;
+	p->cq_entries = oc.entries;
+	p->qpn = peer_qpn;
+	return true;
+}
+
+/*
+ * One SEND-like WR (checked, x) into the peer's head receive WQE, under
+ * our guard: SV_DREF_MAX when it landed, else the reason it goes to the
+ * device (which finds the same: no WQE is an RNR, a WQE too short a
+ * length error, a bad key an access error). *want: the peer's rings must
+ * be mapped first.
+ */
+static unsigned int send_direct(struct sv_direct *d, struct sv_qp *qp,
+				const struct ibv_send_wr *wr,
+				const struct dwr *x, struct sv_direct_guard *g,
+				struct sv_direct_riov *slot, uint64_t epoch,
+				struct sv_xsend *xs, uint32_t *xprod_out,
+				bool *want)
+{
+	const struct sv_dpeer *p = qp->dpeer;
+	const struct sv_wq_ring *rq;
+	const struct sv_rq_xpub *xp;
+	const uint8_t *wqe;
+	struct sv_recv_wqe h;
+	struct sv_wqe_sge sge[SV_DIRECT_BATCH - 8];
+	struct iovec riov[SV_DIRECT_BATCH], liov[32 + 5];
+	union sv_direct_key_u k;
+	uint64_t xring, self, hint, left = x->len, total;
+	uint32_t prod, cons, xprod, xcons, xent, cp, cc, used;
+	unsigned int nr = 0, nl;
+	ssize_t got;
+	bool imm_write = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+	if (!p || p->qpn != x->peer_qpn || p->pid != x->peer_pid ||
+	    __atomic_load_n(&p->cq->entries, __ATOMIC_RELAXED) !=
+		    p->cq_entries ||
+	    __atomic_load_n(&p->rq->entries, __ATOMIC_RELAXED) != p->entries) {
+		*want = true;
+		return SV_DREF_PEER;
+	}
+	rq = p->rq;
+	xp = (const struct sv_rq_xpub *)(const void *)rq->mb;
+	if (__atomic_load_n(&xp->cq_gen, __ATOMIC_ACQUIRE) != p->cq_gen) {
+		*want = true;      /* the receive CQ's ring moved */
+		return SV_DREF_PEER;
+	}
+	xent = __atomic_load_n(&xp->xentries, __ATOMIC_RELAXED);
+	xring = __atomic_load_n(&xp->xring, __ATOMIC_RELAXED);
+	self = __atomic_load_n(&xp->self, __ATOMIC_RELAXED);
+	hint = __atomic_load_n(&xp->hint, __ATOMIC_RELAXED);
+	if (!xent || (xent & (xent - 1)) ||
+	    __atomic_load_n(&xp->qpn, __ATOMIC_RELAXED) != p->qpn ||
+	    !xring || !self || !hint)
+		return SV_DREF_PEER;
+	/* acquire: pairs with the owner's release store of prod after the
+	 * WQE */
+	prod = __atomic_load_n(&rq->prod, __ATOMIC_ACQUIRE);
+	cons = __atomic_load_n(&rq->cons, __ATOMIC_RELAXED);
+	/* none posted: the device's RNR NAK and retries */
+	if (prod == cons || prod - cons > p->entries)
+		return SV_DREF_PEER;
+	/* room in the completion ring, and in the receive CQ as a whole
+	 * (else the device overruns it where a NIC would) */
+	xprod = __atomic_load_n(&rq->xprod, __ATOMIC_RELAXED);
+	xcons = __atomic_load_n(&rq->xcons, __ATOMIC_ACQUIRE);
+	if (xprod - xcons >= xent)
+		return SV_DREF_CQ;
+	cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
+	cc = __atomic_load_n(&p->cq->cons, __ATOMIC_ACQUIRE);
+	used = cp - cc + __atomic_load_n(&p->cq->dused, __ATOMIC_RELAXED) +
+	       (xprod - xcons);
+	if (cp - cc > p->cq_entries || used >= p->cq_entries)
+		return SV_DREF_CQ;
+	/* the head WQE, copied before any field is used */
+	wqe = (const uint8_t *)rq + SV_RING_HDR_BYTES +
+	      (size_t)(cons & (p->entries - 1)) * p->stride;
+	memcpy(&h, wqe, sizeof(h));
+	if (h.num_sge > p->max_sge || h.num_sge > SV_DIRECT_BATCH - 8 ||
+	    SV_RECV_WQE_HDR + (size_t)h.num_sge * sizeof(sge[0]) > p->stride)
+		return SV_DREF_CHECK;
+	memcpy(sge, wqe + SV_RECV_WQE_HDR, h.num_sge * sizeof(sge[0]));
+	if (imm_write) {
+		/* the bytes go where the rkey says; the WQE only completes */
+		if (x->len)
+			riov[nr++] = x->riov;
+		left = 0;
+	}
+	/* the receive buffers, as the device's responder checks them: keys
+	 * of the peer's PD and process, LOCAL_WRITE, in range */
+	for (uint32_t i = 0; i < h.num_sge && left; i++) {
+		uint64_t n = sge[i].length < left ? sge[i].length : left;
+
+		if (!n)
+			continue;
+		if (!key_entry(d, sge[i].lkey, &k) || k.e.pd != x->peer_pd ||
+		    k.e.pid != x->peer_pid ||
+		    !(k.e.access & IBV_ACCESS_LOCAL_WRITE) ||
+		    !in_range(k.e.iova, k.e.length, sge[i].addr, n))
+			return SV_DREF_CHECK;
+		riov[nr].iov_base = (void *)(uintptr_t)(k.e.addr +
+							(sge[i].addr -
+							 k.e.iova));
+		riov[nr++].iov_len = n;
+		left -= n;
+	}
+	if (left)
+		return SV_DREF_CHECK;      /* longer than the buffers */
+	/* the completion, as the device's responder writes it */
+	memset(xs, 0, sizeof(*xs));
+	xs->cqe.wr_id = h.wr_id;
+	xs->cqe.status = IBV_WC_SUCCESS;
+	xs->cqe.opcode = imm_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	xs->cqe.byte_len = (uint32_t)x->len;
+	xs->cqe.qp_num = p->qpn;
+	xs->cqe.src_qp = qp->ex.qp_base.qp_num;
+	if (wr->opcode != IBV_WR_SEND) {
+		xs->cqe.imm_data = wr->imm_data;
+		xs->cqe.wc_flags = IBV_WC_WITH_IMM;
+	}
+	xs->cqe.sl = qp->dsl;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		xs->cqe.dev_flags = SV_CQE_F_SOLICITED;
+	xs->cqe.timestamp = mono_ns();
+	SV_XCQE_STAMP(&xs->cqe) = cp;
+	xs->cons = cons + 1;
+	xs->xprod = xprod + 1;
+	xs->hint = 1;
+	riov[nr].iov_base = (void *)(uintptr_t)(xring + (uint64_t)(xprod &
+						(xent - 1)) * sizeof(xs->cqe));
+	riov[nr++].iov_len = sizeof(xs->cqe);
+	riov[nr].iov_base = (void *)(uintptr_t)(self +
+				offsetof(struct sv_wq_ring, cons));
+	riov[nr++].iov_len = 8;            /* cons, xprod */
+	riov[nr].iov_base = (void *)(uintptr_t)hint;
+	riov[nr++].iov_len = 4;
+	nl = x->nl;
+	memcpy(liov, x->liov, nl * sizeof(liov[0]));
+	liov[nl].iov_base = &xs->cqe;
+	liov[nl++].iov_len = sizeof(xs->cqe);
+	liov[nl].iov_base = &xs->cons;
+	liov[nl++].iov_len = 8;
+	liov[nl].iov_base = &xs->hint;
+	liov[nl++].iov_len = 4;
+	total = x->len + sizeof(xs->cqe) + 12;
+	if (!direct_fenced(d, g, slot, riov, nr, epoch))
+		return SV_DREF_FENCE;
+	got = process_vm_writev(x->peer_pid, liov, nl,
+				(const struct iovec *)slot->iov, nr, 0);
+	if (got < 0 || (uint64_t)got != total)
+		return SV_DREF_FENCE;
+	*xprod_out = xprod + 1;
+	return SV_DREF_MAX;
+}
+
+/* After direct SENDs (outside the guard): the peer's receive CQ, armed,
+ * is fired by them as the device's completions would fire it. The fence:
+ * Dekker with the peer's ibv_req_notify_cq (store arm_sn, fence, look at
+ * its completion rings). */
+static __attribute__((noinline)) void
+send_notify(struct sv_context *ctx, struct sv_qp *qp, uint32_t xprod,
+	    bool solicited)
+{
+	const struct sv_dpeer *p = qp->dpeer;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint32_t sn, fired, flags;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	sn = __atomic_load_n(&p->cq->arm_sn, __ATOMIC_ACQUIRE);
+	fired = __atomic_load_n(&p->cq->fired_sn, __ATOMIC_ACQUIRE);
+	flags = __atomic_load_n(&p->cq->arm_flags, __ATOMIC_RELAXED);
+	if (sn == fired || !((flags & SV_CQ_ARM_NEXT) ||
+			     ((flags & SV_CQ_ARM_SOLICITED) && solicited)))
+		return;
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_NOTIFY);
+	cmd.u.direct_notify.qp = qp->handle;
+	cmd.u.direct_notify.arm_sn = sn;
+	cmd.u.direct_notify.xprod = xprod;
+	cmd.u.direct_notify.flags = solicited ? SV_NOTIFY_SOLICITED : 0;
+	(void)sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+}
+
+/* ---- the receive side: our completion rings ---- */
+
+void sv_direct_rq_init(struct sv_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ex.qp_base;
+	struct sv_context *ctx = to_sv_ctx(ibqp->context);
+	struct sv_cq *cq = ibqp->recv_cq ? to_sv_cq(ibqp->recv_cq) : NULL;
+	struct sv_rq_xpub *xp;
+	uint32_t n = qp->rq.entries;
+
+	if (!ctx->direct || ibqp->srq || !cq || !cq->dring || !n ||
+	    (n & (n - 1)) || qp->rq.hdr == NULL ||
+	    (ibqp->qp_type != IBV_QPT_RC && ibqp->qp_type != IBV_QPT_UC))
+		return;
+	qp->xring = calloc(n, sizeof(*qp->xring));
+	if (!qp->xring)
+		return;
+	qp->xmask = n - 1;
+	qp->xcons = 0;
+	xp = sv_rq_xpub_of(qp->rq.hdr);
+	xp->self = (uint64_t)(uintptr_t)qp->rq.hdr;
+	xp->xring = (uint64_t)(uintptr_t)qp->xring;
+	xp->hint = (uint64_t)(uintptr_t)&cq->xhint;
+	xp->qpn = ibqp->qp_num;
+	/* release: a sender that reads xentries reads the rest */
+	__atomic_store_n(&xp->xentries, n, __ATOMIC_RELEASE);
+	sv_cq_xadd(cq, qp);
+}
+
+void sv_direct_cq_moved(struct sv_cq *cq)
+{
+	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
+		struct sv_rq_xpub *xp = sv_rq_xpub_of(qp->rq.hdr);
+
+		__atomic_store_n(&xp->cq_gen, xp->cq_gen + 1,
+				 __ATOMIC_RELEASE);
+	}
+}
+
+void sv_direct_rq_clean(struct sv_qp *qp)
+{
+	struct sv_wq_ring *hdr = qp->rq.hdr;
+
+	if (!qp->xring)
+		return;
+	/* no sender is inside (the device waited for its guard when the QP
+	 * left its state): what it left is dropped */
+	qp->xcons = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&hdr->xcons, qp->xcons, __ATOMIC_RELEASE);
+}
+
+void sv_direct_rq_fini(struct sv_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ex.qp_base;
+	struct sv_cq *cq;
+
+	if (!qp->xring)
+		return;
+	cq = to_sv_cq(ibqp->recv_cq);
+	sv_cq_xdel(cq, qp);
+	free(qp->xring);
+	qp->xring = NULL;
+}
+
+/*
+ * The completions senders put in the completion rings of cq's QPs, into
+ * its private ring, in each ring's order, with their stamps: from there
+ * poll merges them with the device's ring as it merges our own direct
+ * completions. The hint first (exchanged: a sender that publishes after
+ * our look sets it again). Completions an event announced
+ * (DIRECT_NOTIFY's xannounced) count as announced here too. CQ lock held.
+ */
+void sv_direct_xdrain(struct sv_cq *cq)
+{
+	uint32_t prod;
+	bool more = false;
+
+	if (!__atomic_exchange_n(&cq->xhint, 0, __ATOMIC_SEQ_CST))
+		return;
+	sv_spin_lock(&cq->dlock);
+	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
+	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
+		struct sv_wq_ring *hdr = qp->rq.hdr;
+		uint32_t xp = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
+		uint32_t ann = __atomic_load_n(&hdr->xannounced,
+					       __ATOMIC_ACQUIRE);
+		uint32_t c = qp->xcons;
+
+		if (xp - c > qp->xmask + 1)
+			xp = c + qp->xmask + 1;    /* never trust it */
+		for (; c != xp; c++) {
+			uint32_t to = cq->dprod & cq->dmask, st;
+
+			if (cq->dheld > cq->dmask) {
+				more = true;
+				break;
+			}
+			cq->dring[to] = qp->xring[c & qp->xmask];
+			st = SV_XCQE_STAMP(&cq->dring[to]);
+			cq->dring[to].tm_tag = 0;
+			/* it is this QP's, whatever the sender said */
+			cq->dring[to].qp_num = qp->ex.qp_base.qp_num;
+			if ((int32_t)(prod - st) < 0)
+				st = prod;
+			cq->dstamp[to] = st;
+			if (cq->dannounced == cq->dprod &&
+			    (int32_t)(ann - c) > 0)
+				cq->dannounced = cq->dprod + 1;
+			cq->dheld++;
+			/* release: the CQE before the counter */
+			__atomic_store_n(&cq->dprod, cq->dprod + 1,
+					 __ATOMIC_RELEASE);
+		}
+		if (c != qp->xcons) {
+			qp->xcons = c;
+			/* release: the slots are read before a sender reuses
+			 * them */
+			__atomic_store_n(&hdr->xcons, c, __ATOMIC_RELEASE);
+		}
+	}
+	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
+	if (more)
+		__atomic_store_n(&cq->xhint, 1, __ATOMIC_RELAXED);
+	sv_spin_unlock(&cq->dlock);
+}
+
 /* What became of a run's first WR that did not run here (run()), and of
  * its completions. */
 struct refusal {
@@ -776,6 +1228,10 @@ struct refusal {
 	bool est;                  /* the peer waits for a first message */
 	bool fire;                 /* they fire the CQ's arm fire_sn */
 	uint32_t fire_sn;
+	bool want_peer;            /* the peer's rings must be mapped */
+	bool xsent;                /* SENDs went into the peer's queue, */
+	bool xsol;                 /* a solicited one among them, */
+	uint32_t xprod;            /* its completion ring's producer then */
 };
 
 /*
@@ -809,6 +1265,9 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 	r->why = SV_DREF_CQ;
 	r->est = false;
 	r->fire = false;
+	r->want_peer = false;
+	r->xsent = false;
+	r->xsol = false;
 	n = i;
 	if (!n)
 		goto out;
@@ -829,17 +1288,20 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 		const struct ibv_send_wr *wr = wrs[i];
 		bool read = wr->opcode == IBV_WR_RDMA_READ;
 		bool inl = !read && (wr->send_flags & IBV_SEND_INLINE);
+		bool send = wr->opcode == IBV_WR_SEND ||
+			    wr->opcode == IBV_WR_SEND_WITH_IMM;
+		bool recv = send || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 		bool ok, joins;
 		unsigned int why;
 		struct dwr x;
 
-		why = check(d, qp, wr, read, inl, &x);
+		why = check(d, qp, wr, read, inl, send, &x);
 		if (why == SV_DREF_MAX && total + x.len > SV_DIRECT_MAX_MSG)
 			why = SV_DREF_CHECK;
 		ok = why == SV_DREF_MAX;
 		/* a WRITE by system call joins the batch (of one process,
 		 * with room for its pieces) */
-		joins = ok && x.len && !x.mapped && !read &&
+		joins = ok && x.len && !x.mapped && !read && !recv &&
 			(!b.nr || (x.rpid == b.pid && b.nr < SV_DIRECT_BATCH &&
 				   b.nl + x.nl <= SV_DIRECT_BATCH_IOV));
 		if (b.nr && !joins) {
@@ -869,7 +1331,18 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 			continue;
 		}
 		r->why = SV_DREF_FENCE;
-		if (x.mapped && x.len) {
+		if (recv) {
+			/* into the peer's receive queue: a system call of
+			 * its own */
+			why = send_direct(d, qp, wr, &x, g, slot, epoch,
+					  &dc->xs, &r->xprod, &r->want_peer);
+			if (why != SV_DREF_MAX) {
+				r->why = why;
+				break;
+			}
+			r->xsent = true;
+			r->xsol |= (wr->send_flags & IBV_SEND_SOLICITED) != 0;
+		} else if (x.mapped && x.len) {
 			/* no fence can stop a plain copy: the daemon waits
 			 * for its end */
 			if (!direct_fenced(d, g, slot, NULL, 0, epoch))
@@ -1010,6 +1483,28 @@ static __attribute__((noinline)) bool ask_est(struct sv_context *ctx,
 	return !sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
 }
 
+/* What a run leaves to do outside its guard: fire our CQ's arm, the
+ * peer's receive CQ's. */
+static inline void after_run(struct sv_context *ctx, struct sv_qp *qp,
+			     struct sv_cq *cq, const struct refusal *r)
+{
+	if (unlikely(r->fire))
+		cq_fire(ctx, cq, r->fire_sn);
+	if (r->xsent)
+		send_notify(ctx, qp, r->xprod, r->xsol);
+}
+
+/* Map our peer's rings (DIRECT_RECV) for a SEND: true when they are. */
+static __attribute__((noinline)) bool want_peer(struct sv_context *ctx,
+						struct sv_direct *d,
+						struct sv_qp *qp)
+{
+	union sv_direct_qp_u me;
+
+	return qp_entry(d, qp->ex.qp_base.qp_num, &me) &&
+	       dpeer_fill(ctx, qp, me.e.dest_qpn);
+}
+
 unsigned int sv_direct_post_many(struct sv_qp *qp,
 				 struct ibv_send_wr *const *wrs,
 				 unsigned int n)
@@ -1044,14 +1539,17 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 		}
 	}
 	done = run(d, qp, cq, wrs, n, &r);
-	if (unlikely(r.fire))
-		cq_fire(ctx, cq, r.fire_sn);
+	after_run(ctx, qp, cq, &r);
 	/* the first message to a peer in RTR establishes it: once asked,
-	 * the rest run here */
-	if (done < n && r.est && ask_est(ctx, qp)) {
+	 * the rest run here; and a first SEND maps the peer's rings */
+	if (done < n && ((r.est && ask_est(ctx, qp)) ||
+			 (r.want_peer && want_peer(ctx, d, qp)))) {
 		done += run(d, qp, cq, wrs + done, n - done, &r);
-		if (unlikely(r.fire))
-			cq_fire(ctx, cq, r.fire_sn);
+		after_run(ctx, qp, cq, &r);
+		if (done < n && r.want_peer && want_peer(ctx, d, qp)) {
+			done += run(d, qp, cq, wrs + done, n - done, &r);
+			after_run(ctx, qp, cq, &r);
+		}
 	}
 	if (done < n) {
 		refuse(d, qp, r.why, 1);

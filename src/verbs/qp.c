@@ -298,6 +298,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	pthread_mutex_init(&ibqp->mutex, NULL);
 	pthread_cond_init(&ibqp->cond, NULL);
 	ibqp->events_completed = 0;
+	sv_direct_rq_init(qp);
 	if (want_ex) {
 		qp->has_ex = true;
 		sv_qp_init_wr_ops(qp);
@@ -664,6 +665,7 @@ static void qp_clean_cqs(struct ibv_qp *ibqp, const char *why)
 	static int debug = -1;
 	uint32_t n = 0;
 
+	sv_direct_rq_clean(to_sv_qp(ibqp));
 	if (ibqp->recv_cq)
 		n += sv_cq_clean(ibqp->recv_cq, ibqp->qp_num);
 	if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
@@ -699,6 +701,9 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (attr_mask & IBV_QP_STATE)
 		__atomic_store_n(&ibqp->state, attr->qp_state,
 				 __ATOMIC_RELAXED);
+	/* the SL a direct SEND's receive completion says, as the device's */
+	if (attr_mask & IBV_QP_AV)
+		qp->dsl = attr->ah_attr.sl;
 	/* RESET: the daemon produces nothing more for the QP (it quiesced
 	 * its engines), and what it left in the CQs goes too */
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
@@ -751,6 +756,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	/* off the context's list first: a dead device's flushes (cq.c) find
 	 * the QPs there, and must put nothing in its CQs after the clean */
 	sv_ctx_del_evtarget(ctx, &qp->ev); /* waits for its events' acks */
+	sv_direct_rq_fini(qp);
 	qp_clean_cqs(ibqp, "destroyed");
 	sv_ring_unmap(&qp->mem);
 	if (qp->rd)

@@ -328,6 +328,12 @@ struct sv_cq {
 	uint32_t dprod;            /* written under dlock (release) */
 	uint32_t dcons;            /* the poller's (CQ lock; stored atomically:
 				    * sv_poll_cq reads it without the lock) */
+	/* Set to 1 by a sender of this host (process_vm_writev) after it
+	 * put a completion in the completion ring of one of xqps, the QPs
+	 * whose receive CQ this is and which have one (direct.c): poll
+	 * moves those into the private ring (xdrain). */
+	uint32_t xhint;
+	struct sv_qp *xqps;        /* linked by xnext; CQ lock and dlock */
 	uint32_t dheld;            /* slots held or filled, not polled */
 	/* dprod when an event last announced the private ring's completions
 	 * (a channel's CQ: those after it fire the next arm) */
@@ -436,6 +442,18 @@ struct sv_qp {
 				    * (direct.c), 0: none */
 	uint32_t dwait_gave_up;    /* 1 + the send ring's done when a wait
 				    * for the engine ran out (direct.c), or 0 */
+	/* The receive side of the direct path (src/abi/sv_qp.h struct
+	 * sv_rq_xpub): the completion ring senders of this host write SENDs'
+	 * completions to, xmask + 1 slots (NULL: none), its consumer
+	 * counter (the receive CQ's lock), the receive CQ's list. */
+	struct sv_cqe *xring;
+	uint32_t xmask;
+	uint32_t xcons;
+	struct sv_qp *xnext;
+	/* The send side: the peer's receive ring and CQ ring it maps to
+	 * send to it directly (direct.c), or NULL */
+	struct sv_dpeer *dpeer;
+	uint8_t dsl;               /* the SL of its address (MODIFY_QP) */
 	bool has_ex;               /* created by create_qp_ex: ibv_qp_to_qp_ex */
 	uint32_t sq_sig_all;
 	uint64_t send_ops_flags;
@@ -516,6 +534,22 @@ uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type);
  * and its end (unmapping them). */
 int sv_direct_qp_init(struct sv_qp *qp);
 void sv_direct_qp_fini(struct sv_qp *qp);
+/* A new RC or UC QP with a receive queue of its own takes direct SENDs:
+ * its completion ring, published in its receive ring (ibqp filled in). */
+void sv_direct_rq_init(struct sv_qp *qp);
+/* ... and off its receive CQ's list (destroy, after the device's). */
+void sv_direct_rq_fini(struct sv_qp *qp);
+/* The completions senders put in the completion rings of cq's QPs, into
+ * its private ring (CQ lock held). */
+void sv_direct_xdrain(struct sv_cq *cq);
+/* cq's ring moved (ibv_resize_cq): its QPs' senders map it again (CQ
+ * lock held). */
+void sv_direct_cq_moved(struct sv_cq *cq);
+/* Drop what the completion ring of qp holds (RESET, destroy). */
+void sv_direct_rq_clean(struct sv_qp *qp);
+/* qp joins or leaves cq's list of QPs with a completion ring (cq.c) */
+void sv_cq_xadd(struct sv_cq *cq, struct sv_qp *qp);
+void sv_cq_xdel(struct sv_cq *cq, struct sv_qp *qp);
 /* The private completion ring of a new CQ: 0 or
  * -ENOMEM; and its end. */
 int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq);

@@ -45,8 +45,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +54,7 @@
 
 #include "abi/sv_direct.h"
 #include "abi/sv_qp.h"
+#include "direct_hooks.h"
 #include "vu.h"
 
 #define LEN        (1u << 20)
@@ -65,42 +64,6 @@
 #define WC_WAIT_MS 10000
 
 static const char *sv_cmd_path;
-
-/*
- * The library's copies go through these (the executable's definitions come
- * first for the libraries it loads). Armed, the next copy stops its whole
- * process (SIGSTOP) where the library calls the kernel: inside its guard,
- * after every check, before the kernel reads the iovecs. A debugger, a
- * Ctrl-Z or the cgroup freezer could stop a writer there.
- */
-static int stop_in_copy;
-
-ssize_t process_vm_writev(pid_t pid, const struct iovec *liov,
-			  unsigned long liovcnt, const struct iovec *riov,
-			  unsigned long riovcnt, unsigned long flags)
-{
-	if (__atomic_exchange_n(&stop_in_copy, 0, __ATOMIC_RELAXED))
-		raise(SIGSTOP);
-	return syscall(SYS_process_vm_writev, pid, liov, liovcnt, riov,
-		       riovcnt, flags);
-}
-
-ssize_t process_vm_readv(pid_t pid, const struct iovec *liov,
-			 unsigned long liovcnt, const struct iovec *riov,
-			 unsigned long riovcnt, unsigned long flags)
-{
-	if (__atomic_exchange_n(&stop_in_copy, 0, __ATOMIC_RELAXED))
-		raise(SIGSTOP);
-	return syscall(SYS_process_vm_readv, pid, liov, liovcnt, riov,
-		       riovcnt, flags);
-}
-
-static bool direct_on(void)
-{
-	const char *e = getenv("SOFTVERBS_DIRECT");
-
-	return !e || strcmp(e, "0");
-}
 
 /* The messages processes ran directly since the daemon started, and
  * (mapped) how many of them were plain copies between mapped memfds. */

@@ -1415,7 +1415,8 @@ static void test_cq(void **state)
 		GARBAGE(NOTIFY_CQ, notify_cq, cq, -EINVAL),
 		BAD(NOTIFY_CQ, notify_cq, cq, pd, -EINVAL),
 		BAD(NOTIFY_CQ, notify_cq, cq, ch, -EINVAL),
-		BAD(NOTIFY_CQ, notify_cq, flags, SV_NOTIFY_DIRECT << 1, -EINVAL),
+		BAD(NOTIFY_CQ, notify_cq, flags, SV_NOTIFY_SOLICITED << 1,
+		    -EINVAL),
 		BAD(NOTIFY_CQ, notify_cq, flags, ~0u, -EINVAL),
 	};
 
@@ -2831,6 +2832,103 @@ static void test_direct_est(void **state)
 	check_clean();
 }
 
+static int direct_recv(int s, uint64_t qp, uint32_t part, uint32_t rsvd,
+		       int *fd)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_RECV);
+	cmd.u.direct_recv.qp = qp;
+	cmd.u.direct_recv.part = part;
+	cmd.u.direct_recv.rsvd = rsvd;
+	return xfer_fd(s, &cmd, -1, &rsp, fd);
+}
+
+static int direct_notify(int s, uint64_t qp, uint32_t flags, uint32_t rsvd)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_NOTIFY);
+	cmd.u.direct_notify.qp = qp;
+	cmd.u.direct_notify.arm_sn = 1;
+	cmd.u.direct_notify.flags = flags;
+	cmd.u.direct_notify.rsvd = rsvd;
+	return xfer(s, &cmd, &rsp);
+}
+
+/*
+ * DIRECT_RECV (a direct SEND maps its peer's receive ring and CQ ring) and
+ * DIRECT_NOTIFY (its completions fire the peer's CQ): refused for a handle
+ * that is no QP of the caller's, reserved bits, a part that does not
+ * exist, a QP whose peer is not connected back to it, a peer on an SRQ;
+ * the rings come read-only (no writable mapping can be made of them); a
+ * notify before the peer's queue was ever taken directly is refused.
+ */
+static void test_direct_recv(void **state)
+{
+	uint64_t pd, cq = 0, srq = 0, a, b, c, d, e;
+	uint32_t an, bn, cn, dn, en;
+	int s = conn_open(), other = conn_open(), fd = -1;
+	void *map;
+
+	(void)state;
+	pd = alloc_pd(s);
+	assert_status(create_cq(s, 16, 0, 0, 0, -1, &cq), 0);
+	assert_status(create_srq(s, pd, IBV_SRQT_BASIC, 16, 1, 0, 0, &srq), 0);
+	{
+		struct sv_cmd_create_qp q = qp_args(pd, cq, IBV_QPT_RC);
+
+		assert_status(create_qp(s, &q, &a, &an), 0);
+		assert_status(create_qp(s, &q, &b, &bn), 0);
+		assert_status(create_qp(s, &q, &c, &cn), 0);
+		assert_status(create_qp(s, &q, &d, &dn), 0);
+		q.srq = srq;
+		q.cap.max_recv_wr = 0;
+		q.cap.max_recv_sge = 0;
+		assert_status(create_qp(s, &q, &e, &en), 0);
+	}
+	assert_status(direct_recv(s, 0, SV_DRECV_RQ, 0, NULL), -EINVAL);
+	assert_status(direct_recv(s, pd, SV_DRECV_RQ, 0, NULL), -EINVAL);
+	assert_status(direct_recv(s, cq, SV_DRECV_CQ, 0, NULL), -EINVAL);
+	assert_status(direct_recv(other, a, SV_DRECV_RQ, 0, NULL), -EINVAL);
+	assert_status(direct_recv(s, a, SV_DRECV_CQ + 1, 0, NULL), -EINVAL);
+	assert_status(direct_recv(s, a, SV_DRECV_RQ, 1, NULL), -EINVAL);
+	/* not connected yet: no peer */
+	assert_status(direct_recv(s, a, SV_DRECV_RQ, 0, NULL), -ENOENT);
+	qp_connect(s, a, bn, true);
+	qp_connect(s, b, an, true);
+	qp_connect(s, c, bn, true);     /* b is connected to a, not to c */
+	assert_status(direct_recv(s, c, SV_DRECV_RQ, 0, NULL), -ENOENT);
+	qp_connect(s, d, en, true);
+	qp_connect(s, e, dn, true);     /* e receives on an SRQ */
+	assert_status(direct_recv(s, d, SV_DRECV_RQ, 0, NULL), -EOPNOTSUPP);
+	/* never taken directly: nothing to notify */
+	assert_status(direct_notify(s, a, 0, 0), -EINVAL);
+	assert_status(direct_recv(s, a, SV_DRECV_RQ, 0, &fd), 0);
+	assert_true(fd >= 0);
+	map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(map == MAP_FAILED);
+	map = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map, 4096, PROT_READ | PROT_WRITE), -1);
+	munmap(map, 4096);
+	close(fd);
+	assert_status(direct_recv(s, a, SV_DRECV_CQ, 0, &fd), 0);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_status(direct_notify(s, a, SV_NOTIFY_SOLICITED << 1, 0),
+		      -EINVAL);
+	assert_status(direct_notify(s, a, 0, 1), -EINVAL);
+	assert_status(direct_notify(other, a, 0, 0), -EINVAL);
+	assert_status(direct_notify(s, a, 0, 0), 0);
+	assert_status(direct_notify(s, a, SV_NOTIFY_SOLICITED, 0), 0);
+	conn_close(other);
+	conn_close(s);
+	check_clean();
+}
+
 static void test_other_client_qp(void **state)
 {
 	struct sv_wire_qp_attr at;
@@ -4000,6 +4098,7 @@ int main(void)
 		T(test_domain_exclusive),
 		T(test_modify_qp),
 		T(test_direct_est),
+		T(test_direct_recv),
 		T(test_srq_cmds),
 		T(test_xrc_cmds),
 		T(test_ah_cmds),

@@ -460,10 +460,11 @@ static void test_allocator_blocks(void **state)
 	assert_false(in_block(&la.rec[0], la.rec[1].ptr));
 
 	mr = ibv_reg_mr(pd, buf, sizeof(buf),
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_ATOMIC);
 	assert_non_null(mr);
 	assert_int_equal(vu_connect_pair(qa, qb, &c), 0);
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < 65; i++) {
 		bool a_to_b = i & 2;
 		struct ibv_qp *qs = a_to_b ? qa : qb, *qr = a_to_b ? qb : qa;
 		struct ibv_cq *cs = a_to_b ? ca : cb, *cr = a_to_b ? cb : ca;
@@ -479,6 +480,20 @@ static void test_allocator_blocks(void **state)
 		}, *sbad;
 		struct ibv_wc wc;
 
+		if (i == 64) {
+			/* and an atomic, which only the device runs: its
+			 * completion in the CQ's ring (the others may all
+			 * have run in the library, the direct path) */
+			ss.length = 8;
+			sw.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			sw.wr.atomic.remote_addr = (uintptr_t)(buf + 7168);
+			sw.wr.atomic.rkey = mr->rkey;
+			sw.wr.atomic.compare_add = 1;
+			assert_int_equal(ibv_post_send(qa, &sw, &sbad), 0);
+			assert_int_equal(vu_poll(ca, &wc, 1, VU_WAIT_MS), 1);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			break;
+		}
 		memset(buf, i + 1, 64);
 		if (!(i & 1))
 			assert_int_equal(ibv_post_recv(qr, &rw, &rbad), 0);

@@ -259,6 +259,8 @@ static int cmd_stat_qp(struct sv_req *r)
 		e->rq_used = wq_used(&qp->rq);
 		e->sends = qp->st_sends;
 		e->recvs = qp->st_recvs;
+		/* and what ran in the processes (the direct path) */
+		sv_direct_qp_counts(qp, &e->sends, &e->recvs);
 		e->errors = qp->st_errors;
 		e->retrans = qp->st_retrans;
 	}
@@ -283,6 +285,8 @@ static const struct {
 	[SV_CMD_OPEN_DIRECT] = { sv_cmd_open_direct, 0 },
 	[SV_CMD_MR_FILE] = { sv_cmd_mr_file, 0 },
 	[SV_CMD_DIRECT_EST] = { sv_cmd_direct_est, 0 },
+	[SV_CMD_DIRECT_RECV] = { sv_cmd_direct_recv, 0 },
+	[SV_CMD_DIRECT_NOTIFY] = { sv_cmd_direct_notify, 0 },
 	[SV_CMD_ALLOC_PD] = { cmd_alloc_pd, 0 },
 	[SV_CMD_DEALLOC_PD] = { cmd_dealloc_pd, 0 },
 	[SV_CMD_REG_MR] = { sv_cmd_reg_mr, 0 },

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "abi/sv_ring.h"
+#include "device/ctl/direct.h"
 #include "device/exec/engine.h"
 #include "device/sv_dev.h"
 
@@ -328,6 +329,12 @@ static void cq_channel_event(struct sv_cq *cq, uint32_t sn)
 
 int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 {
+	return sv_cq_push_held(cq, e, solicited, 0);
+}
+
+int sv_cq_push_held(struct sv_cq *cq, const struct sv_cqe *e, bool solicited,
+		    uint32_t held)
+{
 	struct sv_cq_ring *ring = cq->ring;
 	/* our private counter: what the client writes into the ring's prod
 	 * is never read back */
@@ -342,6 +349,7 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 	if (used > cq->entries)         /* never trust cons */
 		used = cq->entries;
 	used += dused < cq->entries ? dused : cq->entries;
+	used += held < cq->entries ? held : cq->entries;
 	if (used >= cq->entries) {
 		if (!__atomic_load_n(&ring->overflow, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&ring->overflow, 1, __ATOMIC_RELAXED);
@@ -376,6 +384,36 @@ int sv_cq_push(struct sv_cq *cq, const struct sv_cqe *e, bool solicited)
 	return 0;
 }
 
+/* Arm sn of cq (still the latest, not fired) and its flags, or false:
+ * no channel, a later arm, an arm that fired already. */
+static bool cq_arm_stands(struct sv_cq *cq, uint32_t sn, uint32_t *flags)
+{
+	struct sv_cq_ring *ring = cq->ring;
+	uint32_t cur;
+
+	if (!cq->channel)
+		return false;
+	cur = __atomic_load_n(&ring->arm_sn, __ATOMIC_ACQUIRE);
+	if (cur != sn || cur == cq->last_arm_sn)
+		return false;
+	*flags = __atomic_load_n(&ring->arm_flags, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Completions the library wrote itself (the direct path: its private ring,
+ * a receive queue's completion ring) that no event announced: they fire
+ * a NEXT arm, and a SOLICITED one when one of them is a solicited
+ * message's. True when the arm fired. */
+static bool cq_fire_direct(struct sv_cq *cq, uint32_t sn, uint32_t flags,
+			   bool solicited)
+{
+	if (!(flags & SV_CQ_ARM_NEXT) &&
+	    !((flags & SV_CQ_ARM_SOLICITED) && solicited))
+		return false;
+	cq_channel_event(cq, sn);
+	return true;
+}
+
 /*
  * NOTIFY_CQ: the library armed the CQ and saw completions it has not polled.
  * If that arm (arm_sn) is still the latest and has not fired, and one of
@@ -389,28 +427,22 @@ int sv_cmd_notify_cq(struct sv_req *r)
 	const struct sv_cmd_notify_cq *a = &r->cmd->u.notify_cq;
 	struct sv_cq *cq = sv_req_obj(r, a->cq, SV_OBJ_CQ);
 	struct sv_cq_ring *ring;
-	uint32_t sn, flags, n, cons;
+	uint32_t sn = a->arm_sn, flags, n, cons;
 
 	if (!cq)
 		return -EINVAL;
-	if (a->flags & ~SV_NOTIFY_DIRECT) {
+	if (a->flags & ~(SV_NOTIFY_DIRECT | SV_NOTIFY_SOLICITED)) {
 		r->why = "unknown flags";
 		return -EINVAL;
 	}
-	if (!cq->channel)
+	if (!cq_arm_stands(cq, sn, &flags))
+		return 0;
+	/* completions of the library's private ring that no event
+	 * announced */
+	if ((a->flags & SV_NOTIFY_DIRECT) &&
+	    cq_fire_direct(cq, sn, flags, a->flags & SV_NOTIFY_SOLICITED))
 		return 0;
 	ring = cq->ring;
-	sn = __atomic_load_n(&ring->arm_sn, __ATOMIC_ACQUIRE);
-	if (sn != a->arm_sn || sn == cq->last_arm_sn)
-		return 0;
-	flags = __atomic_load_n(&ring->arm_flags, __ATOMIC_RELAXED);
-	/* completions of the library's private ring that no event
-	 * announced: any of them fires a NEXT arm (they are successful
-	 * WRITEs and READs, never solicited) */
-	if ((a->flags & SV_NOTIFY_DIRECT) && (flags & SV_CQ_ARM_NEXT)) {
-		cq_channel_event(cq, sn);
-		return 0;
-	}
 	cons = __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE);
 	n = cq->prod - cons;
 	if (n > cq->entries)            /* never trust cons */
@@ -435,5 +467,27 @@ int sv_cmd_notify_cq(struct sv_req *r)
 			break;
 		}
 	}
+	return 0;
+}
+
+/* DIRECT_NOTIFY (abi/sv_cmd.h): a direct SEND's completions in the peer's
+ * receive ring fire its receive CQ's arm, as the daemon's would. */
+int sv_cmd_direct_notify(struct sv_req *r)
+{
+	const struct sv_cmd_direct_notify *a = &r->cmd->u.direct_notify;
+	struct sv_qp *t;
+	uint32_t flags;
+	int err;
+
+	if (a->rsvd || (a->flags & ~SV_NOTIFY_SOLICITED)) {
+		r->why = "reserved fields set";
+		return -EINVAL;
+	}
+	t = sv_direct_notify_peer(r, a->qp, a->xprod, &err);
+	if (!t)
+		return err;
+	if (t->recv_cq && cq_arm_stands(t->recv_cq, a->arm_sn, &flags))
+		(void)cq_fire_direct(t->recv_cq, a->arm_sn, flags,
+				     a->flags & SV_NOTIFY_SOLICITED);
 	return 0;
 }

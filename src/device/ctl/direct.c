@@ -334,9 +334,10 @@ static void qp_value(const struct sv_qp *qp, union sv_direct_qp_u *v)
 	v->e.dest_qpn = qp->attr.dest_qp_num;
 }
 
-void sv_direct_qp(const struct sv_qp *qp)
+void sv_direct_qp(struct sv_qp *qp)
 {
 	union sv_direct_qp_u v, *e;
+	bool weakens;
 
 	if (dt.memfd < 0 || qp->opened)
 		return;
@@ -347,7 +348,42 @@ void sv_direct_qp(const struct sv_qp *qp)
 	if ((qp->qpn & QP_MASK) >= dt.qp_hi)
 		dt.qp_hi = (qp->qpn & QP_MASK) + 1;
 	e = &dt.qp[qp->qpn & QP_MASK];
-	entry_write(e->w, v.w, sizeof(v.w) / 8, qp_weakens(e, &v));
+	weakens = qp_weakens(e, &v);
+	entry_write(e->w, v.w, sizeof(v.w) / 8, weakens);
+	/* a receive queue a sender takes WQEs of directly: an epoch past
+	 * this entry, which its flush waits for the sender's guard to reach
+	 * (sv_direct_rq_held; the engine cannot wait, so it looks) */
+	if (weakens && qp->drecv)
+		qp->drecv_epoch = __atomic_add_fetch(&dt.hdr->epoch, 1,
+						     __ATOMIC_SEQ_CST);
+}
+
+/* QP qpn (exactly), or NULL */
+static struct sv_qp *qp_at(uint32_t qpn)
+{
+	struct sv_qp *qp = sv_dev.qpn_tab[qpn & QP_MASK];
+
+	return qp && qp->qpn == qpn ? qp : NULL;
+}
+
+bool sv_direct_rq_held(const struct sv_qp *t)
+{
+	const struct sv_qp *s;
+	const struct sv_direct_guard *g;
+	uint64_t v;
+
+	if (!t->drecv || dt.memfd < 0)
+		return false;
+	/* the one QP that may send to it directly: its peer, connected
+	 * back (the library checks both entries under its guard) */
+	s = qp_at(t->attr.dest_qp_num);
+	if (!s || s->opened || !(g = guard_of(s, NULL)))
+		return false;
+	v = __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE);
+	if (!v || v >= t->drecv_epoch)
+		return false;
+	return s->owner && !s->owner->dead &&
+	       !sv_proc_gone(s->owner->pid, s->owner->pidfd);
 }
 
 void sv_direct_all_off(bool off)
@@ -377,6 +413,21 @@ void sv_direct_qp_clear(const struct sv_qp *qp)
 		return;         /* another QP's slot now */
 	memset(&v, 0, sizeof(v));
 	entry_write(e->w, v.w, sizeof(v.w) / 8, qp_weakens(e, &v));
+}
+
+void sv_direct_qp_counts(const struct sv_qp *qp, uint64_t *sends,
+			 uint64_t *recvs)
+{
+	const struct sv_direct_guard *g;
+
+	if (dt.memfd < 0 || qp->opened)
+		return;
+	if ((g = guard_of(qp, NULL)))
+		*sends += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
+	/* the completion ring's producer: a direct receive each */
+	if (qp->drecv && qp->rq.hdr)
+		*recvs += __atomic_load_n(&qp->rq.hdr->xprod,
+					  __ATOMIC_RELAXED);
 }
 
 void sv_direct_guard_reset(const struct sv_qp *qp)
@@ -682,12 +733,12 @@ int sv_cmd_mr_file(struct sv_req *r)
 	return 0;
 }
 
-int sv_cmd_open_direct(struct sv_req *r)
+/* A command of the direct path with a part up to max: 0, or its refusal
+ * (reserved bits, no such part, the path off). */
+static int direct_args(struct sv_req *r, uint32_t rsvd, uint32_t part,
+		       uint32_t max)
 {
-	const struct sv_cmd_open_direct *a = &r->cmd->u.open_direct;
-	struct gtab *t;
-
-	if (a->rsvd || a->part > SV_DIRECT_PART_GUARDS) {
+	if (rsvd || part > max) {
 		r->why = "reserved fields set";
 		return -EINVAL;
 	}
@@ -695,6 +746,18 @@ int sv_cmd_open_direct(struct sv_req *r)
 		r->why = "the direct path is off (softverbsd --no-direct)";
 		return -EOPNOTSUPP;
 	}
+	return 0;
+}
+
+int sv_cmd_open_direct(struct sv_req *r)
+{
+	const struct sv_cmd_open_direct *a = &r->cmd->u.open_direct;
+	struct gtab *t;
+
+	int ret = direct_args(r, a->rsvd, a->part, SV_DIRECT_PART_GUARDS);
+
+	if (ret)
+		return ret;
 	if (a->part == SV_DIRECT_PART_TABLES) {
 		r->fd_out = fcntl(dt.memfd, F_DUPFD_CLOEXEC, 0);
 		r->rsp->u.open_direct.bytes = dt.bytes;
@@ -712,4 +775,105 @@ int sv_cmd_open_direct(struct sv_req *r)
 		return -EMFILE;
 	}
 	return 0;
+}
+
+uint32_t sv_direct_rq_held_cqes(const struct sv_qp *qp,
+				const struct sv_cq *cq)
+{
+	const struct sv_wq_ring *h = qp->rq.hdr;
+	uint32_t n;
+
+	if (!qp->drecv || cq != qp->recv_cq || !h)
+		return 0;
+	n = __atomic_load_n(&h->xprod, __ATOMIC_ACQUIRE) -
+	    __atomic_load_n(&h->xcons, __ATOMIC_ACQUIRE);
+	return n <= qp->rq.entries ? n : qp->rq.entries;
+}
+
+/*
+ * The caller's QP (handle qp) and its peer for a direct SEND: an RC or UC
+ * QP of the caller's, not on the wire, whose peer is a QP of this host, of
+ * the caller's uid, connected back to it. NULL (r->why says) otherwise.
+ */
+static struct sv_qp *direct_peer(struct sv_req *r, uint64_t handle,
+				 int *err)
+{
+	struct sv_qp *qp = sv_req_obj(r, handle, SV_OBJ_QP), *t;
+
+	*err = -EINVAL;
+	if (!qp)
+		return NULL;
+	if (qp->opened || qp->roce ||
+	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)) {
+		r->why = "not a connected QP with its peer on this host";
+		return NULL;
+	}
+	t = qp_at(qp->attr.dest_qp_num);
+	if (!t || t == qp || t->opened || t->roce || t->type != qp->type ||
+	    t->attr.dest_qp_num != qp->qpn || !t->owner ||
+	    t->owner->uid != r->client->uid) {
+		r->why = "its peer is no QP of this host and uid connected to it";
+		*err = -ENOENT;
+		return NULL;
+	}
+	return t;
+}
+
+int sv_cmd_direct_recv(struct sv_req *r)
+{
+	const struct sv_cmd_direct_recv *a = &r->cmd->u.direct_recv;
+	struct sv_rsp_direct_recv *o = &r->rsp->u.direct_recv;
+	struct sv_qp *t;
+	int err;
+
+	err = direct_args(r, a->rsvd, a->part, SV_DRECV_CQ);
+	if (err)
+		return err;
+	t = direct_peer(r, a->qp, &err);
+	if (!t)
+		return err;
+	if (t->srq || !t->rq.hdr || !t->rq.entries || !t->recv_cq) {
+		r->why = "its peer has no receive queue of its own";
+		return -EOPNOTSUPP;
+	}
+	memset(o, 0, sizeof(*o));
+	o->pid = t->owner->pid;
+	if (a->part == SV_DRECV_RQ) {
+		r->fd_out = sv_ring_fd_ro(&t->loc);
+		o->offset = t->loc.offset +
+			    (uint64_t)((char *)t->rq.hdr - (char *)t->ring);
+		o->bytes = sv_wq_ring_bytes(t->rq.entries, t->rq.stride);
+		o->entries = t->rq.entries;
+		o->stride = t->rq.stride;
+		o->max_sge = t->rq.max_sge;
+	} else {
+		r->fd_out = sv_ring_fd_ro(&t->recv_cq->loc);
+		o->offset = t->recv_cq->loc.offset;
+		o->bytes = t->recv_cq->ring_bytes;
+		o->entries = t->recv_cq->entries;
+	}
+	if (r->fd_out < 0) {
+		r->why = "cannot hand out the ring";
+		return r->fd_out;
+	}
+	/* from now on its receive queue is taken from here too */
+	t->drecv = true;
+	t->rq.shared_cons = true;
+	return 0;
+}
+
+struct sv_qp *sv_direct_notify_peer(struct sv_req *r, uint64_t handle,
+				    uint32_t xprod, int *err)
+{
+	struct sv_qp *t = direct_peer(r, handle, err);
+
+	if (!t)
+		return NULL;
+	if (!t->drecv || !t->rq.hdr) {
+		r->why = "its peer's receive queue was never taken directly";
+		*err = -EINVAL;
+		return NULL;
+	}
+	__atomic_store_n(&t->rq.hdr->xannounced, xprod, __ATOMIC_RELEASE);
+	return t;
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct sv_cq;
 struct sv_mr;
 struct sv_qp;
 struct sv_req;
@@ -29,7 +30,7 @@ void sv_direct_mr(const struct sv_mr *mr);
 void sv_direct_key_clear(uint32_t key);
 
 /* qp's entry as it is now: its state, flags, access, PD and peer. */
-void sv_direct_qp(const struct sv_qp *qp);
+void sv_direct_qp(struct sv_qp *qp);
 /* qp leaves its slot (destroy). */
 void sv_direct_qp_clear(const struct sv_qp *qp);
 /* softverbs capture (diag/capture.c): off, no QP takes the direct path (each
@@ -42,6 +43,17 @@ void sv_direct_guard_reset(const struct sv_qp *qp);
  * changed): publish done and cq_mark in its send ring. */
 void sv_direct_sq_done(struct sv_qp *qp);
 
+/* Might a same-host sender still be taking a WQE of t's receive queue
+ * directly, having read t's entry from before its last change (a flush of
+ * that queue waits)? */
+bool sv_direct_rq_held(const struct sv_qp *t);
+
+/* The completions of qp's receive queue that a same-host sender wrote to
+ * its completion ring and its owner has not taken yet: cq (qp's receive
+ * CQ) holds them too, when it decides an overrun. */
+uint32_t sv_direct_rq_held_cqes(const struct sv_qp *qp,
+				const struct sv_cq *cq);
+
 /* An entry was made less permissive: complete only once no direct copy
  * that may have read the old entry runs. Control thread only; may let
  * sv_dev.lock go while it waits. */
@@ -52,12 +64,22 @@ void sv_direct_revoke(void);
  * reason (refused[SV_DREF_MAX]), QPs gone included. */
 void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped,
 		      uint64_t *refused);
+/* Add to a QP's counters what its processes ran directly: WQEs it sent,
+ * messages its receive queue took (softverbs stat's per QP). */
+void sv_direct_qp_counts(const struct sv_qp *qp, uint64_t *sends,
+			 uint64_t *recvs);
 /* Counters: revocations, those that waited for a guard, copies fenced. */
 void sv_direct_stat(uint64_t *revokes, uint64_t *waits, uint64_t *fenced);
 
-/* OPEN_DIRECT, MR_FILE, DIRECT_EST */
+/* OPEN_DIRECT, MR_FILE, DIRECT_EST, DIRECT_RECV */
 int sv_cmd_open_direct(struct sv_req *r);
 int sv_cmd_mr_file(struct sv_req *r);
 int sv_cmd_direct_est(struct sv_req *r);
+int sv_cmd_direct_recv(struct sv_req *r);
+/* DIRECT_NOTIFY's peer (ctl/cq.c sends the event): the caller's QP's
+ * peer, which took WQEs directly, its xannounced set to xprod; NULL with
+ * *err and r->why otherwise. */
+struct sv_qp *sv_direct_notify_peer(struct sv_req *r, uint64_t handle,
+				    uint32_t xprod, int *err);
 
 #endif /* SV_DEVICE_DIRECT_H */

@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -244,6 +245,20 @@ void sv_ring_put(struct sv_ring_loc *loc, void *map, size_t bytes)
 	loc->pool = NULL;
 	if (!--p->rings)
 		pool_free(p);
+}
+
+int sv_ring_fd_ro(const struct sv_ring_loc *loc)
+{
+	char path[64];
+	int fd = loc->pool ? loc->pool->fd : loc->memfd;
+
+	if (fd < 0)
+		return -EBADF;
+	/* a new open file, read-only: no mapping of it can be made
+	 * writable */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 void sv_ring_pools_detach(struct sv_client *c)

@@ -16,12 +16,17 @@
 
 #include <infiniband/verbs.h>
 
+#include "device/ctl/direct.h"
 #include "device/exec/engine.h"
 #include "device/exec/exec_int.h"
 #include "device/exec/transport.h"
 #include "device/sv_dev.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* How soon an engine looks again at a receive queue it could not flush
+ * while a same-host sender held its guard */
+#define SV_DRECV_RECHECK_NS 20000ull
 
 /*
  * The SQ drain point: the WQEs posted before a QP entered SQD still run (a
@@ -36,7 +41,7 @@ void sv_exec_enter_sqd(struct sv_qp *qp)
 bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 {
 	const struct sv_transport *tr = sv_transport_of(qp);
-	bool corrupt, rcorrupt;
+	bool corrupt;
 
 	switch (qp->state) {
 	case IBV_QPS_RTS:
@@ -55,9 +60,16 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 			return true;
 		if (unlikely(qp->type == IBV_QPT_XRC_RECV))
 			return false;
-		if (wq_pending(&qp->sq, &corrupt) ||
-		    (!qp->rx_busy && wq_pending(&qp->rq, &rcorrupt)))
+		if (wq_pending(&qp->sq, &corrupt))
 			return true;
+		/* not while a same-host sender may still take a receive
+		 * WQE directly (a look again soon) */
+		if (!qp->rx_busy && wq_rq_pending(&qp->rq)) {
+			if (!sv_direct_rq_held(qp))
+				return true;
+			if (now + SV_DRECV_RECHECK_NS < *timer)
+				*timer = now + SV_DRECV_RECHECK_NS;
+		}
 		return qp->srq && !qp->last_wqe_sent;
 	default:
 		return false;
@@ -98,8 +110,11 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 			sv_sq_flush_one(qp);
 			return true;
 		}
-		/* not the WQE another engine fills right now (msg_copy) */
-		if (!qp->rx_busy && wq_pending(&qp->rq, &corrupt)) {
+		/* not the WQE another engine fills right now (msg_copy),
+		 * nor one a same-host sender may take (the direct path) */
+		wq_sync_cons(&qp->rq);
+		if (!qp->rx_busy && wq_pending(&qp->rq, &corrupt) &&
+		    !sv_direct_rq_held(qp)) {
 			sv_rq_flush_one(qp);
 			return true;
 		}

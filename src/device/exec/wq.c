@@ -200,7 +200,8 @@ void sv_qp_push(struct sv_qp *qp, struct sv_cq *cq, const struct sv_cqe *e,
 	}
 	if (!cq)
 		return;
-	if (sv_cq_push(cq, e, solicited) == -ENOSPC)
+	if (sv_cq_push_held(cq, e, solicited, sv_direct_rq_held_cqes(qp, cq)) ==
+	    -ENOSPC)
 		sv_qp_error(qp, IBV_EVENT_QP_FATAL);
 }
 
@@ -258,6 +259,7 @@ int sv_rq_peek(struct sv_qp *t, struct rwqe *r)
 		wq = &r->srq->rq;
 	} else {
 		wq = &t->rq;
+		wq_sync_cons(wq);
 	}
 	r->wq = wq;
 	n = wq_pending(wq, &corrupt);
@@ -379,6 +381,9 @@ void sv_rq_flush_one(struct sv_qp *qp)
 	struct sv_recv_wqe h;
 	struct sv_cqe e;
 
+	wq_sync_cons(&qp->rq);
+	if (!wq_pending(&qp->rq, &(bool){ false }))
+		return;
 	memcpy(&h, wq_head(&qp->rq), sizeof(h));
 	wq_consume(&qp->rq);
 	sv_cqe_init(&e, h.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, qp->qpn);

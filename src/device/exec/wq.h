@@ -35,6 +35,39 @@ static inline uint32_t wq_pending(const struct sv_wq *wq, bool *corrupt)
 	return *corrupt ? 0 : n;
 }
 
+/* A receive queue a same-host sender takes WQEs of too (shared_cons): it
+ * says so by the header's cons, which we follow forward, never back and
+ * never past prod (a client that moves it only skips its own WQEs). */
+static inline uint32_t wq_cons_now(const struct sv_wq *wq)
+{
+	uint32_t c, p;
+
+	if (!wq->shared_cons || !wq->hdr)
+		return wq->cons;
+	c = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
+	p = wq_prod(wq);
+	/* (our own cons may be any number of WQEs behind) */
+	return p - c <= wq->entries && c - wq->cons <= p - wq->cons ? c :
+								   wq->cons;
+}
+
+static inline void wq_sync_cons(struct sv_wq *wq)
+{
+	wq->cons = wq_cons_now(wq);
+}
+
+/* WQEs waiting in a receive queue that a same-host sender may take too
+ * (wq_pending as it will be once synced) */
+static inline bool wq_rq_pending(const struct sv_wq *wq)
+{
+	uint32_t n;
+
+	if (!wq->hdr || !wq->entries)
+		return false;
+	n = wq_prod(wq) - wq_cons_now(wq);
+	return n && n <= wq->entries;
+}
+
 static inline void wq_consume(struct sv_wq *wq)
 {
 	wq->cons++;

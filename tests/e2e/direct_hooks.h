@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the direct path's tests (test_direct.c, test_direct_send.c) share:
+ * a copy that stops its whole process, and whether the path is on.
+ *
+ * The library's copies go through process_vm_writev/readv, which
+ * direct_hooks.c defines in the test executable (its definitions come
+ * first for the libraries it loads). Armed (stop_in_copy = 1), the next
+ * copy stops the process (SIGSTOP) where the library calls the kernel:
+ * inside its guard, after every check, before the kernel reads the iovecs.
+ * A debugger, a Ctrl-Z or the cgroup freezer could stop a writer there.
+ */
+#ifndef SV_TESTS_DIRECT_HOOKS_H
+#define SV_TESTS_DIRECT_HOOKS_H
+
+#include <stdbool.h>
+
+extern int stop_in_copy;
+
+/* The direct path is on in this process (SOFTVERBS_DIRECT is not 0). */
+bool direct_on(void);
+
+#endif
