@@ -379,6 +379,8 @@ ring_take(struct sv_cq *cq, struct sv_cq_ring *ring, uint32_t cons,
 }
 
 static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc);
+static int poll_cq_locked(struct sv_cq *cq, int n, struct ibv_wc *wc,
+			  uint32_t prod);
 
 /*
  * Both rings merged (CQ lock held): each private completion after the
@@ -434,12 +436,20 @@ static __attribute__((noinline)) int poll_cq_many(struct sv_cq *cq,
 	return (int)avail;
 }
 
-/* Everything the fast path below leaves: the private ring, a lock taken by
- * another thread, a dead device, a count no CQ holds. */
+/* Everything the fast path below leaves: a lock taken by another thread,
+ * a dead device, a count no CQ holds. */
 static __attribute__((noinline)) int poll_cq_slow(struct sv_cq *cq, int n,
 						  struct ibv_wc *wc)
 {
 	return poll_cq(cq, n, wc);
+}
+
+/* ... and the private ring, with the lock held and prod loaded. */
+static __attribute__((noinline)) int poll_cq_direct(struct sv_cq *cq, int n,
+						    struct ibv_wc *wc,
+						    uint32_t prod)
+{
+	return poll_cq_locked(cq, n, wc, prod);
 }
 
 /*
@@ -457,7 +467,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_sv_cq(ibcq);
 	struct sv_cq_ring *ring;
-	uint32_t avail, cons;
+	uint32_t avail, cons, prod;
 
 	if (unlikely(n <= 0))
 		return 0;
@@ -467,11 +477,10 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	ring = cq->ring;
 	cons = cq->cons;
 	/* acquire: pairs with the engine's release store of prod */
-	avail = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) - cons;
-	if (unlikely(dring_avail(cq) | xhint(cq))) {
-		cq_unlock(cq);
-		return poll_cq_slow(cq, n, wc);
-	}
+	prod = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE);
+	avail = prod - cons;
+	if (unlikely(dring_avail(cq) | xhint(cq)))
+		return poll_cq_direct(cq, n, wc, prod);
 	if (unlikely(avail - 1 >= cq->entries)) {
 		/* none (or a producer count no CQ of this size holds) */
 		bool plain = !avail && !sv_ctx_dead(cq->ex.context);
@@ -490,18 +499,27 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc)
 {
-	struct sv_cq_ring *ring;
-	uint32_t avail, prod, got = 0;
-
 	if (unlikely(n <= 0))
 		return 0;
 	cq_lock(cq);
-	ring = cq->ring;
 	/* acquire: pairs with the engine's release store of prod; before
 	 * the look at the private ring (sv_poll_cq) */
-	prod = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE);
+	return poll_cq_locked(cq, n, wc,
+			      __atomic_load_n(&cq->ring->prod,
+					      __ATOMIC_ACQUIRE));
+}
+
+/* poll_cq with the lock held and the daemon ring's prod loaded: the
+ * private ring merged in, then the daemon's completions below prod. */
+static int poll_cq_locked(struct sv_cq *cq, int n, struct ibv_wc *wc,
+			  uint32_t prod)
+{
+	struct sv_cq_ring *ring = cq->ring;
+	uint32_t avail, got = 0;
+
 	if (cq->dring) {
-		sv_direct_xdrain(cq);
+		if (unlikely(xhint(cq)))
+			sv_direct_xdrain(cq);
 		if (dring_avail_locked(cq)) {
 			got = poll_merged(cq, (uint32_t)n, wc, prod);
 			if (got == (uint32_t)n) {

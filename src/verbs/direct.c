@@ -33,7 +33,7 @@
  * (sv_direct.h). Each copy passes the daemon's fence first: its remote
  * iovecs are in our guard table, where the daemon zeroes them when it
  * finds us stopped, and the epoch must still be ours just before the
- * kernel reads them (direct_fenced).
+ * kernel reads them (sv_d_fenced).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,46 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "abi/sv_direct.h"
-#include "abi/sv_lock.h"
-#include "abi/sv_op.h"
-#include "verbs/sv_verbs.h"
-
-/* The most one WQE moves directly: its copy is one system call, and a
- * revocation waits for it. */
-#define SV_DIRECT_MAX_MSG (64u << 20)
-/* Completions a CQ's private ring holds (at most its size) */
-#define SV_DIRECT_CQ_MAX  1024u
-/* How long a poster waits for the engine to finish the WQEs of its QP
- * ahead of a WR that could go direct (then it goes to the daemon too) */
-#define SV_DIRECT_WAIT_NS 200000ull
-
-/* The opcodes that take a receive WQE of the peer (send_direct) */
-#define SV_DIRECT_RECV_OPS                                                   \
-	(1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM |                    \
-	 1u << IBV_WR_RDMA_WRITE_WITH_IMM)
-
-struct sv_direct {
-	const struct sv_direct_hdr *hdr;
-	struct sv_direct_guard *guard;     /* [qp_slots], our uid's */
-	struct sv_direct_riov *riov;       /* [qp_slots], our uid's */
-	const union sv_direct_qp_u *qp;    /* [qp_slots] */
-	const union sv_direct_key_u *key;  /* [key_slots] */
-	uint32_t qp_mask;
-	uint32_t key_slots;
-	struct sv_keyperm perm;            /* a copy of the header's */
-	/* key index -> slot, the permutation's inverse remembered: idx << 32
-	 * | slot in entry idx % 256 (a pure function, so any
-	 * thread may fill it; one 64-bit store each) */
-	uint64_t slot_cache[256];
-	pid_t pid;
-	void *map;
-	size_t bytes;
-	void *gmap;
-	size_t gbytes;
-};
-
-_Static_assert(sizeof(struct iovec) == 16, "the riov slots are iovecs");
+#include "verbs/direct_int.h"
 
 /* The calling thread's id, for the guard (one system call per thread and
  * fork). */
@@ -227,263 +188,7 @@ uint32_t sv_direct_ops(struct sv_context *ctx, enum ibv_qp_type type)
 	}
 }
 
-/* ---- the CQ's private ring ---- */
-
-int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq)
-{
-	uint32_t n = 1;
-
-	if (!ctx->direct)
-		return 0;
-	while (n < cq->entries && n < SV_DIRECT_CQ_MAX)
-		n <<= 1;
-	cq->dring = calloc(n, sizeof(*cq->dring));
-	cq->dstamp = calloc(n, sizeof(*cq->dstamp));
-	if (!cq->dring || !cq->dstamp) {
-		free(cq->dring);
-		free(cq->dstamp);
-		cq->dring = NULL;
-		cq->dstamp = NULL;
-		return -ENOMEM;
-	}
-	cq->dmask = n - 1;
-	cq->dprod = cq->dcons = cq->dheld = 0;
-	sv_spin_init(&cq->dlock);
-	return 0;
-}
-
-void sv_direct_cq_fini(struct sv_cq *cq)
-{
-	free(cq->dring);
-	free(cq->dstamp);
-	cq->dring = NULL;
-	cq->dstamp = NULL;
-}
-
-/*
- * Hold a slot of cq's private ring for the completion of a signaled WR:
- * false when it is full, or when the CQ as a whole (both rings) holds as
- * many unpolled completions as the daemon's ring has slots: the WR goes to
- * the daemon, which then overruns the CQ (IBV_EVENT_CQ_ERR) where a NIC
- * would. The slots held are published in the ring (dused), which the
- * daemon counts for the same decision. Under dlock, as everything that
- * reads cq->ring from the post path (ibv_resize_cq maps a new one under
- * it).
- */
-static bool cq_hold(struct sv_cq *cq)
-{
-	struct sv_cq_ring *ring;
-	uint32_t used;
-	bool ok;
-
-	sv_spin_lock(&cq->dlock);
-	ring = cq->ring;
-	used = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) -
-	       __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE) + cq->dheld;
-	ok = cq->dheld <= cq->dmask && used < cq->entries;
-	if (ok)
-		__atomic_store_n(&ring->dused, ++cq->dheld, __ATOMIC_RELAXED);
-	sv_spin_unlock(&cq->dlock);
-	return ok;
-}
-
-static void cq_unhold(struct sv_cq *cq)
-{
-	sv_spin_lock(&cq->dlock);
-	__atomic_store_n(&cq->ring->dused, --cq->dheld, __ATOMIC_RELAXED);
-	sv_spin_unlock(&cq->dlock);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The completion of a WR that ran here, in the slot it holds, stamped
- * with hdr's cq_mark: the daemon's ring past the last completion it wrote
- * for the QP (read after done; no WQE of the QP is at the daemon now, the
- * SQ lock held). A mark past the ring's producer (one left from before a
- * resize renumbered the ring) is the producer: every completion there. */
-static void cq_push(struct sv_cq *cq, const struct sv_wq_ring *hdr,
-		    uint64_t wr_id, uint32_t op, uint32_t qpn, uint64_t len)
-{
-	struct sv_cqe *e;
-	uint32_t mark, prod;
-
-	sv_spin_lock(&cq->dlock);
-	mark = __atomic_load_n(&hdr->cq_mark, __ATOMIC_RELAXED);
-	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
-	if ((int32_t)(prod - mark) < 0)
-		mark = prod;
-	cq->dstamp[cq->dprod & cq->dmask] = mark;
-	e = &cq->dring[cq->dprod & cq->dmask];
-	memset(e, 0, sizeof(*e));
-	e->wr_id = wr_id;
-	e->status = IBV_WC_SUCCESS;
-	e->opcode = sv_op_wc(op);
-	e->qp_num = qpn;
-	e->byte_len = (uint32_t)len;
-	if (cq->ex_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
-			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))
-		e->timestamp = mono_ns();
-	/* release: the CQE before the counter (pairs with the poller's
-	 * acquire load of dprod) */
-	__atomic_store_n(&cq->dprod, cq->dprod + 1, __ATOMIC_RELEASE);
-	sv_spin_unlock(&cq->dlock);
-}
-
-/*
- * After completions went into the private ring of a CQ with a channel: an
- * arm that has not fired (a NEXT arm: they are successful WRITEs and
- * READs, never solicited) is fired by them, and they are announced. True
- * with its sn in *sn. The fence: Dekker with ibv_req_notify_cq, which
- * stores arm_sn, fences, then looks at dprod: either it sees these
- * completions (and asks the daemon itself) or we see its arm.
- */
-static bool cq_arm_to_fire(struct sv_cq *cq, uint32_t *sn)
-{
-	struct sv_cq_ring *ring;
-	uint32_t fired, flags;
-	bool fire;
-
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	sv_spin_lock(&cq->dlock);
-	ring = cq->ring;
-	*sn = __atomic_load_n(&ring->arm_sn, __ATOMIC_ACQUIRE);
-	fired = __atomic_load_n(&ring->fired_sn, __ATOMIC_ACQUIRE);
-	flags = __atomic_load_n(&ring->arm_flags, __ATOMIC_RELAXED);
-	fire = *sn != fired && (flags & SV_CQ_ARM_NEXT);
-	if (fire)
-		cq->dannounced = cq->dprod;
-	sv_spin_unlock(&cq->dlock);
-	return fire;
-}
-
-/* NOTIFY_CQ for arm sn, the private ring's completions due: the daemon
- * sends the event unless the arm fired or a later one came. */
-static __attribute__((noinline)) void cq_fire(struct sv_context *ctx,
-					      struct sv_cq *cq, uint32_t sn)
-{
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-
-	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
-	cmd.u.notify_cq.cq = cq->handle;
-	cmd.u.notify_cq.arm_sn = sn;
-	cmd.u.notify_cq.flags = SV_NOTIFY_DIRECT;
-	(void)sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
-}
-
-/* ---- the checks ---- */
-
-static bool in_range(uint64_t base, uint64_t size, uint64_t addr, uint64_t len)
-{
-	return addr >= base && len <= size && addr - base <= size - len;
-}
-
-/* The published entry of QP qpn (exactly), copied consistently. */
-static bool qp_entry(const struct sv_direct *d, uint32_t qpn,
-		     union sv_direct_qp_u *out)
-{
-	const union sv_direct_qp_u *e = &d->qp[qpn & d->qp_mask];
-
-	for (int tries = 0; tries < 4; tries++)
-		if (sv_direct_read(e->w, out->w, sizeof(out->w) / 8))
-			return qpn && out->e.qpn == qpn;
-	return false;
-}
-
-/* The key table slot of key's index (the permutation's inverse). */
-static uint32_t key_slot(struct sv_direct *d, uint32_t key)
-{
-	uint32_t idx = SV_KEY_INDEX(key), slot;
-	uint64_t *c = &d->slot_cache[idx % 256];
-	uint64_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
-
-	if ((uint32_t)(v >> 32) == idx && idx)
-		return (uint32_t)v;
-	slot = sv_keyperm_inv(&d->perm, idx);
-	__atomic_store_n(c, (uint64_t)idx << 32 | slot, __ATOMIC_RELAXED);
-	return slot;
-}
-
-/* The published entry of key (exactly: all 32 bits), copied consistently. */
-static bool key_entry(struct sv_direct *d, uint32_t key,
-		      union sv_direct_key_u *out)
-{
-	uint32_t slot = key_slot(d, key);
-
-	if (!slot || slot >= d->key_slots)
-		return false;
-	for (int tries = 0; tries < 4; tries++)
-		if (sv_direct_read(d->key[slot].w, out->w,
-				   sizeof(out->w) / 8))
-			return key && out->e.key == key;
-	return false;
-}
-
-static bool can_receive(uint32_t state)
-{
-	return state == IBV_QPS_RTR || state == IBV_QPS_RTS ||
-	       state == IBV_QPS_SQD || state == IBV_QPS_SQE;
-}
-
-/*
- * ---- SEND and RECV: the peer's receive queue ----
- *
- * A SEND (with or without immediate data) and a WRITE with immediate
- * data take the peer's head receive WQE. The peer's library keeps a
- * completion ring for its receive queue (sv_direct_rq_init) and says where
- * in its receive ring's header (struct sv_rq_xpub); we map that ring and
- * the peer's receive CQ's ring read-only (DIRECT_RECV: the device then
- * lets that queue be taken from here too), read the head WQE there, check
- * its buffers' keys as the device's responder would, and write, in one
- * process_vm_writev into the peer: the message, the completion, its stamp
- * (the receive CQ's producer counter: the device's completions of that
- * queue before ours are below it), the queue's cons + 1, the completion
- * ring's xprod + 1, and 1 into the CQ's hint. A copy that stops short
- * publishes nothing (the WQE stays the head; the WR goes to the device).
- * Nothing else takes that queue meanwhile: it is an RC or UC QP connected
- * to ours alone, whose WRs the device has all done (the SQ lock held), and
- * the device flushes it only once our guard is past its entry's change
- * (sv_direct_rq_held).
- */
-struct sv_dpeer {
-	uint32_t qpn;              /* the peer these map; 0: none */
-	uint32_t asked;            /* the peer QPN last asked for */
-	pid_t pid;
-	uint32_t entries, stride, max_sge;
-	uint32_t cq_entries;
-	uint32_t cq_gen;           /* the receive CQ's ring mapped (xpub) */
-	const struct sv_wq_ring *rq;
-	const struct sv_cq_ring *cq;
-	void *rq_map, *cq_map;
-	size_t rq_len, cq_len;
-};
-
-/* What one direct SEND writes after the message, in the order the peer
- * reads it (the local side of the system call's last iovecs). */
-struct sv_xsend {
-	struct sv_cqe cqe;         /* its stamp in it (SV_XCQE_STAMP) */
-	uint32_t cons;             /* then these two, one piece */
-	uint32_t xprod;
-	uint32_t hint;
-};
-
-static void dpeer_drop(struct sv_dpeer *p)
-{
-	if (p->rq_map)
-		munmap(p->rq_map, p->rq_len);
-	if (p->cq_map)
-		munmap(p->cq_map, p->cq_len);
-	p->rq_map = p->cq_map = NULL;
-	p->rq = NULL;
-	p->cq = NULL;
-	p->qpn = 0;
-}
+/* ---- the checks (direct_int.h) ---- */
 
 /*
  * ---- memory both sides map (SV_DKEY_FILE) ----
@@ -495,40 +200,7 @@ static void dpeer_drop(struct sv_dpeer *p)
  * An entry is used only while the key's published entry is the one it was
  * made for; the guard covers the copy as it covers process_vm_writev.
  */
-#define SV_DMAP_N 8
 
-struct sv_dmap {
-	uint32_t key;              /* 0: free */
-	uint64_t addr, iova, length, gen; /* the key's entry it was made for */
-	uint8_t *base;             /* where the entry's byte addr is here */
-	void *map;
-	size_t map_len;
-};
-
-/* WRs of one list run together, and the local pieces of a batch of
- * WRITEs (sv_direct_post_many) */
-#define SV_DIRECT_BATCH     64
-#define SV_DIRECT_BATCH_IOV 256
-
-struct sv_dcache {
-	struct sv_dmap m[SV_DMAP_N];
-	uint32_t next;             /* the next one to replace */
-	uint32_t want;             /* a key to map after the WR (0: none) */
-	/* a batch's iovecs: local pieces, and a remote range per WR */
-	struct iovec bl[SV_DIRECT_BATCH_IOV];
-	struct iovec br[SV_DIRECT_BATCH];
-	/* what a direct SEND writes after its message (send_direct) */
-	struct sv_xsend xs;
-};
-
-static long page_bytes(void)
-{
-	static long pg;
-
-	if (!pg)
-		pg = sysconf(_SC_PAGESIZE);
-	return pg;
-}
 
 /* Our slot for the entry k's memory (its base NULL when it could not be
  * mapped), or NULL when there is none yet. */
@@ -626,11 +298,7 @@ int sv_direct_qp_init(struct sv_qp *qp)
 
 void sv_direct_qp_fini(struct sv_qp *qp)
 {
-	if (qp->dpeer) {
-		dpeer_drop(qp->dpeer);
-		free(qp->dpeer);
-		qp->dpeer = NULL;
-	}
+	sv_d_peer_free(qp);
 	if (!qp->dcache)
 		return;
 	for (unsigned int i = 0; i < SV_DMAP_N; i++)
@@ -639,23 +307,6 @@ void sv_direct_qp_fini(struct sv_qp *qp)
 	qp->dcache = NULL;
 }
 
-/* What one WR needs: the local iovecs, the remote range and the peer; and
- * where both are mapped here, when they are (plain copies). */
-struct dwr {
-	struct iovec liov[32];
-	unsigned int nl;
-	uint64_t len;
-	struct iovec riov;
-	pid_t rpid;
-	bool mapped;               /* every side below is set */
-	uint8_t *lptr[32];         /* the local pieces in our mappings */
-	uint8_t *rptr;             /* the remote range in ours */
-	bool est;                  /* refused: the peer is in RTR, and no
-				    * message has established it yet */
-	uint32_t peer_qpn;         /* the peer's entry, as checked */
-	uint32_t peer_pd;
-	pid_t peer_pid;
-};
 
 /*
  * The checks of the daemon's requester and responder (device/loop/req.c
@@ -806,7 +457,7 @@ struct batch {
  * revocation began before our look, and its scan will see what we stored,
  * or the kernel reads the lengths it zeroed.
  */
-static bool direct_fenced(struct sv_direct *d, struct sv_direct_guard *g,
+bool sv_d_fenced(struct sv_direct *d, struct sv_direct_guard *g,
 			  struct sv_direct_riov *slot, const struct iovec *riov,
 			  unsigned int n, uint64_t epoch)
 {
@@ -833,7 +484,7 @@ static unsigned int batch_flush(struct sv_direct *d, struct sv_dcache *dc,
 	uint64_t sum = 0;
 	unsigned int k = 0;
 
-	if (!b->nr || !direct_fenced(d, g, slot, dc->br, b->nr, epoch))
+	if (!b->nr || !sv_d_fenced(d, g, slot, dc->br, b->nr, epoch))
 		return 0;
 	got = process_vm_writev(b->pid, dc->bl, b->nl,
 				(const struct iovec *)slot->iov, b->nr, 0);
@@ -844,381 +495,6 @@ static unsigned int batch_flush(struct sv_direct *d, struct sv_dcache *dc,
 			sum += dc->br[k++].iov_len;
 	}
 	return k;
-}
-
-/* ---- SEND and RECV (above): the copy ---- */
-
-/* DIRECT_RECV's part, mapped read-only: where its header is, or NULL. */
-static const void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
-			      uint32_t part, struct sv_rsp_direct_recv *o,
-			      void **map, size_t *len)
-{
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	uint64_t skip;
-	void *m = MAP_FAILED;
-	int fd = -1;
-
-	sv_cmd_init(&cmd, SV_CMD_DIRECT_RECV);
-	cmd.u.direct_recv.qp = qp->handle;
-	cmd.u.direct_recv.part = part;
-	if (!sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd) && fd >= 0 &&
-	    rsp.u.direct_recv.bytes >= SV_RING_HDR_BYTES) {
-		*o = rsp.u.direct_recv;
-		skip = o->offset % (uint64_t)page_bytes();
-		*len = o->bytes + skip;
-		m = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd,
-			 (off_t)(o->offset - skip));
-	}
-	if (fd >= 0)
-		close(fd);
-	if (m == MAP_FAILED)
-		return NULL;
-	*map = m;
-	return (const char *)m + skip;
-}
-
-/* Map the receive ring and CQ ring of our peer (outside any guard, once
- * per peer): true when they are. */
-static __attribute__((noinline)) bool dpeer_fill(struct sv_context *ctx,
-						 struct sv_qp *qp,
-						 uint32_t peer_qpn)
-{
-	struct sv_dpeer *p = qp->dpeer;
-	struct sv_rsp_direct_recv o, oc;
-
-	if (!p) {
-		p = qp->dpeer = calloc(1, sizeof(*p));
-		if (!p)
-			return false;
-	}
-	if (p->asked == peer_qpn && !p->qpn)
-		return false;      /* refused for this peer: not again */
-	dpeer_drop(p);
-	p->asked = peer_qpn;
-	p->rq = dpeer_part(ctx, qp, SV_DRECV_RQ, &o, &p->rq_map, &p->rq_len);
-	if (!p->rq)
-		return false;
-	/* (read before the CQ's ring: a move after it maps it again) */
-	p->cq_gen = __atomic_load_n(&((const struct sv_rq_xpub *)(const void *)
-				      p->rq->mb)->cq_gen, __ATOMIC_ACQUIRE);
-	p->cq = dpeer_part(ctx, qp, SV_DRECV_CQ, &oc, &p->cq_map, &p->cq_len);
-	if (!p->cq || !o.entries || (o.entries & (o.entries - 1)) ||
-	    o.bytes < sv_wq_ring_bytes(o.entries, o.stride) ||
-	    !oc.entries || (oc.entries & (oc.entries - 1))) {
-		dpeer_drop(p);
-		return false;
-	}
-	p->pid = o.pid;
-	p->entries = o.entries;
-	p->stride = o.stride;
-	p->max_sge = o.max_sge;
-	p->cq_entries = oc.entries;
-	p->qpn = peer_qpn;
-	return true;
-}
-
-/*
- * One SEND-like WR (checked, x) into the peer's head receive WQE, under
- * our guard: SV_DREF_MAX when it landed, else the reason it goes to the
- * device (which finds the same: no WQE is an RNR, a WQE too short a
- * length error, a bad key an access error). *want: the peer's rings must
- * be mapped first.
- */
-static unsigned int send_direct(struct sv_direct *d, struct sv_qp *qp,
-				const struct ibv_send_wr *wr,
-				const struct dwr *x, struct sv_direct_guard *g,
-				struct sv_direct_riov *slot, uint64_t epoch,
-				struct sv_xsend *xs, uint32_t *xprod_out,
-				bool *want)
-{
-	const struct sv_dpeer *p = qp->dpeer;
-	const struct sv_wq_ring *rq;
-	const struct sv_rq_xpub *xp;
-	const uint8_t *wqe;
-	struct sv_recv_wqe h;
-	struct sv_wqe_sge sge[SV_DIRECT_BATCH - 8];
-	struct iovec riov[SV_DIRECT_BATCH], liov[32 + 5];
-	union sv_direct_key_u k;
-	uint64_t xring, self, hint, left = x->len, total;
-	uint32_t prod, cons, xprod, xcons, xent, cp, cc, used;
-	unsigned int nr = 0, nl;
-	ssize_t got;
-	bool imm_write = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-
-	if (!p || p->qpn != x->peer_qpn || p->pid != x->peer_pid ||
-	    __atomic_load_n(&p->cq->entries, __ATOMIC_RELAXED) !=
-		    p->cq_entries ||
-	    __atomic_load_n(&p->rq->entries, __ATOMIC_RELAXED) != p->entries) {
-		*want = true;
-		return SV_DREF_PEER;
-	}
-	rq = p->rq;
-	xp = (const struct sv_rq_xpub *)(const void *)rq->mb;
-	if (__atomic_load_n(&xp->cq_gen, __ATOMIC_ACQUIRE) != p->cq_gen) {
-		*want = true;      /* the receive CQ's ring moved */
-		return SV_DREF_PEER;
-	}
-	xent = __atomic_load_n(&xp->xentries, __ATOMIC_RELAXED);
-	xring = __atomic_load_n(&xp->xring, __ATOMIC_RELAXED);
-	self = __atomic_load_n(&xp->self, __ATOMIC_RELAXED);
-	hint = __atomic_load_n(&xp->hint, __ATOMIC_RELAXED);
-	if (!xent || (xent & (xent - 1)) ||
-	    __atomic_load_n(&xp->qpn, __ATOMIC_RELAXED) != p->qpn ||
-	    !xring || !self || !hint)
-		return SV_DREF_PEER;
-	/* acquire: pairs with the owner's release store of prod after the
-	 * WQE */
-	prod = __atomic_load_n(&rq->prod, __ATOMIC_ACQUIRE);
-	cons = __atomic_load_n(&rq->cons, __ATOMIC_RELAXED);
-	/* none posted: the device's RNR NAK and retries */
-	if (prod == cons || prod - cons > p->entries)
-		return SV_DREF_PEER;
-	/* room in the completion ring, and in the receive CQ as a whole
-	 * (else the device overruns it where a NIC would) */
-	xprod = __atomic_load_n(&rq->xprod, __ATOMIC_RELAXED);
-	xcons = __atomic_load_n(&rq->xcons, __ATOMIC_ACQUIRE);
-	if (xprod - xcons >= xent)
-		return SV_DREF_CQ;
-	cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
-	cc = __atomic_load_n(&p->cq->cons, __ATOMIC_ACQUIRE);
-	used = cp - cc + __atomic_load_n(&p->cq->dused, __ATOMIC_RELAXED) +
-	       (xprod - xcons);
-	if (cp - cc > p->cq_entries || used >= p->cq_entries)
-		return SV_DREF_CQ;
-	/* the head WQE, copied before any field is used */
-	wqe = (const uint8_t *)rq + SV_RING_HDR_BYTES +
-	      (size_t)(cons & (p->entries - 1)) * p->stride;
-	memcpy(&h, wqe, sizeof(h));
-	if (h.num_sge > p->max_sge || h.num_sge > SV_DIRECT_BATCH - 8 ||
-	    SV_RECV_WQE_HDR + (size_t)h.num_sge * sizeof(sge[0]) > p->stride)
-		return SV_DREF_CHECK;
-	memcpy(sge, wqe + SV_RECV_WQE_HDR, h.num_sge * sizeof(sge[0]));
-	if (imm_write) {
-		/* the bytes go where the rkey says; the WQE only completes */
-		if (x->len)
-			riov[nr++] = x->riov;
-		left = 0;
-	}
-	/* the receive buffers, as the device's responder checks them: keys
-	 * of the peer's PD and process, LOCAL_WRITE, in range */
-	for (uint32_t i = 0; i < h.num_sge && left; i++) {
-		uint64_t n = sge[i].length < left ? sge[i].length : left;
-
-		if (!n)
-			continue;
-		if (!key_entry(d, sge[i].lkey, &k) || k.e.pd != x->peer_pd ||
-		    k.e.pid != x->peer_pid ||
-		    !(k.e.access & IBV_ACCESS_LOCAL_WRITE) ||
-		    !in_range(k.e.iova, k.e.length, sge[i].addr, n))
-			return SV_DREF_CHECK;
-		riov[nr].iov_base = (void *)(uintptr_t)(k.e.addr +
-							(sge[i].addr -
-							 k.e.iova));
-		riov[nr++].iov_len = n;
-		left -= n;
-	}
-	if (left)
-		return SV_DREF_CHECK;      /* longer than the buffers */
-	/* the completion, as the device's responder writes it */
-	memset(xs, 0, sizeof(*xs));
-	xs->cqe.wr_id = h.wr_id;
-	xs->cqe.status = IBV_WC_SUCCESS;
-	xs->cqe.opcode = imm_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	xs->cqe.byte_len = (uint32_t)x->len;
-	xs->cqe.qp_num = p->qpn;
-	xs->cqe.src_qp = qp->ex.qp_base.qp_num;
-	if (wr->opcode != IBV_WR_SEND) {
-		xs->cqe.imm_data = wr->imm_data;
-		xs->cqe.wc_flags = IBV_WC_WITH_IMM;
-	}
-	xs->cqe.sl = qp->dsl;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
-		xs->cqe.dev_flags = SV_CQE_F_SOLICITED;
-	xs->cqe.timestamp = mono_ns();
-	SV_XCQE_STAMP(&xs->cqe) = cp;
-	xs->cons = cons + 1;
-	xs->xprod = xprod + 1;
-	xs->hint = 1;
-	riov[nr].iov_base = (void *)(uintptr_t)(xring + (uint64_t)(xprod &
-						(xent - 1)) * sizeof(xs->cqe));
-	riov[nr++].iov_len = sizeof(xs->cqe);
-	riov[nr].iov_base = (void *)(uintptr_t)(self +
-				offsetof(struct sv_wq_ring, cons));
-	riov[nr++].iov_len = 8;            /* cons, xprod */
-	riov[nr].iov_base = (void *)(uintptr_t)hint;
-	riov[nr++].iov_len = 4;
-	nl = x->nl;
-	memcpy(liov, x->liov, nl * sizeof(liov[0]));
-	liov[nl].iov_base = &xs->cqe;
-	liov[nl++].iov_len = sizeof(xs->cqe);
-	liov[nl].iov_base = &xs->cons;
-	liov[nl++].iov_len = 8;
-	liov[nl].iov_base = &xs->hint;
-	liov[nl++].iov_len = 4;
-	total = x->len + sizeof(xs->cqe) + 12;
-	if (!direct_fenced(d, g, slot, riov, nr, epoch))
-		return SV_DREF_FENCE;
-	got = process_vm_writev(x->peer_pid, liov, nl,
-				(const struct iovec *)slot->iov, nr, 0);
-	if (got < 0 || (uint64_t)got != total)
-		return SV_DREF_FENCE;
-	*xprod_out = xprod + 1;
-	return SV_DREF_MAX;
-}
-
-/* After direct SENDs (outside the guard): the peer's receive CQ, armed,
- * is fired by them as the device's completions would fire it. The fence:
- * Dekker with the peer's ibv_req_notify_cq (store arm_sn, fence, look at
- * its completion rings). */
-static __attribute__((noinline)) void
-send_notify(struct sv_context *ctx, struct sv_qp *qp, uint32_t xprod,
-	    bool solicited)
-{
-	const struct sv_dpeer *p = qp->dpeer;
-	struct sv_cmd cmd;
-	struct sv_rsp rsp;
-	uint32_t sn, fired, flags;
-
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	sn = __atomic_load_n(&p->cq->arm_sn, __ATOMIC_ACQUIRE);
-	fired = __atomic_load_n(&p->cq->fired_sn, __ATOMIC_ACQUIRE);
-	flags = __atomic_load_n(&p->cq->arm_flags, __ATOMIC_RELAXED);
-	if (sn == fired || !((flags & SV_CQ_ARM_NEXT) ||
-			     ((flags & SV_CQ_ARM_SOLICITED) && solicited)))
-		return;
-	sv_cmd_init(&cmd, SV_CMD_DIRECT_NOTIFY);
-	cmd.u.direct_notify.qp = qp->handle;
-	cmd.u.direct_notify.arm_sn = sn;
-	cmd.u.direct_notify.xprod = xprod;
-	cmd.u.direct_notify.flags = solicited ? SV_NOTIFY_SOLICITED : 0;
-	(void)sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
-}
-
-/* ---- the receive side: our completion rings ---- */
-
-void sv_direct_rq_init(struct sv_qp *qp)
-{
-	struct ibv_qp *ibqp = &qp->ex.qp_base;
-	struct sv_context *ctx = to_sv_ctx(ibqp->context);
-	struct sv_cq *cq = ibqp->recv_cq ? to_sv_cq(ibqp->recv_cq) : NULL;
-	struct sv_rq_xpub *xp;
-	uint32_t n = qp->rq.entries;
-
-	if (!ctx->direct || ibqp->srq || !cq || !cq->dring || !n ||
-	    (n & (n - 1)) || qp->rq.hdr == NULL ||
-	    (ibqp->qp_type != IBV_QPT_RC && ibqp->qp_type != IBV_QPT_UC))
-		return;
-	qp->xring = calloc(n, sizeof(*qp->xring));
-	if (!qp->xring)
-		return;
-	qp->xmask = n - 1;
-	qp->xcons = 0;
-	xp = sv_rq_xpub_of(qp->rq.hdr);
-	xp->self = (uint64_t)(uintptr_t)qp->rq.hdr;
-	xp->xring = (uint64_t)(uintptr_t)qp->xring;
-	xp->hint = (uint64_t)(uintptr_t)&cq->xhint;
-	xp->qpn = ibqp->qp_num;
-	/* release: a sender that reads xentries reads the rest */
-	__atomic_store_n(&xp->xentries, n, __ATOMIC_RELEASE);
-	sv_cq_xadd(cq, qp);
-}
-
-void sv_direct_cq_moved(struct sv_cq *cq)
-{
-	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
-		struct sv_rq_xpub *xp = sv_rq_xpub_of(qp->rq.hdr);
-
-		__atomic_store_n(&xp->cq_gen, xp->cq_gen + 1,
-				 __ATOMIC_RELEASE);
-	}
-}
-
-void sv_direct_rq_clean(struct sv_qp *qp)
-{
-	struct sv_wq_ring *hdr = qp->rq.hdr;
-
-	if (!qp->xring)
-		return;
-	/* no sender is inside (the device waited for its guard when the QP
-	 * left its state): what it left is dropped */
-	qp->xcons = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&hdr->xcons, qp->xcons, __ATOMIC_RELEASE);
-}
-
-void sv_direct_rq_fini(struct sv_qp *qp)
-{
-	struct ibv_qp *ibqp = &qp->ex.qp_base;
-	struct sv_cq *cq;
-
-	if (!qp->xring)
-		return;
-	cq = to_sv_cq(ibqp->recv_cq);
-	sv_cq_xdel(cq, qp);
-	free(qp->xring);
-	qp->xring = NULL;
-}
-
-/*
- * The completions senders put in the completion rings of cq's QPs, into
- * its private ring, in each ring's order, with their stamps: from there
- * poll merges them with the device's ring as it merges our own direct
- * completions. The hint first (exchanged: a sender that publishes after
- * our look sets it again). Completions an event announced
- * (DIRECT_NOTIFY's xannounced) count as announced here too. CQ lock held.
- */
-void sv_direct_xdrain(struct sv_cq *cq)
-{
-	uint32_t prod;
-	bool more = false;
-
-	if (!__atomic_exchange_n(&cq->xhint, 0, __ATOMIC_SEQ_CST))
-		return;
-	sv_spin_lock(&cq->dlock);
-	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
-	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
-		struct sv_wq_ring *hdr = qp->rq.hdr;
-		uint32_t xp = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
-		uint32_t ann = __atomic_load_n(&hdr->xannounced,
-					       __ATOMIC_ACQUIRE);
-		uint32_t c = qp->xcons;
-
-		if (xp - c > qp->xmask + 1)
-			xp = c + qp->xmask + 1;    /* never trust it */
-		for (; c != xp; c++) {
-			uint32_t to = cq->dprod & cq->dmask, st;
-
-			if (cq->dheld > cq->dmask) {
-				more = true;
-				break;
-			}
-			cq->dring[to] = qp->xring[c & qp->xmask];
-			st = SV_XCQE_STAMP(&cq->dring[to]);
-			cq->dring[to].tm_tag = 0;
-			/* it is this QP's, whatever the sender said */
-			cq->dring[to].qp_num = qp->ex.qp_base.qp_num;
-			if ((int32_t)(prod - st) < 0)
-				st = prod;
-			cq->dstamp[to] = st;
-			if (cq->dannounced == cq->dprod &&
-			    (int32_t)(ann - c) > 0)
-				cq->dannounced = cq->dprod + 1;
-			cq->dheld++;
-			/* release: the CQE before the counter */
-			__atomic_store_n(&cq->dprod, cq->dprod + 1,
-					 __ATOMIC_RELEASE);
-		}
-		if (c != qp->xcons) {
-			qp->xcons = c;
-			/* release: the slots are read before a sender reuses
-			 * them */
-			__atomic_store_n(&hdr->xcons, c, __ATOMIC_RELEASE);
-		}
-	}
-	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
-	if (more)
-		__atomic_store_n(&cq->xhint, 1, __ATOMIC_RELAXED);
-	sv_spin_unlock(&cq->dlock);
 }
 
 /* What became of a run's first WR that did not run here (run()), and of
@@ -1258,7 +534,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 	for (i = 0; i < n; i++) {
 		if (!(sig_all || (wrs[i]->send_flags & IBV_SEND_SIGNALED)))
 			continue;
-		if (!cq_hold(cq))
+		if (!sv_d_cq_hold(cq))
 			break;
 		held++;
 	}
@@ -1334,7 +610,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 		if (recv) {
 			/* into the peer's receive queue: a system call of
 			 * its own */
-			why = send_direct(d, qp, wr, &x, g, slot, epoch,
+			why = sv_d_send(d, qp, wr, &x, g, slot, epoch,
 					  &dc->xs, &r->xprod, &r->want_peer);
 			if (why != SV_DREF_MAX) {
 				r->why = why;
@@ -1345,7 +621,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 		} else if (x.mapped && x.len) {
 			/* no fence can stop a plain copy: the daemon waits
 			 * for its end */
-			if (!direct_fenced(d, g, slot, NULL, 0, epoch))
+			if (!sv_d_fenced(d, g, slot, NULL, 0, epoch))
 				break;
 			copy_mapped(&x, read);
 			__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
@@ -1354,7 +630,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 			/* a READ: one system call of its own */
 			ssize_t got;
 
-			if (!direct_fenced(d, g, slot, &x.riov, 1, epoch))
+			if (!sv_d_fenced(d, g, slot, &x.riov, 1, epoch))
 				break;
 			got = process_vm_readv(x.rpid, x.liov, x.nl,
 					       (const struct iovec *)slot->iov,
@@ -1389,17 +665,17 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 
 		if (!(sig_all || (wr->send_flags & IBV_SEND_SIGNALED)))
 			continue;
-		cq_push(cq, hdr, wr->wr_id, (uint32_t)wr->opcode,
+		sv_d_cq_push(cq, hdr, wr->wr_id, (uint32_t)wr->opcode,
 			qp->ex.qp_base.qp_num, lens[i]);
 		held--;
 		pushed = true;
 	}
 	if (pushed && cq->ex.channel)
-		r->fire = cq_arm_to_fire(cq, &r->fire_sn);
+		r->fire = sv_d_cq_arm_to_fire(cq, &r->fire_sn);
 out:
 	/* the slots of WRs that go to the daemon after all */
 	while (held--)
-		cq_unhold(cq);
+		sv_d_cq_unhold(cq);
 	return done;
 }
 
@@ -1489,9 +765,9 @@ static inline void after_run(struct sv_context *ctx, struct sv_qp *qp,
 			     struct sv_cq *cq, const struct refusal *r)
 {
 	if (unlikely(r->fire))
-		cq_fire(ctx, cq, r->fire_sn);
+		sv_d_cq_fire(ctx, cq, r->fire_sn);
 	if (r->xsent)
-		send_notify(ctx, qp, r->xprod, r->xsol);
+		sv_d_send_notify(ctx, qp, r->xprod, r->xsol);
 }
 
 /* Map our peer's rings (DIRECT_RECV) for a SEND: true when they are. */
@@ -1502,7 +778,7 @@ static __attribute__((noinline)) bool want_peer(struct sv_context *ctx,
 	union sv_direct_qp_u me;
 
 	return qp_entry(d, qp->ex.qp_base.qp_num, &me) &&
-	       dpeer_fill(ctx, qp, me.e.dest_qpn);
+	       sv_d_peer_fill(ctx, qp, me.e.dest_qpn);
 }
 
 unsigned int sv_direct_post_many(struct sv_qp *qp,

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The direct path's completions (docs/DESIGN.md "The direct path"): a CQ's
+ * private ring, where a poster puts the completions of the WRs it ran
+ * itself, stamped for poll's merge with the daemon's ring; and the
+ * completion ring of a receive queue, which senders of this host fill
+ * (direct_send.c) and poll moves into the private ring.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+
+#include "verbs/direct_int.h"
+
+/* ---- the CQ's private ring ---- */
+
+int sv_direct_cq_init(struct sv_context *ctx, struct sv_cq *cq)
+{
+	uint32_t n = 1;
+
+	if (!ctx->direct)
+		return 0;
+	while (n < cq->entries && n < SV_DIRECT_CQ_MAX)
+		n <<= 1;
+	cq->dring = calloc(n, sizeof(*cq->dring));
+	cq->dstamp = calloc(n, sizeof(*cq->dstamp));
+	if (!cq->dring || !cq->dstamp) {
+		free(cq->dring);
+		free(cq->dstamp);
+		cq->dring = NULL;
+		cq->dstamp = NULL;
+		return -ENOMEM;
+	}
+	cq->dmask = n - 1;
+	cq->dprod = cq->dcons = cq->dheld = 0;
+	sv_spin_init(&cq->dlock);
+	return 0;
+}
+
+void sv_direct_cq_fini(struct sv_cq *cq)
+{
+	free(cq->dring);
+	free(cq->dstamp);
+	cq->dring = NULL;
+	cq->dstamp = NULL;
+}
+
+/*
+ * Hold a slot of cq's private ring for the completion of a signaled WR:
+ * false when it is full, or when the CQ as a whole (both rings) holds as
+ * many unpolled completions as the daemon's ring has slots: the WR goes to
+ * the daemon, which then overruns the CQ (IBV_EVENT_CQ_ERR) where a NIC
+ * would. The slots held are published in the ring (dused), which the
+ * daemon counts for the same decision. Under dlock, as everything that
+ * reads cq->ring from the post path (ibv_resize_cq maps a new one under
+ * it).
+ */
+bool sv_d_cq_hold(struct sv_cq *cq)
+{
+	struct sv_cq_ring *ring;
+	uint32_t used;
+	bool ok;
+
+	sv_spin_lock(&cq->dlock);
+	ring = cq->ring;
+	used = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE) -
+	       __atomic_load_n(&ring->cons, __ATOMIC_ACQUIRE) + cq->dheld;
+	ok = cq->dheld <= cq->dmask && used < cq->entries;
+	if (ok)
+		__atomic_store_n(&ring->dused, ++cq->dheld, __ATOMIC_RELAXED);
+	sv_spin_unlock(&cq->dlock);
+	return ok;
+}
+
+void sv_d_cq_unhold(struct sv_cq *cq)
+{
+	sv_spin_lock(&cq->dlock);
+	__atomic_store_n(&cq->ring->dused, --cq->dheld, __ATOMIC_RELAXED);
+	sv_spin_unlock(&cq->dlock);
+}
+
+
+/* The completion of a WR that ran here, in the slot it holds, stamped
+ * with hdr's cq_mark: the daemon's ring past the last completion it wrote
+ * for the QP (read after done; no WQE of the QP is at the daemon now, the
+ * SQ lock held). A mark past the ring's producer (one left from before a
+ * resize renumbered the ring) is the producer: every completion there. */
+void sv_d_cq_push(struct sv_cq *cq, const struct sv_wq_ring *hdr,
+		    uint64_t wr_id, uint32_t op, uint32_t qpn, uint64_t len)
+{
+	struct sv_cqe *e;
+	uint32_t mark, prod;
+
+	sv_spin_lock(&cq->dlock);
+	mark = __atomic_load_n(&hdr->cq_mark, __ATOMIC_RELAXED);
+	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
+	if ((int32_t)(prod - mark) < 0)
+		mark = prod;
+	cq->dstamp[cq->dprod & cq->dmask] = mark;
+	e = &cq->dring[cq->dprod & cq->dmask];
+	memset(e, 0, sizeof(*e));
+	e->wr_id = wr_id;
+	e->status = IBV_WC_SUCCESS;
+	e->opcode = sv_op_wc(op);
+	e->qp_num = qpn;
+	e->byte_len = (uint32_t)len;
+	if (cq->ex_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))
+		e->timestamp = mono_ns();
+	/* release: the CQE before the counter (pairs with the poller's
+	 * acquire load of dprod) */
+	__atomic_store_n(&cq->dprod, cq->dprod + 1, __ATOMIC_RELEASE);
+	sv_spin_unlock(&cq->dlock);
+}
+
+/*
+ * After completions went into the private ring of a CQ with a channel: an
+ * arm that has not fired (a NEXT arm: they are successful WRITEs and
+ * READs, never solicited) is fired by them, and they are announced. True
+ * with its sn in *sn. The fence: Dekker with ibv_req_notify_cq, which
+ * stores arm_sn, fences, then looks at dprod: either it sees these
+ * completions (and asks the daemon itself) or we see its arm.
+ */
+bool sv_d_cq_arm_to_fire(struct sv_cq *cq, uint32_t *sn)
+{
+	struct sv_cq_ring *ring;
+	uint32_t fired, flags;
+	bool fire;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	sv_spin_lock(&cq->dlock);
+	ring = cq->ring;
+	*sn = __atomic_load_n(&ring->arm_sn, __ATOMIC_ACQUIRE);
+	fired = __atomic_load_n(&ring->fired_sn, __ATOMIC_ACQUIRE);
+	flags = __atomic_load_n(&ring->arm_flags, __ATOMIC_RELAXED);
+	fire = *sn != fired && (flags & SV_CQ_ARM_NEXT);
+	if (fire)
+		cq->dannounced = cq->dprod;
+	sv_spin_unlock(&cq->dlock);
+	return fire;
+}
+
+/* NOTIFY_CQ for arm sn, the private ring's completions due: the daemon
+ * sends the event unless the arm fired or a later one came. */
+__attribute__((noinline)) void sv_d_cq_fire(struct sv_context *ctx,
+						 struct sv_cq *cq, uint32_t sn)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+
+	sv_cmd_init(&cmd, SV_CMD_NOTIFY_CQ);
+	cmd.u.notify_cq.cq = cq->handle;
+	cmd.u.notify_cq.arm_sn = sn;
+	cmd.u.notify_cq.flags = SV_NOTIFY_DIRECT;
+	(void)sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+}
+
+/* ---- the receive side: our completion rings ---- */
+
+void sv_direct_rq_init(struct sv_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ex.qp_base;
+	struct sv_context *ctx = to_sv_ctx(ibqp->context);
+	struct sv_cq *cq = ibqp->recv_cq ? to_sv_cq(ibqp->recv_cq) : NULL;
+	struct sv_rq_xpub *xp;
+	uint32_t n = qp->rq.entries;
+
+	if (!ctx->direct || ibqp->srq || !cq || !cq->dring || !n ||
+	    (n & (n - 1)) || qp->rq.hdr == NULL ||
+	    (ibqp->qp_type != IBV_QPT_RC && ibqp->qp_type != IBV_QPT_UC))
+		return;
+	qp->xring = calloc(n, sizeof(*qp->xring));
+	if (!qp->xring)
+		return;
+	qp->xmask = n - 1;
+	qp->xcons = 0;
+	xp = sv_rq_xpub_of(qp->rq.hdr);
+	xp->self = (uint64_t)(uintptr_t)qp->rq.hdr;
+	xp->xring = (uint64_t)(uintptr_t)qp->xring;
+	xp->hint = (uint64_t)(uintptr_t)&cq->xhint;
+	xp->qpn = ibqp->qp_num;
+	/* release: a sender that reads xentries reads the rest */
+	__atomic_store_n(&xp->xentries, n, __ATOMIC_RELEASE);
+	sv_cq_xadd(cq, qp);
+}
+
+void sv_direct_cq_moved(struct sv_cq *cq)
+{
+	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
+		struct sv_rq_xpub *xp = sv_rq_xpub_of(qp->rq.hdr);
+
+		__atomic_store_n(&xp->cq_gen, xp->cq_gen + 1,
+				 __ATOMIC_RELEASE);
+	}
+}
+
+void sv_direct_rq_clean(struct sv_qp *qp)
+{
+	struct sv_wq_ring *hdr = qp->rq.hdr;
+
+	if (!qp->xring)
+		return;
+	/* no sender is inside (the device waited for its guard when the QP
+	 * left its state): what it left is dropped */
+	qp->xcons = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&hdr->xcons, qp->xcons, __ATOMIC_RELEASE);
+}
+
+void sv_direct_rq_fini(struct sv_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ex.qp_base;
+	struct sv_cq *cq;
+
+	if (!qp->xring)
+		return;
+	cq = to_sv_cq(ibqp->recv_cq);
+	sv_cq_xdel(cq, qp);
+	free(qp->xring);
+	qp->xring = NULL;
+}
+
+/*
+ * The completions senders put in the completion rings of cq's QPs, into
+ * its private ring, in each ring's order, with their stamps: from there
+ * poll merges them with the device's ring as it merges our own direct
+ * completions. The hint first (exchanged: a sender that publishes after
+ * our look sets it again). Completions an event announced
+ * (DIRECT_NOTIFY's xannounced) count as announced here too. CQ lock held.
+ */
+void sv_direct_xdrain(struct sv_cq *cq)
+{
+	uint32_t prod;
+	bool more = false;
+
+	if (!__atomic_exchange_n(&cq->xhint, 0, __ATOMIC_SEQ_CST))
+		return;
+	sv_spin_lock(&cq->dlock);
+	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
+	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
+		struct sv_wq_ring *hdr = qp->rq.hdr;
+		uint32_t xp = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
+		uint32_t ann = __atomic_load_n(&hdr->xannounced,
+					       __ATOMIC_ACQUIRE);
+		uint32_t c = qp->xcons;
+
+		if (xp - c > qp->xmask + 1)
+			xp = c + qp->xmask + 1;    /* never trust it */
+		for (; c != xp; c++) {
+			uint32_t to = cq->dprod & cq->dmask, st;
+
+			if (cq->dheld > cq->dmask) {
+				more = true;
+				break;
+			}
+			cq->dring[to] = qp->xring[c & qp->xmask];
+			st = SV_XCQE_STAMP(&cq->dring[to]);
+			cq->dring[to].tm_tag = 0;
+			/* it is this QP's, whatever the sender said */
+			cq->dring[to].qp_num = qp->ex.qp_base.qp_num;
+			if ((int32_t)(prod - st) < 0)
+				st = prod;
+			cq->dstamp[to] = st;
+			if (cq->dannounced == cq->dprod &&
+			    (int32_t)(ann - c) > 0)
+				cq->dannounced = cq->dprod + 1;
+			cq->dheld++;
+			/* release: the CQE before the counter */
+			__atomic_store_n(&cq->dprod, cq->dprod + 1,
+					 __ATOMIC_RELEASE);
+		}
+		if (c != qp->xcons) {
+			qp->xcons = c;
+			/* release: the slots are read before a sender reuses
+			 * them */
+			__atomic_store_n(&hdr->xcons, c, __ATOMIC_RELEASE);
+		}
+	}
+	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
+	if (more)
+		__atomic_store_n(&cq->xhint, 1, __ATOMIC_RELAXED);
+	sv_spin_unlock(&cq->dlock);
+}

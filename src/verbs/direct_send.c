@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/*
+ * SEND and RECV, the sender's side (docs/DESIGN.md "The direct path"):
+ * A SEND (with or without immediate data) and a WRITE with immediate
+ * data take the peer's head receive WQE. The peer's library keeps a
+ * completion ring for its receive queue (sv_direct_rq_init) and says where
+ * in its receive ring's header (struct sv_rq_xpub); we map that ring and
+ * the peer's receive CQ's ring read-only (DIRECT_RECV: the device then
+ * lets that queue be taken from here too), read the head WQE there, check
+ * its buffers' keys as the device's responder would, and write, in one
+ * process_vm_writev into the peer: the message, the completion, its stamp
+ * (the receive CQ's producer counter: the device's completions of that
+ * queue before ours are below it), the queue's cons + 1, the completion
+ * ring's xprod + 1, and 1 into the CQ's hint. A copy that stops short
+ * publishes nothing (the WQE stays the head; the WR goes to the device).
+ * Nothing else takes that queue meanwhile: it is an RC or UC QP connected
+ * to ours alone, whose WRs the device has all done (the SQ lock held), and
+ * the device flushes it only once our guard is past its entry's change
+ * (sv_direct_rq_held).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "verbs/direct_int.h"
+
+struct sv_dpeer {
+	uint32_t qpn;              /* the peer these map; 0: none */
+	uint32_t asked;            /* the peer QPN last asked for */
+	pid_t pid;
+	uint32_t entries, stride, max_sge;
+	uint32_t cq_entries;
+	uint32_t cq_gen;           /* the receive CQ's ring mapped (xpub) */
+	const struct sv_wq_ring *rq;
+	const struct sv_cq_ring *cq;
+	void *rq_map, *cq_map;
+	size_t rq_len, cq_len;
+};
+
+static void dpeer_drop(struct sv_dpeer *p)
+{
+	if (p->rq_map)
+		munmap(p->rq_map, p->rq_len);
+	if (p->cq_map)
+		munmap(p->cq_map, p->cq_len);
+	p->rq_map = p->cq_map = NULL;
+	p->rq = NULL;
+	p->cq = NULL;
+	p->qpn = 0;
+}
+
+void sv_d_peer_free(struct sv_qp *qp)
+{
+	if (!qp->dpeer)
+		return;
+	dpeer_drop(qp->dpeer);
+	free(qp->dpeer);
+	qp->dpeer = NULL;
+}
+
+/* DIRECT_RECV's part, mapped read-only: where its header is, or NULL. */
+static const void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
+			      uint32_t part, struct sv_rsp_direct_recv *o,
+			      void **map, size_t *len)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint64_t skip;
+	void *m = MAP_FAILED;
+	int fd = -1;
+
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_RECV);
+	cmd.u.direct_recv.qp = qp->handle;
+	cmd.u.direct_recv.part = part;
+	if (!sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd) && fd >= 0 &&
+	    rsp.u.direct_recv.bytes >= SV_RING_HDR_BYTES) {
+		*o = rsp.u.direct_recv;
+		skip = o->offset % (uint64_t)page_bytes();
+		*len = o->bytes + skip;
+		m = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd,
+			 (off_t)(o->offset - skip));
+	}
+	if (fd >= 0)
+		close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	*map = m;
+	return (const char *)m + skip;
+}
+
+/* Map the receive ring and CQ ring of our peer (outside any guard, once
+ * per peer): true when they are. */
+bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
+		    uint32_t peer_qpn)
+{
+	struct sv_dpeer *p = qp->dpeer;
+	struct sv_rsp_direct_recv o, oc;
+
+	if (!p) {
+		p = qp->dpeer = calloc(1, sizeof(*p));
+		if (!p)
+			return false;
+	}
+	if (p->asked == peer_qpn && !p->qpn)
+		return false;      /* refused for this peer: not again */
+	dpeer_drop(p);
+	p->asked = peer_qpn;
+	p->rq = dpeer_part(ctx, qp, SV_DRECV_RQ, &o, &p->rq_map, &p->rq_len);
+	if (!p->rq)
+		return false;
+	/* (read before the CQ's ring: a move after it maps it again) */
+	p->cq_gen = __atomic_load_n(&((const struct sv_rq_xpub *)(const void *)
+				      p->rq->mb)->cq_gen, __ATOMIC_ACQUIRE);
+	p->cq = dpeer_part(ctx, qp, SV_DRECV_CQ, &oc, &p->cq_map, &p->cq_len);
+	if (!p->cq || !o.entries || (o.entries & (o.entries - 1)) ||
+	    o.bytes < sv_wq_ring_bytes(o.entries, o.stride) ||
+	    !oc.entries || (oc.entries & (oc.entries - 1))) {
+		dpeer_drop(p);
+		return false;
+	}
+	p->pid = o.pid;
+	p->entries = o.entries;
+	p->stride = o.stride;
+	p->max_sge = o.max_sge;
+	p->cq_entries = oc.entries;
+	p->qpn = peer_qpn;
+	return true;
+}
+
+/*
+ * One SEND-like WR (checked, x) into the peer's head receive WQE, under
+ * our guard: SV_DREF_MAX when it landed, else the reason it goes to the
+ * device (which finds the same: no WQE is an RNR, a WQE too short a
+ * length error, a bad key an access error). *want: the peer's rings must
+ * be mapped first.
+ */
+unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
+		       const struct ibv_send_wr *wr, const struct dwr *x,
+		       struct sv_direct_guard *g, struct sv_direct_riov *slot,
+		       uint64_t epoch, struct sv_xsend *xs,
+		       uint32_t *xprod_out, bool *want)
+{
+	const struct sv_dpeer *p = qp->dpeer;
+	const struct sv_wq_ring *rq;
+	const struct sv_rq_xpub *xp;
+	const uint8_t *wqe;
+	struct sv_recv_wqe h;
+	struct sv_wqe_sge sge[SV_DIRECT_BATCH - 8];
+	struct iovec riov[SV_DIRECT_BATCH], liov[32 + 5];
+	union sv_direct_key_u k;
+	uint64_t xring, self, hint, left = x->len, total;
+	uint32_t prod, cons, xprod, xcons, xent, cp, cc, used;
+	unsigned int nr = 0, nl;
+	ssize_t got;
+	bool imm_write = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+	if (!p || p->qpn != x->peer_qpn || p->pid != x->peer_pid ||
+	    __atomic_load_n(&p->cq->entries, __ATOMIC_RELAXED) !=
+		    p->cq_entries ||
+	    __atomic_load_n(&p->rq->entries, __ATOMIC_RELAXED) != p->entries) {
+		*want = true;
+		return SV_DREF_PEER;
+	}
+	rq = p->rq;
+	xp = (const struct sv_rq_xpub *)(const void *)rq->mb;
+	if (__atomic_load_n(&xp->cq_gen, __ATOMIC_ACQUIRE) != p->cq_gen) {
+		*want = true;      /* the receive CQ's ring moved */
+		return SV_DREF_PEER;
+	}
+	xent = __atomic_load_n(&xp->xentries, __ATOMIC_RELAXED);
+	xring = __atomic_load_n(&xp->xring, __ATOMIC_RELAXED);
+	self = __atomic_load_n(&xp->self, __ATOMIC_RELAXED);
+	hint = __atomic_load_n(&xp->hint, __ATOMIC_RELAXED);
+	if (!xent || (xent & (xent - 1)) ||
+	    __atomic_load_n(&xp->qpn, __ATOMIC_RELAXED) != p->qpn ||
+	    !xring || !self || !hint)
+		return SV_DREF_PEER;
+	/* acquire: pairs with the owner's release store of prod after the
+	 * WQE */
+	prod = __atomic_load_n(&rq->prod, __ATOMIC_ACQUIRE);
+	cons = __atomic_load_n(&rq->cons, __ATOMIC_RELAXED);
+	/* none posted: the device's RNR NAK and retries */
+	if (prod == cons || prod - cons > p->entries)
+		return SV_DREF_PEER;
+	/* room in the completion ring, and in the receive CQ as a whole
+	 * (else the device overruns it where a NIC would) */
+	xprod = __atomic_load_n(&rq->xprod, __ATOMIC_RELAXED);
+	xcons = __atomic_load_n(&rq->xcons, __ATOMIC_ACQUIRE);
+	if (xprod - xcons >= xent)
+		return SV_DREF_CQ;
+	cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
+	cc = __atomic_load_n(&p->cq->cons, __ATOMIC_ACQUIRE);
+	used = cp - cc + __atomic_load_n(&p->cq->dused, __ATOMIC_RELAXED) +
+	       (xprod - xcons);
+	if (cp - cc > p->cq_entries || used >= p->cq_entries)
+		return SV_DREF_CQ;
+	/* the head WQE, copied before any field is used */
+	wqe = (const uint8_t *)rq + SV_RING_HDR_BYTES +
+	      (size_t)(cons & (p->entries - 1)) * p->stride;
+	memcpy(&h, wqe, sizeof(h));
+	if (h.num_sge > p->max_sge || h.num_sge > SV_DIRECT_BATCH - 8 ||
+	    SV_RECV_WQE_HDR + (size_t)h.num_sge * sizeof(sge[0]) > p->stride)
+		return SV_DREF_CHECK;
+	memcpy(sge, wqe + SV_RECV_WQE_HDR, h.num_sge * sizeof(sge[0]));
+	if (imm_write) {
+		/* the bytes go where the rkey says; the WQE only completes */
+		if (x->len)
+			riov[nr++] = x->riov;
+		left = 0;
+	}
+	/* the receive buffers, as the device's responder checks them: keys
+	 * of the peer's PD and process, LOCAL_WRITE, in range */
+	for (uint32_t i = 0; i < h.num_sge && left; i++) {
+		uint64_t n = sge[i].length < left ? sge[i].length : left;
+
+		if (!n)
+			continue;
+		if (!key_entry(d, sge[i].lkey, &k) || k.e.pd != x->peer_pd ||
+		    k.e.pid != x->peer_pid ||
+		    !(k.e.access & IBV_ACCESS_LOCAL_WRITE) ||
+		    !in_range(k.e.iova, k.e.length, sge[i].addr, n))
+			return SV_DREF_CHECK;
+		riov[nr].iov_base = (void *)(uintptr_t)(k.e.addr +
+							(sge[i].addr -
+							 k.e.iova));
+		riov[nr++].iov_len = n;
+		left -= n;
+	}
+	if (left)
+		return SV_DREF_CHECK;      /* longer than the buffers */
+	/* the completion, as the device's responder writes it */
+	memset(xs, 0, sizeof(*xs));
+	xs->cqe.wr_id = h.wr_id;
+	xs->cqe.status = IBV_WC_SUCCESS;
+	xs->cqe.opcode = imm_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	xs->cqe.byte_len = (uint32_t)x->len;
+	xs->cqe.qp_num = p->qpn;
+	xs->cqe.src_qp = qp->ex.qp_base.qp_num;
+	if (wr->opcode != IBV_WR_SEND) {
+		xs->cqe.imm_data = wr->imm_data;
+		xs->cqe.wc_flags = IBV_WC_WITH_IMM;
+	}
+	xs->cqe.sl = qp->dsl;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		xs->cqe.dev_flags = SV_CQE_F_SOLICITED;
+	xs->cqe.timestamp = mono_ns();
+	SV_XCQE_STAMP(&xs->cqe) = cp;
+	xs->cons = cons + 1;
+	xs->xprod = xprod + 1;
+	xs->hint = 1;
+	riov[nr].iov_base = (void *)(uintptr_t)(xring + (uint64_t)(xprod &
+						(xent - 1)) * sizeof(xs->cqe));
+	riov[nr++].iov_len = sizeof(xs->cqe);
+	riov[nr].iov_base = (void *)(uintptr_t)(self +
+				offsetof(struct sv_wq_ring, cons));
+	riov[nr++].iov_len = 8;            /* cons, xprod */
+	riov[nr].iov_base = (void *)(uintptr_t)hint;
+	riov[nr++].iov_len = 4;
+	nl = x->nl;
+	memcpy(liov, x->liov, nl * sizeof(liov[0]));
+	liov[nl].iov_base = &xs->cqe;
+	liov[nl++].iov_len = sizeof(xs->cqe);
+	liov[nl].iov_base = &xs->cons;
+	liov[nl++].iov_len = 8;
+	liov[nl].iov_base = &xs->hint;
+	liov[nl++].iov_len = 4;
+	total = x->len + sizeof(xs->cqe) + 12;
+	if (!sv_d_fenced(d, g, slot, riov, nr, epoch))
+		return SV_DREF_FENCE;
+	got = process_vm_writev(x->peer_pid, liov, nl,
+				(const struct iovec *)slot->iov, nr, 0);
+	if (got < 0 || (uint64_t)got != total)
+		return SV_DREF_FENCE;
+	*xprod_out = xprod + 1;
+	return SV_DREF_MAX;
+}
+
+/* After direct SENDs (outside the guard): the peer's receive CQ, armed,
+ * is fired by them as the device's completions would fire it. The fence:
+ * Dekker with the peer's ibv_req_notify_cq (store arm_sn, fence, look at
+ * its completion rings). */
+void sv_d_send_notify(struct sv_context *ctx, struct sv_qp *qp,
+		      uint32_t xprod, bool solicited)
+{
+	const struct sv_dpeer *p = qp->dpeer;
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	uint32_t sn, fired, flags;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	sn = __atomic_load_n(&p->cq->arm_sn, __ATOMIC_ACQUIRE);
+	fired = __atomic_load_n(&p->cq->fired_sn, __ATOMIC_ACQUIRE);
+	flags = __atomic_load_n(&p->cq->arm_flags, __ATOMIC_RELAXED);
+	if (sn == fired || !((flags & SV_CQ_ARM_NEXT) ||
+			     ((flags & SV_CQ_ARM_SOLICITED) && solicited)))
+		return;
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_NOTIFY);
+	cmd.u.direct_notify.qp = qp->handle;
+	cmd.u.direct_notify.arm_sn = sn;
+	cmd.u.direct_notify.xprod = xprod;
+	cmd.u.direct_notify.flags = solicited ? SV_NOTIFY_SOLICITED : 0;
+	(void)sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+}
