@@ -89,17 +89,10 @@ int sv_direct_init(void)
 				   sizeof(union sv_direct_qp_u));
 	bytes = key_off + page_up((size_t)key_slots *
 				  sizeof(union sv_direct_key_u));
-	fd = memfd_create("softverbs-direct", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
 	/* sparse: only the pages of live entries take memory */
-	if (ftruncate(fd, (off_t)bytes) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
+	fd = sv_memfd_sealed("softverbs-direct", bytes);
+	if (fd < 0)
+		return fd;
 	dt.map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (dt.map == MAP_FAILED) {
 		int err = -errno;
@@ -145,12 +138,10 @@ static struct gtab *gtab_get(uid_t uid, bool make)
 			return t;
 	if (!make || dt.memfd < 0)
 		return NULL;
-	fd = memfd_create("softverbs-guards", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	fd = sv_memfd_sealed("softverbs-guards", dt.guard_bytes);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)dt.guard_bytes) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ||
-	    (map = mmap(NULL, dt.guard_bytes, PROT_READ | PROT_WRITE,
+	if ((map = mmap(NULL, dt.guard_bytes, PROT_READ | PROT_WRITE,
 			MAP_SHARED, fd, 0)) == MAP_FAILED ||
 	    !(t = calloc(1, sizeof(*t)))) {
 		/* (a map made before calloc failed goes with the process) */
