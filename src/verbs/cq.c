@@ -598,9 +598,7 @@ uint32_t sv_cq_clean(struct ibv_cq *ibcq, uint32_t qp_num)
 		for (uint32_t i = 0; dropped && i < cq->dprod - cons; i++) {
 			uint32_t *st = &cq->dstamp[(cons + i) & cq->dmask];
 
-			*st += dropped;
-			if ((int32_t)(prod - *st) < 0)
-				*st = prod;
+			*st = sv_stamp_clamp(*st + dropped, prod);
 		}
 		dropped += freed;
 		if (freed) {

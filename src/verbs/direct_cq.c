@@ -94,9 +94,7 @@ void sv_d_cq_push(struct sv_cq *cq, const struct sv_wq_ring *hdr,
 	sv_spin_lock(&cq->dlock);
 	mark = __atomic_load_n(&hdr->cq_mark, __ATOMIC_RELAXED);
 	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
-	if ((int32_t)(prod - mark) < 0)
-		mark = prod;
-	cq->dstamp[cq->dprod & cq->dmask] = mark;
+	cq->dstamp[cq->dprod & cq->dmask] = sv_stamp_clamp(mark, prod);
 	e = &cq->dring[cq->dprod & cq->dmask];
 	memset(e, 0, sizeof(*e));
 	e->wr_id = wr_id;
@@ -257,9 +255,7 @@ void sv_direct_xdrain(struct sv_cq *cq)
 			cq->dring[to].tm_tag = 0;
 			/* it is this QP's, whatever the sender said */
 			cq->dring[to].qp_num = qp->ex.qp_base.qp_num;
-			if ((int32_t)(prod - st) < 0)
-				st = prod;
-			cq->dstamp[to] = st;
+			cq->dstamp[to] = sv_stamp_clamp(st, prod);
 			if (cq->dannounced == cq->dprod &&
 			    (int32_t)(ann - c) > 0)
 				cq->dannounced = cq->dprod + 1;

@@ -342,6 +342,15 @@ struct sv_cq {
 	bool cur_direct;           /* cur is in dring (cq_ex polling) */
 };
 
+/* A private completion's stamp, never past the daemon ring's producer
+ * prod (one from before ibv_resize_cq renumbered the ring, or moved up by
+ * sv_cq_clean, would hold the completion back for a CQE that never
+ * comes). */
+static inline uint32_t sv_stamp_clamp(uint32_t stamp, uint32_t prod)
+{
+	return (int32_t)(prod - stamp) < 0 ? prod : stamp;
+}
+
 static inline struct sv_cq *to_sv_cq(struct ibv_cq *cq)
 {
 	return (struct sv_cq *)cq;
