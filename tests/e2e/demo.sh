@@ -52,7 +52,9 @@ if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
 	exit 1
 fi
 echo "== two processes, one RC connection: 1000 round trips of 64 KiB, every"
-echo "   byte checked (-c), through softverbsd's process_vm_readv/writev"
+echo "   byte checked (-c); each SEND is one process_vm_writev of the sender"
+echo "   into the receiver (the direct path; with SOFTVERBS_DIRECT=0,"
+echo "   softverbsd's process_vm_readv/writev)"
 
 if [ -n "$already" ]; then
 	echo "== (a softverbsd was already running; it stays)"
