@@ -759,17 +759,6 @@ static __attribute__((noinline)) bool ask_est(struct sv_context *ctx,
 	return !sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
 }
 
-/* What a run leaves to do outside its guard: fire our CQ's arm, the
- * peer's receive CQ's. */
-static inline void after_run(struct sv_context *ctx, struct sv_qp *qp,
-			     struct sv_cq *cq, const struct refusal *r)
-{
-	if (unlikely(r->fire))
-		sv_d_cq_fire(ctx, cq, r->fire_sn);
-	if (r->xsent)
-		sv_d_send_notify(ctx, qp, r->xprod, r->xsol);
-}
-
 /* Map our peer's rings (DIRECT_RECV) for a SEND: true when they are. */
 static __attribute__((noinline)) bool want_peer(struct sv_context *ctx,
 						struct sv_direct *d,
@@ -790,7 +779,7 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 	struct sv_cq *cq = to_sv_cq(qp->ex.qp_base.send_cq);
 	struct sv_dcache *dc = qp->dcache;
 	struct refusal r;
-	unsigned int done;
+	unsigned int done = 0;
 
 	if (!d || !dc || !n)
 		return 0;
@@ -814,18 +803,19 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 			return 0;
 		}
 	}
-	done = run(d, qp, cq, wrs, n, &r);
-	after_run(ctx, qp, cq, &r);
-	/* the first message to a peer in RTR establishes it: once asked,
-	 * the rest run here; and a first SEND maps the peer's rings */
-	if (done < n && ((r.est && ask_est(ctx, qp)) ||
-			 (r.want_peer && want_peer(ctx, d, qp)))) {
+	/* the first message to a peer in RTR establishes it, and a first
+	 * SEND maps the peer's rings: once each is asked, the rest run here
+	 * (a run again after each; at most both) */
+	for (int tries = 0;; tries++) {
 		done += run(d, qp, cq, wrs + done, n - done, &r);
-		after_run(ctx, qp, cq, &r);
-		if (done < n && r.want_peer && want_peer(ctx, d, qp)) {
-			done += run(d, qp, cq, wrs + done, n - done, &r);
-			after_run(ctx, qp, cq, &r);
-		}
+		if (unlikely(r.fire))
+			sv_d_cq_fire(ctx, cq, r.fire_sn);
+		if (r.xsent)
+			sv_d_send_notify(ctx, qp, r.xprod, r.xsol);
+		if (done == n || tries == 2 ||
+		    !((r.est && ask_est(ctx, qp)) ||
+		      (r.want_peer && want_peer(ctx, d, qp))))
+			break;
 	}
 	if (done < n) {
 		refuse(d, qp, r.why, 1);

@@ -357,24 +357,19 @@ static struct sv_qp *qp_at(uint32_t qpn)
 	return qp && qp->qpn == qpn ? qp : NULL;
 }
 
+static struct sv_direct_guard *guard_busy(uint32_t i, uint64_t e);
+
 bool sv_direct_rq_held(const struct sv_qp *t)
 {
 	const struct sv_qp *s;
-	const struct sv_direct_guard *g;
-	uint64_t v;
 
 	if (!t->drecv || dt.memfd < 0)
 		return false;
 	/* the one QP that may send to it directly: its peer, connected
-	 * back (the library checks both entries under its guard) */
+	 * back (the library checks both entries under its guard); held as
+	 * a revocation's scan finds a guard held */
 	s = qp_at(t->attr.dest_qp_num);
-	if (!s || s->opened || !(g = guard_of(s, NULL)))
-		return false;
-	v = __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE);
-	if (!v || v >= t->drecv_epoch)
-		return false;
-	return s->owner && !s->owner->dead &&
-	       !sv_proc_gone(s->owner->pid, s->owner->pidfd);
+	return s && guard_busy(s->qpn & QP_MASK, t->drecv_epoch);
 }
 
 void sv_direct_all_off(bool off)

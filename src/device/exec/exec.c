@@ -41,7 +41,7 @@ void sv_exec_enter_sqd(struct sv_qp *qp)
 bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 {
 	const struct sv_transport *tr = sv_transport_of(qp);
-	bool corrupt;
+	bool corrupt, rcorrupt;
 
 	switch (qp->state) {
 	case IBV_QPS_RTS:
@@ -64,7 +64,7 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 			return true;
 		/* not while a same-host sender may still take a receive
 		 * WQE directly (a look again soon) */
-		if (!qp->rx_busy && wq_rq_pending(&qp->rq)) {
+		if (!qp->rx_busy && wq_pending(&qp->rq, &rcorrupt)) {
 			if (!sv_direct_rq_held(qp))
 				return true;
 			if (now + SV_DRECV_RECHECK_NS < *timer)
@@ -112,7 +112,6 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 		}
 		/* not the WQE another engine fills right now (msg_copy),
 		 * nor one a same-host sender may take (the direct path) */
-		wq_sync_cons(&qp->rq);
 		if (!qp->rx_busy && wq_pending(&qp->rq, &corrupt) &&
 		    !sv_direct_rq_held(qp)) {
 			sv_rq_flush_one(qp);

@@ -259,7 +259,7 @@ int sv_rq_peek(struct sv_qp *t, struct rwqe *r)
 		wq = &r->srq->rq;
 	} else {
 		wq = &t->rq;
-		wq_sync_cons(wq);
+		wq_sync_cons(wq);       /* what a direct sender took */
 	}
 	r->wq = wq;
 	n = wq_pending(wq, &corrupt);
@@ -381,9 +381,9 @@ void sv_rq_flush_one(struct sv_qp *qp)
 	struct sv_recv_wqe h;
 	struct sv_cqe e;
 
+	/* (its caller saw one pending, wq_pending following a direct
+	 * sender's cons) */
 	wq_sync_cons(&qp->rq);
-	if (!wq_pending(&qp->rq, &(bool){ false }))
-		return;
 	memcpy(&h, wq_head(&qp->rq), sizeof(h));
 	wq_consume(&qp->rq);
 	sv_cqe_init(&e, h.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, qp->qpn);

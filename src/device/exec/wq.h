@@ -21,20 +21,6 @@ static inline uint32_t wq_prod(const struct sv_wq *wq)
 	return __atomic_load_n(&wq->hdr->prod, __ATOMIC_ACQUIRE);
 }
 
-/* WQEs waiting in wq; *corrupt when prod is more than a ring ahead. */
-static inline uint32_t wq_pending(const struct sv_wq *wq, bool *corrupt)
-{
-	uint32_t n;
-
-	if (!wq->hdr || !wq->entries) {
-		*corrupt = false;
-		return 0;
-	}
-	n = wq_prod(wq) - wq->cons;
-	*corrupt = n > wq->entries;
-	return *corrupt ? 0 : n;
-}
-
 /* A receive queue a same-host sender takes WQEs of too (shared_cons): it
  * says so by the header's cons, which we follow forward, never back and
  * never past prod (a client that moves it only skips its own WQEs). */
@@ -56,16 +42,18 @@ static inline void wq_sync_cons(struct sv_wq *wq)
 	wq->cons = wq_cons_now(wq);
 }
 
-/* WQEs waiting in a receive queue that a same-host sender may take too
- * (wq_pending as it will be once synced) */
-static inline bool wq_rq_pending(const struct sv_wq *wq)
+/* WQEs waiting in wq; *corrupt when prod is more than a ring ahead. */
+static inline uint32_t wq_pending(const struct sv_wq *wq, bool *corrupt)
 {
 	uint32_t n;
 
-	if (!wq->hdr || !wq->entries)
-		return false;
+	if (!wq->hdr || !wq->entries) {
+		*corrupt = false;
+		return 0;
+	}
 	n = wq_prod(wq) - wq_cons_now(wq);
-	return n && n <= wq->entries;
+	*corrupt = n > wq->entries;
+	return *corrupt ? 0 : n;
 }
 
 static inline void wq_consume(struct sv_wq *wq)
