@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT
 /* The direct path's tests' hooks (direct_hooks.h). */
 #define _GNU_SOURCE
+#include <inttypes.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <cmocka.h>
 
 #include "direct_hooks.h"
+#include "vu.h"
 
 int stop_in_copy;
 
@@ -37,4 +45,40 @@ bool direct_on(void)
 	const char *e = getenv("SOFTVERBS_DIRECT");
 
 	return !e || strcmp(e, "0");
+}
+
+uint64_t direct_counts(uint64_t *mapped)
+{
+	static char out[16384];
+	unsigned long long n, m;
+	const char *p;
+
+	if (vu_softverbs(out, sizeof(out), "stat"))
+		fail_msg("softverbs stat failed: %s", out);
+	p = strstr(out, "(direct): ");
+	if (!p || sscanf(p, "(direct): %llu messages, %*u bytes, %llu", &n,
+			 &m) != 2)
+		fail_msg("softverbs stat says nothing of the direct path");
+	if (mapped)
+		*mapped = m;
+	return n;
+}
+
+uint64_t direct_msgs(void)
+{
+	return direct_counts(NULL);
+}
+
+void expect_direct(uint64_t before, uint64_t want)
+{
+	uint64_t got = direct_msgs() - before;
+
+	if (direct_on()) {
+		if (got < want)
+			fail_msg("%" PRIu64 " of %" PRIu64 " WRs went direct",
+				 got, want);
+	} else if (got) {
+		fail_msg("%" PRIu64 " WRs went direct with SOFTVERBS_DIRECT=0",
+			 got);
+	}
 }

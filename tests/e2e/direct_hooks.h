@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the direct path's tests (test_direct.c, test_direct_send.c) share:
- * a copy that stops its whole process, and whether the path is on.
+ * a copy that stops its whole process, whether the path is on, and what
+ * softverbs stat says it ran.
  *
  * The library's copies go through process_vm_writev/readv, which
  * direct_hooks.c defines in the test executable (its definitions come
@@ -14,10 +15,21 @@
 #define SV_TESTS_DIRECT_HOOKS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 extern int stop_in_copy;
 
 /* The direct path is on in this process (SOFTVERBS_DIRECT is not 0). */
 bool direct_on(void);
+
+/* The messages processes ran directly since the daemon started (softverbs
+ * stat), and (mapped, unless NULL) how many of them were plain copies
+ * between mapped memfds; a cmocka failure when stat says nothing of it. */
+uint64_t direct_counts(uint64_t *mapped);
+uint64_t direct_msgs(void);
+/* Every WR that ran since before said so: at least want went direct
+ * when the direct path is on, none when it is off (a cmocka failure
+ * otherwise). */
+void expect_direct(uint64_t before, uint64_t want);
 
 #endif

@@ -65,38 +65,6 @@
 
 static const char *sv_cmd_path;
 
-/* The messages processes ran directly since the daemon started, and
- * (mapped) how many of them were plain copies between mapped memfds. */
-static uint64_t direct_counts(uint64_t *mapped)
-{
-	char cmd[512], line[512];
-	unsigned long long n = 0, m = 0;
-	bool found = false;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "%s stat 2>&1", sv_cmd_path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		const char *p = strstr(line, "(direct): ");
-
-		if (p && sscanf(p, "(direct): %llu messages, %*u bytes, %llu",
-				&n, &m) == 2)
-			found = true;
-	}
-	pclose(f);
-	if (!found)
-		fail_msg("softverbs stat says nothing of the direct path");
-	if (mapped)
-		*mapped = m;
-	return n;
-}
-
-static uint64_t direct_msgs(void)
-{
-	return direct_counts(NULL);
-}
-
 /* WRs of the direct path's opcodes sent to the daemon instead, for reason
  * name (softverbs stat's "sent to the daemon instead" line). */
 static uint64_t refused_count(const char *name)
@@ -139,22 +107,6 @@ static uint8_t *memfd_buf(size_t len, bool sealed, int *fd)
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
 	assert_true(p != MAP_FAILED);
 	return p;
-}
-
-/* Every WR that ran since before said so: went direct when the direct path
- * is on, none when it is off. */
-static void expect_direct(uint64_t before, uint64_t want)
-{
-	uint64_t got = direct_msgs() - before;
-
-	if (direct_on()) {
-		if (got < want)
-			fail_msg("%" PRIu64 " of %" PRIu64 " WRs went direct",
-				 got, want);
-	} else if (got) {
-		fail_msg("%" PRIu64 " WRs went direct with SOFTVERBS_DIRECT=0",
-			 got);
-	}
 }
 
 static uint32_t pat(uint64_t i, uint32_t seed)

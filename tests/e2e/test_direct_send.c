@@ -45,32 +45,6 @@
 #define LEN        (2u << 20)
 #define WC_WAIT_MS 10000
 
-/* The messages processes ran directly since the daemon started. */
-static uint64_t direct_msgs(void)
-{
-	static char out[16384];
-	unsigned long long n;
-	const char *p;
-
-	if (vu_softverbs(out, sizeof(out), "stat"))
-		fail_msg("softverbs stat failed: %s", out);
-	p = strstr(out, "(direct): ");
-	if (!p || sscanf(p, "(direct): %llu messages", &n) != 1)
-		fail_msg("softverbs stat says nothing of the direct path");
-	return n;
-}
-
-/* At least want WRs went direct since before (none without the path). */
-static void expect_direct(uint64_t before, uint64_t want)
-{
-	uint64_t got = direct_msgs() - before;
-
-	if (direct_on() ? got < want : got != 0)
-		fail_msg("%" PRIu64 " WRs went direct (want %s%" PRIu64 ")",
-			 got, direct_on() ? "at least " : "", direct_on() ?
-			 want : 0);
-}
-
 static struct ibv_wc wait_wc(struct ibv_cq *cq)
 {
 	struct ibv_wc wc;
