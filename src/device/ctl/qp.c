@@ -101,6 +101,8 @@ static void wq_init(struct sv_wq *wq, void *hdr, uint32_t entries,
 	wq->max_sge = max_sge;
 	wq->max_inline = max_inline;
 	wq->cons = 0;
+	/* (DIRECT_RECV sets it for a QP's own receive queue) */
+	wq->shared_cons = false;
 	wq->hdr->entries = entries;
 	wq->hdr->stride = stride;
 	wq->hdr->max_sge = max_sge;
