@@ -451,14 +451,19 @@ struct sv_cmd_direct_est {
 /*
  * DIRECT_RECV: the caller's QP (RC or UC, not on the wire) will SEND
  * directly to its peer, a QP of this host of the caller's uid connected
- * back to it with a receive queue of its own (sv_rq_xpub, src/abi/sv_qp.h):
- * part SV_DRECV_RQ gives a read-only descriptor of the memfd that holds
- * the peer's receive ring, part SV_DRECV_CQ one of its receive CQ's ring
- * (struct sv_rsp_direct_recv says where). From then on the device lets the
- * peer's receive queue be taken by that sender too.
+ * back to it with a receive queue of its own or a basic SRQ (sv_rq_xpub,
+ * src/abi/sv_qp.h): part SV_DRECV_RQ gives a read-only descriptor of the
+ * memfd that holds the peer's receive ring (for a peer on an SRQ: its send
+ * ring, whose header holds its receive side), part SV_DRECV_CQ one of its
+ * receive CQ's ring, part SV_DRECV_SRQ one of its SRQ's ring, whose WQEs
+ * are then claimed through the SRQ's word in the uid's guard table
+ * (struct sv_direct_srq) (struct sv_rsp_direct_recv says where). From then
+ * on the device lets the peer's receive queue be taken by that sender
+ * too.
  */
-#define SV_DRECV_RQ 0u
-#define SV_DRECV_CQ 1u
+#define SV_DRECV_RQ  0u
+#define SV_DRECV_CQ  1u
+#define SV_DRECV_SRQ 2u
 
 struct sv_cmd_direct_recv {
 	uint64_t qp;
@@ -478,9 +483,14 @@ struct sv_cmd_direct_notify {
 	uint64_t qp;
 	uint32_t arm_sn;
 	uint32_t xprod;
-	uint32_t flags;            /* SV_NOTIFY_SOLICITED */
+	uint32_t flags;            /* SV_NOTIFY_SOLICITED, _SRQ_LIMIT */
 	uint32_t rsvd;
 };
+
+/* DIRECT_NOTIFY: a direct SEND took the peer's SRQ below its armed
+ * limit: the device raises IBV_EVENT_SRQ_LIMIT_REACHED if it finds the
+ * same (and then arm_sn and xprod are not looked at) */
+#define SV_NOTIFY_SRQ_LIMIT 4u
 
 /* OPEN_DIRECT: which part (SV_DIRECT_PART_*, src/abi/sv_direct.h): the
  * device's tables, or the guard table of the caller's uid. */
@@ -852,6 +862,9 @@ struct sv_rsp_direct_recv {
 	uint32_t stride;
 	uint32_t max_sge;
 	int32_t pid;
+	uint32_t srqn;             /* the peer's SRQ (its number); 0: none */
+	uint32_t srq_tag;          /* part SV_DRECV_SRQ: the tag its word
+				    * has while this ring is the SRQ's */
 };
 
 /* MR_FILE: the file offset of the MR's byte addr (the key entry's), and

@@ -16,6 +16,8 @@
  *
  *   [0, +guards)           struct sv_direct_guard[qp_slots]
  *   [riov_off, +riovs)     struct sv_direct_riov[qp_slots]
+ *   [claim_off, +claims)   struct sv_direct_claim[qp_slots]
+ *   [srq_off, +srqs)       struct sv_direct_srq[SV_DIRECT_SRQ_SLOTS]
  *
  * The daemon alone writes the header and the tables, always under its device
  * lock, each entry under a seqlock: `seq` odd while it is being written. A
@@ -63,7 +65,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian");
 
 #define SV_DIRECT_MAGIC   0x73766472u  /* "svdr" */
-#define SV_DIRECT_VERSION 2u
+#define SV_DIRECT_VERSION 3u
 
 struct sv_direct_hdr {
 	uint32_t magic;            /* SV_DIRECT_MAGIC */
@@ -72,17 +74,19 @@ struct sv_direct_hdr {
 	uint32_t key_slots;        /* key entries (slot 0 unused) */
 	uint64_t guard_bytes;      /* the size of a uid's guard memfd */
 	uint64_t riov_off;         /* in it, the iovecs (page aligned) */
+	uint64_t claim_off;        /* in it, the SRQ claims (page aligned) */
+	uint64_t srq_off;          /* in it, the SRQ words (page aligned) */
 	uint64_t qp_off;           /* byte offsets in the memfd, page aligned */
 	uint64_t key_off;
 	uint64_t bytes;            /* the memfd's size */
 	struct sv_keyperm perm;    /* key index <-> slot (ctl/keys.c) */
-	uint8_t pad0[2 * SV_CACHELINE - 56 - sizeof(struct sv_keyperm)];
 	/* bumped by every revocation (seq_cst); never 0 */
 	uint64_t epoch;
 	uint8_t pad1[SV_CACHELINE - 8];
 };
 
-_Static_assert(offsetof(struct sv_direct_hdr, epoch) == 2 * SV_CACHELINE,
+_Static_assert(offsetof(struct sv_direct_hdr, epoch) == 2 * SV_CACHELINE &&
+	       72 + sizeof(struct sv_keyperm) == 2 * SV_CACHELINE,
 	       "epoch line");
 _Static_assert(sizeof(struct sv_direct_hdr) <= 4096, "direct hdr");
 
@@ -153,6 +157,76 @@ struct sv_direct_riov {
 
 _Static_assert(sizeof(struct sv_direct_riov) == 16 * SV_DIRECT_RIOV,
 	       "direct riov");
+
+/*
+ * A WQE a QP's poster claimed from its peer's SRQ (slot qpn & (qp_slots -
+ * 1), as its guard): a copy of it, made before the claim's compare-and-
+ * swap, armed (qpn set, release) right after it, cleared (qpn 0) once the
+ * copy that fills it landed. A claim still armed when the poster has let
+ * its guard go is one whose copy did not land (a revocation fenced it, the
+ * peer's memory faulted): the device adopts it for the receiving QP qpn
+ * (its WR comes to the device after it, and is delivered into that WQE,
+ * or the QP's flush completes it), unless that QP's completion ring says
+ * it landed after all (its producer reached xprod: a poster killed
+ * between its copy and the clear). docs/DESIGN.md "The direct path".
+ */
+#define SV_DCLAIM_SGE 8u
+
+struct sv_direct_claim {
+	uint32_t qpn;              /* the receiving QP; 0: none */
+	uint32_t xprod;            /* its sxprod once the copy landed */
+	uint32_t srqn;             /* the SRQ it was taken from */
+	uint32_t num_sge;
+	uint64_t wr_id;
+	struct {
+		uint64_t addr;
+		uint32_t length;
+		uint32_t lkey;
+	} sge[SV_DCLAIM_SGE];
+	uint8_t pad[SV_CACHELINE - 24];
+};
+
+_Static_assert(sizeof(struct sv_direct_claim) % SV_CACHELINE == 0,
+	       "direct claim");
+
+/*
+ * The consumer word of an SRQ that senders of this host take WQEs of (slot
+ * srqn & (SV_DIRECT_SRQ_SLOTS - 1) of its owner's uid's guard table): the
+ * SRQ's cons in the low half, its tag in the high half (SV_DSRQ_*: the
+ * SRQN, the ring's generation, SV_DSRQ_HELD). Every taker moves it by
+ * compare-and-swap (src/abi/sv_qp.h, sv_srq_pair and below); a tag that
+ * is not the one a taker expects (the SRQ gone, its ring replaced by a
+ * resize) fails it. The device writes it first when DIRECT_RECV hands out
+ * the SRQ's ring; until then, and for an SRQ no sender takes, the ring's
+ * cons is the only consumer counter. The SRQ's owner reads it when the
+ * ring's cons says the ring is full: WQEs taken here free their slots
+ * before the device's cons says so.
+ */
+#define SV_DIRECT_SRQ_SLOTS (1u << 13)
+
+struct sv_direct_srq {
+	uint64_t word;             /* cons | tag << 32 */
+	uint8_t pad[SV_CACHELINE - 8];
+};
+
+#define SV_DSRQ_SRQN   0x00ffffffu   /* the SRQ's number */
+#define SV_DSRQ_GEN    0x7f000000u   /* its ring's generation */
+#define SV_DSRQ_HELD   0x80000000u   /* the device fills the head WQE */
+
+static inline uint32_t sv_dsrq_cons(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+static inline uint32_t sv_dsrq_tag(uint64_t w)
+{
+	return (uint32_t)(w >> 32);
+}
+
+static inline uint64_t sv_dsrq_word(uint32_t cons, uint32_t tag)
+{
+	return (uint64_t)tag << 32 | cons;
+}
 
 /* OPEN_DIRECT's parts */
 #define SV_DIRECT_PART_TABLES 0u  /* the header, QP and key tables */

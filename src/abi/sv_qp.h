@@ -58,6 +58,37 @@
 #define SV_WQ_MB_BODY  16u
 #define SV_WQ_MB_BYTES 80u         /* SV_SEND_WQE_HDR + SV_WQ_MB_BODY */
 
+/*
+ * A receive ring's direct side (docs/DESIGN.md "The direct path": SEND
+ * and RECV between processes of one host). The owner of an RC or UC QP
+ * with a receive queue of its own keeps, in its own memory, a completion
+ * ring for that queue (xentries CQEs and as many stamps) and says where in
+ * the receive ring's header, in the bytes a send ring's mailbox takes
+ * (unused in a receive ring), once, before the QP leaves RESET. A QP on a
+ * basic SRQ does the same in its send ring's header (sxpub, sxprod): the
+ * sender then claims the SRQ's WQE by CAS (src/abi/sv_direct.h, struct
+ * sv_direct_srq) and writes sxprod + 1 where this says cons and xprod. A sender
+ * on this host of the same uid, whose QP is the one this QP is connected
+ * to, maps the ring read-only (DIRECT_RECV) and then, for one SEND, in
+ * one process_vm_writev into the owner, in this order: the message into
+ * the head WQE's buffers, the completion into slot xprod (its stamp, see
+ * SV_XCQE_STAMP), cons + 1 (it took the WQE) and xprod + 1 (published)
+ * in one 8-byte piece, and 1 into *hint (the receive CQ's: "look at your
+ * completion rings"). A copy that stops short publishes nothing: the WQE
+ * stays the head. Every address here is the owner's own claim about its
+ * own memory; the device never reads them.
+ */
+struct sv_rq_xpub {
+	uint64_t self;             /* the owner's address of this header */
+	uint64_t xring;            /* struct sv_cqe [xentries] */
+	uint32_t cq_gen;           /* bumped when the receive CQ's ring moved
+				    * (ibv_resize_cq): map it again */
+	uint32_t rsvd;
+	uint64_t hint;             /* a uint32_t of the receive CQ's */
+	uint32_t xentries;         /* a power of two; 0: no direct side */
+	uint32_t qpn;              /* the QP whose ring this is */
+};
+
 /* Send or receive ring header (4 KiB page, counters on their own lines). */
 struct sv_wq_ring {
 	/* written by the library (two cache lines) */
@@ -107,34 +138,13 @@ struct sv_wq_ring {
 	/* written by the device: xprod when an event last announced the
 	 * completion ring's completions (DIRECT_NOTIFY) */
 	uint32_t xannounced;
-};
-
-/*
- * A receive ring's direct side (docs/DESIGN.md "The direct path": SEND
- * and RECV between processes of one host). The owner of an RC or UC QP
- * with a receive queue of its own keeps, in its own memory, a completion
- * ring for that queue (xentries CQEs and as many stamps) and says where in
- * the receive ring's header, in the bytes a send ring's mailbox takes
- * (unused in a receive ring), once, before the QP leaves RESET. A sender
- * on this host of the same uid, whose QP is the one this QP is connected
- * to, maps the ring read-only (DIRECT_RECV) and then, for one SEND, in
- * one process_vm_writev into the owner, in this order: the message into
- * the head WQE's buffers, the completion into slot xprod (its stamp, see
- * SV_XCQE_STAMP), cons + 1 (it took the WQE) and xprod + 1 (published)
- * in one 8-byte piece, and 1 into *hint (the receive CQ's: "look at your
- * completion rings"). A copy that stops short publishes nothing: the WQE
- * stays the head. Every address here is the owner's own claim about its
- * own memory; the device never reads them.
- */
-struct sv_rq_xpub {
-	uint64_t self;             /* the owner's address of this header */
-	uint64_t xring;            /* struct sv_cqe [xentries] */
-	uint32_t cq_gen;           /* bumped when the receive CQ's ring moved
-				    * (ibv_resize_cq): map it again */
-	uint32_t rsvd;
-	uint64_t hint;             /* a uint32_t of the receive CQ's */
-	uint32_t xentries;         /* a power of two; 0: no direct side */
-	uint32_t qpn;              /* the QP whose ring this is */
+	uint8_t pad6[SV_CACHELINE - 4];
+	/* A send ring of an RC or UC QP attached to an SRQ: its receive
+	 * side (it has no receive ring of its own), as a receive ring's
+	 * mailbox bytes and xprod are for a QP with one; xcons and
+	 * xannounced above serve both. */
+	struct sv_rq_xpub sxpub;
+	uint32_t sxprod;
 };
 
 /* A completion ring's CQE carries its stamp (the receive CQ's producer
@@ -276,6 +286,8 @@ _Static_assert(offsetof(struct sv_wq_ring, xcons) == 5 * SV_CACHELINE,
 	       "xcons line");
 _Static_assert(offsetof(struct sv_wq_ring, xannounced) == 6 * SV_CACHELINE,
 	       "xannounced line");
+_Static_assert(offsetof(struct sv_wq_ring, sxpub) == 7 * SV_CACHELINE,
+	       "an SRQ QP's receive side");
 _Static_assert(SV_WQ_MB_BYTES == SV_SEND_WQE_HDR + SV_WQ_MB_BODY, "mailbox");
 _Static_assert(sizeof(struct sv_wqe_sge) == 16, "sge");
 _Static_assert(sizeof(struct sv_send_wqe) == SV_SEND_WQE_HDR, "send wqe");

@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include "abi/sv_cmd.h"
+#include "abi/sv_direct.h"
 #include "abi/sv_ib.h"
 #include "abi/sv_qp.h"
 #include "abi/sv_ring.h"
@@ -244,6 +245,12 @@ struct sv_wq {
 	 * direct path, DIRECT_RECV): its header's cons is followed forward
 	 * (wq_sync_cons) */
 	bool shared_cons;
+	/* an SRQ's ring that same-host senders take WQEs of too: its word
+	 * in the owner's uid's guard table (struct sv_direct_srq), the
+	 * consumer counter every taker moves by CAS, and the tag it carries
+	 * (ctl/direct.c sv_direct_srq_share; exec/wq.h); NULL: none */
+	uint64_t *dsrq;
+	uint32_t dsrq_tag;
 };
 
 /* An XRC domain (ctl/xrc.c): device-wide; shared ones are named by a file. */
@@ -315,6 +322,8 @@ struct sv_srq {
 	uint32_t refs;             /* QPs */
 	bool in_error;             /* a corrupt ring: every receive fails */
 	bool rx_busy;              /* a receive WQE is being filled unlocked */
+	uint8_t dsrq_gen;          /* its ring's generation in its direct
+				    * word's tag (a resize bumps it) */
 	/* XRC SRQs (type IBV_SRQT_XRC) */
 	struct sv_xrcd *xrcd;      /* the handle it was made through */
 	struct sv_cq *cq;          /* its receive completions */
@@ -412,6 +421,16 @@ struct sv_qp {
 	 * taking a WQE (its receive queue is not flushed meanwhile). */
 	bool drecv;
 	uint64_t drecv_epoch;
+	/* A QP on an SRQ: the WQE a same-host sender claimed for it from
+	 * the SRQ and did not fill (struct sv_direct_claim, adopted by
+	 * sv_direct_adopt): the next message it takes fills it, its flush
+	 * completes it; as rxe's responder holds the WQE it took. */
+	struct {
+		bool valid;
+		uint32_t num_sge;
+		uint64_t wr_id;
+		struct sv_wqe_sge sge[SV_DCLAIM_SGE];
+	} dclaim;
 };
 
 /* What one process holds, over all its connections (ctl/client.c). */

@@ -397,14 +397,28 @@ static __attribute__((noinline)) uint32_t poll_merged(struct sv_cq *cq,
 						      uint32_t prod)
 {
 	struct sv_cq_ring *ring = cq->ring;
-	uint32_t got = 0, avail, upto;
+	uint32_t got = 0, avail, upto, p2;
+	unsigned int reloads = 0;
 
 	while (got < n) {
 		got += poll_dring(cq, n - got, wc + got, false);
-		if (got == n || !dring_avail_locked(cq))
+		if (got == n)
 			break;
+		if (!dring_avail_locked(cq)) {
+			/* completion rings' completions left behind (the
+			 * private ring was full): in now, before the
+			 * daemon's that follow them */
+			if (!cq->xcapped)
+				break;
+			sv_direct_xdrain(cq);
+			if (!dring_avail_locked(cq))
+				break;
+		}
 		/* the daemon's completions below the next one's stamp */
 		upto = cq->dstamp[cq->dcons & cq->dmask] - cq->cons;
+		if (cq->xcapped && (int32_t)(cq->xcap - cq->cons) < (int32_t)upto)
+			upto = (int32_t)(cq->xcap - cq->cons) > 0 ?
+			       cq->xcap - cq->cons : 0;
 		avail = prod - cq->cons;
 		if (avail > cq->entries)
 			avail = cq->entries;
@@ -413,6 +427,16 @@ static __attribute__((noinline)) uint32_t poll_merged(struct sv_cq *cq,
 		if (avail > n - got)
 			avail = n - got;
 		if (!avail) {
+			/* the daemon's completions below the head's stamp
+			 * were written before it was pushed: load prod again
+			 * (and the completion rings after it, see
+			 * sv_poll_cq) rather than take the head before them */
+			p2 = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE);
+			if (p2 != prod && reloads++ < 8) {
+				prod = p2;
+				sv_direct_xdrain(cq);
+				continue;
+			}
 			got += poll_dring(cq, n - got, wc + got, true);
 			continue;
 		}
@@ -741,10 +765,18 @@ static inline bool ex_load(struct sv_cq *cq)
 
 	if (unlikely(xhint(cq)))
 		sv_direct_xdrain(cq);
+	/* a head not due with none of the daemon's loaded: those below its
+	 * stamp were written before it, loaded again (poll_merged) */
+	if (unlikely(dring_avail_locked(cq)) && !ready && !dring_due(cq, 0)) {
+		ready = cq_ready(cq);
+		if (ready && xhint(cq))
+			sv_direct_xdrain(cq);
+	}
 	/* the private ring's next, once the daemon's below its stamp are
 	 * read (poll_merged) */
 	if (unlikely(dring_avail_locked(cq)) &&
-	    (dring_due(cq, 0) || !ready)) {
+	    (dring_due(cq, 0) || !ready ||
+	     (cq->xcapped && (int32_t)(cq->cons - cq->xcap) >= 0))) {
 		cq->cur = &cq->dring[cq->dcons & cq->dmask];
 		cq->cur_direct = true;
 	} else if (ready) {

@@ -131,7 +131,15 @@ void sv_direct_open(struct sv_context *ctx)
 				 sizeof(union sv_direct_key_u) > d->bytes ||
 	    h->riov_off < guard_bytes || h->riov_off % 4096 ||
 	    h->riov_off + (size_t)h->qp_slots *
-				  sizeof(struct sv_direct_riov) > h->guard_bytes)
+				  sizeof(struct sv_direct_riov) > h->claim_off ||
+	    h->claim_off % 4096 ||
+	    h->claim_off + (size_t)h->qp_slots *
+				   sizeof(struct sv_direct_claim) >
+		    h->srq_off ||
+	    h->srq_off % 4096 ||
+	    h->srq_off + (size_t)SV_DIRECT_SRQ_SLOTS *
+				 sizeof(struct sv_direct_srq) >
+		    h->guard_bytes)
 		goto err_unmap;
 	d->gmap = direct_part(ctx, SV_DIRECT_PART_GUARDS,
 			      PROT_READ | PROT_WRITE, &d->gbytes);
@@ -144,6 +152,8 @@ void sv_direct_open(struct sv_context *ctx)
 	d->hdr = h;
 	d->guard = d->gmap;
 	d->riov = (struct sv_direct_riov *)((char *)d->gmap + h->riov_off);
+	d->claim = (struct sv_direct_claim *)((char *)d->gmap + h->claim_off);
+	d->srq = (struct sv_direct_srq *)((char *)d->gmap + h->srq_off);
 	d->qp = (const void *)((const char *)d->map + h->qp_off);
 	d->key = (const void *)((const char *)d->map + h->key_off);
 	d->qp_mask = h->qp_slots - 1;
@@ -507,6 +517,7 @@ struct refusal {
 	bool want_peer;            /* the peer's rings must be mapped */
 	bool xsent;                /* SENDs went into the peer's queue, */
 	bool xsol;                 /* a solicited one among them, */
+	bool xlimit;               /* one took the SRQ below its limit, */
 	uint32_t xprod;            /* its completion ring's producer then */
 };
 
@@ -544,6 +555,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 	r->want_peer = false;
 	r->xsent = false;
 	r->xsol = false;
+	r->xlimit = false;
 	n = i;
 	if (!n)
 		goto out;
@@ -611,7 +623,8 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 			/* into the peer's receive queue: a system call of
 			 * its own */
 			why = sv_d_send(d, qp, wr, &x, g, slot, epoch,
-					  &dc->xs, &r->xprod, &r->want_peer);
+					  &dc->xs, &r->xprod, &r->xlimit,
+					  &r->want_peer);
 			if (why != SV_DREF_MAX) {
 				r->why = why;
 				break;
@@ -811,7 +824,7 @@ unsigned int sv_direct_post_many(struct sv_qp *qp,
 		if (unlikely(r.fire))
 			sv_d_cq_fire(ctx, cq, r.fire_sn);
 		if (r.xsent)
-			sv_d_send_notify(ctx, qp, r.xprod, r.xsol);
+			sv_d_send_notify(ctx, qp, r.xprod, r.xsol, r.xlimit);
 		if (done == n || tries == 2 ||
 		    !((r.est && ask_est(ctx, qp)) ||
 		      (r.want_peer && want_peer(ctx, d, qp))))

@@ -155,25 +155,53 @@ __attribute__((noinline)) void sv_d_cq_fire(struct sv_context *ctx,
 
 /* ---- the receive side: our completion rings ---- */
 
+bool sv_direct_srq_room(struct sv_srq *srq, uint32_t max)
+{
+	struct sv_context *ctx = to_sv_ctx(srq->ibsrq.context);
+	uint64_t w;
+	uint32_t n;
+
+	if (!ctx->direct)
+		return false;
+	w = __atomic_load_n(&ctx->direct->srq[srq->srqn &
+					      (SV_DIRECT_SRQ_SLOTS - 1)].word,
+			    __ATOMIC_ACQUIRE);
+	if ((sv_dsrq_tag(w) & SV_DSRQ_SRQN) != (srq->srqn & SV_DSRQ_SRQN))
+		return false;      /* no sender took any of its WQEs */
+	n = srq->rq.prod - sv_dsrq_cons(w);
+	return n < max && n <= srq->rq.entries;
+}
+
 void sv_direct_rq_init(struct sv_qp *qp)
 {
 	struct ibv_qp *ibqp = &qp->ex.qp_base;
 	struct sv_context *ctx = to_sv_ctx(ibqp->context);
 	struct sv_cq *cq = ibqp->recv_cq ? to_sv_cq(ibqp->recv_cq) : NULL;
+	struct sv_srq *srq = ibqp->srq ? to_sv_srq(ibqp->srq) : NULL;
 	struct sv_rq_xpub *xp;
-	uint32_t n = qp->rq.entries;
+	/* as many as the queue holds; a QP on an SRQ, whose ring a resize
+	 * may grow, at least as many as its receive CQ holds (a sender
+	 * finding it full goes to the device) */
+	uint32_t n = srq ? srq->rq.entries : qp->rq.entries;
 
-	if (!ctx->direct || ibqp->srq || !cq || !cq->dring || !n ||
-	    (n & (n - 1)) || qp->rq.hdr == NULL ||
+	if (srq && cq && n)
+		while (n < cq->entries && n < SV_DIRECT_XRING_MAX)
+			n <<= 1;
+
+	if (!ctx->direct || !cq || !cq->dring || !n || (n & (n - 1)) ||
 	    (ibqp->qp_type != IBV_QPT_RC && ibqp->qp_type != IBV_QPT_UC))
+		return;
+	if (srq ? srq->tm_ops.hdr || !qp->sq.hdr : !qp->rq.hdr)
 		return;
 	qp->xring = calloc(n, sizeof(*qp->xring));
 	if (!qp->xring)
 		return;
 	qp->xmask = n - 1;
 	qp->xcons = 0;
-	xp = sv_rq_xpub_of(qp->rq.hdr);
-	xp->self = (uint64_t)(uintptr_t)qp->rq.hdr;
+	qp->xhdr = srq ? qp->sq.hdr : qp->rq.hdr;
+	qp->xpub = xp = srq ? &qp->xhdr->sxpub : sv_rq_xpub_of(qp->xhdr);
+	qp->xprod = srq ? &qp->xhdr->sxprod : &qp->xhdr->xprod;
+	xp->self = (uint64_t)(uintptr_t)qp->xhdr;
 	xp->xring = (uint64_t)(uintptr_t)qp->xring;
 	xp->hint = (uint64_t)(uintptr_t)&cq->xhint;
 	xp->qpn = ibqp->qp_num;
@@ -185,7 +213,7 @@ void sv_direct_rq_init(struct sv_qp *qp)
 void sv_direct_cq_moved(struct sv_cq *cq)
 {
 	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
-		struct sv_rq_xpub *xp = sv_rq_xpub_of(qp->rq.hdr);
+		struct sv_rq_xpub *xp = qp->xpub;
 
 		__atomic_store_n(&xp->cq_gen, xp->cq_gen + 1,
 				 __ATOMIC_RELEASE);
@@ -194,13 +222,13 @@ void sv_direct_cq_moved(struct sv_cq *cq)
 
 void sv_direct_rq_clean(struct sv_qp *qp)
 {
-	struct sv_wq_ring *hdr = qp->rq.hdr;
+	struct sv_wq_ring *hdr = qp->xhdr;
 
 	if (!qp->xring)
 		return;
 	/* no sender is inside (the device waited for its guard when the QP
 	 * left its state): what it left is dropped */
-	qp->xcons = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
+	qp->xcons = __atomic_load_n(qp->xprod, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&hdr->xcons, qp->xcons, __ATOMIC_RELEASE);
 }
 
@@ -218,12 +246,50 @@ void sv_direct_rq_fini(struct sv_qp *qp)
 }
 
 /*
+ * One completion e (stamp st, announced or not by an event) into cq's
+ * private ring, in stamp order among those not polled (equal stamps keep
+ * their order): the completions of several QPs' rings come in one after
+ * the other, and poll_merged compares the daemon's ring with the head's
+ * stamp alone. Per QP the stamps grow, so a QP's completions keep their
+ * order. CQ lock and dlock held, room checked.
+ */
+static void dring_insert(struct sv_cq *cq, const struct sv_cqe *e,
+			 uint32_t st, bool announced)
+{
+	uint32_t pos = cq->dprod, m = cq->dmask;
+	uint32_t ann = (int32_t)(cq->dannounced - cq->dcons) > 0 ?
+		       cq->dannounced : cq->dcons;
+	bool all = cq->dannounced == cq->dprod;
+
+	while (pos != cq->dcons &&
+	       (int32_t)(cq->dstamp[(pos - 1) & m] - st) > 0) {
+		cq->dring[pos & m] = cq->dring[(pos - 1) & m];
+		cq->dstamp[pos & m] = cq->dstamp[(pos - 1) & m];
+		pos--;
+	}
+	cq->dring[pos & m] = *e;
+	cq->dstamp[pos & m] = st;
+	/* what an event announced stays a prefix: one announced among
+	 * announced ones extends it, one not announced inside it cuts it
+	 * there (an arm may then fire again for some: never none) */
+	if (announced && (all || pos - cq->dcons < ann - cq->dcons))
+		cq->dannounced = all ? cq->dprod + 1 : cq->dannounced + 1;
+	else if (!announced && pos - cq->dcons < ann - cq->dcons)
+		cq->dannounced = pos;
+	cq->dheld++;
+	/* release: the CQE before the counter */
+	__atomic_store_n(&cq->dprod, cq->dprod + 1, __ATOMIC_RELEASE);
+}
+
+/*
  * The completions senders put in the completion rings of cq's QPs, into
  * its private ring, in each ring's order, with their stamps: from there
  * poll merges them with the device's ring as it merges our own direct
  * completions. The hint first (exchanged: a sender that publishes after
  * our look sets it again). Completions an event announced
- * (DIRECT_NOTIFY's xannounced) count as announced here too. CQ lock held.
+ * (DIRECT_NOTIFY's xannounced) count as announced here too. When the
+ * private ring is full, the smallest stamp of what stays behind caps what
+ * poll takes of the daemon's ring (xcap). CQ lock held.
  */
 void sv_direct_xdrain(struct sv_cq *cq)
 {
@@ -234,9 +300,10 @@ void sv_direct_xdrain(struct sv_cq *cq)
 		return;
 	sv_spin_lock(&cq->dlock);
 	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
+	cq->xcapped = false;
 	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
-		struct sv_wq_ring *hdr = qp->rq.hdr;
-		uint32_t xp = __atomic_load_n(&hdr->xprod, __ATOMIC_ACQUIRE);
+		struct sv_wq_ring *hdr = qp->xhdr;
+		uint32_t xp = __atomic_load_n(qp->xprod, __ATOMIC_ACQUIRE);
 		uint32_t ann = __atomic_load_n(&hdr->xannounced,
 					       __ATOMIC_ACQUIRE);
 		uint32_t c = qp->xcons;
@@ -244,25 +311,22 @@ void sv_direct_xdrain(struct sv_cq *cq)
 		if (xp - c > qp->xmask + 1)
 			xp = c + qp->xmask + 1;    /* never trust it */
 		for (; c != xp; c++) {
-			uint32_t to = cq->dprod & cq->dmask, st;
+			struct sv_cqe e = qp->xring[c & qp->xmask];
+			uint32_t st = sv_stamp_clamp(SV_XCQE_STAMP(&e), prod);
 
 			if (cq->dheld > cq->dmask) {
-				more = true;
+				/* left for the next poll, which the daemon's
+				 * ring waits for */
+				if (!cq->xcapped ||
+				    (int32_t)(st - cq->xcap) < 0)
+					cq->xcap = st;
+				cq->xcapped = more = true;
 				break;
 			}
-			cq->dring[to] = qp->xring[c & qp->xmask];
-			st = SV_XCQE_STAMP(&cq->dring[to]);
-			cq->dring[to].tm_tag = 0;
+			e.tm_tag = 0;
 			/* it is this QP's, whatever the sender said */
-			cq->dring[to].qp_num = qp->ex.qp_base.qp_num;
-			cq->dstamp[to] = sv_stamp_clamp(st, prod);
-			if (cq->dannounced == cq->dprod &&
-			    (int32_t)(ann - c) > 0)
-				cq->dannounced = cq->dprod + 1;
-			cq->dheld++;
-			/* release: the CQE before the counter */
-			__atomic_store_n(&cq->dprod, cq->dprod + 1,
-					 __ATOMIC_RELEASE);
+			e.qp_num = qp->ex.qp_base.qp_num;
+			dring_insert(cq, &e, st, (int32_t)(ann - c) > 0);
 		}
 		if (c != qp->xcons) {
 			qp->xcons = c;

@@ -29,6 +29,15 @@
  * ahead of a WR that could go direct (then it goes to the daemon too) */
 #define SV_DIRECT_WAIT_NS 200000ull
 
+/* The completions a completion ring of a QP on an SRQ holds at most
+ * (direct_cq.c) */
+#define SV_DIRECT_XRING_MAX 4096u
+
+/* How often a direct SEND into an SRQ looks again at its head when
+ * another taker had it (or the device holds it) before it goes to the
+ * device too */
+#define SV_DIRECT_CLAIM_TRIES 16u
+
 /* The opcodes that take a receive WQE of the peer (sv_d_send) */
 #define SV_DIRECT_RECV_OPS                                                   \
 	(1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM |                    \
@@ -38,6 +47,8 @@ struct sv_direct {
 	const struct sv_direct_hdr *hdr;
 	struct sv_direct_guard *guard;     /* [qp_slots], our uid's */
 	struct sv_direct_riov *riov;       /* [qp_slots], our uid's */
+	struct sv_direct_claim *claim;     /* [qp_slots], our uid's */
+	struct sv_direct_srq *srq;         /* [SV_DIRECT_SRQ_SLOTS], ours */
 	const union sv_direct_qp_u *qp;    /* [qp_slots] */
 	const union sv_direct_key_u *key;  /* [key_slots] */
 	uint32_t qp_mask;
@@ -198,9 +209,9 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 		       const struct ibv_send_wr *wr, const struct dwr *x,
 		       struct sv_direct_guard *g, struct sv_direct_riov *slot,
 		       uint64_t epoch, struct sv_xsend *xs,
-		       uint32_t *xprod_out, bool *want);
+		       uint32_t *xprod_out, bool *limit, bool *want);
 void sv_d_send_notify(struct sv_context *ctx, struct sv_qp *qp,
-		      uint32_t xprod, bool solicited);
+		      uint32_t xprod, bool solicited, bool limit);
 bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 		    uint32_t peer_qpn);
 void sv_d_peer_free(struct sv_qp *qp);

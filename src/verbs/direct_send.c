@@ -4,38 +4,50 @@
  * A SEND (with or without immediate data) and a WRITE with immediate
  * data take the peer's head receive WQE. The peer's library keeps a
  * completion ring for its receive queue (sv_direct_rq_init) and says where
- * in its receive ring's header (struct sv_rq_xpub); we map that ring and
- * the peer's receive CQ's ring read-only (DIRECT_RECV: the device then
- * lets that queue be taken from here too), read the head WQE there, check
- * its buffers' keys as the device's responder would, and write, in one
+ * in its receive ring's header, or, on an SRQ, its send ring's (struct
+ * sv_rq_xpub); we map that header, the ring the WQEs are in and the
+ * peer's receive CQ's ring read-only (DIRECT_RECV: the device then lets
+ * that queue be taken from here too), read the head WQE there, check its
+ * buffers' keys as the device's responder would, and write, in one
  * process_vm_writev into the peer: the message, the completion, its stamp
  * (the receive CQ's producer counter: the device's completions of that
- * queue before ours are below it), the queue's cons + 1, the completion
- * ring's xprod + 1, and 1 into the CQ's hint. A copy that stops short
- * publishes nothing (the WQE stays the head; the WR goes to the device).
- * Nothing else takes that queue meanwhile: it is an RC or UC QP connected
- * to ours alone, whose WRs the device has all done (the SQ lock held), and
- * the device flushes it only once our guard is past its entry's change
- * (sv_direct_rq_held).
+ * queue before ours are below it), the queue's cons + 1 and the completion
+ * ring's xprod + 1 (on an SRQ: xprod alone), and 1 into the CQ's hint.
+ * A copy that stops short publishes nothing.
+ *  - Its own receive queue: nothing else takes that queue meanwhile: it is
+ *    an RC or UC QP connected to ours alone, whose WRs the device has all
+ *    done (the SQ lock held), and the device flushes it only once our
+ *    guard is past its entry's change (sv_direct_rq_held). The WQE of a
+ *    copy that stops short stays the head.
+ *  - An SRQ: every taker claims the head by CAS on the SRQ's word in our
+ *    uid's guard table (struct sv_direct_srq), after it copied the WQE; we
+ *    keep a copy of what we claimed in our claim record (struct
+ *    sv_direct_claim), armed from the CAS until the copy landed, so that
+ *    the device fills or flushes a WQE whose copy did not land.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "abi/sv_cpu.h"
 #include "verbs/direct_int.h"
 
 struct sv_dpeer {
 	uint32_t qpn;              /* the peer these map; 0: none */
 	uint32_t asked;            /* the peer QPN last asked for */
 	pid_t pid;
-	uint32_t entries, stride, max_sge;
+	uint32_t entries, stride, max_sge; /* of the ring its WQEs are in */
 	uint32_t cq_entries;
 	uint32_t cq_gen;           /* the receive CQ's ring mapped (xpub) */
-	const struct sv_wq_ring *rq;
+	uint32_t srqn;             /* on an SRQ: its number; 0: none */
+	uint32_t srq_tag;          /* the tag its word has for wqs */
+	const struct sv_wq_ring *rx;  /* the header of its receive side */
+	const struct sv_wq_ring *wqs; /* its receive WQEs' ring (rx, or the
+				       * SRQ's) */
 	const struct sv_cq_ring *cq;
-	void *rq_map, *cq_map;
-	size_t rq_len, cq_len;
+	void *rq_map, *cq_map, *srq_map;
+	size_t rq_len, cq_len, srq_len;
 };
 
 static void dpeer_drop(struct sv_dpeer *p)
@@ -44,10 +56,20 @@ static void dpeer_drop(struct sv_dpeer *p)
 		munmap(p->rq_map, p->rq_len);
 	if (p->cq_map)
 		munmap(p->cq_map, p->cq_len);
-	p->rq_map = p->cq_map = NULL;
-	p->rq = NULL;
+	if (p->srq_map)
+		munmap(p->srq_map, p->srq_len);
+	p->rq_map = p->cq_map = p->srq_map = NULL;
+	p->rx = p->wqs = NULL;
 	p->cq = NULL;
 	p->qpn = 0;
+	p->srqn = 0;
+}
+
+/* Where the peer says where its completion ring is. */
+static const struct sv_rq_xpub *dpeer_xpub(const struct sv_dpeer *p)
+{
+	return p->srqn ? &p->rx->sxpub :
+			 (const struct sv_rq_xpub *)(const void *)p->rx->mb;
 }
 
 void sv_d_peer_free(struct sv_qp *qp)
@@ -89,13 +111,20 @@ static const void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
 	return (const char *)m + skip;
 }
 
-/* Map the receive ring and CQ ring of our peer (outside any guard, once
- * per peer): true when they are. */
+/* A ring's geometry as DIRECT_RECV gave it, checked. */
+static bool ring_ok(const struct sv_rsp_direct_recv *o)
+{
+	return o->entries && !(o->entries & (o->entries - 1)) &&
+	       o->bytes >= sv_wq_ring_bytes(o->entries, o->stride);
+}
+
+/* Map the receive side, the WQEs' ring and the CQ ring of our peer
+ * (outside any guard, once per peer): true when they are. */
 bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 		    uint32_t peer_qpn)
 {
 	struct sv_dpeer *p = qp->dpeer;
-	struct sv_rsp_direct_recv o, oc;
+	struct sv_rsp_direct_recv o, oc, os;
 
 	if (!p) {
 		p = qp->dpeer = calloc(1, sizeof(*p));
@@ -106,16 +135,33 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 		return false;      /* refused for this peer: not again */
 	dpeer_drop(p);
 	p->asked = peer_qpn;
-	p->rq = dpeer_part(ctx, qp, SV_DRECV_RQ, &o, &p->rq_map, &p->rq_len);
-	if (!p->rq)
+	p->rx = dpeer_part(ctx, qp, SV_DRECV_RQ, &o, &p->rq_map, &p->rq_len);
+	if (!p->rx)
 		return false;
+	p->srqn = o.srqn;
+	if (o.srqn) {
+		p->wqs = dpeer_part(ctx, qp, SV_DRECV_SRQ, &os, &p->srq_map,
+				    &p->srq_len);
+		if (!p->wqs || os.srqn != o.srqn || !os.srq_tag ||
+		    !ring_ok(&os)) {
+			dpeer_drop(p);
+			return false;
+		}
+		p->srq_tag = os.srq_tag;
+		o.entries = os.entries;
+		o.stride = os.stride;
+		o.max_sge = os.max_sge;
+	} else {
+		p->wqs = p->rx;
+		if (!ring_ok(&o)) {
+			dpeer_drop(p);
+			return false;
+		}
+	}
 	/* (read before the CQ's ring: a move after it maps it again) */
-	p->cq_gen = __atomic_load_n(&((const struct sv_rq_xpub *)(const void *)
-				      p->rq->mb)->cq_gen, __ATOMIC_ACQUIRE);
+	p->cq_gen = __atomic_load_n(&dpeer_xpub(p)->cq_gen, __ATOMIC_ACQUIRE);
 	p->cq = dpeer_part(ctx, qp, SV_DRECV_CQ, &oc, &p->cq_map, &p->cq_len);
-	if (!p->cq || !o.entries || (o.entries & (o.entries - 1)) ||
-	    o.bytes < sv_wq_ring_bytes(o.entries, o.stride) ||
-	    !oc.entries || (oc.entries & (oc.entries - 1))) {
+	if (!p->cq || !oc.entries || (oc.entries & (oc.entries - 1))) {
 		dpeer_drop(p);
 		return false;
 	}
@@ -128,42 +174,115 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 	return true;
 }
 
+/* The peer's head receive WQE (number *cons), its copy checked in h and
+ * sge: SV_DREF_MAX, or the reason it goes to the device. On an SRQ, *w is the
+ * SRQ's word as read (the claim's expected value). */
+static unsigned int head_wqe(struct sv_direct *d, const struct sv_dpeer *p,
+			     uint32_t *cons, uint64_t **word, uint64_t *w,
+			     uint32_t *prod, struct sv_recv_wqe *h,
+			     struct sv_wqe_sge *sge, bool *want)
+{
+	const uint8_t *wqe;
+	uint32_t most = SV_DIRECT_BATCH - 8;
+
+	if (p->srqn) {
+		*word = &d->srq[p->srqn & (SV_DIRECT_SRQ_SLOTS - 1)].word;
+		*w = __atomic_load_n(*word, __ATOMIC_ACQUIRE);
+		if ((sv_dsrq_tag(*w) & ~SV_DSRQ_HELD) != p->srq_tag) {
+			*want = true;      /* its ring moved (resize), or gone */
+			return SV_DREF_PEER;
+		}
+		if (sv_dsrq_tag(*w) & SV_DSRQ_HELD)
+			return SV_DREF_BUSY;   /* the device fills the head */
+		*cons = sv_dsrq_cons(*w);
+		most = SV_DCLAIM_SGE;
+	} else {
+		*word = NULL;
+		*cons = __atomic_load_n(&p->wqs->cons, __ATOMIC_RELAXED);
+	}
+	/* acquire: pairs with the owner's release store of prod after the
+	 * WQE (the SRQ's word was read first: the WQE at *cons is posted) */
+	*prod = __atomic_load_n(&p->wqs->prod, __ATOMIC_ACQUIRE);
+	/* none posted: the device's RNR NAK and retries */
+	if (*prod == *cons || *prod - *cons > p->entries)
+		return SV_DREF_PEER;
+	/* copied before any field is used */
+	wqe = (const uint8_t *)p->wqs + SV_RING_HDR_BYTES +
+	      (size_t)(*cons & (p->entries - 1)) * p->stride;
+	memcpy(h, wqe, sizeof(*h));
+	if (h->num_sge > p->max_sge || h->num_sge > most ||
+	    SV_RECV_WQE_HDR + (size_t)h->num_sge * sizeof(sge[0]) > p->stride)
+		return SV_DREF_CHECK;
+	memcpy(sge, wqe + SV_RECV_WQE_HDR, h->num_sge * sizeof(sge[0]));
+	return SV_DREF_MAX;
+}
+
+/* Claim WQE cons of the peer's SRQ (its word still *w) for the peer, the
+ * copy of it in our claim record first: false when another taker had it. */
+static bool srq_claim(struct sv_direct *d, struct sv_qp *qp,
+		      const struct sv_dpeer *p, uint64_t *word, uint64_t w,
+		      uint32_t cons, const struct sv_recv_wqe *h,
+		      const struct sv_wqe_sge *sge, uint32_t xprod)
+{
+	struct sv_direct_claim *cl =
+		&d->claim[qp->ex.qp_base.qp_num & d->qp_mask];
+
+	cl->xprod = xprod;
+	cl->srqn = p->srqn;
+	cl->num_sge = h->num_sge;
+	cl->wr_id = h->wr_id;
+	for (uint32_t i = 0; i < h->num_sge; i++) {
+		cl->sge[i].addr = sge[i].addr;
+		cl->sge[i].length = sge[i].length;
+		cl->sge[i].lkey = sge[i].lkey;
+	}
+	if (!__atomic_compare_exchange_n(word, &w,
+					 sv_dsrq_word(cons + 1, p->srq_tag),
+					 false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_RELAXED))
+		return false;
+	/* armed: from here the device may complete it (release: the copy
+	 * above first) */
+	__atomic_store_n(&cl->qpn, p->qpn, __ATOMIC_RELEASE);
+	return true;
+}
+
 /*
  * One SEND-like WR (checked, x) into the peer's head receive WQE, under
  * our guard: SV_DREF_MAX when it landed, else the reason it goes to the
  * device (which finds the same: no WQE is an RNR, a WQE too short a
  * length error, a bad key an access error). *want: the peer's rings must
- * be mapped first.
+ * be mapped first; *limit: it took the peer's SRQ below its armed limit.
  */
 unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 		       const struct ibv_send_wr *wr, const struct dwr *x,
 		       struct sv_direct_guard *g, struct sv_direct_riov *slot,
 		       uint64_t epoch, struct sv_xsend *xs,
-		       uint32_t *xprod_out, bool *want)
+		       uint32_t *xprod_out, bool *limit, bool *want)
 {
 	const struct sv_dpeer *p = qp->dpeer;
-	const struct sv_wq_ring *rq;
+	const struct sv_wq_ring *rx;
 	const struct sv_rq_xpub *xp;
-	const uint8_t *wqe;
 	struct sv_recv_wqe h;
 	struct sv_wqe_sge sge[SV_DIRECT_BATCH - 8];
 	struct iovec riov[SV_DIRECT_BATCH], liov[32 + 5];
 	union sv_direct_key_u k;
-	uint64_t xring, self, hint, left = x->len, total;
-	uint32_t prod, cons, xprod, xcons, xent, cp, cc, used;
-	unsigned int nr = 0, nl;
+	uint64_t xring, self, hint, left = x->len, total, *word, w = 0;
+	uint32_t prod = 0, cons = 0, xprod, xcons, xent, cp, cc, used, lim;
+	unsigned int nr, nl, why, tries = 0;
 	ssize_t got;
 	bool imm_write = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 
 	if (!p || p->qpn != x->peer_qpn || p->pid != x->peer_pid ||
 	    __atomic_load_n(&p->cq->entries, __ATOMIC_RELAXED) !=
 		    p->cq_entries ||
-	    __atomic_load_n(&p->rq->entries, __ATOMIC_RELAXED) != p->entries) {
+	    __atomic_load_n(&p->wqs->entries, __ATOMIC_RELAXED) !=
+		    p->entries) {
 		*want = true;
 		return SV_DREF_PEER;
 	}
-	rq = p->rq;
-	xp = (const struct sv_rq_xpub *)(const void *)rq->mb;
+	rx = p->rx;
+	xp = dpeer_xpub(p);
 	if (__atomic_load_n(&xp->cq_gen, __ATOMIC_ACQUIRE) != p->cq_gen) {
 		*want = true;      /* the receive CQ's ring moved */
 		return SV_DREF_PEER;
@@ -176,17 +295,21 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 	    __atomic_load_n(&xp->qpn, __ATOMIC_RELAXED) != p->qpn ||
 	    !xring || !self || !hint)
 		return SV_DREF_PEER;
-	/* acquire: pairs with the owner's release store of prod after the
-	 * WQE */
-	prod = __atomic_load_n(&rq->prod, __ATOMIC_ACQUIRE);
-	cons = __atomic_load_n(&rq->cons, __ATOMIC_RELAXED);
-	/* none posted: the device's RNR NAK and retries */
-	if (prod == cons || prod - cons > p->entries)
-		return SV_DREF_PEER;
+again:
+	nr = 0;
+	left = x->len;
+	why = head_wqe(d, p, &cons, &word, &w, &prod, &h, sge, want);
+	if (why == SV_DREF_BUSY && ++tries < SV_DIRECT_CLAIM_TRIES) {
+		sv_cpu_relax();    /* the device fills the SRQ's head */
+		goto again;
+	}
+	if (why != SV_DREF_MAX)
+		return why;
 	/* room in the completion ring, and in the receive CQ as a whole
 	 * (else the device overruns it where a NIC would) */
-	xprod = __atomic_load_n(&rq->xprod, __ATOMIC_RELAXED);
-	xcons = __atomic_load_n(&rq->xcons, __ATOMIC_ACQUIRE);
+	xprod = __atomic_load_n(p->srqn ? &rx->sxprod : &rx->xprod,
+				__ATOMIC_RELAXED);
+	xcons = __atomic_load_n(&rx->xcons, __ATOMIC_ACQUIRE);
 	if (xprod - xcons >= xent)
 		return SV_DREF_CQ;
 	cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
@@ -195,14 +318,6 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 	       (xprod - xcons);
 	if (cp - cc > p->cq_entries || used >= p->cq_entries)
 		return SV_DREF_CQ;
-	/* the head WQE, copied before any field is used */
-	wqe = (const uint8_t *)rq + SV_RING_HDR_BYTES +
-	      (size_t)(cons & (p->entries - 1)) * p->stride;
-	memcpy(&h, wqe, sizeof(h));
-	if (h.num_sge > p->max_sge || h.num_sge > SV_DIRECT_BATCH - 8 ||
-	    SV_RECV_WQE_HDR + (size_t)h.num_sge * sizeof(sge[0]) > p->stride)
-		return SV_DREF_CHECK;
-	memcpy(sge, wqe + SV_RECV_WQE_HDR, h.num_sge * sizeof(sge[0]));
 	if (imm_write) {
 		/* the bytes go where the rkey says; the WQE only completes */
 		if (x->len)
@@ -249,29 +364,54 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 	xs->cons = cons + 1;
 	xs->xprod = xprod + 1;
 	xs->hint = 1;
+	nl = x->nl;
+	memcpy(liov, x->liov, nl * sizeof(liov[0]));
 	riov[nr].iov_base = (void *)(uintptr_t)(xring + (uint64_t)(xprod &
 						(xent - 1)) * sizeof(xs->cqe));
 	riov[nr++].iov_len = sizeof(xs->cqe);
-	riov[nr].iov_base = (void *)(uintptr_t)(self +
-				offsetof(struct sv_wq_ring, cons));
-	riov[nr++].iov_len = 8;            /* cons, xprod */
-	riov[nr].iov_base = (void *)(uintptr_t)hint;
-	riov[nr++].iov_len = 4;
-	nl = x->nl;
-	memcpy(liov, x->liov, nl * sizeof(liov[0]));
 	liov[nl].iov_base = &xs->cqe;
 	liov[nl++].iov_len = sizeof(xs->cqe);
-	liov[nl].iov_base = &xs->cons;
-	liov[nl++].iov_len = 8;
+	if (word) {
+		/* the SRQ's cons is its word: xprod alone */
+		riov[nr].iov_base = (void *)(uintptr_t)(self +
+				offsetof(struct sv_wq_ring, sxprod));
+		riov[nr++].iov_len = 4;
+		liov[nl].iov_base = &xs->xprod;
+		liov[nl++].iov_len = 4;
+	} else {
+		riov[nr].iov_base = (void *)(uintptr_t)(self +
+				offsetof(struct sv_wq_ring, cons));
+		riov[nr++].iov_len = 8;            /* cons, xprod */
+		liov[nl].iov_base = &xs->cons;
+		liov[nl++].iov_len = 8;
+	}
+	riov[nr].iov_base = (void *)(uintptr_t)hint;
+	riov[nr++].iov_len = 4;
 	liov[nl].iov_base = &xs->hint;
 	liov[nl++].iov_len = 4;
-	total = x->len + sizeof(xs->cqe) + 12;
+	total = x->len + sizeof(xs->cqe) + (word ? 4 : 8) + 4;
 	if (!sv_d_fenced(d, g, slot, riov, nr, epoch))
 		return SV_DREF_FENCE;
+	if (word && !srq_claim(d, qp, p, word, w, cons, &h, sge, xprod + 1)) {
+		/* another taker had it: the next head */
+		if (++tries < SV_DIRECT_CLAIM_TRIES)
+			goto again;
+		return SV_DREF_BUSY;
+	}
 	got = process_vm_writev(x->peer_pid, liov, nl,
 				(const struct iovec *)slot->iov, nr, 0);
+	/* short: the claim stays armed, and the device fills or flushes
+	 * the WQE it names (its WR goes there) */
 	if (got < 0 || (uint64_t)got != total)
 		return SV_DREF_FENCE;
+	if (word) {
+		__atomic_store_n(&d->claim[qp->ex.qp_base.qp_num &
+					   d->qp_mask].qpn, 0,
+				 __ATOMIC_RELEASE);
+		lim = __atomic_load_n(&p->wqs->srq_limit, __ATOMIC_RELAXED);
+		if (lim && prod - (cons + 1) < lim)
+			*limit = true;
+	}
 	*xprod_out = xprod + 1;
 	return SV_DREF_MAX;
 }
@@ -281,13 +421,21 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
  * Dekker with the peer's ibv_req_notify_cq (store arm_sn, fence, look at
  * its completion rings). */
 void sv_d_send_notify(struct sv_context *ctx, struct sv_qp *qp,
-		      uint32_t xprod, bool solicited)
+		      uint32_t xprod, bool solicited, bool limit)
 {
 	const struct sv_dpeer *p = qp->dpeer;
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
 	uint32_t sn, fired, flags;
 
+	if (limit) {
+		/* the SRQ's limit event, which the device raises (and
+		 * disarms) if it finds the SRQ below it too */
+		sv_cmd_init(&cmd, SV_CMD_DIRECT_NOTIFY);
+		cmd.u.direct_notify.qp = qp->handle;
+		cmd.u.direct_notify.flags = SV_NOTIFY_SRQ_LIMIT;
+		(void)sv_conn_call(&ctx->conn, &cmd, -1, &rsp, NULL);
+	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	sn = __atomic_load_n(&p->cq->arm_sn, __ATOMIC_ACQUIRE);
 	fired = __atomic_load_n(&p->cq->fired_sn, __ATOMIC_ACQUIRE);

@@ -718,14 +718,17 @@ SV_EXPORT int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr,
 /* Check a receive WR against its ring and copy it into the slot at
  * wq->prod: 0, EINVAL or ENOMEM (the caller holds the ring's lock). */
 static int put_recv(struct sv_wq *wq, uint32_t max_wr,
-		    const struct ibv_recv_wr *wr)
+		    const struct ibv_recv_wr *wr, struct sv_srq *srq)
 {
 	struct sv_recv_wqe *w;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	if (!sv_wq_has_room(wq, max_wr))
+	/* (an SRQ's WQEs taken by senders of this host free their slots
+	 * before the device's cons says so) */
+	if (!sv_wq_has_room(wq, max_wr) &&
+	    !(srq && sv_direct_srq_room(srq, max_wr)))
 		return ENOMEM;
 	w = sv_wq_slot_at(wq, wq->prod);
 	w->wr_id = wr->wr_id;
@@ -757,7 +760,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	sv_rq_lock(qp);
 	start = qp->rq.prod;
 	for (; wr; wr = wr->next) {
-		err = put_recv(&qp->rq, qp->max_recv_wr, wr);
+		err = put_recv(&qp->rq, qp->max_recv_wr, wr, NULL);
 		if (err)
 			break;
 	}
@@ -784,12 +787,21 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	sv_spin_lock(&srq->lock);
 	start = srq->rq.prod;
 	for (; wr; wr = wr->next) {
-		err = put_recv(&srq->rq, srq->max_wr, wr);
+		err = put_recv(&srq->rq, srq->max_wr, wr, srq);
 		if (err)
 			break;
 	}
-	if (srq->rq.prod != start)
-		sv_wq_publish(&srq->rq, srq->db);
+	/* an engine has nothing to do with a basic SRQ's new receives
+	 * (whoever delivers a message takes them, and a sender at RNR
+	 * retries on its own timer, as for a QP's own receive queue:
+	 * sv_rq_publish); a tag-matching SRQ's engine is rung */
+	if (srq->rq.prod != start) {
+		if (srq->tm_ops.hdr)
+			sv_wq_publish(&srq->rq, srq->db);
+		else
+			__atomic_store_n(&srq->rq.hdr->prod, srq->rq.prod,
+					 __ATOMIC_RELEASE);
+	}
 	sv_spin_unlock(&srq->lock);
 	if (err)
 		*bad_wr = wr;

@@ -338,6 +338,11 @@ struct sv_cq {
 	/* dprod when an event last announced the private ring's completions
 	 * (a channel's CQ: those after it fire the next arm) */
 	uint32_t dannounced;
+	/* A completion ring's completions that did not fit in the private
+	 * ring (xdrain): the smallest stamp among them, below which alone
+	 * the daemon's may be taken meanwhile (CQ lock) */
+	uint32_t xcap;
+	bool xcapped;
 	int dlock;                 /* sv_lock.h */
 	bool cur_direct;           /* cur is in dring (cq_ex polling) */
 };
@@ -459,6 +464,11 @@ struct sv_qp {
 	uint32_t xmask;
 	uint32_t xcons;
 	struct sv_qp *xnext;
+	/* the header that holds that side: the receive ring's, or, on an
+	 * SRQ, the send ring's (sxpub, sxprod); its xpub and xprod there */
+	struct sv_wq_ring *xhdr;
+	struct sv_rq_xpub *xpub;
+	uint32_t *xprod;
 	/* The send side: the peer's receive ring and CQ ring it maps to
 	 * send to it directly (direct.c), or NULL */
 	struct sv_dpeer *dpeer;
@@ -546,6 +556,9 @@ void sv_direct_qp_fini(struct sv_qp *qp);
 /* A new RC or UC QP with a receive queue of its own takes direct SENDs:
  * its completion ring, published in its receive ring (ibqp filled in). */
 void sv_direct_rq_init(struct sv_qp *qp);
+/* srq's ring looks full by its cons: has it room for one more by its word
+ * (the WQEs senders of this host claimed, src/abi/sv_direct.h)? */
+bool sv_direct_srq_room(struct sv_srq *srq, uint32_t max);
 /* ... and off its receive CQ's list (destroy, after the device's). */
 void sv_direct_rq_fini(struct sv_qp *qp);
 /* The completions senders put in the completion rings of cq's QPs, into

@@ -2845,6 +2845,22 @@ static int direct_recv(int s, uint64_t qp, uint32_t part, uint32_t rsvd,
 	return xfer_fd(s, &cmd, -1, &rsp, fd);
 }
 
+/* ... and what it says of the part */
+static int direct_recv_rsp(int s, uint64_t qp, uint32_t part, int *fd,
+			   struct sv_rsp_direct_recv *o)
+{
+	struct sv_cmd cmd;
+	struct sv_rsp rsp;
+	int ret;
+
+	sv_cmd_init(&cmd, SV_CMD_DIRECT_RECV);
+	cmd.u.direct_recv.qp = qp;
+	cmd.u.direct_recv.part = part;
+	ret = xfer_fd(s, &cmd, -1, &rsp, fd);
+	*o = rsp.u.direct_recv;
+	return ret;
+}
+
 static int direct_notify(int s, uint64_t qp, uint32_t flags, uint32_t rsvd)
 {
 	struct sv_cmd cmd;
@@ -2862,8 +2878,9 @@ static int direct_notify(int s, uint64_t qp, uint32_t flags, uint32_t rsvd)
  * DIRECT_RECV (a direct SEND maps its peer's receive ring and CQ ring) and
  * DIRECT_NOTIFY (its completions fire the peer's CQ): refused for a handle
  * that is no QP of the caller's, reserved bits, a part that does not
- * exist, a QP whose peer is not connected back to it, a peer on an SRQ;
- * the rings come read-only (no writable mapping can be made of them); a
+ * exist, a QP whose peer is not connected back to it, the SRQ part of a
+ * peer on no SRQ; the rings come read-only (no writable mapping can be
+ * made of them), an SRQ peer's with its SRQ's number and word's tag; a
  * notify before the peer's queue was ever taken directly is refused.
  */
 static void test_direct_recv(void **state)
@@ -2893,7 +2910,7 @@ static void test_direct_recv(void **state)
 	assert_status(direct_recv(s, pd, SV_DRECV_RQ, 0, NULL), -EINVAL);
 	assert_status(direct_recv(s, cq, SV_DRECV_CQ, 0, NULL), -EINVAL);
 	assert_status(direct_recv(other, a, SV_DRECV_RQ, 0, NULL), -EINVAL);
-	assert_status(direct_recv(s, a, SV_DRECV_CQ + 1, 0, NULL), -EINVAL);
+	assert_status(direct_recv(s, a, SV_DRECV_SRQ + 1, 0, NULL), -EINVAL);
 	assert_status(direct_recv(s, a, SV_DRECV_RQ, 1, NULL), -EINVAL);
 	/* not connected yet: no peer */
 	assert_status(direct_recv(s, a, SV_DRECV_RQ, 0, NULL), -ENOENT);
@@ -2903,7 +2920,22 @@ static void test_direct_recv(void **state)
 	assert_status(direct_recv(s, c, SV_DRECV_RQ, 0, NULL), -ENOENT);
 	qp_connect(s, d, en, true);
 	qp_connect(s, e, dn, true);     /* e receives on an SRQ */
-	assert_status(direct_recv(s, d, SV_DRECV_RQ, 0, NULL), -EOPNOTSUPP);
+	{
+		struct sv_rsp_direct_recv o;
+
+		assert_status(direct_recv_rsp(s, d, SV_DRECV_RQ, &fd, &o), 0);
+		assert_int_equal(o.bytes, SV_RING_HDR_BYTES);
+		assert_true(o.srqn != 0);
+		close(fd);
+		assert_status(direct_recv_rsp(s, d, SV_DRECV_SRQ, &fd, &o), 0);
+		assert_true(o.srqn != 0 && o.srq_tag != 0 && o.entries >= 16);
+		map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   fd, (off_t)o.offset);
+		assert_true(map == MAP_FAILED);
+		close(fd);
+	}
+	/* a's peer has a receive queue of its own, no SRQ */
+	assert_status(direct_recv(s, a, SV_DRECV_SRQ, 0, NULL), -EINVAL);
 	/* never taken directly: nothing to notify */
 	assert_status(direct_notify(s, a, 0, 0), -EINVAL);
 	assert_status(direct_recv(s, a, SV_DRECV_RQ, 0, &fd), 0);
@@ -2918,8 +2950,10 @@ static void test_direct_recv(void **state)
 	assert_status(direct_recv(s, a, SV_DRECV_CQ, 0, &fd), 0);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_status(direct_notify(s, a, SV_NOTIFY_SOLICITED << 1, 0),
+	assert_status(direct_notify(s, a, SV_NOTIFY_SRQ_LIMIT << 1, 0),
 		      -EINVAL);
+	/* a limit looked at on a peer with no SRQ: nothing to raise */
+	assert_status(direct_notify(s, a, SV_NOTIFY_SRQ_LIMIT, 0), 0);
 	assert_status(direct_notify(s, a, 0, 1), -EINVAL);
 	assert_status(direct_notify(other, a, 0, 0), -EINVAL);
 	assert_status(direct_notify(s, a, 0, 0), 0);

@@ -56,6 +56,7 @@ void sv_dev_unlock(void) { }
 
 void sv_qp_destroy(struct sv_qp *qp) { (void)qp; }
 void sv_srq_destroy(struct sv_srq *srq) { (void)srq; }
+void sv_srq_limit_check(struct sv_srq *srq) { (void)srq; }
 void sv_ah_destroy(struct sv_ah *ah) { (void)ah; }
 void sv_domain_destroy(struct sv_domain *d) { (void)d; }
 void sv_xrcd_destroy(struct sv_xrcd *x) { (void)x; }

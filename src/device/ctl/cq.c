@@ -479,13 +479,14 @@ int sv_cmd_direct_notify(struct sv_req *r)
 	uint32_t flags;
 	int err;
 
-	if (a->rsvd || (a->flags & ~SV_NOTIFY_SOLICITED)) {
+	if (a->rsvd ||
+	    (a->flags & ~(SV_NOTIFY_SOLICITED | SV_NOTIFY_SRQ_LIMIT))) {
 		r->why = "reserved fields set";
 		return -EINVAL;
 	}
-	t = sv_direct_notify_peer(r, a->qp, a->xprod, &err);
-	if (!t)
-		return err;
+	t = sv_direct_notify_peer(r, a->qp, a->xprod, a->flags, &err);
+	if (!t || (a->flags & SV_NOTIFY_SRQ_LIMIT))
+		return t ? 0 : err;
 	if (t->recv_cq && cq_arm_stands(t->recv_cq, a->arm_sn, &flags))
 		(void)cq_fire_direct(t->recv_cq, a->arm_sn, flags,
 				     a->flags & SV_NOTIFY_SOLICITED);

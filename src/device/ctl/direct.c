@@ -29,11 +29,12 @@
 
 #include "abi/sv_direct.h"
 #include "device/ctl/direct.h"
+#include "device/ctl/direct_int.h"
 #include "device/exec/engine.h"
+#include "device/exec/exec_int.h"
+#include "device/exec/wq.h"
 #include "device/sv_dev.h"
 
-#define QP_SLOTS (1u << SV_MAX_QP_BITS)
-#define QP_MASK  (QP_SLOTS - 1)
 #define PAGE     4096u
 
 /* How long a revocation waits for a held guard before it fences the copy
@@ -45,14 +46,6 @@
  * (once per revocation). */
 #define WAIT_LOG_NS 1000000000ull
 
-/* The guards of one uid's QPs (sv_direct.h); kept for the daemon's life. */
-struct gtab {
-	struct gtab *next;
-	uid_t uid;
-	int memfd;
-	struct sv_direct_guard *guard; /* [QP_SLOTS] */
-	struct sv_direct_riov *riov;   /* [QP_SLOTS] */
-};
 
 static struct {
 	int memfd;                 /* -1: no direct path */
@@ -62,7 +55,7 @@ static struct {
 	union sv_direct_qp_u *qp;  /* [QP_SLOTS] */
 	union sv_direct_key_u *key; /* [key_slots] */
 	uint32_t key_slots;
-	size_t guard_bytes, riov_off; /* of a gtab's memfd */
+	size_t guard_bytes, riov_off, claim_off, srq_off; /* of a gtab's */
 	struct gtab *gtabs;
 	uint64_t revokes, waits, fenced;
 	uint64_t msgs_gone, bytes_gone, mapped_gone; /* of QPs gone */
@@ -108,12 +101,19 @@ int sv_direct_init(void)
 	dt.key = (union sv_direct_key_u *)((char *)dt.map + key_off);
 	dt.key_slots = key_slots;
 	dt.riov_off = page_up((size_t)QP_SLOTS * sizeof(struct sv_direct_guard));
-	dt.guard_bytes = dt.riov_off +
-			 page_up((size_t)QP_SLOTS * sizeof(struct sv_direct_riov));
+	dt.claim_off = dt.riov_off +
+		       page_up((size_t)QP_SLOTS * sizeof(struct sv_direct_riov));
+	dt.srq_off = dt.claim_off +
+		     page_up((size_t)QP_SLOTS * sizeof(struct sv_direct_claim));
+	dt.guard_bytes = dt.srq_off +
+			 page_up((size_t)SV_DIRECT_SRQ_SLOTS *
+				 sizeof(struct sv_direct_srq));
 	dt.hdr->qp_slots = QP_SLOTS;
 	dt.hdr->key_slots = key_slots;
 	dt.hdr->guard_bytes = dt.guard_bytes;
 	dt.hdr->riov_off = dt.riov_off;
+	dt.hdr->claim_off = dt.claim_off;
+	dt.hdr->srq_off = dt.srq_off;
 	dt.hdr->qp_off = qp_off;
 	dt.hdr->key_off = key_off;
 	dt.hdr->bytes = bytes;
@@ -127,7 +127,7 @@ int sv_direct_init(void)
 
 /* uid's guard table, made the first time one of its clients asks: NULL
  * when it cannot be made. */
-static struct gtab *gtab_get(uid_t uid, bool make)
+struct gtab *sv_dgtab_get(uid_t uid, bool make)
 {
 	struct gtab *t;
 	void *map;
@@ -152,6 +152,8 @@ static struct gtab *gtab_get(uid_t uid, bool make)
 	t->memfd = fd;
 	t->guard = map;
 	t->riov = (struct sv_direct_riov *)((char *)map + dt.riov_off);
+	t->claim = (struct sv_direct_claim *)((char *)map + dt.claim_off);
+	t->srq = (struct sv_direct_srq *)((char *)map + dt.srq_off);
 	t->next = dt.gtabs;
 	dt.gtabs = t;
 	return t;
@@ -159,10 +161,10 @@ static struct gtab *gtab_get(uid_t uid, bool make)
 
 /* qp's guard slot, in its owner's uid's table (NULL: no table, nothing
  * held). */
-static struct sv_direct_guard *guard_of(const struct sv_qp *qp,
-					struct gtab **tp)
+struct sv_direct_guard *sv_dguard_of(const struct sv_qp *qp,
+				      struct gtab **tp)
 {
-	struct gtab *t = qp->owner ? gtab_get(qp->owner->uid, false) : NULL;
+	struct gtab *t = qp->owner ? sv_dgtab_get(qp->owner->uid, false) : NULL;
 
 	if (tp)
 		*tp = t;
@@ -350,27 +352,13 @@ void sv_direct_qp(struct sv_qp *qp)
 }
 
 /* QP qpn (exactly), or NULL */
-static struct sv_qp *qp_at(uint32_t qpn)
+struct sv_qp *sv_dqp_at(uint32_t qpn)
 {
 	struct sv_qp *qp = sv_dev.qpn_tab[qpn & QP_MASK];
 
 	return qp && qp->qpn == qpn ? qp : NULL;
 }
 
-static struct sv_direct_guard *guard_busy(uint32_t i, uint64_t e);
-
-bool sv_direct_rq_held(const struct sv_qp *t)
-{
-	const struct sv_qp *s;
-
-	if (!t->drecv || dt.memfd < 0)
-		return false;
-	/* the one QP that may send to it directly: its peer, connected
-	 * back (the library checks both entries under its guard); held as
-	 * a revocation's scan finds a guard held */
-	s = qp_at(t->attr.dest_qp_num);
-	return s && guard_busy(s->qpn & QP_MASK, t->drecv_epoch);
-}
 
 void sv_direct_all_off(bool off)
 {
@@ -405,23 +393,26 @@ void sv_direct_qp_counts(const struct sv_qp *qp, uint64_t *sends,
 			 uint64_t *recvs)
 {
 	const struct sv_direct_guard *g;
+	uint32_t *xprod;
 
 	if (dt.memfd < 0 || qp->opened)
 		return;
-	if ((g = guard_of(qp, NULL)))
+	if ((g = sv_dguard_of(qp, NULL)))
 		*sends += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 	/* the completion ring's producer: a direct receive each */
-	if (qp->drecv && qp->rq.hdr)
-		*recvs += __atomic_load_n(&qp->rq.hdr->xprod,
-					  __ATOMIC_RELAXED);
+	if (qp->drecv && sv_drx_hdr(qp, &xprod))
+		*recvs += __atomic_load_n(xprod, __ATOMIC_RELAXED);
 }
 
 void sv_direct_guard_reset(const struct sv_qp *qp)
 {
 	struct sv_direct_guard *g;
+	struct gtab *t;
 
-	if (dt.memfd < 0 || qp->opened || !(g = guard_of(qp, NULL)))
+	if (dt.memfd < 0 || qp->opened || !(g = sv_dguard_of(qp, &t)))
 		return;
+	__atomic_store_n(&t->claim[qp->qpn & QP_MASK].qpn, 0,
+			 __ATOMIC_RELEASE);
 	/* what its last QP ran stays counted */
 	dt.msgs_gone += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 	dt.bytes_gone += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
@@ -460,7 +451,7 @@ void sv_direct_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *mapped,
 	for (uint32_t i = 0; i < dt.qp_hi; i++) {
 		const struct sv_direct_guard *g;
 
-		if (!sv_dev.qpn_tab[i] || !(g = guard_of(sv_dev.qpn_tab[i], NULL)))
+		if (!sv_dev.qpn_tab[i] || !(g = sv_dguard_of(sv_dev.qpn_tab[i], NULL)))
 			continue;
 		*msgs += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 		*bytes += __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
@@ -489,13 +480,13 @@ void sv_direct_sq_done(struct sv_qp *qp)
 /* Slot i's guard, when it is held by a copy that may have read an entry
  * older than epoch e (NULL otherwise). A guard of a QP gone, or of a
  * process gone, holds nothing. */
-static struct sv_direct_guard *guard_busy(uint32_t i, uint64_t e)
+struct sv_direct_guard *sv_dguard_busy(uint32_t i, uint64_t e)
 {
 	const struct sv_qp *qp = sv_dev.qpn_tab[i];
 	struct sv_direct_guard *g;
 	uint64_t v;
 
-	if (!qp || qp->opened || !(g = guard_of(qp, NULL)))
+	if (!qp || qp->opened || !(g = sv_dguard_of(qp, NULL)))
 		return NULL;
 	v = __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE);
 	if (!v || v >= e)
@@ -597,7 +588,7 @@ static void guard_wait(uint32_t i, uint64_t e, uint64_t start)
 	bool fenced = false, logged = false;
 	struct sv_direct_guard *g;
 
-	for (unsigned int round = 0; (g = guard_busy(i, e)); round++) {
+	for (unsigned int round = 0; (g = sv_dguard_busy(i, e)); round++) {
 		struct sv_qp *qp = sv_dev.qpn_tab[i];
 		uint64_t now = sv_now_ns();
 
@@ -606,7 +597,7 @@ static void guard_wait(uint32_t i, uint64_t e, uint64_t start)
 			bool mapped;
 			enum writer w;
 
-			guard_of(qp, &t);
+			sv_dguard_of(qp, &t);
 			if (!fenced) {
 				fence_slot(t, i);
 				fenced = true;
@@ -671,7 +662,7 @@ void sv_direct_revoke(void)
 		for (uint32_t i = 0; i < dt.qp_hi && i < first; i++)
 			if (__atomic_load_n(&t->guard[i].epoch,
 					    __ATOMIC_RELAXED) &&
-			    guard_busy(i, e))
+			    sv_dguard_busy(i, e))
 				first = i;
 	if (first == QP_SLOTS)
 		return;
@@ -721,8 +712,8 @@ int sv_cmd_mr_file(struct sv_req *r)
 
 /* A command of the direct path with a part up to max: 0, or its refusal
  * (reserved bits, no such part, the path off). */
-static int direct_args(struct sv_req *r, uint32_t rsvd, uint32_t part,
-		       uint32_t max)
+int sv_direct_args(struct sv_req *r, uint32_t rsvd, uint32_t part,
+		    uint32_t max)
 {
 	if (rsvd || part > max) {
 		r->why = "reserved fields set";
@@ -740,7 +731,7 @@ int sv_cmd_open_direct(struct sv_req *r)
 	const struct sv_cmd_open_direct *a = &r->cmd->u.open_direct;
 	struct gtab *t;
 
-	int ret = direct_args(r, a->rsvd, a->part, SV_DIRECT_PART_GUARDS);
+	int ret = sv_direct_args(r, a->rsvd, a->part, SV_DIRECT_PART_GUARDS);
 
 	if (ret)
 		return ret;
@@ -748,7 +739,7 @@ int sv_cmd_open_direct(struct sv_req *r)
 		r->fd_out = fcntl(dt.memfd, F_DUPFD_CLOEXEC, 0);
 		r->rsp->u.open_direct.bytes = dt.bytes;
 	} else {
-		t = gtab_get(r->client->uid, true);
+		t = sv_dgtab_get(r->client->uid, true);
 		if (!t) {
 			r->why = "cannot make the guard table of this uid";
 			return -ENOMEM;
@@ -763,103 +754,3 @@ int sv_cmd_open_direct(struct sv_req *r)
 	return 0;
 }
 
-uint32_t sv_direct_rq_held_cqes(const struct sv_qp *qp,
-				const struct sv_cq *cq)
-{
-	const struct sv_wq_ring *h = qp->rq.hdr;
-	uint32_t n;
-
-	if (!qp->drecv || cq != qp->recv_cq || !h)
-		return 0;
-	n = __atomic_load_n(&h->xprod, __ATOMIC_ACQUIRE) -
-	    __atomic_load_n(&h->xcons, __ATOMIC_ACQUIRE);
-	return n <= qp->rq.entries ? n : qp->rq.entries;
-}
-
-/*
- * The caller's QP (handle qp) and its peer for a direct SEND: an RC or UC
- * QP of the caller's, not on the wire, whose peer is a QP of this host, of
- * the caller's uid, connected back to it. NULL (r->why says) otherwise.
- */
-static struct sv_qp *direct_peer(struct sv_req *r, uint64_t handle,
-				 int *err)
-{
-	struct sv_qp *qp = sv_req_obj(r, handle, SV_OBJ_QP), *t;
-
-	*err = -EINVAL;
-	if (!qp)
-		return NULL;
-	if (qp->opened || qp->roce ||
-	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)) {
-		r->why = "not a connected QP with its peer on this host";
-		return NULL;
-	}
-	t = qp_at(qp->attr.dest_qp_num);
-	if (!t || t == qp || t->opened || t->roce || t->type != qp->type ||
-	    t->attr.dest_qp_num != qp->qpn || !t->owner ||
-	    t->owner->uid != r->client->uid) {
-		r->why = "its peer is no QP of this host and uid connected to it";
-		*err = -ENOENT;
-		return NULL;
-	}
-	return t;
-}
-
-int sv_cmd_direct_recv(struct sv_req *r)
-{
-	const struct sv_cmd_direct_recv *a = &r->cmd->u.direct_recv;
-	struct sv_rsp_direct_recv *o = &r->rsp->u.direct_recv;
-	struct sv_qp *t;
-	int err;
-
-	err = direct_args(r, a->rsvd, a->part, SV_DRECV_CQ);
-	if (err)
-		return err;
-	t = direct_peer(r, a->qp, &err);
-	if (!t)
-		return err;
-	if (t->srq || !t->rq.hdr || !t->rq.entries || !t->recv_cq) {
-		r->why = "its peer has no receive queue of its own";
-		return -EOPNOTSUPP;
-	}
-	memset(o, 0, sizeof(*o));
-	o->pid = t->owner->pid;
-	if (a->part == SV_DRECV_RQ) {
-		r->fd_out = sv_ring_fd_ro(&t->loc);
-		o->offset = t->loc.offset +
-			    (uint64_t)((char *)t->rq.hdr - (char *)t->ring);
-		o->bytes = sv_wq_ring_bytes(t->rq.entries, t->rq.stride);
-		o->entries = t->rq.entries;
-		o->stride = t->rq.stride;
-		o->max_sge = t->rq.max_sge;
-	} else {
-		r->fd_out = sv_ring_fd_ro(&t->recv_cq->loc);
-		o->offset = t->recv_cq->loc.offset;
-		o->bytes = t->recv_cq->ring_bytes;
-		o->entries = t->recv_cq->entries;
-	}
-	if (r->fd_out < 0) {
-		r->why = "cannot hand out the ring";
-		return r->fd_out;
-	}
-	/* from now on its receive queue is taken from here too */
-	t->drecv = true;
-	t->rq.shared_cons = true;
-	return 0;
-}
-
-struct sv_qp *sv_direct_notify_peer(struct sv_req *r, uint64_t handle,
-				    uint32_t xprod, int *err)
-{
-	struct sv_qp *t = direct_peer(r, handle, err);
-
-	if (!t)
-		return NULL;
-	if (!t->drecv || !t->rq.hdr) {
-		r->why = "its peer's receive queue was never taken directly";
-		*err = -EINVAL;
-		return NULL;
-	}
-	__atomic_store_n(&t->rq.hdr->xannounced, xprod, __ATOMIC_RELEASE);
-	return t;
-}

@@ -17,6 +17,7 @@ struct sv_cq;
 struct sv_mr;
 struct sv_qp;
 struct sv_req;
+struct sv_srq;
 
 /* Make the tables (after the key table exists): 0 or -errno. */
 int sv_direct_init(void);
@@ -77,9 +78,24 @@ int sv_cmd_mr_file(struct sv_req *r);
 int sv_cmd_direct_est(struct sv_req *r);
 int sv_cmd_direct_recv(struct sv_req *r);
 /* DIRECT_NOTIFY's peer (ctl/cq.c sends the event): the caller's QP's
- * peer, which took WQEs directly, its xannounced set to xprod; NULL with
- * *err and r->why otherwise. */
+ * peer, which took WQEs directly, its xannounced set to xprod (with
+ * SV_NOTIFY_SRQ_LIMIT instead: its SRQ's limit looked at); NULL with *err
+ * and r->why otherwise. */
 struct sv_qp *sv_direct_notify_peer(struct sv_req *r, uint64_t handle,
-				    uint32_t xprod, int *err);
+				    uint32_t xprod, uint32_t flags, int *err);
+
+/* A QP on an SRQ (its peer's process may claim the SRQ's WQEs): adopt the
+ * WQE its peer s claimed for it and never filled (struct sv_direct_claim),
+ * when s's poster has let its guard go or force (s goes: its copy was
+ * waited for or fenced). A QP in ERR flushes it at once. */
+void sv_direct_adopt(struct sv_qp *s, bool force);
+/* Does t's peer hold a claim for t that t's flush must adopt first? */
+bool sv_direct_claim_due(const struct sv_qp *t);
+/* ... adopt it (t's flush: no copy of its peer's is under way). */
+void sv_direct_claim_take(struct sv_qp *t);
+/* srq's ring changes (resize: its ring's generation; destroy): no
+ * sender's claim through the old one succeeds after this. 0, or -EIO for
+ * a word that is not the SRQ's (*cons the device's own then). */
+int sv_direct_srq_moved(struct sv_srq *srq, bool gone, uint32_t *cons);
 
 #endif /* SV_DEVICE_DIRECT_H */

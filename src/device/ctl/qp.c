@@ -101,8 +101,10 @@ static void wq_init(struct sv_wq *wq, void *hdr, uint32_t entries,
 	wq->max_sge = max_sge;
 	wq->max_inline = max_inline;
 	wq->cons = 0;
-	/* (DIRECT_RECV sets it for a QP's own receive queue) */
+	/* (DIRECT_RECV sets them for a QP's own receive queue, an SRQ's) */
 	wq->shared_cons = false;
+	wq->dsrq = NULL;
+	wq->dsrq_tag = 0;
 	wq->hdr->entries = entries;
 	wq->hdr->stride = stride;
 	wq->hdr->max_sge = max_sge;
@@ -738,6 +740,8 @@ void sv_qp_destroy(struct sv_qp *qp)
 	sv_direct_qp_clear(qp);
 	if (!qp->opened) {
 		sv_direct_revoke();
+		/* a WQE it claimed from its peer's SRQ and did not fill */
+		sv_direct_adopt(qp, true);
 		sv_direct_guard_reset(qp);
 	}
 	sv_engine_quiesce();
@@ -941,6 +945,10 @@ static int srq_resize(struct sv_req *r, struct sv_srq *srq, uint32_t max_wr,
 	bool corrupt;
 	int ret, out;
 
+	/* senders of this host that take its WQEs: none through the old
+	 * ring from here on (a word a scribbler changed starts again at
+	 * our own cons) */
+	(void)sv_direct_srq_moved(srq, false, &cons);
 	pending = wq_pending(&srq->rq, &corrupt);
 	if (corrupt || srq->in_error) {
 		r->why = "the SRQ is in error";
@@ -970,6 +978,8 @@ static int srq_resize(struct sv_req *r, struct sv_srq *srq, uint32_t max_wr,
 	nw.cons = cons;
 	nw.hdr->cons = cons;
 	nw.hdr->srq_limit = limit;
+	nw.dsrq = srq->rq.dsrq;
+	nw.dsrq_tag = srq->rq.dsrq_tag;
 	__atomic_store_n(&nw.hdr->prod, prod, __ATOMIC_RELEASE);
 	/* the switch: engines find the ring through srq->rq only */
 	srq->rq = nw;
@@ -1058,6 +1068,9 @@ int sv_cmd_query_srq(struct sv_req *r)
 
 void sv_srq_destroy(struct sv_srq *srq)
 {
+	uint32_t cons;
+
+	(void)sv_direct_srq_moved(srq, true, &cons); /* no claim through it */
 	sv_srqn_free(srq);     /* no message finds it now */
 	sv_engine_remove_srq(srq);
 	sv_engine_quiesce();   /* a receive being filled from its ring */

@@ -70,6 +70,18 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 			if (now + SV_DRECV_RECHECK_NS < *timer)
 				*timer = now + SV_DRECV_RECHECK_NS;
 		}
+		/* on an SRQ: a WQE its peer claimed for it directly, flushed
+		 * (and only then its last WQE reached) */
+		if (qp->srq && qp->drecv) {
+			if (sv_direct_rq_held(qp)) {
+				if (now + SV_DRECV_RECHECK_NS < *timer)
+					*timer = now + SV_DRECV_RECHECK_NS;
+				return false;
+			}
+			if (!qp->srq->rx_busy &&
+			    (qp->dclaim.valid || sv_direct_claim_due(qp)))
+				return true;
+		}
 		return qp->srq && !qp->last_wqe_sent;
 	default:
 		return false;
@@ -116,6 +128,15 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 		    !sv_direct_rq_held(qp)) {
 			sv_rq_flush_one(qp);
 			return true;
+		}
+		if (qp->srq && qp->drecv) {
+			if (sv_direct_rq_held(qp) || qp->srq->rx_busy)
+				return false;
+			sv_direct_claim_take(qp);
+			if (qp->dclaim.valid) {
+				sv_rq_flush_claim(qp);
+				return true;
+			}
 		}
 		if (qp->srq && !qp->last_wqe_sent) {
 			qp->last_wqe_sent = true;

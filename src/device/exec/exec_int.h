@@ -78,6 +78,8 @@ struct rwqe {
 	struct sv_wqe_sge sge[SV_MAX_SGE];
 	struct sv_wq *wq;          /* the ring it came from */
 	struct sv_srq *srq;        /* or NULL */
+	struct sv_qp *claimed;     /* a WQE of srq claimed for this QP by a
+				    * same-host sender (its dclaim), or NULL */
 	struct sv_map map[SV_MAX_SGE];
 	struct iovec iov[SV_IOV_WINDOW];
 	struct span mem;
@@ -372,6 +374,10 @@ void sv_sq_complete(struct sv_qp *qp, const struct swqe *w, uint32_t status,
 int sv_rq_peek(struct sv_qp *t, struct rwqe *r);
 uint32_t sv_rq_resolve(struct sv_qp *t, struct rwqe *r);
 void sv_rq_commit(struct rwqe *r);
+/* srq below its armed limit: IBV_EVENT_SRQ_LIMIT_REACHED, disarmed */
+void sv_srq_limit_check(struct sv_srq *srq);
+/* The WQE a same-host sender claimed for qp and never filled, flushed */
+void sv_rq_flush_claim(struct sv_qp *qp);
 
 /* The CQ of a receive at t from r: an XRC SRQ's own, else t's. */
 static inline struct sv_cq *sv_recv_cq(const struct sv_qp *t,

@@ -251,12 +251,35 @@ int sv_rq_peek(struct sv_qp *t, struct rwqe *r)
 	const uint8_t *slot;
 
 	r->srq = t->srq;
+	r->claimed = NULL;
 	if (r->srq) {
 		if (r->srq->in_error) {
 			sv_qp_error(t, 0);
 			return -EIO;
 		}
 		wq = &r->srq->rq;
+		r->wq = wq;
+		if (t->dclaim.valid) {
+			/* the WQE a same-host sender claimed for t */
+			r->claimed = t;
+			r->h.wr_id = t->dclaim.wr_id;
+			r->h.num_sge = t->dclaim.num_sge;
+			r->h.rsvd = 0;
+			memcpy(r->sge, t->dclaim.sge,
+			       t->dclaim.num_sge * sizeof(r->sge[0]));
+			return 0;
+		}
+		if (wq->dsrq) {
+			int ret = wq_srq_hold(wq);
+
+			if (ret == -ENOENT)
+				return ret;
+			if (ret) {
+				srq_error(r->srq);
+				sv_qp_error(t, 0);
+				return -EIO;
+			}
+		}
 	} else {
 		wq = &t->rq;
 		wq_sync_cons(wq);       /* what a direct sender took */
@@ -297,22 +320,40 @@ uint32_t sv_rq_resolve(struct sv_qp *t, struct rwqe *r)
 /* Take the peeked WQE off its ring. */
 void sv_rq_commit(struct rwqe *r)
 {
-	struct sv_srq *srq = r->srq;
+	if (r->claimed)
+		r->claimed->dclaim.valid = false;
+	else
+		wq_consume(r->wq);
+	if (r->srq)
+		sv_srq_limit_check(r->srq);
+}
 
-	wq_consume(r->wq);
-	if (srq && srq->limit) {
-		bool corrupt;
-		uint32_t left = wq_pending(&srq->rq, &corrupt);
+void sv_srq_limit_check(struct sv_srq *srq)
+{
+	bool corrupt;
+	uint32_t left;
 
-		if (!corrupt && left < srq->limit) {
-			srq->limit = 0;
-			__atomic_store_n(&srq->rq.hdr->srq_limit, 0,
-					 __ATOMIC_RELAXED);
-			sv_async_event(srq->owner,
-				       IBV_EVENT_SRQ_LIMIT_REACHED,
-				       srq->cookie, srq->handle);
-		}
+	if (!srq->limit)
+		return;
+	left = wq_pending(&srq->rq, &corrupt);
+	if (!corrupt && left < srq->limit) {
+		srq->limit = 0;
+		__atomic_store_n(&srq->rq.hdr->srq_limit, 0,
+				 __ATOMIC_RELAXED);
+		sv_async_event(srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED,
+			       srq->cookie, srq->handle);
 	}
+}
+
+/* The WQE a same-host sender claimed for qp (in ERR): flushed. */
+void sv_rq_flush_claim(struct sv_qp *qp)
+{
+	struct sv_cqe e;
+
+	qp->dclaim.valid = false;
+	sv_cqe_init(&e, qp->dclaim.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV,
+		    qp->qpn);
+	sv_qp_push(qp, qp->recv_cq, &e, false);
 }
 
 /* ---- a tag-matching SRQ's ops ring (ctl/tm.c) ---- */

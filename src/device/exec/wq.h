@@ -9,6 +9,7 @@
 #ifndef SV_DEVICE_WQ_H
 #define SV_DEVICE_WQ_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -28,9 +29,18 @@ static inline uint32_t wq_cons_now(const struct sv_wq *wq)
 {
 	uint32_t c, p;
 
-	if (!wq->shared_cons || !wq->hdr)
+	if (wq->dsrq) {
+		/* an SRQ's: its word, when it carries the SRQ's tag */
+		uint64_t w = __atomic_load_n(wq->dsrq, __ATOMIC_ACQUIRE);
+
+		if ((sv_dsrq_tag(w) & ~SV_DSRQ_HELD) != wq->dsrq_tag)
+			return wq->cons;
+		c = sv_dsrq_cons(w);
+	} else if (!wq->shared_cons || !wq->hdr) {
 		return wq->cons;
-	c = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
+	} else {
+		c = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
+	}
 	p = wq_prod(wq);
 	/* (our own cons may be any number of WQEs behind) */
 	return p - c <= wq->entries && c - wq->cons <= p - wq->cons ? c :
@@ -59,8 +69,45 @@ static inline uint32_t wq_pending(const struct sv_wq *wq, bool *corrupt)
 static inline void wq_consume(struct sv_wq *wq)
 {
 	wq->cons++;
+	/* an SRQ's word: the head we held, let go one further on */
+	if (wq->dsrq)
+		__atomic_store_n(wq->dsrq, sv_dsrq_word(wq->cons,
+							wq->dsrq_tag),
+				 __ATOMIC_RELEASE);
 	/* release: the slot may be reused once the library sees this */
 	__atomic_store_n(&wq->hdr->cons, wq->cons, __ATOMIC_RELEASE);
+}
+
+/*
+ * An SRQ that same-host senders take WQEs of too (wq->dsrq): hold its head
+ * WQE for the device (src/abi/sv_direct.h struct sv_direct_srq), so that
+ * none of them takes it while we fill it; wq->cons is that head then. 0,
+ * -ENOENT when none is posted, -EIO when the word is not the SRQ's any
+ * more or runs outside the ring (a scribbler of the owner's uid).
+ */
+static inline int wq_srq_hold(struct sv_wq *wq)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		uint64_t w = __atomic_load_n(wq->dsrq, __ATOMIC_ACQUIRE);
+		uint32_t tag = sv_dsrq_tag(w), c = sv_dsrq_cons(w);
+		uint32_t p = wq_prod(wq);
+
+		if ((tag & ~SV_DSRQ_HELD) != wq->dsrq_tag ||
+		    p - c > wq->entries || c - wq->cons > p - wq->cons)
+			return -EIO;
+		wq->cons = c;
+		if (tag & SV_DSRQ_HELD)
+			return 0;  /* ours: a head peeked and left */
+		if (c == p)
+			return -ENOENT;
+		if (__atomic_compare_exchange_n(wq->dsrq, &w,
+						sv_dsrq_word(c, tag |
+							     SV_DSRQ_HELD),
+						false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return 0;
+	}
+	return -ENOENT;    /* senders took each head we saw: none now */
 }
 
 /* The slot of WQE n (free-running number, n - cons < pending). */

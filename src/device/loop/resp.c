@@ -37,6 +37,7 @@
 
 #include "abi/sv_op.h"
 #include "abi/sv_tm.h"
+#include "device/ctl/direct.h"
 #include "device/exec/atomic.h"
 #include "device/exec/engine.h"
 #include "device/exec/exec_int.h"
@@ -301,6 +302,10 @@ rq_next(struct sv_qp *t, struct rwqe *r, struct msg *m)
 
 	if (*rx_busy_of(t))
 		return RES_BUSY;
+	/* a WQE of t's SRQ its requester claimed directly and did not fill:
+	 * this message, which came to us instead, fills it */
+	if (unlikely(t->srq && t->drecv))
+		sv_direct_adopt(m->qp, false);
 	ret = sv_rq_peek(t, r);
 	if (ret == -ENOENT) {
 		m->rnr_ns = sv_rnr_timer_ns(t->attr.min_rnr_timer);
