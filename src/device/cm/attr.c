@@ -184,7 +184,7 @@ void sv_cm_route(const struct sv_cm_id *id, struct rdma_ucm_query_route_resp *r)
 		p->mtu_selector = 2;
 		p->mtu = id->mtu;
 		p->rate_selector = 2;
-		p->rate = 7;                 /* 40 Gb/s: 4X QDR, the port's */
+		p->rate = IBV_RATE_100_GBPS; /* 4X EDR, the port's */
 		p->packet_life_time_selector = 2;
 		p->packet_life_time = SV_CM_PACKET_LIFE_TIME;
 	}

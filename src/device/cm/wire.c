@@ -22,7 +22,7 @@
 #include "device/roce/roce.h"
 #include "device/sv_dev.h"
 
-#define RATE_40G 7               /* the port's 4X QDR (enum ibv_rate) */
+#define RATE_100G 16             /* the port's 4X EDR (enum ibv_rate) */
 #define LOCAL_ACK_TIMEOUT 17     /* packet life 16 and our ACK delay 15 */
 #define TARGET_ACK_DELAY 15      /* the device's local_ca_ack_delay */
 
@@ -46,7 +46,7 @@ static void path_fill(struct sv_cm_path *p, const struct sv_cm_msg *m)
 	p->local_lid = p->remote_lid = 0xffff;
 	memcpy(p->local_gid, m->sgid, 16);
 	memcpy(p->remote_gid, m->dgid, 16);
-	p->packet_rate = RATE_40G;
+	p->packet_rate = RATE_100G;
 	p->hop_limit = SV_CM_HOP_LIMIT;
 	p->local_ack_timeout = LOCAL_ACK_TIMEOUT;
 }

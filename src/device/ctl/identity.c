@@ -276,8 +276,13 @@ int sv_identity_init(const char *ip, const char *netdev)
 	p->port_cap_flags = IBV_PORT_CM_SUP;
 	p->max_msg_sz = 1u << 31;
 	p->pkey_tbl_len = 1;
+	/* 4X EDR, 100 Gb/s: what the direct path moves between processes of
+	 * this host (12-16 GB/s for 1 MiB). UCX and Open MPI derive their
+	 * protocols from the rate: at 4X QDR (40 Gb/s) UCX sent a 64 KiB
+	 * message as eight 8 KiB eager SENDs, each a copy on both sides, at
+	 * 0.16x what a rendezvous READ of it moves (docs/PERFORMANCE.md) */
 	p->active_width = 2;        /* 4X */
-	p->active_speed = 8;        /* 10 Gb/s per lane: QDR */
+	p->active_speed = 32;       /* 25 Gb/s per lane: EDR */
 	p->phys_state = 5;          /* LinkUp */
 	p->link_layer = IBV_LINK_LAYER_ETHERNET;
 	p->max_vl_num = 1;

@@ -148,7 +148,7 @@ static const char *const phys_states[] = {
 	"7: Phy Test",
 };
 
-/* ports/1/rate as the kernel writes it: "40 Gb/sec (4X FDR10)". */
+/* ports/1/rate as the kernel writes it: "100 Gb/sec (4X EDR)". */
 static void rate_text(const struct sv_port_attr *p, char *buf, size_t len)
 {
 	static const struct { uint8_t speed; unsigned int tenths; const char *name; }
