@@ -168,7 +168,10 @@ _Static_assert(sizeof(struct sv_direct_riov) == 16 * SV_DIRECT_RIOV,
  * (its WR comes to the device after it, and is delivered into that WQE,
  * or the QP's flush completes it), unless that QP's completion ring says
  * it landed after all (its producer reached xprod: a poster killed
- * between its copy and the clear). docs/DESIGN.md "The direct path".
+ * between its copy and the clear). Any process of the uid can write a
+ * record: the device believes one only where any of them could write
+ * into the receiving QP's owner anyway (no Yama restriction, the owner
+ * dumpable), and drops it elsewhere. docs/DESIGN.md "The direct path".
  */
 #define SV_DCLAIM_SGE 8u
 

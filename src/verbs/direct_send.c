@@ -29,6 +29,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "abi/sv_cpu.h"
 #include "verbs/direct_int.h"
@@ -164,6 +166,25 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 	if (!p->cq || !oc.entries || (oc.entries & (oc.entries - 1))) {
 		dpeer_drop(p);
 		return false;
+	}
+	/* may we write into the peer at all (the kernel's ptrace rule: Yama
+	 * may forbid it between processes of one uid)? Asked once, by a read
+	 * of one byte of its header where it says it is: an SRQ's WQE is
+	 * claimed before the copy, and must not be claimed for a copy that
+	 * cannot be made */
+	{
+		uint8_t b;
+		struct iovec l = { &b, 1 }, r = {
+			(void *)(uintptr_t)__atomic_load_n(&dpeer_xpub(p)->self,
+							   __ATOMIC_RELAXED), 1 };
+
+		/* (the system call itself: not a copy, which a debugger or a
+		 * test may stop at) */
+		if (!r.iov_base || syscall(SYS_process_vm_readv, o.pid, &l, 1UL,
+					   &r, 1UL, 0UL) != 1) {
+			dpeer_drop(p);
+			return false;
+		}
 	}
 	p->pid = o.pid;
 	p->entries = o.entries;

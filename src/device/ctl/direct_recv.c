@@ -10,7 +10,9 @@
  * adopted by the receiving QP (sv_direct_adopt).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "abi/sv_direct.h"
 #include "device/ctl/direct.h"
@@ -177,6 +179,36 @@ bool sv_direct_claim_due(const struct sv_qp *t)
 	return s && claim_of(s, &c) && c.qpn == t->qpn;
 }
 
+/*
+ * May the daemon fill or flush, for t, a WQE that a claim record says a
+ * sender claimed? The record lies in the uid's guard table, which every
+ * process of the uid can write, and names the buffers and the wr_id: the
+ * daemon acts on it only where any process of the uid could write into
+ * t's owner itself (no Yama restriction, the owner dumpable: its /proc
+ * entry is its own), so that a record grants nothing a process of the
+ * uid does not have. Elsewhere such a WQE is lost, as a NIC loses the
+ * WQE of a message cut off midway (the sender probed the kernel's rule
+ * before it claimed, so only a failed copy or a death mid-copy leaves
+ * one).
+ */
+static bool adopt_trusted(const struct sv_qp *t)
+{
+	char path[64];
+	struct stat st;
+	int scope = 0;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 1;
+		fclose(f);
+	}
+	if (scope != 0 || !t->owner)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d", (int)t->owner->pid);
+	return !stat(path, &st) && st.st_uid == t->owner->uid;
+}
+
 void sv_direct_adopt(struct sv_qp *s, bool force)
 {
 	struct sv_direct_claim c, *cl = claim_of(s, &c);
@@ -193,7 +225,7 @@ void sv_direct_adopt(struct sv_qp *s, bool force)
 	__atomic_store_n(&cl->qpn, 0, __ATOMIC_RELEASE);
 	if (!t || !t->srq || t->srq->srqn != c.srqn || !t->drecv ||
 	    t->attr.dest_qp_num != s->qpn || c.num_sge > SV_DCLAIM_SGE ||
-	    !sv_drx_hdr(t, &xprod))
+	    !sv_drx_hdr(t, &xprod) || !adopt_trusted(t))
 		return;            /* nothing of it is left to complete */
 	/* it landed after all (its poster died before it cleared this) */
 	if ((int32_t)(__atomic_load_n(xprod, __ATOMIC_ACQUIRE) - c.xprod) >= 0)
