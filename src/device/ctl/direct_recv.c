@@ -180,18 +180,16 @@ bool sv_direct_claim_due(const struct sv_qp *t)
 }
 
 /*
- * May the daemon fill or flush, for t, a WQE that a claim record says a
- * sender claimed? The record lies in the uid's guard table, which every
- * process of the uid can write, and names the buffers and the wr_id: the
- * daemon acts on it only where any process of the uid could write into
- * t's owner itself (no Yama restriction, the owner dumpable: its /proc
- * entry is its own), so that a record grants nothing a process of the
- * uid does not have. Elsewhere such a WQE is lost, as a NIC loses the
- * WQE of a message cut off midway (the sender probed the kernel's rule
- * before it claimed, so only a failed copy or a death mid-copy leaves
- * one).
+ * Could any process of t's owner's uid write into t's owner itself (no
+ * Yama restriction, the owner dumpable: its /proc entry is its own)? What
+ * the uid's guard table says (an SRQ's word, a claim record naming
+ * buffers and a wr_id) is written by any of them: the daemon shares an
+ * SRQ through it, and acts on a claim record, only where that grants
+ * nothing a process of the uid does not have already. Elsewhere a
+ * record's WQE is lost, as a NIC loses the WQE of a message cut off
+ * midway (and an SRQ is not shared at all, so there are none).
  */
-static bool adopt_trusted(const struct sv_qp *t)
+static bool uid_writes_owner(const struct sv_qp *t)
 {
 	char path[64];
 	struct stat st;
@@ -225,7 +223,7 @@ void sv_direct_adopt(struct sv_qp *s, bool force)
 	__atomic_store_n(&cl->qpn, 0, __ATOMIC_RELEASE);
 	if (!t || !t->srq || t->srq->srqn != c.srqn || !t->drecv ||
 	    t->attr.dest_qp_num != s->qpn || c.num_sge > SV_DCLAIM_SGE ||
-	    !sv_drx_hdr(t, &xprod) || !adopt_trusted(t))
+	    !sv_drx_hdr(t, &xprod) || !uid_writes_owner(t))
 		return;            /* nothing of it is left to complete */
 	/* it landed after all (its poster died before it cleared this) */
 	if ((int32_t)(__atomic_load_n(xprod, __ATOMIC_ACQUIRE) - c.xprod) >= 0)
@@ -276,6 +274,11 @@ int sv_cmd_direct_recv(struct sv_req *r)
 	if (!srq && a->part == SV_DRECV_SRQ) {
 		r->why = "its peer has no SRQ";
 		return -EINVAL;
+	}
+	if (srq && !uid_writes_owner(t)) {
+		r->why = "its peer's SRQ is not shared where Yama keeps the "
+			 "processes of a uid apart";
+		return -EPERM;
 	}
 	memset(o, 0, sizeof(*o));
 	o->pid = t->owner->pid;
