@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The UDP transport of src/device/roce/net.c (net.h) in memory, for
+ * The UDP transport of src/device/roce/net*.c (net.h) in memory, for
  * fuzz_roce: no socket is opened and no packet leaves the process. Every
  * packet the device sends must be one a peer accepts: its UDP payload
  * parses as a RoCEv2 packet and carries the right ICRC; then fz_tx_hook

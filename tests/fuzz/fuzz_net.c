@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target for the receive side of the RoCEv2 transport
- * (src/device/roce/net.c): recvmmsg into the net's buffers, the datagram's
+ * (src/device/roce/net_rx.c): recvmmsg into the net's buffers, the datagram's
  * addresses from its control messages, and the cutting of a UDP GRO
  * datagram into its packets, fed datagrams of any length and GSO segment
  * size a peer can send. The traffic stays on the loopback interface: the

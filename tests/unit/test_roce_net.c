@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the RoCEv2 UDP transport (src/device/roce/net.c) over the
+ * Unit tests of the RoCEv2 UDP transport (src/device/roce/net*.c) over the
  * loopback interface: two sv_net on 127.0.0.1 and 127.0.0.2 (same port,
  * different addresses), batches both ways, the addresses and ports the
  * receiver sees, source-port sockets, a 9000-byte datagram, IPv6 on ::1,

@@ -14,7 +14,7 @@
  *   the port going down and up (IBV_EVENT_PORT_ERR / PORT_ACTIVE to every
  *   context, and the port's state as ibv_query_port reads it);
  *   drops, duplicates, reordering and corruption of RoCEv2 packets (the
- *   seeded injector of net.c, set at run time).
+ *   seeded injector of net.c and net_tx.c, set at run time).
  *
  * Everything runs under the device lock. Every injection is logged and
  * counted (the counts come with every INJECT response).

@@ -213,7 +213,7 @@ void sv_roce_tx_flush(struct sv_roce_tx *tx)
 		memcpy(ip.dst, t->dst, 16);
 		ip.sport = t->sport;
 		ip.dport = wire.port;
-		/* what the kernel sends with DF (net.c) */
+		/* what the kernel sends with DF (net_tx.c) */
 		ip.ip_id = (uint16_t)seg;
 		ip.df = true;
 		t->len = (uint32_t)sv_roce_finish((uint8_t *)t->buf, t->len,
