@@ -2,7 +2,7 @@
 /*
  * libFuzzer target for the RoCEv2 receive path of the device: the packet
  * parser and ICRC check (roce/wire.c, icrc.c), the dispatch of the wire
- * thread (roce/dev.c, sv_roce_rx_batch), the responder (resp.c) and the
+ * thread (roce/dev.c, sv_roce_rx_batch), the responder (resp*.c) and the
  * completer and requester (comp.c, req.c), fed packets for a QP of any
  * type (RC, UC, UD, XRC target) in any state (RESET, INIT, RTR, RTS, SQD,
  * ERR), with real registered memory behind its MRs, so that WRITE, READ

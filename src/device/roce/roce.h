@@ -4,8 +4,8 @@
  * daemon calls. A QP whose peer is not on this daemon (its address vector
  * names a GID the device does not serve) is a "wire QP": its WQEs become
  * packets (req.c: requester), what comes back is the completer's
- * (comp.c), and the packets that arrive for it are served by resp.c
- * (responder). QPs of the same daemon keep the same-host path (loop/req.c,
+ * (comp.c), and the packets that arrive for it are served by resp.c,
+ * resp_exec.c and resp_recv.c (responder). QPs of the same daemon keep the same-host path (loop/req.c,
  * loop/resp.c), with no packets.
  *
  * Threads: the requester runs in the QP's engine (sv_exec_step calls

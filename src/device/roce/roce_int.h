@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Inside the RoCEv2 wire: a wire QP's state and what dev.c, req.c
- * (requester), comp.c (completer) and resp.c (responder) share. Everything here is under sv_dev.lock.
+ * (requester), comp.c (completer) and resp.c, resp_exec.c, resp_recv.c
+ * (responder) share. Everything here is under sv_dev.lock.
  */
 #ifndef SV_DEVICE_ROCE_INT_H
 #define SV_DEVICE_ROCE_INT_H
@@ -99,10 +100,10 @@ struct sv_roce_qp {
 	bool rx_taken;             /* rx holds a receive WQE taken off the ring */
 	struct rwqe rx;
 	uint64_t rx_off;
-	/* a SEND into a tag-matching SRQ in progress (rx_taken; resp.c's
-	 * tm_take): its completion's opcode (0: not one), flags and TMH;
-	 * the tag it matched (busy; rx is made of it) or SV_TM_NONE; an
-	 * unexpected one (counted once received) */
+	/* a SEND into a tag-matching SRQ in progress (rx_taken;
+	 * sv_roce_resp_tm_take): its completion's opcode (0: not one), flags
+	 * and TMH; the tag it matched (busy; rx is made of it) or
+	 * SV_TM_NONE; an unexpected one (counted once received) */
 	uint32_t tm_op;
 	uint32_t tm_flags;
 	uint32_t tm_tag;
@@ -135,8 +136,9 @@ static inline uint64_t sv_roce_timeout_ns(const struct sv_qp *qp)
 	return sv_ack_timeout_ns(qp->attr.timeout);
 }
 
-/* resp.c: the WRITE payloads of one QP that a receive batch gathered, to
- * be placed with one process_vm_writev before anything could see them. */
+/* resp_exec.c: the WRITE payloads of one QP that a receive batch
+ * gathered, to be placed with one process_vm_writev before anything could
+ * see them. */
 #define SV_WB_PKTS SV_NET_RX_BATCH
 #define SV_WB_IOVS 256u
 struct sv_roce_wbatch {
@@ -167,7 +169,8 @@ struct sv_roce_land {
  * A thread's batches (one per thread, sv_roce_tx_get): the packets it
  * sends; and in the thread that receives (the wire thread), what a receive
  * batch leaves to do before its packet buffers are used again: WRITE
- * payloads to place (resp.c) and READ response payloads to land (comp.c).
+ * payloads to place (resp_exec.c) and READ response payloads to land
+ * (comp.c).
  * The responder and the completer keep no state of their own beyond the
  * QPs'.
  */
@@ -188,12 +191,12 @@ struct sv_roce_tx {
 int sv_roce_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
 int sv_roce_step(struct sv_exec *x, struct sv_qp *qp);
 int sv_roce_sq_owes(const struct sv_qp *qp, uint32_t upto, uint64_t now);
-/* resp.c: in ERR, what the wire holds of qp (a receive taken by a message
+/* resp_recv.c: in ERR, what the wire holds of qp (a receive taken by a message
  * in progress): is there any, finish it. XRC: srq goes; a message target
  * t was receiving into it ends (a flush completion on srq's CQ). */
 int sv_roce_flush_pending(const struct sv_qp *qp);
 /* qp goes with a message half received into a tag: the tag is no longer
- * busy (resp.c) */
+ * busy (resp_recv.c) */
 void sv_roce_tm_release(struct sv_qp *qp);
 int sv_roce_flush(struct sv_qp *qp);
 int sv_roce_srq_gone(struct sv_qp *t, const struct sv_srq *srq);
@@ -275,11 +278,49 @@ void sv_roce_resp_unknown(struct sv_qp *qp, const struct sv_roce_pkt *p,
 			  const struct sv_roce_ip *ip, struct sv_roce_tx *tx);
 void sv_roce_resp_rx(struct sv_qp *qp, const struct sv_roce_pkt *p,
 		     const struct sv_roce_ip *ip, struct sv_roce_tx *tx);
-/* resp.c: place the WRITE payloads that wait (before the ACKs of a batch,
+/* resp_exec.c: place the WRITE payloads that wait (before the ACKs of a batch,
  * and before the lock is let go): false if one failed (answered). */
 bool sv_roce_resp_place(struct sv_roce_tx *tx);
 /* resp.c: the end of a receive batch: the ACKs it owes */
 void sv_roce_resp_flush_ack(struct sv_qp *qp, struct sv_roce_tx *tx);
+
+/* ---- what the responder's files share (resp.c: the steps; resp_exec.c:
+ * the execution; resp_recv.c: the receive WQEs) ---- */
+/* RC and XRC targets: acknowledged */
+static inline bool sv_roce_resp_is_rc(const struct sv_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_RECV;
+}
+/* resp.c: answer request psn with outcome o: its NAK (RC), and ERR where
+ * o says so */
+void sv_roce_resp_nak(struct sv_qp *t, struct sv_roce_tx *tx,
+		      enum sv_outcome o, uint32_t psn);
+/* resp_exec.c: a request behind the expected PSN, answered again */
+void sv_roce_resp_duplicate(struct sv_qp *t, const struct sv_roce_pkt *p,
+			    struct sv_roce_tx *tx);
+/* resp_exec.c: RESPST_EXECUTE; true when the packet may ask for an ACK */
+bool sv_roce_resp_execute(struct sv_qp *t, const struct sv_roce_pkt *p,
+			  struct sv_roce_tx *tx);
+/* resp_recv.c: the connected QP's message in progress completes its
+ * receive WQE (or its tag) */
+void sv_roce_resp_msg_rx_done(struct sv_qp *t, uint32_t status,
+			      uint32_t opcode, uint32_t byte_len,
+			      const struct sv_roce_pkt *p);
+/* resp_recv.c: copy len bytes to byte off of taken receive WQE r: a
+ * status */
+uint32_t sv_roce_resp_rx_put(struct sv_qp *t, struct rwqe *r, uint64_t off,
+			     const void *data, uint32_t len);
+/* resp_recv.c: take a receive WQE for the message of packet psn: true; or
+ * false, answered (an RNR NAK, or a NAK and ERR) */
+bool sv_roce_resp_take_or_nak(struct sv_qp *t, struct sv_roce_tx *tx,
+			      uint32_t psn);
+/* resp_recv.c: the first packet of a SEND into a tag-matching SRQ: true,
+ * taken (*skip: its bytes not placed); false: answered */
+bool sv_roce_resp_tm_take(struct sv_qp *t, const struct sv_roce_pkt *p,
+			  struct sv_roce_tx *tx, uint32_t *skip);
+/* resp_recv.c: UD, one datagram; trouble drops it silently */
+void sv_roce_resp_ud_recv(struct sv_qp *t, const struct sv_roce_pkt *p,
+			  const struct sv_roce_ip *ip);
 
 /* The opcode base of qp's transport (wire.h): RC 0, UC 0x20, XRC 0xa0. */
 static inline uint32_t sv_roce_op_base(const struct sv_qp *qp)
