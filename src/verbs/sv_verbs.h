@@ -649,7 +649,7 @@ int sv_query_device_ex(struct ibv_context *context,
 		       const struct ibv_query_device_ex_input *input,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 
-/* cq.c */
+/* cq_ctl.c */
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *context,
 				  struct ibv_cq_init_attr_ex *attr);
 /* The create path of both APIs: attr as create_cq_ex's; rd (NULL or a
@@ -667,6 +667,7 @@ struct sv_qp_dom {
 	struct sv_pd *alloc_pd;    /* parent domain whose allocator makes the
 				    * ring's memory, or NULL */
 };
+/* cq.c */
 int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sv_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
