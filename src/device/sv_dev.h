@@ -692,7 +692,7 @@ int sv_cmd_destroy_cq(struct sv_req *r);
 void sv_channel_destroy(struct sv_channel *ch);
 void sv_cq_destroy(struct sv_cq *cq);
 
-/* ctl/qp.c: QPs (control), the QPN table, SRQs and AHs */
+/* ctl/qp.c: QPs (control), the QPN table */
 int sv_cmd_create_qp(struct sv_req *r);
 int sv_cmd_modify_qp(struct sv_req *r);
 int sv_cmd_query_qp(struct sv_req *r);
@@ -700,6 +700,7 @@ int sv_cmd_destroy_qp(struct sv_req *r);
 void sv_qp_destroy(struct sv_qp *qp);
 /* The live QP with exactly this QPN, else NULL. Under sv_dev.lock. */
 struct sv_qp *sv_qp_lookup(uint32_t qpn);
+/* ctl/srq.c: SRQs (control) */
 int sv_cmd_create_srq(struct sv_req *r);
 int sv_cmd_modify_srq(struct sv_req *r);
 int sv_cmd_query_srq(struct sv_req *r);
@@ -723,7 +724,9 @@ bool sv_tm_drain(struct sv_srq *srq);
  * is in phase), or NULL; sv_tm_take takes it off the list. */
 struct sv_tm_tag *sv_tm_match(struct sv_tm *tm, uint64_t tag);
 void sv_tm_take(struct sv_tm *tm, struct sv_tm_tag *t);
+/* ctl/srq.c */
 void sv_srq_destroy(struct sv_srq *srq);
+/* ctl/ah.c: address handles (control) */
 int sv_cmd_create_ah(struct sv_req *r);
 int sv_cmd_destroy_ah(struct sv_req *r);
 void sv_ah_destroy(struct sv_ah *ah);

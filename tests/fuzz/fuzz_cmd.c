@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target for the control path: the command decoder and every handler
- * (ctl/control.c and the handlers in ctl/: mem.c, mw.c, cq.c, qp.c, xrc.c,
- * domain.c, mcast.c), command by command, as the control thread runs them,
+ * (ctl/control.c and the handlers in ctl/: mem.c, mw.c, cq.c, qp.c, srq.c,
+ * ah.c, xrc.c, domain.c, mcast.c), command by command, as the control thread runs them,
  * against a device object table that lives across inputs: a neighbour client
  * holds a PD, an MR, a CQ and a QP the whole time, and each input is a new
  * client whose objects all go when it ends (as when a process dies). The

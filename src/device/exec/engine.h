@@ -177,7 +177,7 @@ uint64_t sv_now_ns(void);
  * *timer is lowered to that deadline. */
 bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
 
-/* DESTROY_QP and DESTROY_AH (ctl/qp.c): are WQEs of qp's send queue numbered
+/* DESTROY_QP and DESTROY_AH (ctl/qp.c, ah.c): are WQEs of qp's send queue numbered
  * below upto still to run, and would the engine run the head now? false
  * in a state that runs nothing (ERR flushes, RESET drops), once upto is
  * reached, and while the head waits on the network (an RNR NAK, a
