@@ -268,6 +268,161 @@ static bool srq_claim(struct sv_direct *d, struct sv_qp *qp,
 	return true;
 }
 
+/* One direct SEND as it is put together (sv_d_send's steps). */
+struct dsend {
+	/* the peer's receive side, as its header says */
+	uint64_t xring, self, hint;
+	uint32_t xent;
+	/* its head WQE (number cons of prod; on an SRQ, its word was w) */
+	uint32_t cons, prod;
+	uint64_t *word, w;
+	struct sv_recv_wqe h;
+	struct sv_wqe_sge sge[SV_DIRECT_BATCH - 8];
+	/* its completion ring's producer, its receive CQ's */
+	uint32_t xprod, cp;
+	/* the system call's pieces: remote and local */
+	struct iovec riov[SV_DIRECT_BATCH], liov[32 + 5];
+	unsigned int nr, nl;
+};
+
+/* The peer's receive side as mapped, and where its header says its
+ * completion ring is: SV_DREF_MAX, or why not (*want: map it again). */
+static unsigned int peer_side(const struct sv_dpeer *p, const struct dwr *x,
+			      struct dsend *s, bool *want)
+{
+	const struct sv_rq_xpub *xp;
+
+	if (!p || p->qpn != x->peer_qpn || p->pid != x->peer_pid ||
+	    __atomic_load_n(&p->cq->entries, __ATOMIC_RELAXED) !=
+		    p->cq_entries ||
+	    __atomic_load_n(&p->wqs->entries, __ATOMIC_RELAXED) !=
+		    p->entries) {
+		*want = true;
+		return SV_DREF_PEER;
+	}
+	xp = dpeer_xpub(p);
+	if (__atomic_load_n(&xp->cq_gen, __ATOMIC_ACQUIRE) != p->cq_gen) {
+		*want = true;      /* the receive CQ's ring moved */
+		return SV_DREF_PEER;
+	}
+	s->xent = __atomic_load_n(&xp->xentries, __ATOMIC_RELAXED);
+	s->xring = __atomic_load_n(&xp->xring, __ATOMIC_RELAXED);
+	s->self = __atomic_load_n(&xp->self, __ATOMIC_RELAXED);
+	s->hint = __atomic_load_n(&xp->hint, __ATOMIC_RELAXED);
+	if (!s->xent || (s->xent & (s->xent - 1)) ||
+	    __atomic_load_n(&xp->qpn, __ATOMIC_RELAXED) != p->qpn ||
+	    !s->xring || !s->self || !s->hint)
+		return SV_DREF_PEER;
+	return SV_DREF_MAX;
+}
+
+/* Room in the completion ring, and in the receive CQ as a whole (else the
+ * device overruns it where a NIC would): SV_DREF_MAX or SV_DREF_CQ. */
+static unsigned int room(const struct sv_dpeer *p, struct dsend *s)
+{
+	const struct sv_wq_ring *rx = p->rx;
+	uint32_t xcons, cc, used;
+
+	s->xprod = __atomic_load_n(p->srqn ? &rx->sxprod : &rx->xprod,
+				   __ATOMIC_RELAXED);
+	xcons = __atomic_load_n(&rx->xcons, __ATOMIC_ACQUIRE);
+	if (s->xprod - xcons >= s->xent)
+		return SV_DREF_CQ;
+	s->cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
+	cc = __atomic_load_n(&p->cq->cons, __ATOMIC_ACQUIRE);
+	used = s->cp - cc + __atomic_load_n(&p->cq->dused, __ATOMIC_RELAXED) +
+	       (s->xprod - xcons);
+	if (s->cp - cc > p->cq_entries || used >= p->cq_entries)
+		return SV_DREF_CQ;
+	return SV_DREF_MAX;
+}
+
+/* Where the message goes: the head WQE's buffers, as the device's
+ * responder checks them (keys of the peer's PD and process, LOCAL_WRITE,
+ * in range, long enough), or, for a WRITE with immediate data, its rkey's
+ * range (the WQE only completes): SV_DREF_MAX or SV_DREF_CHECK. */
+static unsigned int message_iovs(struct sv_direct *d, const struct dwr *x,
+				 bool imm_write, struct dsend *s)
+{
+	union sv_direct_key_u k;
+	uint64_t left = x->len;
+
+	s->nr = 0;
+	if (imm_write) {
+		if (x->len)
+			s->riov[s->nr++] = x->riov;
+		left = 0;
+	}
+	for (uint32_t i = 0; i < s->h.num_sge && left; i++) {
+		const struct sv_wqe_sge *e = &s->sge[i];
+		uint64_t n = e->length < left ? e->length : left;
+
+		if (!n)
+			continue;
+		if (!key_entry(d, e->lkey, &k) || k.e.pd != x->peer_pd ||
+		    k.e.pid != x->peer_pid ||
+		    !(k.e.access & IBV_ACCESS_LOCAL_WRITE) ||
+		    !in_range(k.e.iova, k.e.length, e->addr, n))
+			return SV_DREF_CHECK;
+		s->riov[s->nr].iov_base =
+			(void *)(uintptr_t)(k.e.addr + (e->addr - k.e.iova));
+		s->riov[s->nr++].iov_len = n;
+		left -= n;
+	}
+	return left ? SV_DREF_CHECK : SV_DREF_MAX;
+}
+
+/* The completion, as the device's responder writes it, and the pieces
+ * after the message: the CQE into slot xprod, the counters (cons and
+ * xprod; on an SRQ, whose cons is its word, xprod alone), the hint. The
+ * bytes the call moves. */
+static uint64_t completion_iovs(const struct sv_qp *qp,
+				const struct sv_dpeer *p,
+				const struct ibv_send_wr *wr,
+				const struct dwr *x, struct sv_xsend *xs,
+				struct dsend *s)
+{
+	memset(xs, 0, sizeof(*xs));
+	xs->cqe.wr_id = s->h.wr_id;
+	xs->cqe.status = IBV_WC_SUCCESS;
+	xs->cqe.opcode = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ?
+			 IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	xs->cqe.byte_len = (uint32_t)x->len;
+	xs->cqe.qp_num = p->qpn;
+	xs->cqe.src_qp = qp->ex.qp_base.qp_num;
+	if (wr->opcode != IBV_WR_SEND) {
+		xs->cqe.imm_data = wr->imm_data;
+		xs->cqe.wc_flags = IBV_WC_WITH_IMM;
+	}
+	xs->cqe.sl = qp->dsl;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		xs->cqe.dev_flags = SV_CQE_F_SOLICITED;
+	xs->cqe.timestamp = mono_ns();
+	SV_XCQE_STAMP(&xs->cqe) = s->cp;
+	xs->cons = s->cons + 1;
+	xs->xprod = s->xprod + 1;
+	xs->hint = 1;
+	s->nl = x->nl;
+	memcpy(s->liov, x->liov, s->nl * sizeof(s->liov[0]));
+	s->riov[s->nr].iov_base = (void *)(uintptr_t)(s->xring +
+		(uint64_t)(s->xprod & (s->xent - 1)) * sizeof(xs->cqe));
+	s->riov[s->nr++].iov_len = sizeof(xs->cqe);
+	s->liov[s->nl].iov_base = &xs->cqe;
+	s->liov[s->nl++].iov_len = sizeof(xs->cqe);
+	s->riov[s->nr].iov_base = (void *)(uintptr_t)(s->self +
+		(s->word ? offsetof(struct sv_wq_ring, sxprod) :
+			   offsetof(struct sv_wq_ring, cons)));
+	s->riov[s->nr++].iov_len = s->word ? 4 : 8;
+	s->liov[s->nl].iov_base = s->word ? (void *)&xs->xprod :
+					    (void *)&xs->cons;
+	s->liov[s->nl++].iov_len = s->word ? 4 : 8;
+	s->riov[s->nr].iov_base = (void *)(uintptr_t)s->hint;
+	s->riov[s->nr++].iov_len = 4;
+	s->liov[s->nl].iov_base = &xs->hint;
+	s->liov[s->nl++].iov_len = 4;
+	return x->len + sizeof(xs->cqe) + (s->word ? 4 : 8) + 4;
+}
+
 /*
  * One SEND-like WR (checked, x) into the peer's head receive WQE, under
  * our guard: SV_DREF_MAX when it landed, else the reason it goes to the
@@ -282,158 +437,55 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 		       uint32_t *xprod_out, bool *limit, bool *want)
 {
 	const struct sv_dpeer *p = qp->dpeer;
-	const struct sv_wq_ring *rx;
-	const struct sv_rq_xpub *xp;
-	struct sv_recv_wqe h;
-	struct sv_wqe_sge sge[SV_DIRECT_BATCH - 8];
-	struct iovec riov[SV_DIRECT_BATCH], liov[32 + 5];
-	union sv_direct_key_u k;
-	uint64_t xring, self, hint, left = x->len, total, *word, w = 0;
-	uint32_t prod = 0, cons = 0, xprod, xcons, xent, cp, cc, used, lim;
-	unsigned int nr, nl, why, tries = 0;
+	struct dsend s;
+	uint64_t total;
+	uint32_t lim;
+	unsigned int why, tries = 0;
 	ssize_t got;
-	bool imm_write = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 
-	if (!p || p->qpn != x->peer_qpn || p->pid != x->peer_pid ||
-	    __atomic_load_n(&p->cq->entries, __ATOMIC_RELAXED) !=
-		    p->cq_entries ||
-	    __atomic_load_n(&p->wqs->entries, __ATOMIC_RELAXED) !=
-		    p->entries) {
-		*want = true;
-		return SV_DREF_PEER;
-	}
-	rx = p->rx;
-	xp = dpeer_xpub(p);
-	if (__atomic_load_n(&xp->cq_gen, __ATOMIC_ACQUIRE) != p->cq_gen) {
-		*want = true;      /* the receive CQ's ring moved */
-		return SV_DREF_PEER;
-	}
-	xent = __atomic_load_n(&xp->xentries, __ATOMIC_RELAXED);
-	xring = __atomic_load_n(&xp->xring, __ATOMIC_RELAXED);
-	self = __atomic_load_n(&xp->self, __ATOMIC_RELAXED);
-	hint = __atomic_load_n(&xp->hint, __ATOMIC_RELAXED);
-	if (!xent || (xent & (xent - 1)) ||
-	    __atomic_load_n(&xp->qpn, __ATOMIC_RELAXED) != p->qpn ||
-	    !xring || !self || !hint)
-		return SV_DREF_PEER;
+	why = peer_side(p, x, &s, want);
+	if (why != SV_DREF_MAX)
+		return why;
 again:
-	nr = 0;
-	left = x->len;
-	why = head_wqe(d, p, &cons, &word, &w, &prod, &h, sge, want);
+	s.w = 0;
+	why = head_wqe(d, p, &s.cons, &s.word, &s.w, &s.prod, &s.h, s.sge,
+		       want);
 	if (why == SV_DREF_BUSY && ++tries < SV_DIRECT_CLAIM_TRIES) {
 		sv_cpu_relax();    /* the device fills the SRQ's head */
 		goto again;
 	}
+	if (why == SV_DREF_MAX)
+		why = room(p, &s);
+	if (why == SV_DREF_MAX)
+		why = message_iovs(d, x,
+				   wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM, &s);
 	if (why != SV_DREF_MAX)
 		return why;
-	/* room in the completion ring, and in the receive CQ as a whole
-	 * (else the device overruns it where a NIC would) */
-	xprod = __atomic_load_n(p->srqn ? &rx->sxprod : &rx->xprod,
-				__ATOMIC_RELAXED);
-	xcons = __atomic_load_n(&rx->xcons, __ATOMIC_ACQUIRE);
-	if (xprod - xcons >= xent)
-		return SV_DREF_CQ;
-	cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
-	cc = __atomic_load_n(&p->cq->cons, __ATOMIC_ACQUIRE);
-	used = cp - cc + __atomic_load_n(&p->cq->dused, __ATOMIC_RELAXED) +
-	       (xprod - xcons);
-	if (cp - cc > p->cq_entries || used >= p->cq_entries)
-		return SV_DREF_CQ;
-	if (imm_write) {
-		/* the bytes go where the rkey says; the WQE only completes */
-		if (x->len)
-			riov[nr++] = x->riov;
-		left = 0;
-	}
-	/* the receive buffers, as the device's responder checks them: keys
-	 * of the peer's PD and process, LOCAL_WRITE, in range */
-	for (uint32_t i = 0; i < h.num_sge && left; i++) {
-		uint64_t n = sge[i].length < left ? sge[i].length : left;
-
-		if (!n)
-			continue;
-		if (!key_entry(d, sge[i].lkey, &k) || k.e.pd != x->peer_pd ||
-		    k.e.pid != x->peer_pid ||
-		    !(k.e.access & IBV_ACCESS_LOCAL_WRITE) ||
-		    !in_range(k.e.iova, k.e.length, sge[i].addr, n))
-			return SV_DREF_CHECK;
-		riov[nr].iov_base = (void *)(uintptr_t)(k.e.addr +
-							(sge[i].addr -
-							 k.e.iova));
-		riov[nr++].iov_len = n;
-		left -= n;
-	}
-	if (left)
-		return SV_DREF_CHECK;      /* longer than the buffers */
-	/* the completion, as the device's responder writes it */
-	memset(xs, 0, sizeof(*xs));
-	xs->cqe.wr_id = h.wr_id;
-	xs->cqe.status = IBV_WC_SUCCESS;
-	xs->cqe.opcode = imm_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	xs->cqe.byte_len = (uint32_t)x->len;
-	xs->cqe.qp_num = p->qpn;
-	xs->cqe.src_qp = qp->ex.qp_base.qp_num;
-	if (wr->opcode != IBV_WR_SEND) {
-		xs->cqe.imm_data = wr->imm_data;
-		xs->cqe.wc_flags = IBV_WC_WITH_IMM;
-	}
-	xs->cqe.sl = qp->dsl;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
-		xs->cqe.dev_flags = SV_CQE_F_SOLICITED;
-	xs->cqe.timestamp = mono_ns();
-	SV_XCQE_STAMP(&xs->cqe) = cp;
-	xs->cons = cons + 1;
-	xs->xprod = xprod + 1;
-	xs->hint = 1;
-	nl = x->nl;
-	memcpy(liov, x->liov, nl * sizeof(liov[0]));
-	riov[nr].iov_base = (void *)(uintptr_t)(xring + (uint64_t)(xprod &
-						(xent - 1)) * sizeof(xs->cqe));
-	riov[nr++].iov_len = sizeof(xs->cqe);
-	liov[nl].iov_base = &xs->cqe;
-	liov[nl++].iov_len = sizeof(xs->cqe);
-	if (word) {
-		/* the SRQ's cons is its word: xprod alone */
-		riov[nr].iov_base = (void *)(uintptr_t)(self +
-				offsetof(struct sv_wq_ring, sxprod));
-		riov[nr++].iov_len = 4;
-		liov[nl].iov_base = &xs->xprod;
-		liov[nl++].iov_len = 4;
-	} else {
-		riov[nr].iov_base = (void *)(uintptr_t)(self +
-				offsetof(struct sv_wq_ring, cons));
-		riov[nr++].iov_len = 8;            /* cons, xprod */
-		liov[nl].iov_base = &xs->cons;
-		liov[nl++].iov_len = 8;
-	}
-	riov[nr].iov_base = (void *)(uintptr_t)hint;
-	riov[nr++].iov_len = 4;
-	liov[nl].iov_base = &xs->hint;
-	liov[nl++].iov_len = 4;
-	total = x->len + sizeof(xs->cqe) + (word ? 4 : 8) + 4;
-	if (!sv_d_fenced(d, g, slot, riov, nr, epoch))
+	total = completion_iovs(qp, p, wr, x, xs, &s);
+	if (!sv_d_fenced(d, g, slot, s.riov, s.nr, epoch))
 		return SV_DREF_FENCE;
-	if (word && !srq_claim(d, qp, p, word, w, cons, &h, sge, xprod + 1)) {
+	if (s.word && !srq_claim(d, qp, p, s.word, s.w, s.cons, &s.h, s.sge,
+				 s.xprod + 1)) {
 		/* another taker had it: the next head */
 		if (++tries < SV_DIRECT_CLAIM_TRIES)
 			goto again;
 		return SV_DREF_BUSY;
 	}
-	got = process_vm_writev(x->peer_pid, liov, nl,
-				(const struct iovec *)slot->iov, nr, 0);
+	got = process_vm_writev(x->peer_pid, s.liov, s.nl,
+				(const struct iovec *)slot->iov, s.nr, 0);
 	/* short: the claim stays armed, and the device fills or flushes
 	 * the WQE it names (its WR goes there) */
 	if (got < 0 || (uint64_t)got != total)
 		return SV_DREF_FENCE;
-	if (word) {
+	if (s.word) {
 		__atomic_store_n(&d->claim[qp->ex.qp_base.qp_num &
 					   d->qp_mask].qpn, 0,
 				 __ATOMIC_RELEASE);
 		lim = __atomic_load_n(&p->wqs->srq_limit, __ATOMIC_RELAXED);
-		if (lim && prod - (cons + 1) < lim)
+		if (lim && s.prod - (s.cons + 1) < lim)
 			*limit = true;
 	}
-	*xprod_out = xprod + 1;
+	*xprod_out = s.xprod + 1;
 	return SV_DREF_MAX;
 }
 
