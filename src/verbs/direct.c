@@ -521,6 +521,109 @@ struct refusal {
 	uint32_t xprod;            /* its completion ring's producer then */
 };
 
+/* The guard: the epoch we start at, then a full fence, then the entries
+ * (Dekker with the daemon's entry write, epoch increment, guard scan;
+ * abi/sv_direct.h). The epoch taken. */
+static uint64_t guard_take(struct sv_direct *d, const struct sv_qp *qp,
+			   struct sv_direct_guard **g,
+			   struct sv_direct_riov **slot)
+{
+	uint64_t epoch;
+
+	*g = &d->guard[qp->ex.qp_base.qp_num & d->qp_mask];
+	*slot = &d->riov[qp->ex.qp_base.qp_num & d->qp_mask];
+	epoch = __atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED);
+	if (!epoch)
+		epoch = 1;
+	__atomic_store_n(&(*g)->tid, direct_tid(), __ATOMIC_RELAXED);
+	/* release: who sees the epoch sees whose it is */
+	__atomic_store_n(&(*g)->epoch, epoch, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return epoch;
+}
+
+/* A checked WR that joins no batch, run alone under the guard: a SEND into
+ * the peer's receive queue, a plain copy between mapped memfds, a READ.
+ * False when it did not run (r->why says). */
+static bool run_alone(struct sv_direct *d, struct sv_qp *qp,
+		      const struct ibv_send_wr *wr, const struct dwr *x,
+		      bool read, bool recv, struct sv_direct_guard *g,
+		      struct sv_direct_riov *slot, uint64_t epoch,
+		      struct refusal *r, uint64_t *mapped)
+{
+	unsigned int why;
+	ssize_t got;
+
+	r->why = SV_DREF_FENCE;
+	if (recv) {
+		/* into the peer's receive queue: a system call of its own */
+		why = sv_d_send(d, qp, wr, x, g, slot, epoch, &qp->dcache->xs,
+				&r->xprod, &r->xlimit, &r->want_peer);
+		if (why != SV_DREF_MAX) {
+			r->why = why;
+			return false;
+		}
+		r->xsent = true;
+		r->xsol |= (wr->send_flags & IBV_SEND_SOLICITED) != 0;
+	} else if (x->mapped && x->len) {
+		/* no fence can stop a plain copy: the daemon waits for its
+		 * end */
+		if (!sv_d_fenced(d, g, slot, NULL, 0, epoch))
+			return false;
+		copy_mapped(x, read);
+		__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
+		(*mapped)++;
+	} else if (x->len) {
+		/* a READ: one system call of its own */
+		if (!sv_d_fenced(d, g, slot, &x->riov, 1, epoch))
+			return false;
+		got = process_vm_readv(x->rpid, x->liov, x->nl,
+				       (const struct iovec *)slot->iov, 1, 0);
+		if (got < 0 || (uint64_t)got != x->len)
+			return false;
+	}
+	return true;
+}
+
+/* The guard let go after wrs[0 .. done) ran (lens their bytes, mapped of
+ * them plain copies): the counters, and the completions of the signaled
+ * ones into the CQ's private ring (the slots *held for them). */
+static void run_end(struct sv_qp *qp, struct sv_cq *cq,
+		    struct ibv_send_wr *const *wrs, unsigned int done,
+		    const uint32_t *lens, uint64_t mapped,
+		    struct sv_direct_guard *g, struct refusal *r,
+		    unsigned int *held)
+{
+	uint64_t bytes = 0;
+	bool pushed = false;
+
+	/* a plain copy announced and not run (its fence failed) */
+	if (unlikely(__atomic_load_n(&g->flags, __ATOMIC_RELAXED)))
+		__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
+	/* release: our copies end before the daemon sees the guard clear */
+	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
+	for (unsigned int i = 0; i < done; i++)
+		bytes += lens[i];
+	/* the daemon's counters add these up (one writer: this QP's poster) */
+	__atomic_store_n(&g->msgs, g->msgs + done, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->bytes, g->bytes + bytes, __ATOMIC_RELAXED);
+	if (mapped)
+		__atomic_store_n(&g->mapped, g->mapped + mapped,
+				 __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < done; i++) {
+		const struct ibv_send_wr *wr = wrs[i];
+
+		if (!(qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)))
+			continue;
+		sv_d_cq_push(cq, qp->sq.hdr, wr->wr_id, (uint32_t)wr->opcode,
+			     qp->ex.qp_base.qp_num, lens[i]);
+		(*held)--;
+		pushed = true;
+	}
+	if (pushed && cq->ex.channel)
+		r->fire = sv_d_cq_arm_to_fire(cq, &r->fire_sn);
+}
+
 /*
  * Run wrs[0 .. n) here as far as they can (nothing of the QP at the
  * daemon, n at most SV_DIRECT_BATCH): how many did, a prefix; when fewer
@@ -531,46 +634,29 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 			unsigned int n, struct refusal *r)
 {
 	struct sv_dcache *dc = qp->dcache;
-	struct sv_wq_ring *hdr = qp->sq.hdr;
 	struct sv_direct_guard *g;
 	struct sv_direct_riov *slot;
 	struct batch b = { 0 };
-	uint64_t epoch, total = 0, bytes = 0, mapped = 0;
+	uint64_t epoch, total = 0, mapped = 0;
 	unsigned int held = 0, done = 0, i;
 	uint32_t lens[SV_DIRECT_BATCH];
-	bool sig_all = qp->sq_sig_all, pushed = false;
 
 	/* room in the CQ for the completions of the signaled WRs (the
 	 * first that finds none ends the run) */
 	for (i = 0; i < n; i++) {
-		if (!(sig_all || (wrs[i]->send_flags & IBV_SEND_SIGNALED)))
+		if (!(qp->sq_sig_all ||
+		      (wrs[i]->send_flags & IBV_SEND_SIGNALED)))
 			continue;
 		if (!sv_d_cq_hold(cq))
 			break;
 		held++;
 	}
+	memset(r, 0, sizeof(*r));
 	r->why = SV_DREF_CQ;
-	r->est = false;
-	r->fire = false;
-	r->want_peer = false;
-	r->xsent = false;
-	r->xsol = false;
-	r->xlimit = false;
 	n = i;
 	if (!n)
 		goto out;
-	/* The guard: the epoch we start at, then a full fence, then the
-	 * entries (Dekker with the daemon's entry write, epoch increment,
-	 * guard scan; abi/sv_direct.h). */
-	g = &d->guard[qp->ex.qp_base.qp_num & d->qp_mask];
-	slot = &d->riov[qp->ex.qp_base.qp_num & d->qp_mask];
-	epoch = __atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED);
-	if (!epoch)
-		epoch = 1;
-	__atomic_store_n(&g->tid, direct_tid(), __ATOMIC_RELAXED);
-	/* release: who sees the epoch sees whose it is */
-	__atomic_store_n(&g->epoch, epoch, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	epoch = guard_take(d, qp, &g, &slot);
 	/* [0, done) ran; a batch, when it holds WRs, holds [done, i) */
 	for (i = 0; i < n; i++) {
 		const struct ibv_send_wr *wr = wrs[i];
@@ -618,39 +704,9 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 			b.bytes += x.len;
 			continue;
 		}
-		r->why = SV_DREF_FENCE;
-		if (recv) {
-			/* into the peer's receive queue: a system call of
-			 * its own */
-			why = sv_d_send(d, qp, wr, &x, g, slot, epoch,
-					  &dc->xs, &r->xprod, &r->xlimit,
-					  &r->want_peer);
-			if (why != SV_DREF_MAX) {
-				r->why = why;
-				break;
-			}
-			r->xsent = true;
-			r->xsol |= (wr->send_flags & IBV_SEND_SOLICITED) != 0;
-		} else if (x.mapped && x.len) {
-			/* no fence can stop a plain copy: the daemon waits
-			 * for its end */
-			if (!sv_d_fenced(d, g, slot, NULL, 0, epoch))
-				break;
-			copy_mapped(&x, read);
-			__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
-			mapped++;
-		} else if (x.len) {
-			/* a READ: one system call of its own */
-			ssize_t got;
-
-			if (!sv_d_fenced(d, g, slot, &x.riov, 1, epoch))
-				break;
-			got = process_vm_readv(x.rpid, x.liov, x.nl,
-					       (const struct iovec *)slot->iov,
-					       1, 0);
-			if (got < 0 || (uint64_t)got != x.len)
-				break;
-		}
+		if (!run_alone(d, qp, wr, &x, read, recv, g, slot, epoch, r,
+			       &mapped))
+			break;
 		done = i + 1;
 	}
 	if (b.nr) {
@@ -660,31 +716,7 @@ static unsigned int run(struct sv_direct *d, struct sv_qp *qp,
 		if (k < b.nr)
 			r->why = SV_DREF_FENCE;
 	}
-	/* a plain copy announced and not run (its fence failed) */
-	if (unlikely(__atomic_load_n(&g->flags, __ATOMIC_RELAXED)))
-		__atomic_store_n(&g->flags, 0, __ATOMIC_RELAXED);
-	/* release: our copies end before the daemon sees the guard clear */
-	__atomic_store_n(&g->epoch, 0, __ATOMIC_RELEASE);
-	for (i = 0; i < done; i++)
-		bytes += lens[i];
-	/* the daemon's counters add these up (one writer: this QP's poster) */
-	__atomic_store_n(&g->msgs, g->msgs + done, __ATOMIC_RELAXED);
-	__atomic_store_n(&g->bytes, g->bytes + bytes, __ATOMIC_RELAXED);
-	if (mapped)
-		__atomic_store_n(&g->mapped, g->mapped + mapped,
-				 __ATOMIC_RELAXED);
-	for (i = 0; i < done; i++) {
-		const struct ibv_send_wr *wr = wrs[i];
-
-		if (!(sig_all || (wr->send_flags & IBV_SEND_SIGNALED)))
-			continue;
-		sv_d_cq_push(cq, hdr, wr->wr_id, (uint32_t)wr->opcode,
-			qp->ex.qp_base.qp_num, lens[i]);
-		held--;
-		pushed = true;
-	}
-	if (pushed && cq->ex.channel)
-		r->fire = sv_d_cq_arm_to_fire(cq, &r->fire_sn);
+	run_end(qp, cq, wrs, done, lens, mapped, g, r, &held);
 out:
 	/* the slots of WRs that go to the daemon after all */
 	while (held--)
