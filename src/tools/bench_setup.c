@@ -363,21 +363,13 @@ int bt_ep_destroy(struct bt_ep *e)
 	return ret;
 }
 
-int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
-		 bool server)
-{
-	uint64_t max_size = 8, max_samples = 0;
-	long page = sysconf(_SC_PAGESIZE);
-	struct ibv_device_attr da;
-	enum ibv_mtu mtu = IBV_MTU_1024;
-	struct ibv_port_attr pa;
-	uint32_t nrecv;
+/* bt_ep_create, step by step: a step that fails says why and returns -1,
+ * leaving what was made for bt_ep_destroy */
 
-	memset(e, 0, sizeof(*e));
-	e->memfd = -1;
-	e->o = o;
-	e->fd = fd;
-	e->server = server;
+/* Who receives, how deep each queue is, how often a send is signaled. */
+static void plan_queues(struct bt_ep *e, const struct bt_opts *o,
+			bool server)
+{
 	e->nqp = o->mode == BT_LAT ? 1 : o->qps;
 	e->imm = o->mode == BT_LAT && o->test == BT_WRITE && o->events;
 	/* who receives: both sides of a ping-pong by sends (or writes with
@@ -407,6 +399,14 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 			       1 : BT_LAT_DEPTH / 2;
 		e->rq_depth = e->recvs ? BT_LAT_DEPTH : 1;
 	}
+}
+
+/* The buffer's half (the largest size, in whole pages); returns how many
+ * samples the longest run takes. */
+static uint64_t size_buffer(struct bt_ep *e, const struct bt_opts *o,
+			    long page)
+{
+	uint64_t max_size = 8, max_samples = 0;
 
 	for (unsigned int i = 0; i < o->nsizes; i++) {
 		uint64_t n = bt_iters_for(o, o->sizes[i]);
@@ -418,7 +418,13 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 			max_samples = n;
 	}
 	e->half = (max_size + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+	return max_samples;
+}
 
+/* The per-QP arrays, and the latency client's samples. */
+static int alloc_arrays(struct bt_ep *e, const struct bt_opts *o,
+			bool server, uint64_t max_samples)
+{
 	e->qp = calloc(e->nqp, sizeof(*e->qp));
 	e->rqpn = calloc(e->nqp, sizeof(*e->rqpn));
 	e->swr = calloc(e->nqp, sizeof(*e->swr));
@@ -436,6 +442,12 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 		bt_errmsg(e, "out of memory");
 		return -1;
 	}
+	return 0;
+}
+
+/* Both halves, one mapping. */
+static int map_buffer(struct bt_ep *e, const struct bt_opts *o)
+{
 	/* the buffer, touched now so no page fault lands in a timed loop;
 	 * --memfd: in a sealed memfd (kept open: the device finds it by its
 	 * descriptor) */
@@ -466,23 +478,37 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 	e->sbuf = e->buf + e->half;
 	e->rva = (uintptr_t)e->rbuf;
 	e->sva = (uintptr_t)e->sbuf;
+	return 0;
+}
+
+/* The device, checked against the queue depths, and its port's MTU. */
+static int open_device(struct bt_ep *e, struct ibv_device_attr *da,
+		       enum ibv_mtu *mtu)
+{
+	struct ibv_port_attr pa;
 
 	e->ctx = open_dev(e);
 	if (!e->ctx)
 		return -1;
-	if (ibv_query_device(e->ctx, &da)) {
+	if (ibv_query_device(e->ctx, da)) {
 		bt_errmsg(e, "ibv_query_device failed");
 		return -1;
 	}
-	if (e->sq_depth > (uint32_t)da.max_qp_wr ||
-	    e->rq_depth > (uint32_t)da.max_qp_wr) {
+	if (e->sq_depth > (uint32_t)da->max_qp_wr ||
+	    e->rq_depth > (uint32_t)da->max_qp_wr) {
 		bt_errmsg(e, "-o %u is more than the device's %d WRs per QP",
-		       e->sq_depth, da.max_qp_wr);
+		       e->sq_depth, da->max_qp_wr);
 		return -1;
 	}
 	memset(&pa, 0, sizeof(pa));
 	if (ibv_query_port(e->ctx, 1, &pa) == 0)
-		mtu = pa.active_mtu;
+		*mtu = pa.active_mtu;
+	return 0;
+}
+
+/* The PD and the buffer's MR (under --dm, in device memory). */
+static int register_buffer(struct bt_ep *e, const struct bt_opts *o)
+{
 	e->pd = ibv_alloc_pd(e->ctx);
 	if (!e->pd) {
 		bt_errmsg(e, "ibv_alloc_pd: %s", strerror(errno));
@@ -518,27 +544,35 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 		       strerror(errno));
 		return -1;
 	}
-	if (make_domains(e))
-		return -1;
-	/* a send CQ holds at most one CQE per sig_every WRs per QP (plus
-	 * the last of a run); a receive CQ one per receive WR; per-qp: a
-	 * pair of CQs for each QP */
-	{
-		unsigned int ncq = o->domains == BT_DOM_PER_QP ? e->nqp : 1;
-		uint64_t per = ncq == 1 ? e->nqp : 1;
-		uint64_t scqe = per * (e->sq_depth / e->sig_every + 2);
-		uint64_t rcqe = per * e->rq_depth;
+	return 0;
+}
 
-		if (scqe > (uint64_t)da.max_cqe || rcqe > (uint64_t)da.max_cqe) {
-			bt_errmsg(e, "-q %u x -o %u needs more CQEs than the "
-				  "device's %d", e->nqp, e->sq_depth,
-			       da.max_cqe);
-			return -1;
-		}
-		if (make_cqs(e, &e->scq, ncq, (int)scqe) ||
-		    make_cqs(e, &e->rcq, ncq, (int)rcqe))
-			return -1;
+/* The send and receive CQs (in the domains just made); a send CQ holds at
+ * most one CQE per sig_every WRs per QP (plus the last of a run); a receive
+ * CQ one per receive WR; per-qp: a pair of CQs for each QP */
+static int make_send_recv_cqs(struct bt_ep *e, const struct bt_opts *o,
+			      const struct ibv_device_attr *da)
+{
+	unsigned int ncq = o->domains == BT_DOM_PER_QP ? e->nqp : 1;
+	uint64_t per = ncq == 1 ? e->nqp : 1;
+	uint64_t scqe = per * (e->sq_depth / e->sig_every + 2);
+	uint64_t rcqe = per * e->rq_depth;
+
+	if (scqe > (uint64_t)da->max_cqe || rcqe > (uint64_t)da->max_cqe) {
+		bt_errmsg(e, "-q %u x -o %u needs more CQEs than the "
+			  "device's %d", e->nqp, e->sq_depth,
+		       da->max_cqe);
+		return -1;
 	}
+	if (make_cqs(e, &e->scq, ncq, (int)scqe) ||
+	    make_cqs(e, &e->rcq, ncq, (int)rcqe))
+		return -1;
+	return 0;
+}
+
+/* The QPs, to INIT; the exchange with the peer; then each QP to RTS. */
+static int make_and_connect_qps(struct bt_ep *e, enum ibv_mtu mtu)
+{
 	for (uint32_t j = 0; j < e->nqp; j++) {
 		e->qp[j] = make_qp(e, j);
 		if (!e->qp[j] || qp_init(e, e->qp[j]))
@@ -549,7 +583,11 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 	for (uint32_t j = 0; j < e->nqp; j++)
 		if (qp_connect(e, e->qp[j], e->rqpn[j], mtu))
 			return -1;
+	return 0;
+}
 
+static void set_wrs(struct bt_ep *e, const struct bt_opts *o)
+{
 	/* the work requests, once; a run changes lengths and flags */
 	for (uint32_t j = 0; j < e->nqp; j++) {
 		struct ibv_send_wr *w = &e->swr[j];
@@ -593,6 +631,12 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 		e->rwr[j].sg_list = e->imm ? NULL : &e->rsge[j];
 		e->rwr[j].num_sge = e->imm ? 0 : 1;
 	}
+}
+
+static int post_first_recvs(struct bt_ep *e)
+{
+	uint32_t nrecv;
+
 	/* who receives keeps its receive queues full */
 	nrecv = e->recvs ? e->rq_depth : 0;
 	for (uint32_t j = 0; j < e->nqp; j++)
@@ -600,6 +644,30 @@ int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
 			if (bt_post_recv(e, j))
 				return -1;
 	return 0;
+}
+
+int bt_ep_create(struct bt_ep *e, const struct bt_opts *o, int fd,
+		 bool server)
+{
+	uint64_t max_samples;
+	long page = sysconf(_SC_PAGESIZE);
+	struct ibv_device_attr da;
+	enum ibv_mtu mtu = IBV_MTU_1024;
+
+	memset(e, 0, sizeof(*e));
+	e->memfd = -1;
+	e->o = o;
+	e->fd = fd;
+	e->server = server;
+	plan_queues(e, o, server);
+	max_samples = size_buffer(e, o, page);
+	if (alloc_arrays(e, o, server, max_samples) || map_buffer(e, o) ||
+	    open_device(e, &da, &mtu) || register_buffer(e, o) ||
+	    make_domains(e) || make_send_recv_cqs(e, o, &da) ||
+	    make_and_connect_qps(e, mtu))
+		return -1;
+	set_wrs(e, o);
+	return post_first_recvs(e);
 }
 
 /* Before a run of one size: lengths, flags, counters, a clean receive
