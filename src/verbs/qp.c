@@ -196,6 +196,104 @@ static int check_init_attr(struct ibv_context *context,
 	return 0;
 }
 
+/* The create command for a: XRC_RECV takes nothing but its domain, and a
+ * is made to say so; XRC_SEND has no receive side. */
+static void create_qp_cmd(struct ibv_context *context,
+			  struct ibv_qp_init_attr_ex *a,
+			  const struct sv_qp_dom *dom, struct ibv_qp *ibqp,
+			  bool want_ex, struct sv_cmd *cmd)
+{
+	sv_cmd_init(cmd, SV_CMD_CREATE_QP);
+	cmd->u.create_qp.cookie = (uintptr_t)ibqp;
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		/* nothing but the domain (the rest of a is ignored); the
+		 * QP still shows the PD it was given, as rdma-core's
+		 * libibverbs keeps it in ibv_qp (librdmacm's XRC_RECV ids
+		 * take their PD from their QP: rdma_create_srq) */
+		cmd->u.create_qp.xrcd = to_sv_xrcd(a->xrcd)->handle;
+		memset(&a->cap, 0, sizeof(a->cap));
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
+		    a->pd->context != context)
+			a->pd = NULL;
+		a->send_cq = a->recv_cq = NULL;
+		a->srq = NULL;
+		a->sq_sig_all = 0;
+	} else {
+		cmd->u.create_qp.pd = to_sv_pd(a->pd)->handle;
+		cmd->u.create_qp.send_cq = to_sv_cq(a->send_cq)->handle;
+		if (a->qp_type == IBV_QPT_XRC_SEND) {
+			/* no receive side */
+			a->recv_cq = NULL;
+			a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+		} else {
+			cmd->u.create_qp.recv_cq =
+				to_sv_cq(a->recv_cq)->handle;
+		}
+	}
+	cmd->u.create_qp.srq = a->srq ? to_sv_srq(a->srq)->handle : 0;
+	if (want_ex)
+		cmd->u.create_qp.send_ops_flags = a->send_ops_flags;
+	cmd->u.create_qp.qp_type = a->qp_type;
+	cmd->u.create_qp.sq_sig_all = a->sq_sig_all ? 1 : 0;
+	if (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
+		cmd->u.create_qp.create_flags = a->create_flags;
+	cmd->u.create_qp.cap.max_send_wr = a->cap.max_send_wr;
+	cmd->u.create_qp.cap.max_recv_wr = a->srq ? 0 : a->cap.max_recv_wr;
+	cmd->u.create_qp.cap.max_send_sge = a->cap.max_send_sge;
+	cmd->u.create_qp.cap.max_recv_sge = a->srq ? 0 : a->cap.max_recv_sge;
+	cmd->u.create_qp.cap.max_inline_data = a->cap.max_inline_data;
+	cmd->u.create_qp.domain = dom->domain;
+}
+
+/* The QP the daemon made, its rings mapped: its locks, how it posts, its
+ * domains, and the ibv_qp the application sees (in RESET). */
+static void init_qp(struct sv_context *ctx, struct sv_qp *qp,
+		    struct ibv_context *context,
+		    const struct ibv_qp_init_attr_ex *a,
+		    const struct sv_qp_dom *dom, const struct sv_cmd *cmd,
+		    const struct sv_rsp *rsp, bool want_ex)
+{
+	struct ibv_qp *ibqp = &qp->ex.qp_base;
+
+	sv_spin_init(&qp->sq_lock);
+	sv_spin_init(&qp->rq_lock);
+	/* in a thread domain, or a resource domain not SAFE: no locks */
+	qp->single_threaded = dom->single_threaded;
+	/* LOW_LATENCY (and FORCE): small WQEs also go to the mailbox */
+	qp->mailbox = dom->rd &&
+		      (dom->rd->msg_model == IBV_EXP_MSG_LOW_LATENCY ||
+		       dom->rd->msg_model == IBV_EXP_MSG_FORCE_LOW_LATENCY);
+	qp->direct_ops = sv_direct_ops(ctx, a->qp_type);
+	/* without its cache, the direct path copies with system calls only */
+	(void)sv_direct_qp_init(qp);
+	sv_qp_init_post(qp, a->qp_type);
+	qp->rd = dom->rd;
+	if (a->pd && to_sv_pd(a->pd)->parent) {
+		sv_pd_get(a->pd);
+		qp->pdom = a->pd;
+	}
+	qp->sq_sig_all = cmd->u.create_qp.sq_sig_all;
+	qp->send_ops_flags = cmd->u.create_qp.send_ops_flags;
+	ibqp->context = context;
+	ibqp->qp_context = a->qp_context;
+	ibqp->pd = a->pd;
+	ibqp->send_cq = a->send_cq;
+	ibqp->recv_cq = a->recv_cq;
+	ibqp->srq = a->srq;
+	ibqp->handle = (uint32_t)qp->handle;
+	ibqp->qp_num = rsp->u.qp.qpn;
+	ibqp->state = IBV_QPS_RESET;
+	ibqp->qp_type = a->qp_type;
+	pthread_mutex_init(&ibqp->mutex, NULL);
+	pthread_cond_init(&ibqp->cond, NULL);
+	ibqp->events_completed = 0;
+	sv_direct_rq_init(qp);
+	if (want_ex) {
+		qp->has_ex = true;
+		sv_qp_init_wr_ops(qp);
+	}
+}
+
 /* The create path of every API, once the attributes are checked: the QP
  * goes in dom's daemon domain, takes over dom->rd's reference and a
  * reference on its parent domain, if it is made on one. */
@@ -216,46 +314,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 		return sv_err_ptr(-ENOMEM);
 	ibqp = &qp->ex.qp_base;
 
-	sv_cmd_init(&cmd, SV_CMD_CREATE_QP);
-	cmd.u.create_qp.cookie = (uintptr_t)ibqp;
-	if (a->qp_type == IBV_QPT_XRC_RECV) {
-		/* nothing but the domain (the rest of a is ignored); the
-		 * QP still shows the PD it was given, as rdma-core's
-		 * libibverbs keeps it in ibv_qp (librdmacm's XRC_RECV ids
-		 * take their PD from their QP: rdma_create_srq) */
-		cmd.u.create_qp.xrcd = to_sv_xrcd(a->xrcd)->handle;
-		memset(&a->cap, 0, sizeof(a->cap));
-		if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
-		    a->pd->context != context)
-			a->pd = NULL;
-		a->send_cq = a->recv_cq = NULL;
-		a->srq = NULL;
-		a->sq_sig_all = 0;
-	} else {
-		cmd.u.create_qp.pd = to_sv_pd(a->pd)->handle;
-		cmd.u.create_qp.send_cq = to_sv_cq(a->send_cq)->handle;
-		if (a->qp_type == IBV_QPT_XRC_SEND) {
-			/* no receive side */
-			a->recv_cq = NULL;
-			a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
-		} else {
-			cmd.u.create_qp.recv_cq =
-				to_sv_cq(a->recv_cq)->handle;
-		}
-	}
-	cmd.u.create_qp.srq = a->srq ? to_sv_srq(a->srq)->handle : 0;
-	if (want_ex)
-		cmd.u.create_qp.send_ops_flags = a->send_ops_flags;
-	cmd.u.create_qp.qp_type = a->qp_type;
-	cmd.u.create_qp.sq_sig_all = a->sq_sig_all ? 1 : 0;
-	if (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
-		cmd.u.create_qp.create_flags = a->create_flags;
-	cmd.u.create_qp.cap.max_send_wr = a->cap.max_send_wr;
-	cmd.u.create_qp.cap.max_recv_wr = a->srq ? 0 : a->cap.max_recv_wr;
-	cmd.u.create_qp.cap.max_send_sge = a->cap.max_send_sge;
-	cmd.u.create_qp.cap.max_recv_sge = a->srq ? 0 : a->cap.max_recv_sge;
-	cmd.u.create_qp.cap.max_inline_data = a->cap.max_inline_data;
-	cmd.u.create_qp.domain = dom->domain;
+	create_qp_cmd(context, a, dom, ibqp, want_ex, &cmd);
 	ret = sv_conn_call(&ctx->conn, &cmd, -1, &rsp, &fd);
 	if (ret)
 		goto err_free;
@@ -266,43 +325,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	if (ret)
 		goto err_destroy;
 
-	sv_spin_init(&qp->sq_lock);
-	sv_spin_init(&qp->rq_lock);
-	/* in a thread domain, or a resource domain not SAFE: no locks */
-	qp->single_threaded = dom->single_threaded;
-	/* LOW_LATENCY (and FORCE): small WQEs also go to the mailbox */
-	qp->mailbox = dom->rd &&
-		      (dom->rd->msg_model == IBV_EXP_MSG_LOW_LATENCY ||
-		       dom->rd->msg_model == IBV_EXP_MSG_FORCE_LOW_LATENCY);
-	qp->direct_ops = sv_direct_ops(ctx, a->qp_type);
-	/* without its cache, the direct path copies with system calls only */
-	(void)sv_direct_qp_init(qp);
-	sv_qp_init_post(qp, a->qp_type);
-	qp->rd = dom->rd;
-	if (a->pd && to_sv_pd(a->pd)->parent) {
-		sv_pd_get(a->pd);
-		qp->pdom = a->pd;
-	}
-	qp->sq_sig_all = cmd.u.create_qp.sq_sig_all;
-	qp->send_ops_flags = cmd.u.create_qp.send_ops_flags;
-	ibqp->context = context;
-	ibqp->qp_context = a->qp_context;
-	ibqp->pd = a->pd;
-	ibqp->send_cq = a->send_cq;
-	ibqp->recv_cq = a->recv_cq;
-	ibqp->srq = a->srq;
-	ibqp->handle = (uint32_t)qp->handle;
-	ibqp->qp_num = rsp.u.qp.qpn;
-	ibqp->state = IBV_QPS_RESET;
-	ibqp->qp_type = a->qp_type;
-	pthread_mutex_init(&ibqp->mutex, NULL);
-	pthread_cond_init(&ibqp->cond, NULL);
-	ibqp->events_completed = 0;
-	sv_direct_rq_init(qp);
-	if (want_ex) {
-		qp->has_ex = true;
-		sv_qp_init_wr_ops(qp);
-	}
+	init_qp(ctx, qp, context, a, dom, &cmd, &rsp, want_ex);
 
 	/* what the QP really holds */
 	a->cap.max_send_wr = rsp.u.qp.cap.max_send_wr;
