@@ -134,9 +134,9 @@ fail:
 	return 1;
 }
 
-static void print_text(const struct sv_snap *s)
+/* The objects each client holds, their totals and the keys live. */
+static void print_text_clients(const struct sv_snap *s)
 {
-	const struct sv_rsp_stat_wire *w = &s->wire;
 	uint32_t type;
 
 	printf("daemon pid %u, %u clients (this one included), "
@@ -159,29 +159,39 @@ static void print_text(const struct sv_snap *s)
 	for (type = 1; type < SV_OBJ_TYPE_MAX; type++)
 		printf(" %7u", s->total[type]);
 	printf("\nkeys live: %u\n", s->keys_live);
-	if (s->nqps) {
-		printf("%-8s %-8s %-8s %-5s %-11s %-11s %10s %10s %7s %7s\n",
-		       "qpn", "pid", "type", "state", "sq used", "rq used",
-		       "sends", "recvs", "errors", "retrans");
-		for (uint32_t i = 0; i < s->nqps; i++) {
-			const struct sv_stat_qp *q = &s->qps[i];
-			char sq[24], rq[24];
+}
 
-			snprintf(sq, sizeof(sq), "%u/%u", q->sq_used,
-				 q->sq_entries);
-			snprintf(rq, sizeof(rq), "%u/%u", q->rq_used,
-				 q->rq_entries);
-			printf("%-8u %-8u %-8s %-5s %-11s %-11s %10llu %10llu "
-			       "%7llu %7llu\n", q->qpn, q->pid,
-			       sv_snap_qp_type(q->type),
-			       sv_snap_qp_state(q->state), sq,
-			       q->srq ? "srq" : rq,
-			       (unsigned long long)q->sends,
-			       (unsigned long long)q->recvs,
-			       (unsigned long long)q->errors,
-			       (unsigned long long)q->retrans);
-		}
+/* One line per QP, when there are any. */
+static void print_text_qps(const struct sv_snap *s)
+{
+	if (!s->nqps)
+		return;
+	printf("%-8s %-8s %-8s %-5s %-11s %-11s %10s %10s %7s %7s\n",
+	       "qpn", "pid", "type", "state", "sq used", "rq used",
+	       "sends", "recvs", "errors", "retrans");
+	for (uint32_t i = 0; i < s->nqps; i++) {
+		const struct sv_stat_qp *q = &s->qps[i];
+		char sq[24], rq[24];
+
+		snprintf(sq, sizeof(sq), "%u/%u", q->sq_used,
+			 q->sq_entries);
+		snprintf(rq, sizeof(rq), "%u/%u", q->rq_used,
+			 q->rq_entries);
+		printf("%-8u %-8u %-8s %-5s %-11s %-11s %10llu %10llu "
+		       "%7llu %7llu\n", q->qpn, q->pid,
+		       sv_snap_qp_type(q->type),
+		       sv_snap_qp_state(q->state), sq,
+		       q->srq ? "srq" : rq,
+		       (unsigned long long)q->sends,
+		       (unsigned long long)q->recvs,
+		       (unsigned long long)q->errors,
+		       (unsigned long long)q->retrans);
 	}
+}
+
+/* rdma_cm, the same-host traffic and the direct path. */
+static void print_text_host(const struct sv_rsp_stat_wire *w)
+{
 	printf("rdma_cm: %u files, %u ids open; since start %llu ids, "
 	       "%llu connects, %llu accepts, %llu established, %llu rejects, "
 	       "%llu disconnects\n", w->cm_files, w->cm_ids,
@@ -211,6 +221,11 @@ static void print_text(const struct sv_snap *s)
 		printf(" %s %llu", sv_direct_refusal_name(i),
 		       (unsigned long long)w->direct_refused[i]);
 	printf("\n");
+}
+
+/* The RoCEv2 port's counters, or that there is none. */
+static void print_text_roce(const struct sv_rsp_stat_wire *w)
+{
 	if (!w->running) {
 		printf("roce: no RoCEv2 port (peers on this host only)\n");
 		return;
@@ -254,6 +269,14 @@ static void print_text(const struct sv_snap *s)
 		       (unsigned long long)w->inj_reorder,
 		       (unsigned long long)w->inj_corrupt,
 		       (unsigned long long)w->inj_delay);
+}
+
+static void print_text(const struct sv_snap *s)
+{
+	print_text_clients(s);
+	print_text_qps(s);
+	print_text_host(&s->wire);
+	print_text_roce(&s->wire);
 }
 
 int sv_tool_stat(int argc, char **argv)
