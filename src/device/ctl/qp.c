@@ -179,22 +179,25 @@ static int qp_caps(const struct sv_cmd_create_qp *a, bool has_rq,
 	return 0;
 }
 
-int sv_cmd_create_qp(struct sv_req *r)
-{
-	const struct sv_cmd_create_qp *a = &r->cmd->u.create_qp;
-	struct sv_client *c = r->client;
-	uint32_t sq_entries, sq_stride, rq_entries, rq_stride;
-	struct sv_wire_qp_cap cap;
+/* A CREATE_QP as its steps see it: the command (an XRC target's a copy
+ * with no caps), the objects it names, its rings' sizes. */
+struct qp_create {
+	const struct sv_cmd_create_qp *a;
+	struct sv_cmd_create_qp xa;    /* XRC_RECV */
 	struct sv_pd *pd;
 	struct sv_cq *scq, *rcq;
-	struct sv_srq *srq = NULL;
-	struct sv_domain *dom = NULL;
-	struct sv_qp *qp;
-	size_t sq_bytes, rq_off, bytes;
-	int ret, out;
-	struct sv_xrcd *xrcd = NULL;   /* XRC_RECV */
-	struct sv_cmd_create_qp xa;
+	struct sv_srq *srq;
+	struct sv_domain *dom;
+	struct sv_xrcd *xrcd;          /* XRC_RECV */
+	uint32_t sq_entries, sq_stride, rq_entries, rq_stride;
+	struct sv_wire_qp_cap cap;
+	size_t rq_off, bytes;
+	int out;
+};
 
+/* The QP type and the flags it may take. */
+static int qp_check_type(struct sv_req *r, const struct sv_cmd_create_qp *a)
+{
 	switch (a->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
@@ -229,24 +232,38 @@ int sv_cmd_create_qp(struct sv_req *r)
 		r->why = "reserved fields set";
 		return -EINVAL;
 	}
-	if (a->qp_type == IBV_QPT_XRC_RECV) {
-		/* a target: no PD, CQs, SRQ or work queues of its own (a
-		 * one-slot send ring that nothing runs keeps the layout) */
-		if (a->pd || a->send_cq || a->recv_cq || a->srq || a->domain ||
-		    a->send_ops_flags) {
-			r->why = "XRC_RECV takes an xrcd only";
-			return -EINVAL;
-		}
-		xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
-		if (!xrcd)
-			return -EINVAL;
-		xa = *a;
-		memset(&xa.cap, 0, sizeof(xa.cap));
-		a = &xa;
-		pd = NULL;
-		scq = rcq = NULL;
-		goto checked;
+	return 0;
+}
+
+/* An XRC target: its XRC domain, and the command as one with no caps. */
+static int qp_find_xrc_target(struct sv_req *r, struct qp_create *q)
+{
+	const struct sv_cmd_create_qp *a = q->a;
+
+	/* a target: no PD, CQs, SRQ or work queues of its own (a
+	 * one-slot send ring that nothing runs keeps the layout) */
+	if (a->pd || a->send_cq || a->recv_cq || a->srq || a->domain ||
+	    a->send_ops_flags) {
+		r->why = "XRC_RECV takes an xrcd only";
+		return -EINVAL;
 	}
+	q->xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
+	if (!q->xrcd)
+		return -EINVAL;
+	q->xa = *a;
+	memset(&q->xa.cap, 0, sizeof(q->xa.cap));
+	q->a = &q->xa;
+	q->pd = NULL;
+	q->scq = q->rcq = NULL;
+	return 0;
+}
+
+/* Every other type: its PD, CQs, SRQ and domain. */
+static int qp_find_objs(struct sv_req *r, struct qp_create *q)
+{
+	const struct sv_cmd_create_qp *a = q->a;
+	struct sv_client *c = r->client;
+
 	if (a->xrcd) {
 		r->why = "xrcd given for a QP type that takes none";
 		return -EINVAL;
@@ -257,68 +274,101 @@ int sv_cmd_create_qp(struct sv_req *r)
 		r->why = "an XRC_SEND QP has no receive side";
 		return -EINVAL;
 	}
-	pd = sv_objtab_lookup(sv_client_tab(c, a->pd), a->pd, SV_OBJ_PD);
-	scq = sv_objtab_lookup(sv_client_tab(c, a->send_cq), a->send_cq,
-			       SV_OBJ_CQ);
-	rcq = a->qp_type == IBV_QPT_XRC_SEND ? NULL :
-	      sv_objtab_lookup(sv_client_tab(c, a->recv_cq), a->recv_cq,
-			       SV_OBJ_CQ);
-	if (!pd || !scq || (!rcq && a->qp_type != IBV_QPT_XRC_SEND)) {
-		r->why = !pd ? "no such pd" : "no such cq";
+	q->pd = sv_objtab_lookup(sv_client_tab(c, a->pd), a->pd, SV_OBJ_PD);
+	q->scq = sv_objtab_lookup(sv_client_tab(c, a->send_cq), a->send_cq,
+				  SV_OBJ_CQ);
+	q->rcq = a->qp_type == IBV_QPT_XRC_SEND ? NULL :
+		 sv_objtab_lookup(sv_client_tab(c, a->recv_cq), a->recv_cq,
+				  SV_OBJ_CQ);
+	if (!q->pd || !q->scq ||
+	    (!q->rcq && a->qp_type != IBV_QPT_XRC_SEND)) {
+		r->why = !q->pd ? "no such pd" : "no such cq";
 		return -EINVAL;
 	}
 	if (a->srq) {
-		srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
-		if (!srq)
+		q->srq = sv_req_obj(r, a->srq, SV_OBJ_SRQ);
+		if (!q->srq)
 			return -EINVAL;
 		/* a tag-matching SRQ serves RC QPs (ibv_tm_caps: RC) */
-		if (srq->type != IBV_SRQT_BASIC &&
-		    !(srq->type == IBV_SRQT_TM && a->qp_type == IBV_QPT_RC)) {
+		if (q->srq->type != IBV_SRQT_BASIC &&
+		    !(q->srq->type == IBV_SRQT_TM && a->qp_type == IBV_QPT_RC)) {
 			r->why = "srq type does not fit the QP";
 			return -EINVAL;
 		}
 	}
 	if (a->domain) {
-		dom = sv_req_obj(r, a->domain, SV_OBJ_DOMAIN);
-		if (!dom)
+		q->dom = sv_req_obj(r, a->domain, SV_OBJ_DOMAIN);
+		if (!q->dom)
 			return -EINVAL;
 	}
-checked:
-	ret = qp_caps(a, !srq && a->qp_type != IBV_QPT_XRC_SEND &&
-			 a->qp_type != IBV_QPT_XRC_RECV,
-		      &sq_entries, &sq_stride, &rq_entries, &rq_stride, &cap,
-		      &r->why);
+	return 0;
+}
+
+/* Validation: the command, the objects it names, the caps it asks and
+ * room for one more QP. Nothing made, nothing to undo. */
+static int qp_validate(struct sv_req *r, struct qp_create *q)
+{
+	int ret;
+
+	ret = qp_check_type(r, q->a);
 	if (ret)
 		return ret;
-	if (xrcd)
-		memset(&cap, 0, sizeof(cap));   /* nothing to post to */
+	if (q->a->qp_type == IBV_QPT_XRC_RECV)
+		ret = qp_find_xrc_target(r, q);
+	else
+		ret = qp_find_objs(r, q);
+	if (ret)
+		return ret;
+	ret = qp_caps(q->a, !q->srq && q->a->qp_type != IBV_QPT_XRC_SEND &&
+			    q->a->qp_type != IBV_QPT_XRC_RECV,
+		      &q->sq_entries, &q->sq_stride, &q->rq_entries,
+		      &q->rq_stride, &q->cap, &r->why);
+	if (ret)
+		return ret;
+	if (q->xrcd)
+		memset(&q->cap, 0, sizeof(q->cap));   /* nothing to post to */
 	if (sv_dev.nqp >= SV_MAX_QP) {
 		r->why = "max_qp reached";
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Allocation: the QP, its rings (charged to the client), its QPN and its
+ * handle; *qpp once all are had, else each undone. */
+static int qp_alloc(struct sv_req *r, struct qp_create *q,
+		    struct sv_qp **qpp)
+{
+	struct sv_client *c = r->client;
+	struct sv_qp *qp;
+	size_t sq_bytes;
+	int ret;
+
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
 	qp->loc.memfd = -1;
 	/* the receive ring on the cache line after the send ring's last
 	 * slot: small queues share one page */
-	sq_bytes = sv_wq_ring_bytes(sq_entries, sq_stride);
-	rq_off = (sq_bytes + SV_CACHELINE - 1) & ~(size_t)(SV_CACHELINE - 1);
-	bytes = page_up(rq_off + (!rq_entries ? 0 :
-		sv_wq_ring_bytes(rq_entries, rq_stride)));
-	ret = sv_req_charge(r, bytes);
+	sq_bytes = sv_wq_ring_bytes(q->sq_entries, q->sq_stride);
+	q->rq_off = (sq_bytes + SV_CACHELINE - 1) &
+		    ~(size_t)(SV_CACHELINE - 1);
+	q->bytes = page_up(q->rq_off + (!q->rq_entries ? 0 :
+		sv_wq_ring_bytes(q->rq_entries, q->rq_stride)));
+	ret = sv_req_charge(r, q->bytes);
 	if (ret) {
 		free(qp);
 		return ret;
 	}
-	ret = sv_ring_get(c, "softverbs-qp", bytes, &qp->loc, &qp->ring, &out);
+	ret = sv_ring_get(c, "softverbs-qp", q->bytes, &qp->loc, &qp->ring,
+			  &q->out);
 	if (ret) {
-		sv_client_uncharge(c, bytes);
+		sv_client_uncharge(c, q->bytes);
 		free(qp);
 		r->why = "cannot allocate the rings";
 		return ret;
 	}
-	qp->ring_bytes = bytes;
+	qp->ring_bytes = q->bytes;
 	ret = qpn_alloc(qp);
 	if (ret) {
 		r->why = "no QPN left";
@@ -329,67 +379,94 @@ checked:
 		sv_dev.qpn_tab[qp->qpn & QPN_MASK] = NULL;
 		goto err_out;
 	}
-	qp->owner = c;
-	sv_inject_qp_new(qp);
-	qp->cookie = a->cookie;
-	qp->type = a->qp_type;
-	qp->pd = pd;
-	qp->send_cq = scq;
-	qp->recv_cq = rcq;
-	qp->srq = srq;
-	qp->domain = dom;
-	qp->sq_sig_all = a->sq_sig_all;
-	qp->create_flags = a->create_flags;
-	qp->send_ops_flags = a->send_ops_flags;
-	qp->cap = cap;
-	sv_direct_guard_reset(qp);
-	sv_qp_wq_init(&qp->sq, qp->ring, sq_entries, sq_stride,
-		      cap.max_send_sge, cap.max_inline_data);
-	if (rq_entries)
-		sv_qp_wq_init(&qp->rq, (char *)qp->ring + rq_off, rq_entries,
-			      rq_stride, cap.max_recv_sge, 0);
-	qp_set_state(qp, IBV_QPS_RESET);
-	qp->xrcd = xrcd;
-	if (xrcd)
-		xrcd->refs++;
-	if (pd)
-		pd->refs++;
-	if (scq)
-		scq->refs++;
-	if (rcq)
-		rcq->refs++;
-	if (srq)
-		srq->refs++;
-	if (dom)
-		dom->refs++;
-	sv_dev.nqp++;
-	sv_engine_add_qp(qp, dom ? dom->engine : NULL);
-
-	r->rsp->u.qp = (struct sv_rsp_qp){
-		.handle = qp->handle,
-		.qpn = qp->qpn,
-		.db_index = sv_engine_index(qp->engine),
-		.cap = cap,
-		.sq_entries = sq_entries,
-		.sq_stride = sq_stride,
-		.rq_entries = rq_entries,
-		.rq_stride = rq_stride,
-		.sq_offset = 0,
-		.rq_offset = rq_entries ? rq_off : 0,
-		.ring_bytes = bytes,
-		.ring_offset = qp->loc.offset,
-	};
-	r->fd_out = out;
+	*qpp = qp;
 	return 0;
 
 err_out:
-	close(out);
+	close(q->out);
 	sv_client_uncharge(c, qp->ring_bytes);
 	sv_ring_put(&qp->loc, qp->ring, qp->ring_bytes);
 	free(qp);
 	if (!r->why)
 		r->why = "cannot create the QP";
 	return ret;
+}
+
+/* Publication: the QP filled in, in RESET, holding what it names, on its
+ * engine, and the answer. Nothing fails from here. */
+static void qp_publish(struct sv_req *r, const struct qp_create *q,
+		       struct sv_qp *qp)
+{
+	const struct sv_cmd_create_qp *a = q->a;
+
+	qp->owner = r->client;
+	sv_inject_qp_new(qp);
+	qp->cookie = a->cookie;
+	qp->type = a->qp_type;
+	qp->pd = q->pd;
+	qp->send_cq = q->scq;
+	qp->recv_cq = q->rcq;
+	qp->srq = q->srq;
+	qp->domain = q->dom;
+	qp->sq_sig_all = a->sq_sig_all;
+	qp->create_flags = a->create_flags;
+	qp->send_ops_flags = a->send_ops_flags;
+	qp->cap = q->cap;
+	sv_direct_guard_reset(qp);
+	sv_qp_wq_init(&qp->sq, qp->ring, q->sq_entries, q->sq_stride,
+		      q->cap.max_send_sge, q->cap.max_inline_data);
+	if (q->rq_entries)
+		sv_qp_wq_init(&qp->rq, (char *)qp->ring + q->rq_off,
+			      q->rq_entries, q->rq_stride, q->cap.max_recv_sge,
+			      0);
+	qp_set_state(qp, IBV_QPS_RESET);
+	qp->xrcd = q->xrcd;
+	if (q->xrcd)
+		q->xrcd->refs++;
+	if (q->pd)
+		q->pd->refs++;
+	if (q->scq)
+		q->scq->refs++;
+	if (q->rcq)
+		q->rcq->refs++;
+	if (q->srq)
+		q->srq->refs++;
+	if (q->dom)
+		q->dom->refs++;
+	sv_dev.nqp++;
+	sv_engine_add_qp(qp, q->dom ? q->dom->engine : NULL);
+
+	r->rsp->u.qp = (struct sv_rsp_qp){
+		.handle = qp->handle,
+		.qpn = qp->qpn,
+		.db_index = sv_engine_index(qp->engine),
+		.cap = q->cap,
+		.sq_entries = q->sq_entries,
+		.sq_stride = q->sq_stride,
+		.rq_entries = q->rq_entries,
+		.rq_stride = q->rq_stride,
+		.sq_offset = 0,
+		.rq_offset = q->rq_entries ? q->rq_off : 0,
+		.ring_bytes = q->bytes,
+		.ring_offset = qp->loc.offset,
+	};
+	r->fd_out = q->out;
+}
+
+int sv_cmd_create_qp(struct sv_req *r)
+{
+	struct qp_create q = { .a = &r->cmd->u.create_qp };
+	struct sv_qp *qp;
+	int ret;
+
+	ret = qp_validate(r, &q);
+	if (ret)
+		return ret;
+	ret = qp_alloc(r, &q, &qp);
+	if (ret)
+		return ret;
+	qp_publish(r, &q, qp);
+	return 0;
 }
 
 /* The value checks that the state table leaves to us. */
