@@ -22,23 +22,28 @@
 #include "device/exec/wq.h"
 #include "device/sv_dev.h"
 
-int sv_cmd_create_srq(struct sv_req *r)
-{
-	const struct sv_cmd_create_srq *a = &r->cmd->u.create_srq;
-	struct sv_client *c = r->client;
-	uint32_t entries, stride, sge, ops = 0;
-	struct sv_srq *srq;
+/* A CREATE_SRQ as its steps see it: the command, the objects it names,
+ * its rings' sizes. */
+struct srq_create {
+	const struct sv_cmd_create_srq *a;
 	struct sv_pd *pd;
-	size_t bytes, ops_off = 0;
-	int ret, out;
+	struct sv_xrcd *xrcd;
+	struct sv_cq *cq;
+	uint32_t entries, stride, sge, ops;
+	size_t bytes, ops_off;
+	int out;
+};
 
-	struct sv_xrcd *xrcd = NULL;
-	struct sv_cq *cq = NULL;
+/* Validation: the type and what it takes, the sizes, the PD and room for
+ * one more SRQ; then the receive ring's size. Nothing made. */
+static int srq_validate(struct sv_req *r, struct srq_create *s)
+{
+	const struct sv_cmd_create_srq *a = s->a;
 
 	if (a->srq_type == IBV_SRQT_TM) {
 		/* its ops' completions (and its receives') go to its CQ */
-		cq = sv_req_obj(r, a->cq, SV_OBJ_CQ);
-		if (!cq || a->xrcd)
+		s->cq = sv_req_obj(r, a->cq, SV_OBJ_CQ);
+		if (!s->cq || a->xrcd)
 			return -EINVAL;
 		if (!a->max_num_tags || a->max_num_tags > SV_TM_MAX_TAGS ||
 		    a->max_ops > SV_TM_MAX_OPS) {
@@ -46,9 +51,9 @@ int sv_cmd_create_srq(struct sv_req *r)
 			return -EINVAL;
 		}
 	} else if (a->srq_type == IBV_SRQT_XRC) {
-		xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
-		cq = xrcd ? sv_req_obj(r, a->cq, SV_OBJ_CQ) : NULL;
-		if (!cq)
+		s->xrcd = sv_req_obj(r, a->xrcd, SV_OBJ_XRCD);
+		s->cq = s->xrcd ? sv_req_obj(r, a->cq, SV_OBJ_CQ) : NULL;
+		if (!s->cq)
 			return -EINVAL;
 	} else if (a->srq_type != IBV_SRQT_BASIC || a->cq || a->xrcd) {
 		r->why = "unknown SRQ type, or cq/xrcd for a basic SRQ";
@@ -59,18 +64,33 @@ int sv_cmd_create_srq(struct sv_req *r)
 		r->why = "max_wr or max_sge out of range";
 		return -EINVAL;
 	}
-	pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
-	if (!pd)
+	s->pd = sv_req_obj(r, a->pd, SV_OBJ_PD);
+	if (!s->pd)
 		return -EINVAL;
 	if (sv_dev.total[SV_OBJ_SRQ] >= SV_MAX_SRQ) {
 		r->why = "max_srq reached";
 		return -ENOMEM;
 	}
-	entries = pow2_at_least(a->max_wr);
-	stride = sv_recv_stride(a->max_sge ? a->max_sge : 1);
-	sge = (stride - SV_RECV_WQE_HDR) / (uint32_t)sizeof(struct sv_wqe_sge);
-	if (sge > SV_MAX_SGE)
-		sge = SV_MAX_SGE;
+	s->entries = pow2_at_least(a->max_wr);
+	s->stride = sv_recv_stride(a->max_sge ? a->max_sge : 1);
+	s->sge = (s->stride - SV_RECV_WQE_HDR) /
+		 (uint32_t)sizeof(struct sv_wqe_sge);
+	if (s->sge > SV_MAX_SGE)
+		s->sge = SV_MAX_SGE;
+	return 0;
+}
+
+/* Allocation: the SRQ (a tag-matching one's lists), its rings (charged to
+ * the client), its number and its handle; *srqp once all are had, else
+ * each undone. */
+static int srq_alloc(struct sv_req *r, struct srq_create *s,
+		     struct sv_srq **srqp)
+{
+	const struct sv_cmd_create_srq *a = s->a;
+	struct sv_client *c = r->client;
+	struct sv_srq *srq;
+	int ret;
+
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return -ENOMEM;
@@ -81,76 +101,42 @@ int sv_cmd_create_srq(struct sv_req *r)
 			return -ENOMEM;
 		}
 	}
-	bytes = page_up(sv_wq_ring_bytes(entries, stride));
+	s->bytes = page_up(sv_wq_ring_bytes(s->entries, s->stride));
 	if (srq->tm) {
 		/* the ops ring, after the receive ring */
-		ops_off = bytes;
-		ops = pow2_at_least(a->max_ops ? a->max_ops : 1);
-		bytes += page_up(sv_wq_ring_bytes(ops, SV_TM_OP_STRIDE));
+		s->ops_off = s->bytes;
+		s->ops = pow2_at_least(a->max_ops ? a->max_ops : 1);
+		s->bytes += page_up(sv_wq_ring_bytes(s->ops, SV_TM_OP_STRIDE));
 	}
-	ret = sv_req_charge(r, bytes);
+	ret = sv_req_charge(r, s->bytes);
 	if (ret) {
 		free(srq->tm);
 		free(srq);
 		return ret;
 	}
-	ret = sv_ring_get(c, "softverbs-srq", bytes, &srq->loc, &srq->ring,
-			  &out);
+	ret = sv_ring_get(c, "softverbs-srq", s->bytes, &srq->loc, &srq->ring,
+			  &s->out);
 	if (ret) {
-		sv_client_uncharge(c, bytes);
+		sv_client_uncharge(c, s->bytes);
 		free(srq->tm);
 		free(srq);
 		r->why = "cannot allocate the ring";
 		return ret;
 	}
-	srq->ring_bytes = bytes;
+	srq->ring_bytes = s->bytes;
 	ret = sv_srqn_alloc(srq);
 	if (ret) {
-		close(out);
+		close(s->out);
 		r->why = "no SRQ number left";
 		goto err_ring;
 	}
 	ret = sv_client_add_obj(r, SV_OBJ_SRQ, srq, &srq->handle);
 	if (ret) {
 		sv_srqn_free(srq);
-		close(out);
+		close(s->out);
 		goto err_ring;
 	}
-	srq->owner = c;
-	srq->cookie = a->cookie;
-	srq->pd = pd;
-	srq->type = a->srq_type;
-	srq->xrcd = xrcd;
-	srq->cq = cq;
-	if (xrcd)
-		xrcd->refs++;
-	if (cq)
-		cq->refs++;
-	srq->max_wr = entries;
-	srq->limit = 0; /* ibv_create_srq ignores srq_limit; modify arms it */
-	sv_qp_wq_init(&srq->rq, srq->ring, entries, stride, sge, 0);
-	srq->rq.hdr->qp_state = 0;
-	if (srq->tm) {
-		sv_qp_wq_init(&srq->tm_ops, (char *)srq->ring + ops_off, ops,
-			      SV_TM_OP_STRIDE, 0, 0);
-		srq->tm->kdone = &srq->tm_ops.hdr->done;
-		sv_engine_add_srq(srq);
-	}
-	pd->refs++;
-	r->rsp->u.srq = (struct sv_rsp_srq){
-		.handle = srq->handle,
-		.srqn = srq->srqn,
-		.db_index = 0,
-		.max_wr = entries,
-		.max_sge = sge,
-		.entries = entries,
-		.stride = stride,
-		.ring_bytes = bytes,
-		.tm_ops_offset = ops_off,
-		.tm_ops_entries = ops,
-		.ring_offset = srq->loc.offset,
-	};
-	r->fd_out = out;
+	*srqp = srq;
 	return 0;
 
 err_ring:
@@ -159,6 +145,66 @@ err_ring:
 	free(srq->tm);
 	free(srq);
 	return ret;
+}
+
+/* Publication: the SRQ filled in, holding what it names (a tag-matching
+ * one on its engine), and the answer. Nothing fails from here. */
+static void srq_publish(struct sv_req *r, const struct srq_create *s,
+			struct sv_srq *srq)
+{
+	const struct sv_cmd_create_srq *a = s->a;
+
+	srq->owner = r->client;
+	srq->cookie = a->cookie;
+	srq->pd = s->pd;
+	srq->type = a->srq_type;
+	srq->xrcd = s->xrcd;
+	srq->cq = s->cq;
+	if (s->xrcd)
+		s->xrcd->refs++;
+	if (s->cq)
+		s->cq->refs++;
+	srq->max_wr = s->entries;
+	srq->limit = 0; /* ibv_create_srq ignores srq_limit; modify arms it */
+	sv_qp_wq_init(&srq->rq, srq->ring, s->entries, s->stride, s->sge, 0);
+	srq->rq.hdr->qp_state = 0;
+	if (srq->tm) {
+		sv_qp_wq_init(&srq->tm_ops, (char *)srq->ring + s->ops_off,
+			      s->ops, SV_TM_OP_STRIDE, 0, 0);
+		srq->tm->kdone = &srq->tm_ops.hdr->done;
+		sv_engine_add_srq(srq);
+	}
+	s->pd->refs++;
+	r->rsp->u.srq = (struct sv_rsp_srq){
+		.handle = srq->handle,
+		.srqn = srq->srqn,
+		.db_index = 0,
+		.max_wr = s->entries,
+		.max_sge = s->sge,
+		.entries = s->entries,
+		.stride = s->stride,
+		.ring_bytes = s->bytes,
+		.tm_ops_offset = s->ops_off,
+		.tm_ops_entries = s->ops,
+		.ring_offset = srq->loc.offset,
+	};
+	r->fd_out = s->out;
+}
+
+int sv_cmd_create_srq(struct sv_req *r)
+{
+	struct srq_create s = { .a = &r->cmd->u.create_srq };
+	struct sv_srq *srq;
+	int ret;
+
+	ret = srq_validate(r, &s);
+	if (ret)
+		return ret;
+	ret = srq_alloc(r, &s, &srq);
+	if (ret)
+		return ret;
+	srq_publish(r, &s, srq);
+	return 0;
 }
 
 /*
