@@ -222,12 +222,12 @@ static void clear_all(void)
 	}
 }
 
-int sv_cmd_inject(struct sv_req *r)
+/* The kind, the QP it names (*qpp, else NULL: a process or the device)
+ * and a count where the kind takes one. */
+static int inject_check(struct sv_req *r, const struct sv_cmd_inject *a,
+			struct sv_qp **qpp)
 {
-	const struct sv_cmd_inject *a = &r->cmd->u.inject;
-	struct sv_rsp_inject *o = &r->rsp->u.inject;
 	struct sv_qp *qp = NULL;
-	int ret = 0;
 
 	if (a->rsvd || !a->kind || a->kind >= SV_INJ_KIND_MAX) {
 		r->why = "no such kind of fault";
@@ -251,42 +251,92 @@ int sv_cmd_inject(struct sv_req *r)
 		r->why = "a count of at least 1";
 		return -EINVAL;
 	}
-	if (!qp && (a->kind == SV_INJ_RNR || a->kind == SV_INJ_ACCESS ||
-		    a->kind == SV_INJ_LOSE)) {
-		/* of a process, or of the device: its QPs, those it makes
-		 * later too, reach the device for it */
-		ret = arm_wide(r, a);
-		if (ret)
-			return ret;
-		for (uint32_t i = 0; i < QP_SLOTS; i++)
-			if (sv_dev.qpn_tab[i] && !sv_dev.qpn_tab[i]->opened &&
-			    sv_inj_reaches(a->pid, sv_dev.qpn_tab[i]))
-				no_direct(sv_dev.qpn_tab[i]);
-		goto done;
-	}
-	if (!qp && a->kind == SV_INJ_FATAL) {
-		unsigned int n = 0;
+	*qpp = qp;
+	return 0;
+}
 
-		if (!a->pid) {
-			r->why = "fatal takes a QP or a process";
-			return -EINVAL;
-		}
-		for (uint32_t i = 0; i < QP_SLOTS; i++) {
-			struct sv_qp *q = sv_dev.qpn_tab[i];
+/* RNR, access or lose faults of a process, or of the device: its QPs,
+ * those it makes later too, reach the device for it. */
+static int inject_wide(struct sv_req *r, const struct sv_cmd_inject *a)
+{
+	int ret;
 
-			if (q && !q->opened && sv_inj_reaches(a->pid, q) &&
-			    q->state != IBV_QPS_ERR) {
-				sv_qp_error(q, IBV_EVENT_QP_FATAL);
-				n++;
-			}
-		}
-		if (!n) {
-			r->why = "that process has no QP out of the error state";
-			return -ENOENT;
-		}
-		sv_inj_done[SV_INJ_FATAL] += n;
-		goto done;
+	ret = arm_wide(r, a);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < QP_SLOTS; i++)
+		if (sv_dev.qpn_tab[i] && !sv_dev.qpn_tab[i]->opened &&
+		    sv_inj_reaches(a->pid, sv_dev.qpn_tab[i]))
+			no_direct(sv_dev.qpn_tab[i]);
+	return 0;
+}
+
+/* fatal pid=P: every QP of the process not yet in ERR. */
+static int inject_fatal_pid(struct sv_req *r, const struct sv_cmd_inject *a)
+{
+	unsigned int n = 0;
+
+	if (!a->pid) {
+		r->why = "fatal takes a QP or a process";
+		return -EINVAL;
 	}
+	for (uint32_t i = 0; i < QP_SLOTS; i++) {
+		struct sv_qp *q = sv_dev.qpn_tab[i];
+
+		if (q && !q->opened && sv_inj_reaches(a->pid, q) &&
+		    q->state != IBV_QPS_ERR) {
+			sv_qp_error(q, IBV_EVENT_QP_FATAL);
+			n++;
+		}
+	}
+	if (!n) {
+		r->why = "that process has no QP out of the error state";
+		return -ENOENT;
+	}
+	sv_inj_done[SV_INJ_FATAL] += n;
+	return 0;
+}
+
+/* port up=0/1: the port's state, and the event to every context. */
+static int inject_port(struct sv_req *r, const struct sv_cmd_inject *a)
+{
+	if (a->up > 1) {
+		r->why = "up is 0 or 1";
+		return -EINVAL;
+	}
+	sv_inj_done[SV_INJ_PORT]++;
+	sv_dev.port.state = a->up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	sv_dev.port.phys_state = a->up ? 5 : 3; /* LinkUp, Disabled */
+	port_event(a->up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
+	return 0;
+}
+
+/* wire SPEC: the RoCEv2 injector's faults. */
+static int inject_wire(struct sv_req *r, const struct sv_cmd_inject *a)
+{
+	int ret;
+
+	if (!memchr(a->spec, 0, sizeof(a->spec))) {
+		r->why = "the spec is not terminated";
+		return -EINVAL;
+	}
+	ret = wire_set(a->spec, a->pid);
+	if (ret)
+		r->why = ret == -ENODEV ? "no RoCEv2 port" :
+		 "not seed=N,drop=P,dup=P,reorder=P,corrupt=P,"
+		 "delay=US,qp=N";
+	else
+		sv_inj_done[SV_INJ_WIRE]++;
+	return ret;
+}
+
+/* Every other fault: of one QP (qp), of the commands, the port or the
+ * wire, or all cleared. */
+static int inject_one(struct sv_req *r, const struct sv_cmd_inject *a,
+		      struct sv_qp *qp)
+{
+	int ret = 0;
+
 	switch (a->kind) {
 	case SV_INJ_CMD:
 		ret = arm_cmd(r, a);
@@ -321,27 +371,10 @@ int sv_cmd_inject(struct sv_req *r)
 		sv_qp_error(qp, IBV_EVENT_QP_FATAL);
 		break;
 	case SV_INJ_PORT:
-		if (a->up > 1) {
-			r->why = "up is 0 or 1";
-			return -EINVAL;
-		}
-		sv_inj_done[SV_INJ_PORT]++;
-		sv_dev.port.state = a->up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-		sv_dev.port.phys_state = a->up ? 5 : 3; /* LinkUp, Disabled */
-		port_event(a->up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
+		ret = inject_port(r, a);
 		break;
 	case SV_INJ_WIRE:
-		if (!memchr(a->spec, 0, sizeof(a->spec))) {
-			r->why = "the spec is not terminated";
-			return -EINVAL;
-		}
-		ret = wire_set(a->spec, a->pid);
-		if (ret)
-			r->why = ret == -ENODEV ? "no RoCEv2 port" :
-			 "not seed=N,drop=P,dup=P,reorder=P,corrupt=P,"
-			 "delay=US,qp=N";
-		else
-			sv_inj_done[SV_INJ_WIRE]++;
+		ret = inject_wire(r, a);
 		break;
 	case SV_INJ_CLEAR:
 		clear_all();
@@ -349,9 +382,13 @@ int sv_cmd_inject(struct sv_req *r)
 	default:
 		break;
 	}
-	if (ret)
-		return ret;
-done:
+	return ret;
+}
+
+/* The answer: what was injected, what is armed. */
+static void inject_answer(const struct sv_cmd_inject *a,
+			  struct sv_rsp_inject *o)
+{
 	if (a->kind != SV_INJ_QUERY)
 		sv_log(SV_LOG_INFO, "inject: kind %u armed or done (qpn %#x, "
 		       "pid %u, count %u)", a->kind, a->qpn, a->pid, a->count);
@@ -363,5 +400,26 @@ done:
 					  sv_dev.qpn_tab[i]->inj_access ||
 					  sv_dev.qpn_tab[i]->inj_lose))
 			o->armed++;
+}
+
+int sv_cmd_inject(struct sv_req *r)
+{
+	const struct sv_cmd_inject *a = &r->cmd->u.inject;
+	struct sv_qp *qp;
+	int ret;
+
+	ret = inject_check(r, a, &qp);
+	if (ret)
+		return ret;
+	if (!qp && (a->kind == SV_INJ_RNR || a->kind == SV_INJ_ACCESS ||
+		    a->kind == SV_INJ_LOSE))
+		ret = inject_wide(r, a);
+	else if (!qp && a->kind == SV_INJ_FATAL)
+		ret = inject_fatal_pid(r, a);
+	else
+		ret = inject_one(r, a, qp);
+	if (ret)
+		return ret;
+	inject_answer(a, &r->rsp->u.inject);
 	return 0;
 }
