@@ -176,22 +176,10 @@ static int pick_addresses(const char *want, const char *dev, struct addr *out,
 	return 1;
 }
 
-int sv_identity_init(const char *ip, const char *netdev)
+/* The device's attributes as ibv_query_device_ex reads them; its GUID
+ * from its name. */
+static void identity_attr(struct sv_dev_attr *a)
 {
-	struct sv_dev_attr *a = &sv_dev.attr;
-	struct sv_port_attr *p = &sv_dev.port;
-	struct addr addrs[SV_GID_TBL_LEN];
-	char abuf[INET6_ADDRSTRLEN];
-	int n;
-
-	if (ip && netdev)
-		return -EINVAL;
-	n = pick_addresses(ip, netdev, addrs, SV_GID_TBL_LEN);
-	if (n < 0)
-		return n;
-
-	snprintf(sv_dev.name, sizeof(sv_dev.name), "sv0");
-	sv_dev.addrs_given = ip || netdev;
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%u", SV_PROTO_VERSION);
 	a->node_guid = stable_guid(sv_dev.name);
@@ -265,11 +253,16 @@ int sv_identity_init(const char *ip, const char *netdev)
 	a->max_comp_vectors = 1;
 	a->hca_core_clock = 1000000;       /* timestamps in ns: 1 GHz */
 	a->completion_timestamp_mask = ~0ull;
+}
 
+/* The port as ibv_query_port reads it: up, RoCEv2, its active MTU from
+ * ifname's MTU. */
+static void identity_port(struct sv_port_attr *p, const char *ifname)
+{
 	memset(p, 0, sizeof(*p));
 	p->state = IBV_PORT_ACTIVE;
 	p->max_mtu = IBV_MTU_4096;
-	p->active_mtu = mtu_for_link(ifname_mtu(addrs[0].ifname));
+	p->active_mtu = mtu_for_link(ifname_mtu(ifname));
 	p->gid_tbl_len = SV_GID_TBL_LEN;
 	/* a connection manager: rdma_cm between ids of this device, and CM
 	 * MADs on QP1 across hosts (docs/DESIGN.md "rdma_cm") */
@@ -286,6 +279,14 @@ int sv_identity_init(const char *ip, const char *netdev)
 	p->phys_state = 5;          /* LinkUp */
 	p->link_layer = IBV_LINK_LAYER_ETHERNET;
 	p->max_vl_num = 1;
+}
+
+/* The GID table: one RoCEv2 GID of each of the n addresses, each logged
+ * (the first with the port's MTU). */
+static void identity_gids(const struct addr *addrs, int n,
+			  const struct sv_port_attr *p)
+{
+	char abuf[INET6_ADDRSTRLEN];
 
 	memset(sv_dev.gid, 0, sizeof(sv_dev.gid));
 	for (int k = 0; k < n; k++) {
@@ -308,5 +309,25 @@ int sv_identity_init(const char *ip, const char *netdev)
 			sv_log(SV_LOG_INFO, "device %s: gid[%d] %s%s", sv_dev.name,
 			       k, addrs[k].v6 ? "" : "::ffff:", abuf);
 	}
+}
+
+int sv_identity_init(const char *ip, const char *netdev)
+{
+	struct sv_dev_attr *a = &sv_dev.attr;
+	struct sv_port_attr *p = &sv_dev.port;
+	struct addr addrs[SV_GID_TBL_LEN];
+	int n;
+
+	if (ip && netdev)
+		return -EINVAL;
+	n = pick_addresses(ip, netdev, addrs, SV_GID_TBL_LEN);
+	if (n < 0)
+		return n;
+
+	snprintf(sv_dev.name, sizeof(sv_dev.name), "sv0");
+	sv_dev.addrs_given = ip || netdev;
+	identity_attr(a);
+	identity_port(p, addrs[0].ifname);
+	identity_gids(addrs, n, p);
 	return 0;
 }
