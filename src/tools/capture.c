@@ -379,21 +379,12 @@ static int capture_cmd(struct sv_probe *p, int fd, uint32_t snaplen,
 	return ret ? ret : status;
 }
 
-int sv_tool_capture(int argc, char **argv)
+/* The options into o, *count, *secs and *flt: -1, or the exit status
+ * (-h: 0, a bad option: 2). */
+static int capture_args(int argc, char **argv, struct out *o, long *count,
+			double *secs, struct filter *flt)
 {
-	struct out o = { .files = 1 };
-	long count = 0, got = 0, shown = 0;
-	double secs = 0;
-	struct filter flt = { -1, -1, -1 };
-	struct qps q = { .ok = false };
-	struct sv_probe p;
-	struct sv_rsp rsp;
-	/* a message: records of at most 64 KiB, or one of a larger packet */
-	static uint64_t msg64[(131072 + 4096) / 8];
-	uint8_t *msg = (uint8_t *)msg64;
-	int sp[2], opt, ret;
-	bool draining = false;
-	struct timespec t0;
+	int opt;
 
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -408,8 +399,8 @@ int sv_tool_capture(int argc, char **argv)
 		if (opt != 'w' && opt != 'h' && opt != '?' && opt != ':') {
 			errno = 0;
 			if (opt == 'd') {
-				secs = strtod(optarg, &end);
-				v = secs > 0;
+				*secs = strtod(optarg, &end);
+				v = *secs > 0;
 			} else {
 				v = strtoull(optarg, &end, 0);
 			}
@@ -425,15 +416,15 @@ int sv_tool_capture(int argc, char **argv)
 			}
 		}
 		switch (opt) {
-		case 'w': o.path = optarg; break;
-		case 's': o.snaplen = (uint32_t)v; break;
-		case 'c': count = (long)v; break;
+		case 'w': o->path = optarg; break;
+		case 's': o->snaplen = (uint32_t)v; break;
+		case 'c': *count = (long)v; break;
 		case 'd': break;
-		case 'W': o.files = (unsigned int)v; break;
-		case 'C': o.max_bytes = v; break;
-		case 'q': flt.qpn = (long)v; break;
-		case 'o': flt.opcode = (long)v; break;
-		case 'p': flt.pid = (long)v; break;
+		case 'W': o->files = (unsigned int)v; break;
+		case 'C': o->max_bytes = v; break;
+		case 'q': flt->qpn = (long)v; break;
+		case 'o': flt->opcode = (long)v; break;
+		case 'p': flt->pid = (long)v; break;
 		default:
 			printf("usage: softverbs capture -w FILE [-s SNAPLEN] "
 			       "[-c COUNT] [-d SECONDS]\n"
@@ -454,6 +445,28 @@ int sv_tool_capture(int argc, char **argv)
 			return opt == 'h' ? 0 : 2;
 		}
 	}
+	return -1;
+}
+
+int sv_tool_capture(int argc, char **argv)
+{
+	struct out o = { .files = 1 };
+	long count = 0, got = 0, shown = 0;
+	double secs = 0;
+	struct filter flt = { -1, -1, -1 };
+	struct qps q = { .ok = false };
+	struct sv_probe p;
+	struct sv_rsp rsp;
+	/* a message: records of at most 64 KiB, or one of a larger packet */
+	static uint64_t msg64[(131072 + 4096) / 8];
+	uint8_t *msg = (uint8_t *)msg64;
+	int sp[2], ret;
+	bool draining = false;
+	struct timespec t0;
+
+	ret = capture_args(argc, argv, &o, &count, &secs, &flt);
+	if (ret >= 0)
+		return ret;
 	if (!o.path || !o.files || (o.files > 1 && !o.max_bytes)) {
 		fprintf(stderr, "softverbs capture: -w FILE is needed (and -C "
 			"with -W); see -h\n");
