@@ -82,3 +82,12 @@ void expect_direct(uint64_t before, uint64_t want)
 			 got);
 	}
 }
+
+struct ibv_wc wait_wc(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	if (vu_poll(cq, &wc, 1, WC_WAIT_MS) != 1)
+		fail_msg("no completion within %d ms", WC_WAIT_MS);
+	return wc;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the direct path's tests (test_direct.c, test_direct_send.c) share:
+ * What the direct path's tests (test_direct.c, test_direct_send.c,
+ * test_direct_srq.c) share:
  * a copy that stops its whole process, whether the path is on, and what
  * softverbs stat says it ran.
  *
@@ -17,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <infiniband/verbs.h>
+
 extern int stop_in_copy;
 
 /* The direct path is on in this process (SOFTVERBS_DIRECT is not 0). */
@@ -31,5 +34,12 @@ uint64_t direct_msgs(void);
  * when the direct path is on, none when it is off (a cmocka failure
  * otherwise). */
 void expect_direct(uint64_t before, uint64_t want);
+
+/* How long a test waits for a completion or an event before it fails
+ * (never a figure it measures) */
+#define WC_WAIT_MS 10000
+
+/* The next completion of cq (a cmocka failure after WC_WAIT_MS). */
+struct ibv_wc wait_wc(struct ibv_cq *cq);
 
 #endif

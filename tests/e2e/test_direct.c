@@ -61,7 +61,6 @@
 /* The revocation tests' messages: long copies, so that a revocation
  * finds one under way */
 #define BIG        (16u << 20)
-#define WC_WAIT_MS 10000
 
 static const char *sv_cmd_path;
 
@@ -146,15 +145,6 @@ static void post_ok(struct ibv_qp *qp, struct ibv_send_wr *wr)
 
 	if (ret)
 		fail_msg("ibv_post_send: %s", strerror(ret));
-}
-
-static struct ibv_wc wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-
-	if (vu_poll(cq, &wc, 1, WC_WAIT_MS) != 1)
-		fail_msg("no completion within %d ms", WC_WAIT_MS);
-	return wc;
 }
 
 static void expect_ok(struct ibv_cq *cq, uint64_t id, enum ibv_wc_opcode op)

@@ -43,16 +43,6 @@
 #include "vu.h"
 
 #define LEN        (2u << 20)
-#define WC_WAIT_MS 10000
-
-static struct ibv_wc wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-
-	if (vu_poll(cq, &wc, 1, WC_WAIT_MS) != 1)
-		fail_msg("no completion within %d ms", WC_WAIT_MS);
-	return wc;
-}
 
 /* ---- one process, two QPs ---- */
 

@@ -62,7 +62,6 @@
 #define LEN        (4u << 20)      /* each side's buffer */
 #define WOFF       (2u << 20)      /* where a WRITE_WITH_IMM writes */
 #define GAP        64u             /* between a WQE's two SGEs */
-#define WC_WAIT_MS 10000
 #define NONE_MS    200             /* a look for what must not come */
 #define IMM(id)    (0x5e000000u + (uint32_t)(id))
 
@@ -87,15 +86,6 @@ static void watchdog(unsigned int secs, const char *what)
 	watch_what = what;
 	signal(SIGALRM, watchdog_fired);
 	alarm(secs);
-}
-
-static struct ibv_wc wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-
-	if (vu_poll(cq, &wc, 1, WC_WAIT_MS) != 1)
-		fail_msg("no completion within %d ms", WC_WAIT_MS);
-	return wc;
 }
 
 static void expect_no_wc(struct ibv_cq *cq, const char *what)

@@ -90,6 +90,13 @@ static struct sv_qp *direct_peer(struct sv_req *r, uint64_t handle,
 	return t;
 }
 
+/* The tag of srq's word while its ring is the one it has now. */
+static uint32_t srq_tag(const struct sv_srq *srq)
+{
+	return (srq->srqn & SV_DSRQ_SRQN) |
+	       ((uint32_t)srq->dsrq_gen << 24 & SV_DSRQ_GEN);
+}
+
 /* srq's word in its owner's uid's guard table, written now if no sender
  * took WQEs of it before: its tag, or 0 when there is no table. */
 static uint32_t srq_share(struct sv_srq *srq)
@@ -102,8 +109,7 @@ static uint32_t srq_share(struct sv_srq *srq)
 		return 0;
 	if (wq->dsrq)
 		return wq->dsrq_tag;
-	tag = (srq->srqn & SV_DSRQ_SRQN) |
-	      ((uint32_t)srq->dsrq_gen << 24 & SV_DSRQ_GEN);
+	tag = srq_tag(srq);
 	wq->dsrq = &g->srq[srq->srqn & (SV_DIRECT_SRQ_SLOTS - 1)].word;
 	wq->dsrq_tag = tag;
 	/* an engine filling the head unlocked holds it (its commit lets go) */
@@ -127,14 +133,12 @@ int sv_direct_srq_moved(struct sv_srq *srq, bool gone, uint32_t *cons)
 		return 0;
 	}
 	srq->dsrq_gen++;
-	tag = (srq->srqn & SV_DSRQ_SRQN) |
-	      ((uint32_t)srq->dsrq_gen << 24 & SV_DSRQ_GEN);
+	tag = srq_tag(srq);
 	w = __atomic_load_n(wq->dsrq, __ATOMIC_ACQUIRE);
 	for (;;) {
 		uint32_t c = sv_dsrq_cons(w), p = wq_prod(wq);
 
-		if ((sv_dsrq_tag(w) & ~SV_DSRQ_HELD) != wq->dsrq_tag ||
-		    p - c > wq->entries || c - wq->cons > p - wq->cons) {
+		if (!wq_dsrq_ours(wq, w) || !wq_cons_ok(wq, c, p)) {
 			__atomic_store_n(wq->dsrq, sv_dsrq_word(wq->cons, tag),
 					 __ATOMIC_RELEASE);
 			wq->dsrq_tag = tag;

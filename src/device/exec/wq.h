@@ -22,6 +22,20 @@ static inline uint32_t wq_prod(const struct sv_wq *wq)
 	return __atomic_load_n(&wq->hdr->prod, __ATOMIC_ACQUIRE);
 }
 
+/* A consumer counter c someone else moved, against prod p: forward from
+ * ours, never past prod (a client that moves it only skips its own
+ * WQEs; ours may be any number of WQEs behind). */
+static inline bool wq_cons_ok(const struct sv_wq *wq, uint32_t c, uint32_t p)
+{
+	return p - c <= wq->entries && c - wq->cons <= p - wq->cons;
+}
+
+/* An SRQ's word w (wq->dsrq) carries its tag (held or not). */
+static inline bool wq_dsrq_ours(const struct sv_wq *wq, uint64_t w)
+{
+	return (sv_dsrq_tag(w) & ~SV_DSRQ_HELD) == wq->dsrq_tag;
+}
+
 /* A receive queue a same-host sender takes WQEs of too (shared_cons): it
  * says so by the header's cons, which we follow forward, never back and
  * never past prod (a client that moves it only skips its own WQEs). */
@@ -33,7 +47,7 @@ static inline uint32_t wq_cons_now(const struct sv_wq *wq)
 		/* an SRQ's: its word, when it carries the SRQ's tag */
 		uint64_t w = __atomic_load_n(wq->dsrq, __ATOMIC_ACQUIRE);
 
-		if ((sv_dsrq_tag(w) & ~SV_DSRQ_HELD) != wq->dsrq_tag)
+		if (!wq_dsrq_ours(wq, w))
 			return wq->cons;
 		c = sv_dsrq_cons(w);
 	} else if (!wq->shared_cons || !wq->hdr) {
@@ -42,9 +56,7 @@ static inline uint32_t wq_cons_now(const struct sv_wq *wq)
 		c = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
 	}
 	p = wq_prod(wq);
-	/* (our own cons may be any number of WQEs behind) */
-	return p - c <= wq->entries && c - wq->cons <= p - wq->cons ? c :
-								   wq->cons;
+	return wq_cons_ok(wq, c, p) ? c : wq->cons;
 }
 
 static inline void wq_sync_cons(struct sv_wq *wq)
@@ -92,8 +104,7 @@ static inline int wq_srq_hold(struct sv_wq *wq)
 		uint32_t tag = sv_dsrq_tag(w), c = sv_dsrq_cons(w);
 		uint32_t p = wq_prod(wq);
 
-		if ((tag & ~SV_DSRQ_HELD) != wq->dsrq_tag ||
-		    p - c > wq->entries || c - wq->cons > p - wq->cons)
+		if (!wq_dsrq_ours(wq, w) || !wq_cons_ok(wq, c, p))
 			return -EIO;
 		wq->cons = c;
 		if (tag & SV_DSRQ_HELD)
