@@ -196,10 +196,14 @@ _Static_assert(sizeof(struct sv_direct_claim) % SV_CACHELINE == 0,
  * The consumer word of an SRQ that senders of this host take WQEs of (slot
  * srqn & (SV_DIRECT_SRQ_SLOTS - 1) of its owner's uid's guard table): the
  * SRQ's cons in the low half, its tag in the high half (SV_DSRQ_*: the
- * SRQN, the ring's generation, SV_DSRQ_HELD). Every taker moves it by
- * compare-and-swap (src/abi/sv_qp.h, sv_srq_pair and below); a tag that
- * is not the one a taker expects (the SRQ gone, its ring replaced by a
- * resize) fails it. The device writes it first when DIRECT_RECV hands out
+ * SRQN, the ring's generation, SV_DSRQ_HELD). A sender reads the word,
+ * copies and checks the WQE at its cons, then moves it from {c, tag} to
+ * {c + 1, tag} by compare-and-swap (one that loses read a WQE another
+ * taker had); the device instead holds the head ({c, tag | HELD}) while it
+ * fills it and stores {c + 1, tag} when done, so that no sender takes a
+ * WQE it fills, and a head it peeked and left stays posted. A tag that is
+ * not the one a taker expects (the SRQ gone, its ring replaced by a
+ * resize) fails the CAS. The device writes it first when DIRECT_RECV hands out
  * the SRQ's ring; until then, and for an SRQ no sender takes, the ring's
  * cons is the only consumer counter. The SRQ's owner reads it when the
  * ring's cons says the ring is full: WQEs taken here free their slots
