@@ -342,13 +342,16 @@ struct sv_cmd_direct_est {
  * ring, whose header holds its receive side), part SV_DRECV_CQ one of its
  * receive CQ's ring, part SV_DRECV_SRQ one of its SRQ's ring, whose WQEs
  * are then claimed through the SRQ's word in the uid's guard table
- * (struct sv_direct_srq) (struct sv_rsp_direct_recv says where). From then
- * on the device lets the peer's receive queue be taken by that sender
- * too.
+ * (struct sv_direct_srq) (struct sv_rsp_direct_recv says where), part
+ * SV_DRECV_XSIDE a read-write one of the peer's completion side (struct
+ * sv_xside, src/abi/sv_qp.h), only where any process of the uid could
+ * write into the peer anyway (EPERM elsewhere). From then on the device
+ * lets the peer's receive queue be taken by that sender too.
  */
-#define SV_DRECV_RQ  0u
-#define SV_DRECV_CQ  1u
-#define SV_DRECV_SRQ 2u
+#define SV_DRECV_RQ    0u
+#define SV_DRECV_CQ    1u
+#define SV_DRECV_SRQ   2u
+#define SV_DRECV_XSIDE 3u
 
 struct sv_cmd_direct_recv {
 	uint64_t qp;

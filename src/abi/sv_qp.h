@@ -61,33 +61,65 @@
 /*
  * A receive ring's direct side (docs/DESIGN.md "The direct path": SEND
  * and RECV between processes of one host). The owner of an RC or UC QP
- * with a receive queue of its own keeps, in its own memory, a completion
- * ring for that queue (xentries CQEs and as many stamps) and says where in
- * the receive ring's header, in the bytes a send ring's mailbox takes
- * (unused in a receive ring), once, before the QP leaves RESET. A QP on a
- * basic SRQ does the same in its send ring's header (sxpub, sxprod): the
- * sender then claims the SRQ's WQE by CAS (src/abi/sv_direct.h, struct
- * sv_direct_srq) and writes sxprod + 1 where this says cons and xprod. A sender
- * on this host of the same uid, whose QP is the one this QP is connected
- * to, maps the ring read-only (DIRECT_RECV) and then, for one SEND, in
- * one process_vm_writev into the owner, in this order: the message into
- * the head WQE's buffers, the completion into slot xprod (its stamp, see
- * SV_XCQE_STAMP), cons + 1 (it took the WQE) and xprod + 1 (published)
- * in one 8-byte piece, and 1 into *hint (the receive CQ's: "look at your
- * completion rings"). A copy that stops short publishes nothing: the WQE
- * stays the head. Every address here is the owner's own claim about its
- * own memory; the device never reads them.
+ * with a receive queue of its own says here, in the receive ring's header,
+ * in the bytes a send ring's mailbox takes (unused in a receive ring),
+ * once, before the QP leaves RESET, which QP it is and where the header is
+ * in its own memory; a QP on a basic SRQ says it in its send ring's header
+ * (sxpub). Every address here is the owner's own claim about its own
+ * memory; the device never reads them. The completions that senders of
+ * this host write for it are in its completion side (struct sv_xside).
  */
 struct sv_rq_xpub {
 	uint64_t self;             /* the owner's address of this header */
-	uint64_t xring;            /* struct sv_cqe [xentries] */
 	uint32_t cq_gen;           /* bumped when the receive CQ's ring moved
 				    * (ibv_resize_cq): map it again */
-	uint32_t rsvd;
-	uint64_t hint;             /* a uint32_t of the receive CQ's */
-	uint32_t xentries;         /* a power of two; 0: no direct side */
 	uint32_t qpn;              /* the QP whose ring this is */
 };
+
+/*
+ * A receiving QP's completion side: a memfd of its own per connection,
+ * which the device makes (sealed) when an RC or UC QP with a direct
+ * receive side enters RTR, and hands to its owner with MODIFY_QP's
+ * response and, read-write, to its peer's process (DIRECT_RECV part
+ * SV_DRECV_XSIDE, only where any process of the uid could write into the
+ * owner anyway). A sender of this host writes, for one SEND, the message
+ * into the head WQE's buffers (one process_vm_writev), then the
+ * completion into ring[xprod % xentries] with plain stores (its stamp, see
+ * SV_XCQE_STAMP), then publishes it by moving word from {xprod, 0} to
+ * {xprod + 1, 0} with a compare-and-swap (release). On a receive queue of
+ * its own, xprod also counts the WQEs that senders took: its consumer
+ * counter is the ring header's xbase (the device's takes) + xprod. The
+ * device closes the side (SV_XSIDE_CLOSED: no CAS succeeds after) before it
+ * flushes the queue, when the QP leaves for RESET, and when it adopts a
+ * stopped or dead sender's claim; a sender stopped for ever after its copy
+ * then publishes nothing, and its late stores land in a memfd that no other
+ * QP ever uses. A side is never reopened: the next connection gets a new
+ * one.
+ */
+struct sv_xside {
+	uint64_t word;             /* xprod | flags << 32 (SV_XSIDE_*) */
+	uint8_t pad0[SV_CACHELINE - 8];
+	/* written by the device before it hands the side out */
+	uint32_t xentries;         /* completions ring holds, a power of two */
+	uint32_t qpn;              /* the QP whose side this is */
+	uint8_t pad1[SV_CACHELINE - 8];
+	struct sv_cqe ring[];      /* [xentries] */
+};
+
+#define SV_XSIDE_CLOSED 1u         /* flags: the device closed the side */
+/* The most completions a side on an SRQ holds for its CQ's sake. */
+#define SV_XSIDE_MAX 4096u
+
+static inline uint32_t sv_xside_prod(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+static inline size_t sv_xside_bytes(uint32_t xentries)
+{
+	return sizeof(struct sv_xside) +
+	       (size_t)xentries * sizeof(struct sv_cqe);
+}
 
 /* Send or receive ring header (4 KiB page, counters on their own lines). */
 struct sv_wq_ring {
@@ -106,11 +138,11 @@ struct sv_wq_ring {
 		 * written and the QP's state changed as they demand
 		 * (release, after cq_mark) */
 		uint32_t done;
-		/* receive ring with a direct side (struct sv_rq_xpub
-		 * below): its completion ring's producer counter, written
-		 * by a sender of this host together with cons (one 8-byte
-		 * copy into the owner's mapping) */
-		uint32_t xprod;
+		/* receive ring with a direct side (struct sv_xside): the
+		 * WQEs the device took since the side was made, plus cons
+		 * then (release, with cons): the ring's consumer counter is
+		 * xbase + the side's xprod */
+		uint32_t xbase;
 	};
 	/* the send CQ's producer counter once the last of them completed:
 	 * a completion of this QP that the library has not polled yet lies
@@ -130,9 +162,9 @@ struct sv_wq_ring {
 	uint32_t qp_state;         /* enum ibv_qp_state, as the device sees it */
 	uint32_t srq_limit;        /* SRQ ring: armed limit, 0 = not armed */
 	uint8_t pad3[SV_CACHELINE - 8];
-	/* A receive ring's direct side (struct sv_rq_xpub below), each
-	 * counter on a line of its own: written by the owner (the
-	 * library), its completion ring's consumer counter */
+	/* A receive ring's direct side (struct sv_rq_xpub, struct
+	 * sv_xside), each counter on a line of its own: written by the
+	 * owner (the library), its completion side's consumer counter */
 	uint32_t xcons;
 	uint8_t pad5[SV_CACHELINE - 4];
 	/* written by the device: xprod when an event last announced the
@@ -141,10 +173,9 @@ struct sv_wq_ring {
 	uint8_t pad6[SV_CACHELINE - 4];
 	/* A send ring of an RC or UC QP attached to an SRQ: its receive
 	 * side (it has no receive ring of its own), as a receive ring's
-	 * mailbox bytes and xprod are for a QP with one; xcons and
-	 * xannounced above serve both. */
+	 * mailbox bytes are for a QP with one; xcons and xannounced above
+	 * serve both. */
 	struct sv_rq_xpub sxpub;
-	uint32_t sxprod;
 };
 
 /* A completion ring's CQE carries its stamp (the receive CQ's producer
@@ -280,8 +311,9 @@ _Static_assert(offsetof(struct sv_wq_ring, cons) == 2 * SV_CACHELINE,
 	       "cons line");
 _Static_assert(offsetof(struct sv_wq_ring, mb) % 8 == 0, "mailbox align");
 _Static_assert(sizeof(struct sv_rq_xpub) <= SV_WQ_MB_BYTES, "xpub");
-_Static_assert(offsetof(struct sv_wq_ring, xprod) ==
-	       offsetof(struct sv_wq_ring, cons) + 4, "cons and xprod");
+_Static_assert(offsetof(struct sv_wq_ring, xbase) ==
+	       offsetof(struct sv_wq_ring, cons) + 4, "cons and xbase");
+_Static_assert(sizeof(struct sv_xside) == 2 * SV_CACHELINE, "xside");
 _Static_assert(offsetof(struct sv_wq_ring, xcons) == 5 * SV_CACHELINE,
 	       "xcons line");
 _Static_assert(offsetof(struct sv_wq_ring, xannounced) == 6 * SV_CACHELINE,

@@ -242,9 +242,12 @@ struct sv_wq {
 	uint32_t max_inline;
 	uint32_t cons;             /* private consumer counter */
 	/* a receive queue that a same-host sender may take WQEs of too (the
-	 * direct path, DIRECT_RECV): its header's cons is followed forward
-	 * (wq_sync_cons) */
-	bool shared_cons;
+	 * direct path: its QP has a completion side, struct sv_xside): the
+	 * side's word, whose xprod counts the WQEs senders took, and xbase,
+	 * the ones we took since (plus cons when the side was made): cons is
+	 * xbase + xprod (wq_sync_cons); NULL: none */
+	const uint64_t *xword;
+	uint32_t xbase;
 	/* an SRQ's ring that same-host senders take WQEs of too: its word
 	 * in the owner's uid's guard table (struct sv_direct_srq), the
 	 * consumer counter every taker moves by CAS, and the tag it carries
@@ -421,6 +424,11 @@ struct sv_qp {
 	 * taking a WQE (its receive queue is not flushed meanwhile). */
 	bool drecv;
 	uint64_t drecv_epoch;
+	/* its completion side (struct sv_xside, ctl/direct_recv.c), mapped
+	 * here, and the memfd behind it; NULL: none */
+	struct sv_xside *xs;
+	int xs_fd;
+	size_t xs_bytes;
 	/* A QP on an SRQ: the WQE a same-host sender claimed for it from
 	 * the SRQ and did not fill (struct sv_direct_claim, adopted by
 	 * sv_direct_adopt): the next message it takes fills it, its flush

@@ -395,7 +395,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	/* acquire: pairs with the engine's release store of prod */
 	prod = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE);
 	avail = prod - cons;
-	if (unlikely(dring_avail(cq) | xhint(cq)))
+	if (unlikely(dring_avail(cq) | xnews(cq)))
 		return poll_cq_direct(cq, n, wc, prod);
 	if (unlikely(avail - 1 >= cq->entries)) {
 		/* none (or a producer count no CQ of this size holds) */
@@ -434,7 +434,7 @@ static int poll_cq_locked(struct sv_cq *cq, int n, struct ibv_wc *wc,
 	uint32_t avail, got = 0;
 
 	if (cq->dring) {
-		if (unlikely(xhint(cq)))
+		if (unlikely(xnews(cq)))
 			sv_direct_xdrain(cq);
 		if (dring_avail_locked(cq)) {
 			got = poll_merged(cq, (uint32_t)n, wc, prod);

@@ -265,10 +265,8 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	/* what senders of this host put in our QPs' completion rings, with
 	 * stamps of the ring that goes: into the private ring, whose stamps
 	 * are renumbered below */
-	if (cq->xqps) {
-		__atomic_store_n(&cq->xhint, 1, __ATOMIC_RELAXED);
+	if (cq->xqps)
 		sv_direct_xdrain(cq);
-	}
 	sv_cmd_init(&cmd, SV_CMD_RESIZE_CQ);
 	cmd.u.resize_cq.cq = cq->handle;
 	cmd.u.resize_cq.cqe = (uint32_t)cqe;

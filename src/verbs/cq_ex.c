@@ -27,13 +27,13 @@ static inline bool ex_load(struct sv_cq *cq)
 	 * sv_poll_cq) */
 	uint32_t ready = cq_ready(cq);
 
-	if (unlikely(xhint(cq)))
+	if (unlikely(xnews(cq)))
 		sv_direct_xdrain(cq);
 	/* a head not due with none of the daemon's loaded: those below its
 	 * stamp were written before it, loaded again (poll_merged) */
 	if (unlikely(dring_avail_locked(cq)) && !ready && !dring_due(cq, 0)) {
 		ready = cq_ready(cq);
-		if (ready && xhint(cq))
+		if (ready && xnews(cq))
 			sv_direct_xdrain(cq);
 	}
 	/* the private ring's next, once the daemon's below its stamp are

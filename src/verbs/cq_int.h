@@ -103,26 +103,14 @@ static inline void dring_consume(struct sv_cq *cq, uint32_t n)
 	sv_spin_unlock(&cq->dlock);
 }
 
-/* A sender of this host put completions in the completion ring of one of
- * the CQ's QPs (direct.c, sv_direct_xdrain): a look without the lock. */
-static inline uint32_t xhint(const struct sv_cq *cq)
+/* A sender of this host put completions in the completion side of one
+ * of the CQ's QPs (sv_direct_xdrain)? A plain load of the list, which the
+ * compiler folds into sv_poll_cq's first test (issue 22's budget): a CQ
+ * none of whose QPs has a side costs that load; the list changes under
+ * the CQ lock, which the caller holds. */
+static inline bool xnews(const struct sv_cq *cq)
 {
-	/* a plain load, which the compiler folds into sv_poll_cq's first
-	 * test (issue 22's budget): read once per call, of a word senders
-	 * set through the kernel and our drain clears; the race with that
-	 * clear is benign (a hint seen late is seen at the next poll). Under
-	 * ThreadSanitizer the atomic load, as everywhere else. */
-#if defined(__SANITIZE_THREAD__)
-	return __atomic_load_n(&cq->xhint, __ATOMIC_RELAXED);
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-	return __atomic_load_n(&cq->xhint, __ATOMIC_RELAXED);
-#else
-	return cq->xhint;
-#endif
-#else
-	return cq->xhint;
-#endif
+	return unlikely(cq->xqps != NULL) && sv_direct_xnews(cq);
 }
 
 /* May the private ring's completion at dcons + i go now: has our consumer

@@ -9,6 +9,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "verbs/direct_int.h"
 
@@ -179,35 +182,73 @@ void sv_direct_rq_init(struct sv_qp *qp)
 	struct sv_cq *cq = ibqp->recv_cq ? to_sv_cq(ibqp->recv_cq) : NULL;
 	struct sv_srq *srq = ibqp->srq ? to_sv_srq(ibqp->srq) : NULL;
 	struct sv_rq_xpub *xp;
-	/* as many as the queue holds; a QP on an SRQ, whose ring a resize
-	 * may grow, at least as many as its receive CQ holds (a sender
-	 * finding it full goes to the device) */
-	uint32_t n = srq ? srq->rq.entries : qp->rq.entries;
 
-	if (srq && cq && n)
-		while (n < cq->entries && n < SV_DIRECT_XRING_MAX)
-			n <<= 1;
-
-	if (!ctx->direct || !cq || !cq->dring || !n || (n & (n - 1)) ||
+	if (!ctx->direct || !cq || !cq->dring ||
 	    (ibqp->qp_type != IBV_QPT_RC && ibqp->qp_type != IBV_QPT_UC))
 		return;
 	if (srq ? srq->tm_ops.hdr || !qp->sq.hdr : !qp->rq.hdr)
 		return;
-	qp->xring = calloc(n, sizeof(*qp->xring));
-	if (!qp->xring)
-		return;
-	qp->xmask = n - 1;
-	qp->xcons = 0;
 	qp->xhdr = srq ? qp->sq.hdr : qp->rq.hdr;
 	qp->xpub = xp = srq ? &qp->xhdr->sxpub : sv_rq_xpub_of(qp->xhdr);
-	qp->xprod = srq ? &qp->xhdr->sxprod : &qp->xhdr->xprod;
 	xp->self = (uint64_t)(uintptr_t)qp->xhdr;
-	xp->xring = (uint64_t)(uintptr_t)qp->xring;
-	xp->hint = (uint64_t)(uintptr_t)&cq->xhint;
-	xp->qpn = ibqp->qp_num;
-	/* release: a sender that reads xentries reads the rest */
-	__atomic_store_n(&xp->xentries, n, __ATOMIC_RELEASE);
-	sv_cq_xadd(cq, qp);
+	/* release: a sender that reads qpn reads the rest */
+	__atomic_store_n(&xp->qpn, ibqp->qp_num, __ATOMIC_RELEASE);
+}
+
+/* Off the receive CQ's list, the side unmapped (its completions dropped
+ * or taken before). */
+static void xside_drop(struct sv_qp *qp)
+{
+	if (!qp->xs)
+		return;
+	sv_cq_xdel(to_sv_cq(qp->ex.qp_base.recv_cq), qp);
+	munmap(qp->xs, qp->xs_len);
+	qp->xs = NULL;
+	qp->xring = NULL;
+}
+
+void sv_direct_xside_set(struct sv_qp *qp, int fd)
+{
+	struct stat st;
+	struct sv_xside *xs;
+	uint32_t n;
+
+	if (!qp->xhdr || fstat(fd, &st) || st.st_size < (off_t)sizeof(*xs)) {
+		close(fd);
+		return;
+	}
+	xs = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+		  MAP_SHARED, fd, 0);
+	close(fd);
+	if (xs == MAP_FAILED)
+		return;
+	n = xs->xentries;
+	if (!n || (n & (n - 1)) || xs->qpn != qp->ex.qp_base.qp_num ||
+	    sv_xside_bytes(n) > (size_t)st.st_size) {
+		munmap(xs, (size_t)st.st_size);
+		return;
+	}
+	xside_drop(qp);            /* the last connection's */
+	qp->xs = xs;
+	qp->xs_len = (size_t)st.st_size;
+	qp->xring = xs->ring;
+	qp->xmask = n - 1;
+	qp->xcons = 0;
+	__atomic_store_n(&qp->xhdr->xcons, 0, __ATOMIC_RELEASE);
+	sv_cq_xadd(to_sv_cq(qp->ex.qp_base.recv_cq), qp);
+}
+
+bool sv_direct_rq_room(const struct sv_qp *qp, uint32_t max)
+{
+	uint32_t n;
+
+	if (!qp->xs)
+		return false;
+	/* its cons: the device's takes, then the senders' */
+	n = qp->rq.prod -
+	    (__atomic_load_n(&qp->rq.hdr->xbase, __ATOMIC_ACQUIRE) +
+	     sv_xside_prod(__atomic_load_n(&qp->xs->word, __ATOMIC_ACQUIRE)));
+	return n < max && n <= qp->rq.entries;
 }
 
 void sv_direct_cq_moved(struct sv_cq *cq)
@@ -222,27 +263,28 @@ void sv_direct_cq_moved(struct sv_cq *cq)
 
 void sv_direct_rq_clean(struct sv_qp *qp)
 {
-	struct sv_wq_ring *hdr = qp->xhdr;
-
-	if (!qp->xring)
+	if (!qp->xs)
 		return;
-	/* no sender is inside (the device waited for its guard when the QP
-	 * left its state): what it left is dropped */
-	qp->xcons = __atomic_load_n(qp->xprod, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&hdr->xcons, qp->xcons, __ATOMIC_RELEASE);
+	/* no sender is inside (the device closed the side when the QP left
+	 * its state): what it left is dropped */
+	qp->xcons = sv_xside_prod(__atomic_load_n(&qp->xs->word,
+						  __ATOMIC_ACQUIRE));
+	__atomic_store_n(&qp->xhdr->xcons, qp->xcons, __ATOMIC_RELEASE);
 }
 
 void sv_direct_rq_fini(struct sv_qp *qp)
 {
-	struct ibv_qp *ibqp = &qp->ex.qp_base;
-	struct sv_cq *cq;
+	xside_drop(qp);
+}
 
-	if (!qp->xring)
-		return;
-	cq = to_sv_cq(ibqp->recv_cq);
-	sv_cq_xdel(cq, qp);
-	free(qp->xring);
-	qp->xring = NULL;
+bool sv_direct_xnews(const struct sv_cq *cq)
+{
+	for (const struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext)
+		if (sv_xside_prod(__atomic_load_n(&qp->xs->word,
+						  __ATOMIC_RELAXED)) !=
+		    qp->xcons)
+			return true;
+	return false;
 }
 
 /*
@@ -282,11 +324,10 @@ static void dring_insert(struct sv_cq *cq, const struct sv_cqe *e,
 }
 
 /*
- * The completions senders put in the completion rings of cq's QPs, into
- * its private ring, in each ring's order, with their stamps: from there
+ * The completions senders put in the completion sides of cq's QPs, into
+ * its private ring, in each side's order, with their stamps: from there
  * poll merges them with the device's ring as it merges our own direct
- * completions. The hint first (exchanged: a sender that publishes after
- * our look sets it again). Completions an event announced
+ * completions. Completions an event announced
  * (DIRECT_NOTIFY's xannounced) count as announced here too. When the
  * private ring is full, the smallest stamp of what stays behind caps what
  * poll takes of the daemon's ring (xcap). CQ lock held.
@@ -294,16 +335,17 @@ static void dring_insert(struct sv_cq *cq, const struct sv_cqe *e,
 void sv_direct_xdrain(struct sv_cq *cq)
 {
 	uint32_t prod;
-	bool more = false;
 
-	if (!__atomic_exchange_n(&cq->xhint, 0, __ATOMIC_SEQ_CST))
+	if (!sv_direct_xnews(cq))
 		return;
 	sv_spin_lock(&cq->dlock);
 	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
 	cq->xcapped = false;
 	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
 		struct sv_wq_ring *hdr = qp->xhdr;
-		uint32_t xp = __atomic_load_n(qp->xprod, __ATOMIC_ACQUIRE);
+		/* acquire: pairs with the sender's CAS after the CQE */
+		uint32_t xp = sv_xside_prod(__atomic_load_n(&qp->xs->word,
+							    __ATOMIC_ACQUIRE));
 		uint32_t ann = __atomic_load_n(&hdr->xannounced,
 					       __ATOMIC_ACQUIRE);
 		uint32_t c = qp->xcons;
@@ -320,7 +362,7 @@ void sv_direct_xdrain(struct sv_cq *cq)
 				if (!cq->xcapped ||
 				    (int32_t)(st - cq->xcap) < 0)
 					cq->xcap = st;
-				cq->xcapped = more = true;
+				cq->xcapped = true;
 				break;
 			}
 			e.tm_tag = 0;
@@ -336,7 +378,5 @@ void sv_direct_xdrain(struct sv_cq *cq)
 		}
 	}
 	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
-	if (more)
-		__atomic_store_n(&cq->xhint, 1, __ATOMIC_RELAXED);
 	sv_spin_unlock(&cq->dlock);
 }

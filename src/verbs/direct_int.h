@@ -71,9 +71,6 @@ _Static_assert(sizeof(struct iovec) == 16, "the riov slots are iovecs");
  * reads it (the local side of the system call's last iovecs). */
 struct sv_xsend {
 	struct sv_cqe cqe;         /* its stamp in it (SV_XCQE_STAMP) */
-	uint32_t cons;             /* then these two, one piece */
-	uint32_t xprod;
-	uint32_t hint;
 };
 
 #define SV_DMAP_N 8

@@ -2,18 +2,20 @@
 /*
  * SEND and RECV, the sender's side (docs/DESIGN.md "The direct path"):
  * A SEND (with or without immediate data) and a WRITE with immediate
- * data take the peer's head receive WQE. The peer's library keeps a
- * completion ring for its receive queue (sv_direct_rq_init) and says where
- * in its receive ring's header, or, on an SRQ, its send ring's (struct
- * sv_rq_xpub); we map that header, the ring the WQEs are in and the
- * peer's receive CQ's ring read-only (DIRECT_RECV: the device then lets
- * that queue be taken from here too), read the head WQE there, check its
- * buffers' keys as the device's responder would, and write, in one
- * process_vm_writev into the peer: the message, the completion, its stamp
- * (the receive CQ's producer counter: the device's completions of that
- * queue before ours are below it), the queue's cons + 1 and the completion
- * ring's xprod + 1 (on an SRQ: xprod alone), and 1 into the CQ's hint.
- * A copy that stops short publishes nothing.
+ * data take the peer's head receive WQE. The device gives the peer's QP a
+ * completion side for each connection (struct sv_xside); we map it
+ * read-write, and the peer's receive ring (the ring the WQEs are in, and
+ * the header that holds its receive side) and its receive CQ's ring
+ * read-only (DIRECT_RECV: the device then lets that queue be taken from
+ * here too), read the head WQE there, check its buffers' keys as the
+ * device's responder would, write the message into them in one
+ * process_vm_writev into the peer, then the completion into the side's
+ * slot xprod with plain stores, with its stamp (the receive CQ's producer
+ * counter: the device's completions of that queue before ours are below
+ * it), and publish it by a CAS of the side's word from xprod to xprod + 1.
+ * On a receive queue of its own that also takes the WQE (its cons is the
+ * header's xbase + xprod). A copy that stops short publishes nothing, and
+ * neither does a CAS after the device closed the side.
  *  - Its own receive queue: nothing else takes that queue meanwhile: it is
  *    an RC or UC QP connected to ours alone, whose WRs the device has all
  *    done (the SQ lock held), and the device flushes it only once our
@@ -48,8 +50,10 @@ struct sv_dpeer {
 	const struct sv_wq_ring *wqs; /* its receive WQEs' ring (rx, or the
 				       * SRQ's) */
 	const struct sv_cq_ring *cq;
-	void *rq_map, *cq_map, *srq_map;
-	size_t rq_len, cq_len, srq_len;
+	struct sv_xside *xs;       /* its completion side (read-write) */
+	uint32_t xent;             /* its ring's slots */
+	void *rq_map, *cq_map, *srq_map, *xs_map;
+	size_t rq_len, cq_len, srq_len, xs_len;
 };
 
 static void dpeer_drop(struct sv_dpeer *p)
@@ -60,9 +64,12 @@ static void dpeer_drop(struct sv_dpeer *p)
 		munmap(p->cq_map, p->cq_len);
 	if (p->srq_map)
 		munmap(p->srq_map, p->srq_len);
-	p->rq_map = p->cq_map = p->srq_map = NULL;
+	if (p->xs_map)
+		munmap(p->xs_map, p->xs_len);
+	p->rq_map = p->cq_map = p->srq_map = p->xs_map = NULL;
 	p->rx = p->wqs = NULL;
 	p->cq = NULL;
+	p->xs = NULL;
 	p->qpn = 0;
 	p->srqn = 0;
 }
@@ -83,10 +90,11 @@ void sv_d_peer_free(struct sv_qp *qp)
 	qp->dpeer = NULL;
 }
 
-/* DIRECT_RECV's part, mapped read-only: where its header is, or NULL. */
-static const void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
-			      uint32_t part, struct sv_rsp_direct_recv *o,
-			      void **map, size_t *len)
+/* DIRECT_RECV's part, mapped read-only (the completion side read-write):
+ * where its header is, or NULL. */
+static void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
+			uint32_t part, struct sv_rsp_direct_recv *o,
+			void **map, size_t *len)
 {
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
@@ -102,7 +110,8 @@ static const void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
 		*o = rsp.u.direct_recv;
 		skip = o->offset % (uint64_t)page_bytes();
 		*len = o->bytes + skip;
-		m = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd,
+		m = mmap(NULL, *len, part == SV_DRECV_XSIDE ?
+			 PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
 			 (off_t)(o->offset - skip));
 	}
 	if (fd >= 0)
@@ -110,7 +119,7 @@ static const void *dpeer_part(struct sv_context *ctx, struct sv_qp *qp,
 	if (m == MAP_FAILED)
 		return NULL;
 	*map = m;
-	return (const char *)m + skip;
+	return (char *)m + skip;
 }
 
 /* A ring's geometry as DIRECT_RECV gave it, checked. */
@@ -126,7 +135,7 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 		    uint32_t peer_qpn)
 {
 	struct sv_dpeer *p = qp->dpeer;
-	struct sv_rsp_direct_recv o, oc, os;
+	struct sv_rsp_direct_recv o, oc, os, ox;
 
 	if (!p) {
 		p = qp->dpeer = calloc(1, sizeof(*p));
@@ -167,6 +176,14 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 		dpeer_drop(p);
 		return false;
 	}
+	p->xs = dpeer_part(ctx, qp, SV_DRECV_XSIDE, &ox, &p->xs_map,
+			   &p->xs_len);
+	if (!p->xs || !ox.entries || (ox.entries & (ox.entries - 1)) ||
+	    ox.bytes < sv_xside_bytes(ox.entries)) {
+		dpeer_drop(p);
+		return false;
+	}
+	p->xent = ox.entries;
 	/* may we write into the peer at all (the kernel's ptrace rule: Yama
 	 * may forbid it between processes of one uid)? Asked once, by a read
 	 * of one byte of its header where it says it is: an SRQ's WQE is
@@ -196,16 +213,22 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 }
 
 /* The peer's head receive WQE (number *cons), its copy checked in h and
- * sge: SV_DREF_MAX, or the reason it goes to the device. On an SRQ, *w is the
- * SRQ's word as read (the claim's expected value). */
+ * sge: SV_DREF_MAX, or the reason it goes to the device. *xw is the
+ * completion side's word as read (the publication's expected value); on
+ * an SRQ, *w is the SRQ's word as read (the claim's expected value). */
 static unsigned int head_wqe(struct sv_direct *d, const struct sv_dpeer *p,
-			     uint32_t *cons, uint64_t **word, uint64_t *w,
-			     uint32_t *prod, struct sv_recv_wqe *h,
-			     struct sv_wqe_sge *sge, bool *want)
+			     uint64_t *xw, uint32_t *cons, uint64_t **word,
+			     uint64_t *w, uint32_t *prod,
+			     struct sv_recv_wqe *h, struct sv_wqe_sge *sge,
+			     bool *want)
 {
 	const uint8_t *wqe;
 	uint32_t most = SV_DIRECT_BATCH - 8;
 
+	/* (before the cons it gives: acquire) */
+	*xw = __atomic_load_n(&p->xs->word, __ATOMIC_ACQUIRE);
+	if (*xw >> 32)
+		return SV_DREF_PEER;   /* closed: the peer left RTR and RTS */
 	if (p->srqn) {
 		*word = &d->srq[p->srqn & (SV_DIRECT_SRQ_SLOTS - 1)].word;
 		*w = __atomic_load_n(*word, __ATOMIC_ACQUIRE);
@@ -218,8 +241,10 @@ static unsigned int head_wqe(struct sv_direct *d, const struct sv_dpeer *p,
 		*cons = sv_dsrq_cons(*w);
 		most = SV_DCLAIM_SGE;
 	} else {
+		/* the device's takes and the senders' */
 		*word = NULL;
-		*cons = __atomic_load_n(&p->wqs->cons, __ATOMIC_RELAXED);
+		*cons = __atomic_load_n(&p->rx->xbase, __ATOMIC_ACQUIRE) +
+			sv_xside_prod(*xw);
 	}
 	/* acquire: pairs with the owner's release store of prod after the
 	 * WQE (the SRQ's word was read first: the WQE at *cons is posted) */
@@ -270,9 +295,8 @@ static bool srq_claim(struct sv_direct *d, struct sv_qp *qp,
 
 /* One direct SEND as it is put together (sv_d_send's steps). */
 struct dsend {
-	/* the peer's receive side, as its header says */
-	uint64_t xring, self, hint;
-	uint32_t xent;
+	/* its completion side's word as read */
+	uint64_t xw;
 	/* its head WQE (number cons of prod; on an SRQ, its word was w) */
 	uint32_t cons, prod;
 	uint64_t *word, w;
@@ -280,15 +304,15 @@ struct dsend {
 	struct sv_wqe_sge sge[SV_DIRECT_BATCH - 8];
 	/* its completion ring's producer, its receive CQ's */
 	uint32_t xprod, cp;
-	/* the system call's pieces: remote and local */
-	struct iovec riov[SV_DIRECT_BATCH], liov[32 + 5];
-	unsigned int nr, nl;
+	/* the system call's pieces: remote (the message's) */
+	struct iovec riov[SV_DIRECT_BATCH];
+	unsigned int nr;
 };
 
-/* The peer's receive side as mapped, and where its header says its
- * completion ring is: SV_DREF_MAX, or why not (*want: map it again). */
+/* The peer's receive side as mapped, still the one its QP has (*want:
+ * map it again): SV_DREF_MAX, or why not. */
 static unsigned int peer_side(const struct sv_dpeer *p, const struct dwr *x,
-			      struct dsend *s, bool *want)
+			      bool *want)
 {
 	const struct sv_rq_xpub *xp;
 
@@ -305,14 +329,6 @@ static unsigned int peer_side(const struct sv_dpeer *p, const struct dwr *x,
 		*want = true;      /* the receive CQ's ring moved */
 		return SV_DREF_PEER;
 	}
-	s->xent = __atomic_load_n(&xp->xentries, __ATOMIC_RELAXED);
-	s->xring = __atomic_load_n(&xp->xring, __ATOMIC_RELAXED);
-	s->self = __atomic_load_n(&xp->self, __ATOMIC_RELAXED);
-	s->hint = __atomic_load_n(&xp->hint, __ATOMIC_RELAXED);
-	if (!s->xent || (s->xent & (s->xent - 1)) ||
-	    __atomic_load_n(&xp->qpn, __ATOMIC_RELAXED) != p->qpn ||
-	    !s->xring || !s->self || !s->hint)
-		return SV_DREF_PEER;
 	return SV_DREF_MAX;
 }
 
@@ -323,10 +339,8 @@ static unsigned int room(const struct sv_dpeer *p, struct dsend *s)
 	const struct sv_wq_ring *rx = p->rx;
 	uint32_t xcons, cc, used;
 
-	s->xprod = __atomic_load_n(p->srqn ? &rx->sxprod : &rx->xprod,
-				   __ATOMIC_RELAXED);
 	xcons = __atomic_load_n(&rx->xcons, __ATOMIC_ACQUIRE);
-	if (s->xprod - xcons >= s->xent)
+	if (s->xprod - xcons >= p->xent)
 		return SV_DREF_CQ;
 	s->cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
 	cc = __atomic_load_n(&p->cq->cons, __ATOMIC_ACQUIRE);
@@ -372,55 +386,44 @@ static unsigned int message_iovs(struct sv_direct *d, const struct dwr *x,
 	return left ? SV_DREF_CHECK : SV_DREF_MAX;
 }
 
-/* The completion, as the device's responder writes it, and the pieces
- * after the message: the CQE into slot xprod, the counters (cons and
- * xprod; on an SRQ, whose cons is its word, xprod alone), the hint. The
- * bytes the call moves. */
-static uint64_t completion_iovs(const struct sv_qp *qp,
-				const struct sv_dpeer *p,
-				const struct ibv_send_wr *wr,
-				const struct dwr *x, struct sv_xsend *xs,
-				struct dsend *s)
+/* The completion, as the device's responder writes it. */
+static void completion(const struct sv_qp *qp, const struct sv_dpeer *p,
+		       const struct ibv_send_wr *wr, const struct dwr *x,
+		       struct sv_cqe *e, const struct dsend *s)
 {
-	memset(xs, 0, sizeof(*xs));
-	xs->cqe.wr_id = s->h.wr_id;
-	xs->cqe.status = IBV_WC_SUCCESS;
-	xs->cqe.opcode = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ?
-			 IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	xs->cqe.byte_len = (uint32_t)x->len;
-	xs->cqe.qp_num = p->qpn;
-	xs->cqe.src_qp = qp->ex.qp_base.qp_num;
+	memset(e, 0, sizeof(*e));
+	e->wr_id = s->h.wr_id;
+	e->status = IBV_WC_SUCCESS;
+	e->opcode = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ?
+		    IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	e->byte_len = (uint32_t)x->len;
+	e->qp_num = p->qpn;
+	e->src_qp = qp->ex.qp_base.qp_num;
 	if (wr->opcode != IBV_WR_SEND) {
-		xs->cqe.imm_data = wr->imm_data;
-		xs->cqe.wc_flags = IBV_WC_WITH_IMM;
+		e->imm_data = wr->imm_data;
+		e->wc_flags = IBV_WC_WITH_IMM;
 	}
-	xs->cqe.sl = qp->dsl;
+	e->sl = qp->dsl;
 	if (wr->send_flags & IBV_SEND_SOLICITED)
-		xs->cqe.dev_flags = SV_CQE_F_SOLICITED;
-	xs->cqe.timestamp = mono_ns();
-	SV_XCQE_STAMP(&xs->cqe) = s->cp;
-	xs->cons = s->cons + 1;
-	xs->xprod = s->xprod + 1;
-	xs->hint = 1;
-	s->nl = x->nl;
-	memcpy(s->liov, x->liov, s->nl * sizeof(s->liov[0]));
-	s->riov[s->nr].iov_base = (void *)(uintptr_t)(s->xring +
-		(uint64_t)(s->xprod & (s->xent - 1)) * sizeof(xs->cqe));
-	s->riov[s->nr++].iov_len = sizeof(xs->cqe);
-	s->liov[s->nl].iov_base = &xs->cqe;
-	s->liov[s->nl++].iov_len = sizeof(xs->cqe);
-	s->riov[s->nr].iov_base = (void *)(uintptr_t)(s->self +
-		(s->word ? offsetof(struct sv_wq_ring, sxprod) :
-			   offsetof(struct sv_wq_ring, cons)));
-	s->riov[s->nr++].iov_len = s->word ? 4 : 8;
-	s->liov[s->nl].iov_base = s->word ? (void *)&xs->xprod :
-					    (void *)&xs->cons;
-	s->liov[s->nl++].iov_len = s->word ? 4 : 8;
-	s->riov[s->nr].iov_base = (void *)(uintptr_t)s->hint;
-	s->riov[s->nr++].iov_len = 4;
-	s->liov[s->nl].iov_base = &xs->hint;
-	s->liov[s->nl++].iov_len = 4;
-	return x->len + sizeof(xs->cqe) + (s->word ? 4 : 8) + 4;
+		e->dev_flags = SV_CQE_F_SOLICITED;
+	e->timestamp = mono_ns();
+	SV_XCQE_STAMP(e) = s->cp;
+}
+
+/* The message landed: its completion into the side's slot xprod, then
+ * published (false: the device closed the side meanwhile, and the WQE is
+ * its to complete). */
+static bool publish(const struct sv_dpeer *p, const struct sv_cqe *e,
+		    const struct dsend *s)
+{
+	uint64_t w = s->xw;
+
+	memcpy(&p->xs->ring[s->xprod & (p->xent - 1)], e, sizeof(*e));
+	/* release: the CQE before the counter (the owner's poll acquires
+	 * it); the message came before, in the system call */
+	return __atomic_compare_exchange_n(&p->xs->word, &w, w + 1, false,
+					   __ATOMIC_RELEASE,
+					   __ATOMIC_RELAXED);
 }
 
 /*
@@ -438,22 +441,22 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 {
 	const struct sv_dpeer *p = qp->dpeer;
 	struct dsend s;
-	uint64_t total;
 	uint32_t lim;
 	unsigned int why, tries = 0;
 	ssize_t got;
 
-	why = peer_side(p, x, &s, want);
+	why = peer_side(p, x, want);
 	if (why != SV_DREF_MAX)
 		return why;
 again:
 	s.w = 0;
-	why = head_wqe(d, p, &s.cons, &s.word, &s.w, &s.prod, &s.h, s.sge,
-		       want);
+	why = head_wqe(d, p, &s.xw, &s.cons, &s.word, &s.w, &s.prod, &s.h,
+		       s.sge, want);
 	if (why == SV_DREF_BUSY && ++tries < SV_DIRECT_CLAIM_TRIES) {
 		sv_cpu_relax();    /* the device fills the SRQ's head */
 		goto again;
 	}
+	s.xprod = sv_xside_prod(s.xw);
 	if (why == SV_DREF_MAX)
 		why = room(p, &s);
 	if (why == SV_DREF_MAX)
@@ -461,8 +464,9 @@ again:
 				   wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM, &s);
 	if (why != SV_DREF_MAX)
 		return why;
-	total = completion_iovs(qp, p, wr, x, xs, &s);
-	if (!sv_d_fenced(d, g, slot, s.riov, s.nr, epoch))
+	completion(qp, p, wr, x, &xs->cqe, &s);
+	/* (a message of no bytes writes nothing the fence guards) */
+	if (s.nr && !sv_d_fenced(d, g, slot, s.riov, s.nr, epoch))
 		return SV_DREF_FENCE;
 	if (s.word && !srq_claim(d, qp, p, s.word, s.w, s.cons, &s.h, s.sge,
 				 s.xprod + 1)) {
@@ -471,12 +475,17 @@ again:
 			goto again;
 		return SV_DREF_BUSY;
 	}
-	got = process_vm_writev(x->peer_pid, s.liov, s.nl,
-				(const struct iovec *)slot->iov, s.nr, 0);
-	/* short: the claim stays armed, and the device fills or flushes
-	 * the WQE it names (its WR goes there) */
-	if (got < 0 || (uint64_t)got != total)
-		return SV_DREF_FENCE;
+	if (s.nr) {
+		got = process_vm_writev(x->peer_pid, x->liov, x->nl,
+					(const struct iovec *)slot->iov, s.nr,
+					0);
+		/* short: the claim stays armed, and the device fills or
+		 * flushes the WQE it names (its WR goes there) */
+		if (got < 0 || (uint64_t)got != x->len)
+			return SV_DREF_FENCE;
+	}
+	if (!publish(p, &xs->cqe, &s))
+		return SV_DREF_FENCE;   /* (the claim too) */
 	if (s.word) {
 		__atomic_store_n(&d->claim[qp->ex.qp_base.qp_num &
 					   d->qp_mask].qpn, 0,

@@ -718,17 +718,19 @@ SV_EXPORT int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr,
 /* Check a receive WR against its ring and copy it into the slot at
  * wq->prod: 0, EINVAL or ENOMEM (the caller holds the ring's lock). */
 static int put_recv(struct sv_wq *wq, uint32_t max_wr,
-		    const struct ibv_recv_wr *wr, struct sv_srq *srq)
+		    const struct ibv_recv_wr *wr, const struct sv_qp *qp,
+		    struct sv_srq *srq)
 {
 	struct sv_recv_wqe *w;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	/* (an SRQ's WQEs taken by senders of this host free their slots
-	 * before the device's cons says so) */
+	/* (WQEs taken by senders of this host free their slots before the
+	 * device's cons says so) */
 	if (!sv_wq_has_room(wq, max_wr) &&
-	    !(srq && sv_direct_srq_room(srq, max_wr)))
+	    !(srq ? sv_direct_srq_room(srq, max_wr) :
+		    sv_direct_rq_room(qp, max_wr)))
 		return ENOMEM;
 	w = sv_wq_slot_at(wq, wq->prod);
 	w->wr_id = wr->wr_id;
@@ -760,7 +762,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	sv_rq_lock(qp);
 	start = qp->rq.prod;
 	for (; wr; wr = wr->next) {
-		err = put_recv(&qp->rq, qp->max_recv_wr, wr, NULL);
+		err = put_recv(&qp->rq, qp->max_recv_wr, wr, qp, NULL);
 		if (err)
 			break;
 	}
@@ -787,7 +789,7 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	sv_spin_lock(&srq->lock);
 	start = srq->rq.prod;
 	for (; wr; wr = wr->next) {
-		err = put_recv(&srq->rq, srq->max_wr, wr, srq);
+		err = put_recv(&srq->rq, srq->max_wr, wr, NULL, srq);
 		if (err)
 			break;
 	}

@@ -710,7 +710,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	struct sv_qp *qp = to_sv_qp(ibqp);
 	struct sv_cmd cmd;
 	struct sv_rsp rsp;
-	int ret;
+	int ret, fd;
 
 	if (!attr || attr_mask < 0)
 		return EINVAL;
@@ -718,9 +718,13 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	cmd.u.modify_qp.qp = qp->handle;
 	cmd.u.modify_qp.attr_mask = (uint32_t)attr_mask;
 	qp_attr_to_wire(attr, attr_mask, &cmd.u.modify_qp.attr);
-	ret = sv_conn_call(sv_conn_of(ibqp->context), &cmd, -1, &rsp, NULL);
+	ret = sv_conn_call(sv_conn_of(ibqp->context), &cmd, -1, &rsp, &fd);
 	if (ret)
 		return -ret;
+	/* into RTR: the completion side of this connection (the direct
+	 * path's receive side) */
+	if (fd >= 0)
+		sv_direct_xside_set(qp, fd);
 	if (attr_mask & IBV_QP_STATE)
 		__atomic_store_n(&ibqp->state, attr->qp_state,
 				 __ATOMIC_RELAXED);

@@ -328,12 +328,11 @@ struct sv_cq {
 	uint32_t dprod;            /* written under dlock (release) */
 	uint32_t dcons;            /* the poller's (CQ lock; stored atomically:
 				    * sv_poll_cq reads it without the lock) */
-	/* Set to 1 by a sender of this host (process_vm_writev) after it
-	 * put a completion in the completion ring of one of xqps, the QPs
-	 * whose receive CQ this is and which have one (direct.c): poll
-	 * moves those into the private ring (xdrain). */
-	uint32_t xhint;
-	struct sv_qp *xqps;        /* linked by xnext; CQ lock and dlock */
+	/* The QPs whose receive CQ this is and which have a completion
+	 * side (struct sv_xside), where senders of this host put the
+	 * completions of their SENDs: poll moves those into the private
+	 * ring (sv_direct_xdrain). Linked by xnext; CQ lock and dlock. */
+	struct sv_qp *xqps;
 	uint32_t dheld;            /* slots held or filled, not polled */
 	/* dprod when an event last announced the private ring's completions
 	 * (a channel's CQ: those after it fire the next arm) */
@@ -457,18 +456,22 @@ struct sv_qp {
 	uint32_t dwait_gave_up;    /* 1 + the send ring's done when a wait
 				    * for the engine ran out (direct.c), or 0 */
 	/* The receive side of the direct path (src/abi/sv_qp.h struct
-	 * sv_rq_xpub): the completion ring senders of this host write SENDs'
-	 * completions to, xmask + 1 slots (NULL: none), its consumer
-	 * counter (the receive CQ's lock), the receive CQ's list. */
+	 * sv_rq_xpub, struct sv_xside): the completion side of this
+	 * connection, which the device made at RTR and senders of this host
+	 * write SENDs' completions to (NULL: none), mapped xs_len bytes; its
+	 * ring, xmask + 1 slots; its consumer counter (the receive CQ's
+	 * lock); the receive CQ's list. */
+	struct sv_xside *xs;
+	size_t xs_len;
 	struct sv_cqe *xring;
 	uint32_t xmask;
 	uint32_t xcons;
 	struct sv_qp *xnext;
-	/* the header that holds that side: the receive ring's, or, on an
-	 * SRQ, the send ring's (sxpub, sxprod); its xpub and xprod there */
+	/* the header that holds that side's counters: the receive ring's,
+	 * or, on an SRQ, the send ring's (sxpub); its xpub there; NULL: the
+	 * QP takes no direct SENDs */
 	struct sv_wq_ring *xhdr;
 	struct sv_rq_xpub *xpub;
-	uint32_t *xprod;
 	/* The send side: the peer's receive ring and CQ ring it maps to
 	 * send to it directly (direct.c), or NULL */
 	struct sv_dpeer *dpeer;
@@ -569,6 +572,15 @@ void sv_direct_xdrain(struct sv_cq *cq);
 void sv_direct_cq_moved(struct sv_cq *cq);
 /* Drop what the completion ring of qp holds (RESET, destroy). */
 void sv_direct_rq_clean(struct sv_qp *qp);
+/* MODIFY_QP into RTR gave qp a completion side (its memfd, fd, which this
+ * closes). */
+void sv_direct_xside_set(struct sv_qp *qp, int fd);
+/* A receive queue of qp's own looks full by its cons: has it room for one
+ * more by its completion side (the WQEs senders of this host took)? */
+bool sv_direct_rq_room(const struct sv_qp *qp, uint32_t max);
+/* Has a sender put a completion in one of cq's QPs' sides since poll
+ * last took them (CQ lock held)? */
+bool sv_direct_xnews(const struct sv_cq *cq);
 /* qp joins or leaves cq's list of QPs with a completion ring (cq.c) */
 void sv_cq_xadd(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_xdel(struct sv_cq *cq, struct sv_qp *qp);

@@ -18,16 +18,21 @@
 #include "direct_hooks.h"
 #include "vu.h"
 
-int stop_in_copy;
+int stop_in_copy, stop_after_copy;
 
 ssize_t process_vm_writev(pid_t pid, const struct iovec *liov,
 			  unsigned long liovcnt, const struct iovec *riov,
 			  unsigned long riovcnt, unsigned long flags)
 {
+	ssize_t n;
+
 	if (__atomic_exchange_n(&stop_in_copy, 0, __ATOMIC_RELAXED))
 		raise(SIGSTOP);
-	return syscall(SYS_process_vm_writev, pid, liov, liovcnt, riov,
-		       riovcnt, flags);
+	n = syscall(SYS_process_vm_writev, pid, liov, liovcnt, riov, riovcnt,
+		    flags);
+	if (__atomic_exchange_n(&stop_after_copy, 0, __ATOMIC_RELAXED))
+		raise(SIGSTOP);
+	return n;
 }
 
 ssize_t process_vm_readv(pid_t pid, const struct iovec *liov,

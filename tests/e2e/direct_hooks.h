@@ -21,6 +21,9 @@
 #include <infiniband/verbs.h>
 
 extern int stop_in_copy;
+/* Armed, the next process_vm_writev stops its process once the kernel
+ * copied: a SEND's message landed, its completion not yet published. */
+extern int stop_after_copy;
 
 /* The direct path is on in this process (SOFTVERBS_DIRECT is not 0). */
 bool direct_on(void);

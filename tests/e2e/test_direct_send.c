@@ -464,10 +464,15 @@ struct rinfo {
 	struct vu_addr addr;
 };
 
+/* How the receiver meets its stopped sender (run_stopped_send). */
+enum stop_case { STOP_KILL, STOP_DESTROY, STOP_AFTER_ERR };
+
 /* The sender (a child): connects to the receiver over fd, then SENDs
- * STOP_LEN bytes, stopped (SIGSTOP) inside its copy. Exits 0 once the SEND
- * completed with an error (the receiver's QP is gone by then). */
-static void stopped_sender(int fd)
+ * STOP_LEN bytes, stopped (SIGSTOP) inside its copy, or (after) once the
+ * copy is done and before its completion is published. Exits 0 once the
+ * SEND completed with an error (the receiver's QP is gone or in ERR by
+ * then). */
+static void stopped_sender(int fd, bool after)
 {
 	struct vu_qp_caps caps = { .send_wr = 16, .recv_wr = 1, .send_sge = 1,
 				   .recv_sge = 1 };
@@ -504,12 +509,14 @@ static void stopped_sender(int fd)
 		_exit(13);
 	s = (struct ibv_sge){ (uintptr_t)buf, STOP_LEN, mr->lkey };
 	wr.sg_list = &s;
-	__atomic_store_n(&stop_in_copy, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(after ? &stop_after_copy : &stop_in_copy, 1,
+			 __ATOMIC_RELAXED);
 	if (ibv_post_send(ep.qp, &wr, &bad))
 		_exit(14);
 	if (vu_poll(ep.scq, &wc, 1, WC_WAIT_MS) != 1)
 		_exit(15);
-	if (__atomic_load_n(&stop_in_copy, __ATOMIC_RELAXED))
+	if (__atomic_load_n(after ? &stop_after_copy : &stop_in_copy,
+			    __ATOMIC_RELAXED))
 		_exit(16);         /* it never reached a copy of its own */
 	if (wc.status == IBV_WC_SUCCESS)
 		_exit(17);         /* it landed after all */
@@ -518,14 +525,18 @@ static void stopped_sender(int fd)
 
 /*
  * The receiver (this process) posts NRECV receives, starts the sender,
- * waits until it stops in its copy; then (kill) kills it and moves its QP
- * to ERR, or destroys its QP while the sender stays stopped. Either way
- * the receive buffers are reused at once and must stay as they are: after
- * a kill every receive WQE is flushed once (none taken by the dead
- * sender); after a destroy the sender, resumed long after, lands nothing
- * and its SEND fails.
+ * waits until it stops in its copy; then (STOP_KILL) kills it and moves
+ * its QP to ERR, or (STOP_DESTROY) destroys its QP while the sender stays
+ * stopped. Either way the receive buffers are reused at once and must stay
+ * as they are: after a kill every receive WQE is flushed once (none taken
+ * by the dead sender); after a destroy the sender, resumed long after,
+ * lands nothing and its SEND fails. STOP_AFTER_ERR: the sender stops once
+ * its message landed, before it publishes the completion, and the
+ * receiver moves its QP to ERR meanwhile: resumed, the sender publishes
+ * nothing (the device closed the completion side), its SEND fails, and
+ * every receive WQE is flushed once, none completed as received.
  */
-static void run_stopped_send(bool kill_it)
+static void run_stopped_send(enum stop_case how)
 {
 	struct vu_qp_caps caps = { .send_wr = 4, .recv_wr = 16, .send_sge = 1,
 				   .recv_sge = 1 };
@@ -554,7 +565,7 @@ static void run_stopped_send(bool kill_it)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(sv[1]);
-		stopped_sender(sv[0]);
+		stopped_sender(sv[0], how == STOP_AFTER_ERR);
 	}
 	close(sv[0]);
 	me.addr = vu_addr_of(ep.qp, c.sq_psn);
@@ -574,7 +585,25 @@ static void run_stopped_send(bool kill_it)
 	if (!WIFSTOPPED(status))
 		fail_msg("the sender never stopped in a copy (status %#x)",
 			 status);
-	if (kill_it) {
+	if (how == STOP_AFTER_ERR) {
+		assert_int_equal(ibv_modify_qp(ep.qp, &at, IBV_QP_STATE), 0);
+		vu_sleep_ms(100);
+		assert_int_equal(kill(pid, SIGCONT), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			fail_msg("the sender says %d (17: its SEND completed "
+				 "after the QP's error)", WIFEXITED(status) ?
+				 WEXITSTATUS(status) : -1);
+		n = vu_poll(ep.rcq, wc, NRECV, WC_WAIT_MS);
+		assert_int_equal(n, NRECV);
+		for (int i = 0; i < NRECV; i++) {
+			assert_int_equal(wc[i].wr_id, i);
+			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		}
+		assert_int_equal(vu_poll(ep.rcq, wc, 1, 100), 0);
+		/* (what the copy wrote before the error may stay) */
+		memset(buf, 0x11, (size_t)NRECV * STOP_LEN);
+	} else if (how == STOP_KILL) {
 		assert_int_equal(kill(pid, SIGKILL), 0);
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		memset(buf, 0x11, (size_t)NRECV * STOP_LEN);
@@ -612,13 +641,19 @@ static void run_stopped_send(bool kill_it)
 static void test_recv_qp_destroyed_mid_send(void **state)
 {
 	(void)state;
-	run_stopped_send(false);
+	run_stopped_send(STOP_DESTROY);
 }
 
 static void test_sender_killed_mid_copy(void **state)
 {
 	(void)state;
-	run_stopped_send(true);
+	run_stopped_send(STOP_KILL);
+}
+
+static void test_recv_qp_err_before_publish(void **state)
+{
+	(void)state;
+	run_stopped_send(STOP_AFTER_ERR);
 }
 
 int main(void)
@@ -632,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_send_channel_events),
 		cmocka_unit_test(test_recv_qp_destroyed_mid_send),
 		cmocka_unit_test(test_sender_killed_mid_copy),
+		cmocka_unit_test(test_recv_qp_err_before_publish),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2910,7 +2910,8 @@ static void test_direct_recv(void **state)
 	assert_status(direct_recv(s, pd, SV_DRECV_RQ, 0, NULL), -EINVAL);
 	assert_status(direct_recv(s, cq, SV_DRECV_CQ, 0, NULL), -EINVAL);
 	assert_status(direct_recv(other, a, SV_DRECV_RQ, 0, NULL), -EINVAL);
-	assert_status(direct_recv(s, a, SV_DRECV_SRQ + 1, 0, NULL), -EINVAL);
+	assert_status(direct_recv(s, a, SV_DRECV_XSIDE + 1, 0, NULL),
+		      -EINVAL);
 	assert_status(direct_recv(s, a, SV_DRECV_RQ, 1, NULL), -EINVAL);
 	/* not connected yet: no peer */
 	assert_status(direct_recv(s, a, SV_DRECV_RQ, 0, NULL), -ENOENT);
@@ -2950,6 +2951,33 @@ static void test_direct_recv(void **state)
 	assert_status(direct_recv(s, a, SV_DRECV_CQ, 0, &fd), 0);
 	assert_true(fd >= 0);
 	close(fd);
+	{
+		/* the peer's completion side: the one part that comes
+		 * read-write, closed once the peer errs */
+		struct sv_rsp_direct_recv o;
+		struct sv_wire_qp_attr at;
+		struct sv_xside *xs;
+
+		assert_status(direct_recv_rsp(s, a, SV_DRECV_XSIDE, &fd, &o),
+			      0);
+		assert_true(o.entries >= 16 &&
+			    !(o.entries & (o.entries - 1)) &&
+			    o.bytes >= sv_xside_bytes(o.entries));
+		xs = mmap(NULL, o.bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  fd, 0);
+		assert_true(xs != MAP_FAILED);
+		close(fd);
+		assert_int_equal(xs->xentries, o.entries);
+		assert_int_equal(xs->qpn, bn);
+		assert_int_equal(xs->word >> 32, 0);
+		memset(&at, 0, sizeof(at));
+		at.qp_state = IBV_QPS_ERR;
+		assert_status(modify_qp(s, b, IBV_QP_STATE, &at), 0);
+		assert_int_equal(__atomic_load_n(&xs->word,
+						 __ATOMIC_ACQUIRE) >> 32,
+				 SV_XSIDE_CLOSED);
+		munmap(xs, o.bytes);
+	}
 	assert_status(direct_notify(s, a, SV_NOTIFY_SRQ_LIMIT << 1, 0),
 		      -EINVAL);
 	/* a limit looked at on a peer with no SRQ: nothing to raise */

@@ -393,7 +393,7 @@ void sv_direct_qp_counts(const struct sv_qp *qp, uint64_t *sends,
 			 uint64_t *recvs)
 {
 	const struct sv_direct_guard *g;
-	uint32_t *xprod;
+	uint32_t xprod;
 
 	if (dt.memfd < 0 || qp->opened)
 		return;
@@ -401,7 +401,7 @@ void sv_direct_qp_counts(const struct sv_qp *qp, uint64_t *sends,
 		*sends += __atomic_load_n(&g->msgs, __ATOMIC_RELAXED);
 	/* the completion ring's producer: a direct receive each */
 	if (qp->drecv && sv_drx_hdr(qp, &xprod))
-		*recvs += __atomic_load_n(xprod, __ATOMIC_RELAXED);
+		*recvs += xprod;
 }
 
 void sv_direct_guard_reset(const struct sv_qp *qp)

@@ -84,6 +84,15 @@ int sv_cmd_direct_recv(struct sv_req *r);
 struct sv_qp *sv_direct_notify_peer(struct sv_req *r, uint64_t handle,
 				    uint32_t xprod, uint32_t flags, int *err);
 
+/* qp's completion side (struct sv_xside, src/abi/sv_qp.h), made anew as
+ * it enters RTR: its memfd into r->fd_out, for MODIFY_QP's response
+ * (nothing where the direct path does not apply); always 0. */
+int sv_direct_xside_make(struct sv_req *r, struct sv_qp *qp);
+/* No sender publishes into qp's side after this (before its flush). */
+void sv_direct_xside_close(struct sv_qp *qp);
+/* ... and it is gone (RESET, destroy). */
+void sv_direct_xside_free(struct sv_qp *qp);
+
 /* A QP on an SRQ (its peer's process may claim the SRQ's WQEs): adopt the
  * WQE its peer s claimed for it and never filled (struct sv_direct_claim),
  * when s's poster has let its guard go or force (s goes: its copy was

@@ -43,9 +43,10 @@ struct sv_qp *sv_dqp_at(uint32_t qpn);
  * older than epoch e (NULL otherwise). */
 struct sv_direct_guard *sv_dguard_busy(uint32_t i, uint64_t e);
 /* The ring header that holds qp's receive side (its receive ring's, or,
- * on an SRQ, its send ring's), and its completion ring's producer there
- * (when xprod); NULL when it has none (direct_recv.c). */
-struct sv_wq_ring *sv_drx_hdr(const struct sv_qp *qp, uint32_t **xprod);
+ * on an SRQ, its send ring's), and its completion side's producer (into
+ * *xprod when not NULL); NULL when it has no completion side
+ * (direct_recv.c). */
+struct sv_wq_ring *sv_drx_hdr(const struct sv_qp *qp, uint32_t *xprod);
 /* A command of the direct path with a part up to max: 0, or its refusal
  * (reserved bits, no such part, the path off). */
 int sv_direct_args(struct sv_req *r, uint32_t rsvd, uint32_t part,

@@ -10,9 +10,12 @@
  * adopted by the receiving QP (sv_direct_adopt).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "abi/sv_direct.h"
 #include "device/ctl/direct.h"
@@ -22,13 +25,99 @@
 #include "device/exec/wq.h"
 #include "device/sv_dev.h"
 
-struct sv_wq_ring *sv_drx_hdr(const struct sv_qp *qp, uint32_t **xprod)
+struct sv_wq_ring *sv_drx_hdr(const struct sv_qp *qp, uint32_t *xprod)
 {
 	struct sv_wq_ring *h = qp->srq ? qp->sq.hdr : qp->rq.hdr;
 
-	if (h && xprod)
-		*xprod = qp->srq ? &h->sxprod : &h->xprod;
+	if (!h || !qp->xs)
+		return NULL;
+	if (xprod)
+		*xprod = sv_xside_prod(__atomic_load_n(&qp->xs->word,
+						       __ATOMIC_ACQUIRE));
 	return h;
+}
+
+/* ---- the completion side (struct sv_xside) ---- */
+
+/* As many completions as the queue holds; on an SRQ, whose ring a resize
+ * may grow, at least as many as the receive CQ holds (a sender finding
+ * it full goes to the device). */
+static uint32_t xside_entries(const struct sv_qp *qp)
+{
+	uint32_t n = qp->srq ? qp->srq->rq.entries : qp->rq.entries;
+
+	if (qp->srq && n)
+		while (n < qp->recv_cq->entries && n < SV_XSIDE_MAX)
+			n <<= 1;
+	return n;
+}
+
+void sv_direct_xside_close(struct sv_qp *qp)
+{
+	uint64_t closed = (uint64_t)SV_XSIDE_CLOSED << 32;
+
+	if (qp->xs && !(__atomic_load_n(&qp->xs->word, __ATOMIC_RELAXED) &
+			closed))
+		__atomic_fetch_or(&qp->xs->word, closed, __ATOMIC_SEQ_CST);
+}
+
+void sv_direct_xside_free(struct sv_qp *qp)
+{
+	if (!qp->xs)
+		return;
+	sv_direct_xside_close(qp);
+	if (!qp->srq && qp->rq.xword == &qp->xs->word) {
+		wq_sync_cons(&qp->rq);
+		qp->rq.xword = NULL;
+	}
+	munmap(qp->xs, qp->xs_bytes);
+	close(qp->xs_fd);
+	qp->xs = NULL;
+	qp->xs_fd = -1;
+}
+
+int sv_direct_xside_make(struct sv_req *r, struct sv_qp *qp)
+{
+	struct sv_srq *srq = qp->srq;
+	uint32_t n;
+	size_t bytes;
+	void *map;
+	int fd;
+
+	sv_direct_xside_free(qp);  /* the last connection's */
+	if (!sv_direct_enabled() || qp->opened || qp->roce || !qp->owner ||
+	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) ||
+	    !qp->recv_cq || !qp->sq.hdr ||
+	    (srq ? srq->type != IBV_SRQT_BASIC || srq->tm :
+		   !qp->rq.hdr || !qp->rq.entries))
+		return 0;
+	n = xside_entries(qp);
+	if (!n || (n & (n - 1)))
+		return 0;
+	bytes = sv_xside_bytes(n);
+	bytes = (bytes + 4095) & ~(size_t)4095;
+	if (sv_ring_alloc("softverbs-xside", bytes, &fd, &map))
+		return 0;          /* no direct side: the device's path */
+	r->fd_out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd_out < 0) {
+		munmap(map, bytes);
+		close(fd);
+		return 0;
+	}
+	qp->xs = map;
+	qp->xs_fd = fd;
+	qp->xs_bytes = bytes;
+	qp->xs->xentries = n;
+	qp->xs->qpn = qp->qpn;
+	if (!srq) {
+		/* from here its cons is ours plus what senders took */
+		wq_sync_cons(&qp->rq);
+		qp->rq.xbase = qp->rq.cons;
+		__atomic_store_n(&qp->rq.hdr->xbase, qp->rq.xbase,
+				 __ATOMIC_RELEASE);
+		qp->rq.xword = &qp->xs->word;
+	}
+	return 0;
 }
 
 bool sv_direct_rq_held(const struct sv_qp *t)
@@ -47,13 +136,12 @@ bool sv_direct_rq_held(const struct sv_qp *t)
 uint32_t sv_direct_rq_held_cqes(const struct sv_qp *qp,
 				const struct sv_cq *cq)
 {
-	uint32_t *xprod, n, most;
+	uint32_t xprod, n, most;
 	const struct sv_wq_ring *h;
 
 	if (!qp->drecv || cq != qp->recv_cq || !(h = sv_drx_hdr(qp, &xprod)))
 		return 0;
-	n = __atomic_load_n(xprod, __ATOMIC_ACQUIRE) -
-	    __atomic_load_n(&h->xcons, __ATOMIC_ACQUIRE);
+	n = xprod - __atomic_load_n(&h->xcons, __ATOMIC_ACQUIRE);
 	/* (a completion ring on an SRQ: as large as the SRQ or the CQ) */
 	most = qp->srq ? qp->srq->rq.entries : qp->rq.entries;
 	if (qp->srq && cq->entries > most)
@@ -216,7 +304,7 @@ void sv_direct_adopt(struct sv_qp *s, bool force)
 	struct sv_direct_claim c, *cl = claim_of(s, &c);
 	const struct sv_direct_guard *g = sv_dguard_of(s, NULL);
 	struct sv_qp *t;
-	uint32_t *xprod;
+	uint32_t xprod;
 
 	/* a poster still inside its guard may yet fill it */
 	if (!cl || (!force && __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE)))
@@ -227,10 +315,13 @@ void sv_direct_adopt(struct sv_qp *s, bool force)
 	__atomic_store_n(&cl->qpn, 0, __ATOMIC_RELEASE);
 	if (!t || !t->srq || t->srq->srqn != c.srqn || !t->drecv ||
 	    t->attr.dest_qp_num != s->qpn || c.num_sge > SV_DCLAIM_SGE ||
-	    !sv_drx_hdr(t, &xprod) || !uid_writes_owner(t))
+	    !t->xs || !uid_writes_owner(t))
 		return;            /* nothing of it is left to complete */
+	/* a poster stopped inside its guard publishes nothing from now on */
+	if (force)
+		sv_direct_xside_close(t);
 	/* it landed after all (its poster died before it cleared this) */
-	if ((int32_t)(__atomic_load_n(xprod, __ATOMIC_ACQUIRE) - c.xprod) >= 0)
+	if (!sv_drx_hdr(t, &xprod) || (int32_t)(xprod - c.xprod) >= 0)
 		return;
 	t->dclaim.wr_id = c.wr_id;
 	t->dclaim.num_sge = c.num_sge;
@@ -261,7 +352,7 @@ int sv_cmd_direct_recv(struct sv_req *r)
 	struct sv_qp *t;
 	int err;
 
-	err = sv_direct_args(r, a->rsvd, a->part, SV_DRECV_SRQ);
+	err = sv_direct_args(r, a->rsvd, a->part, SV_DRECV_XSIDE);
 	if (err)
 		return err;
 	t = direct_peer(r, a->qp, &err);
@@ -279,9 +370,13 @@ int sv_cmd_direct_recv(struct sv_req *r)
 		r->why = "its peer has no SRQ";
 		return -EINVAL;
 	}
-	if (srq && !uid_writes_owner(t)) {
-		r->why = "its peer's SRQ is not shared where Yama keeps the "
-			 "processes of a uid apart";
+	if (!t->xs) {
+		r->why = "its peer has no completion side (not in RTR or RTS)";
+		return -EOPNOTSUPP;
+	}
+	if (!uid_writes_owner(t)) {
+		r->why = "its peer's receive side is not shared where Yama "
+			 "keeps the processes of a uid apart";
 		return -EPERM;
 	}
 	memset(o, 0, sizeof(*o));
@@ -299,6 +394,13 @@ int sv_cmd_direct_recv(struct sv_req *r)
 		o->entries = srq->rq.entries;
 		o->stride = srq->rq.stride;
 		o->max_sge = srq->rq.max_sge;
+	} else if (a->part == SV_DRECV_XSIDE) {
+		/* read-write: the one part a sender writes */
+		r->fd_out = fcntl(t->xs_fd, F_DUPFD_CLOEXEC, 0);
+		if (r->fd_out < 0)
+			r->fd_out = -errno;
+		o->bytes = t->xs_bytes;
+		o->entries = t->xs->xentries;
 	} else if (a->part == SV_DRECV_RQ && srq) {
 		/* its receive side is in its send ring's header */
 		r->fd_out = sv_ring_fd_ro(&t->loc);
@@ -325,8 +427,6 @@ int sv_cmd_direct_recv(struct sv_req *r)
 	}
 	/* from now on its receive queue is taken from here too */
 	t->drecv = true;
-	if (!srq)
-		t->rq.shared_cons = true;
 	return 0;
 }
 

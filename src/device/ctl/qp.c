@@ -90,7 +90,8 @@ void sv_qp_wq_init(struct sv_wq *wq, void *hdr, uint32_t entries,
 	wq->max_inline = max_inline;
 	wq->cons = 0;
 	/* (DIRECT_RECV sets them for a QP's own receive queue, an SRQ's) */
-	wq->shared_cons = false;
+	wq->xword = NULL;
+	wq->xbase = 0;
 	wq->dsrq = NULL;
 	wq->dsrq_tag = 0;
 	wq->hdr->entries = entries;
@@ -348,6 +349,7 @@ static int qp_alloc(struct sv_req *r, struct qp_create *q,
 	if (!qp)
 		return -ENOMEM;
 	qp->loc.memfd = -1;
+	qp->xs_fd = -1;
 	/* the receive ring on the cache line after the send ring's last
 	 * slot: small queues share one page */
 	sq_bytes = sv_wq_ring_bytes(q->sq_entries, q->sq_stride);
@@ -597,6 +599,8 @@ static void apply_attrs(struct sv_qp *qp, const struct sv_wire_qp_attr *at,
 
 static void qp_reset(struct sv_qp *qp)
 {
+	/* (before its receive queue: the side's takes are its cons) */
+	sv_direct_xside_free(qp);
 	wq_discard(&qp->sq);
 	wq_discard(&qp->rq);
 	if (qp->sq.entries)
@@ -666,6 +670,13 @@ int sv_cmd_modify_qp(struct sv_req *r)
 		if (cur == IBV_QPS_RESET)
 			qp->comm_est_sent = false;
 		qp_set_state(qp, next);
+		/* a connection: the completion side senders of this host
+		 * write (its memfd comes with the response) */
+		if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR)
+			sv_direct_xside_make(r, qp);
+		/* (and the engine's flush closes it, whatever errs it) */
+		if (next == IBV_QPS_ERR)
+			sv_direct_xside_close(qp);
 		if (next == IBV_QPS_ERR)
 			sv_engine_quiesce();
 		sv_engine_kick(qp->engine);
@@ -777,6 +788,7 @@ void sv_qp_destroy(struct sv_qp *qp)
 		sv_direct_adopt(qp, true);
 		sv_direct_guard_reset(qp);
 	}
+	sv_direct_xside_free(qp);
 	sv_engine_quiesce();
 	sv_roce_qp_destroy(qp);
 	sv_dev.nqp--;

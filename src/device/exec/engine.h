@@ -174,7 +174,8 @@ struct sv_exec {
 uint64_t sv_now_ns(void);
 
 /* Does qp have something to do at time now? If it only waits on a timer,
- * *timer is lowered to that deadline. */
+ * *timer (when timer is not NULL: a spin's look) is lowered to that
+ * deadline. */
 bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer);
 
 /* DESTROY_QP and DESTROY_AH (ctl/qp.c, ah.c): are WQEs of qp's send queue numbered

@@ -67,14 +67,15 @@ bool sv_exec_ready(const struct sv_qp *qp, uint64_t now, uint64_t *timer)
 		if (!qp->rx_busy && wq_pending(&qp->rq, &rcorrupt)) {
 			if (!sv_direct_rq_held(qp))
 				return true;
-			if (now + SV_DRECV_RECHECK_NS < *timer)
+			if (timer && now + SV_DRECV_RECHECK_NS < *timer)
 				*timer = now + SV_DRECV_RECHECK_NS;
 		}
 		/* on an SRQ: a WQE its peer claimed for it directly, flushed
 		 * (and only then its last WQE reached) */
 		if (qp->srq && qp->drecv) {
 			if (sv_direct_rq_held(qp)) {
-				if (now + SV_DRECV_RECHECK_NS < *timer)
+				if (timer &&
+				    now + SV_DRECV_RECHECK_NS < *timer)
 					*timer = now + SV_DRECV_RECHECK_NS;
 				return false;
 			}
@@ -114,6 +115,8 @@ bool sv_exec_step(struct sv_exec *x, struct sv_qp *qp)
 		sv_sq_flush_one(qp);
 		return true;
 	case IBV_QPS_ERR:
+		/* no sender of this host completes a receive from now on */
+		sv_direct_xside_close(qp);
 		if (tr->flush(qp) > 0)
 			return true;
 		if (unlikely(qp->type == IBV_QPT_XRC_RECV))

@@ -36,9 +36,10 @@ static inline bool wq_dsrq_ours(const struct sv_wq *wq, uint64_t w)
 	return (sv_dsrq_tag(w) & ~SV_DSRQ_HELD) == wq->dsrq_tag;
 }
 
-/* A receive queue a same-host sender takes WQEs of too (shared_cons): it
- * says so by the header's cons, which we follow forward, never back and
- * never past prod (a client that moves it only skips its own WQEs). */
+/* A receive queue a same-host sender takes WQEs of too (xword): its
+ * completion side's xprod says how many it took, which we follow
+ * forward, never back and never past prod (a client that moves it only
+ * skips its own WQEs). */
 static inline uint32_t wq_cons_now(const struct sv_wq *wq)
 {
 	uint32_t c, p;
@@ -50,10 +51,11 @@ static inline uint32_t wq_cons_now(const struct sv_wq *wq)
 		if (!wq_dsrq_ours(wq, w))
 			return wq->cons;
 		c = sv_dsrq_cons(w);
-	} else if (!wq->shared_cons || !wq->hdr) {
+	} else if (!wq->xword || !wq->hdr) {
 		return wq->cons;
 	} else {
-		c = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
+		c = wq->xbase +
+		    sv_xside_prod(__atomic_load_n(wq->xword, __ATOMIC_ACQUIRE));
 	}
 	p = wq_prod(wq);
 	return wq_cons_ok(wq, c, p) ? c : wq->cons;
@@ -81,6 +83,11 @@ static inline uint32_t wq_pending(const struct sv_wq *wq, bool *corrupt)
 static inline void wq_consume(struct sv_wq *wq)
 {
 	wq->cons++;
+	/* a queue with a completion side: our takes, where the owner and
+	 * its sender read them (the counter with cons) */
+	if (wq->xword)
+		__atomic_store_n(&wq->hdr->xbase, ++wq->xbase,
+				 __ATOMIC_RELEASE);
 	/* an SRQ's word: the head we held, let go one further on */
 	if (wq->dsrq)
 		__atomic_store_n(wq->dsrq, sv_dsrq_word(wq->cons,
