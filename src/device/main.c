@@ -120,7 +120,8 @@ static void device_priority(int want, bool asked)
 /*
  * Descriptors. The device holds a few per client (its socket, pidfd, event
  * sockets) and one per ring pool (docs/DESIGN.md, "Memory"), not one per
- * object; still, the usual soft RLIMIT_NOFILE of 1024 would cap it far
+ * object (but for the direct path's completion sides, one per connected
+ * QP of this host, at most a quarter of the limit); still, the usual soft RLIMIT_NOFILE of 1024 would cap it far
  * below its own limits (SV_MAX_CLIENTS clients): the soft limit goes up to
  * the hard one at start, as systemd does for its services. Where
  * descriptors run out anyway, a command fails with ENOMEM and a new

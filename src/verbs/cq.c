@@ -373,7 +373,7 @@ static __attribute__((noinline)) int poll_cq_direct(struct sv_cq *cq, int n,
  * no callee-saved register (issue 22's instruction budget): the ring's
  * completions under a lock that was free, or nothing.
  *
- * The private ring (and the hint of the completion rings) is looked at
+ * The private ring (and the completion sides of the CQ's QPs) is looked at
  * after the daemon ring's prod is loaded (acquire): a direct completion
  * that must come before a daemon one (of a later WR of its QP) was
  * published before the daemon wrote that one, so a poll that sees the
@@ -395,7 +395,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	/* acquire: pairs with the engine's release store of prod */
 	prod = __atomic_load_n(&ring->prod, __ATOMIC_ACQUIRE);
 	avail = prod - cons;
-	if (unlikely(dring_avail(cq) | xnews(cq)))
+	if (unlikely(dring_avail(cq) | xsides(cq)))
 		return poll_cq_direct(cq, n, wc, prod);
 	if (unlikely(avail - 1 >= cq->entries)) {
 		/* none (or a producer count no CQ of this size holds) */

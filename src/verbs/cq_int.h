@@ -103,14 +103,25 @@ static inline void dring_consume(struct sv_cq *cq, uint32_t n)
 	sv_spin_unlock(&cq->dlock);
 }
 
-/* A sender of this host put completions in the completion side of one
- * of the CQ's QPs (sv_direct_xdrain)? A plain load of the list, which the
- * compiler folds into sv_poll_cq's first test (issue 22's budget): a CQ
- * none of whose QPs has a side costs that load; the list changes under
- * the CQ lock, which the caller holds. */
+/* Has one of the CQ's QPs a completion side, where senders of this host
+ * put completions (sv_direct_xdrain)? A plain load of the list, which the
+ * compiler folds into sv_poll_cq's first test (issue 22's budget); the
+ * list changes under the CQ lock, which the caller holds. */
+static inline uintptr_t xsides(const struct sv_cq *cq)
+{
+	return (uintptr_t)cq->xqps;
+}
+
+/* ... and did a sender put one there since poll took the last? */
 static inline bool xnews(const struct sv_cq *cq)
 {
-	return unlikely(cq->xqps != NULL) && sv_direct_xnews(cq);
+	for (const struct sv_qp *qp = cq->xqps; unlikely(qp != NULL);
+	     qp = qp->xnext)
+		if (sv_xside_prod(__atomic_load_n(&qp->xs->word,
+						  __ATOMIC_RELAXED)) !=
+		    qp->xcons)
+			return true;
+	return false;
 }
 
 /* May the private ring's completion at dcons + i go now: has our consumer

@@ -190,9 +190,14 @@ static void explicit_holes(void)
 	unpair(&a, &b);
 
 	/* a page unmapped after registration, and a local piece unmapped
-	 * (the QPs made first: nothing maps between munmap and post) */
+	 * (the QPs made, and a SEND run, first: nothing maps between munmap
+	 * and post, not even what a first SEND maps of its peer) */
 	pair(&a, &b, IBV_QPT_RC);
 	pair(&a2, &b2, IBV_QPT_RC);
+	recv_on(&b2, mt->lkey, (uintptr_t)t, (uint32_t)pg);
+	post(&a2, IBV_WR_SEND, ms->lkey, (uintptr_t)src, 64, 0, 0, 0);
+	wc_is(a2.scq, IBV_WC_SUCCESS, "a SEND before the munmap");
+	wc_is(b2.rcq, IBV_WC_SUCCESS, "its receive");
 	recv_on(&b2, mt->lkey, (uintptr_t)t, (uint32_t)pg);
 	CHECK(!munmap(t + 3 * pg, pg) && !munmap(src + pg, pg), "munmap");
 	post(&a, IBV_WR_RDMA_WRITE, ms->lkey, (uintptr_t)src, 64,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,33 @@ static uint32_t xside_entries(const struct sv_qp *qp)
 	return n;
 }
 
+/* Completion sides live: each holds a descriptor and a mapping here,
+ * which the device otherwise spends per pool, not per object ("Memory"):
+ * at most a quarter of the descriptor limit; past it, a QP's SENDs take
+ * the device's path. */
+static uint32_t xs_live;
+
+static bool xside_room(void)
+{
+	static uint32_t cap;
+	static bool said;
+	struct rlimit rl;
+
+	if (!cap) {
+		rlim_t q = getrlimit(RLIMIT_NOFILE, &rl) ? 0 : rl.rlim_cur / 4;
+
+		cap = q < 64 ? 64 : q > UINT32_MAX ? UINT32_MAX : (uint32_t)q;
+	}
+	if (xs_live < cap)
+		return true;
+	if (!said)
+		sv_log(SV_LOG_INFO, "%u completion sides, a quarter of the "
+		       "descriptor limit: SENDs to QPs connected from now on "
+		       "take the device's path", cap);
+	said = true;
+	return false;
+}
+
 void sv_direct_xside_close(struct sv_qp *qp)
 {
 	uint64_t closed = (uint64_t)SV_XSIDE_CLOSED << 32;
@@ -74,11 +102,13 @@ void sv_direct_xside_free(struct sv_qp *qp)
 	close(qp->xs_fd);
 	qp->xs = NULL;
 	qp->xs_fd = -1;
+	xs_live--;
 }
 
 int sv_direct_xside_make(struct sv_req *r, struct sv_qp *qp)
 {
 	struct sv_srq *srq = qp->srq;
+	struct sv_wq_ring *h;
 	uint32_t n;
 	size_t bytes;
 	void *map;
@@ -92,7 +122,7 @@ int sv_direct_xside_make(struct sv_req *r, struct sv_qp *qp)
 		   !qp->rq.hdr || !qp->rq.entries))
 		return 0;
 	n = xside_entries(qp);
-	if (!n || (n & (n - 1)))
+	if (!n || (n & (n - 1)) || !xside_room())
 		return 0;
 	bytes = sv_xside_bytes(n);
 	bytes = (bytes + 4095) & ~(size_t)4095;
@@ -104,11 +134,16 @@ int sv_direct_xside_make(struct sv_req *r, struct sv_qp *qp)
 		close(fd);
 		return 0;
 	}
+	xs_live++;
 	qp->xs = map;
 	qp->xs_fd = fd;
 	qp->xs_bytes = bytes;
 	qp->xs->xentries = n;
 	qp->xs->qpn = qp->qpn;
+	/* the owner's counters of the last side: this one's from 0 */
+	h = srq ? qp->sq.hdr : qp->rq.hdr;
+	__atomic_store_n(&h->xcons, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->xannounced, 0, __ATOMIC_RELEASE);
 	if (!srq) {
 		/* from here its cons is ours plus what senders took */
 		wq_sync_cons(&qp->rq);
