@@ -425,6 +425,49 @@ static int poll_cq(struct sv_cq *cq, int n, struct ibv_wc *wc)
 					      __ATOMIC_ACQUIRE));
 }
 
+/*
+ * The completions senders of this host put in the sides of the CQ's QPs,
+ * straight into wc, when nothing can be due before them: the private ring
+ * empty, every daemon completion below prod polled, and each one's stamp
+ * not past prod (the daemon's completions its sender saw are polled). The
+ * rest go through the private ring (sv_direct_xdrain). How many (CQ lock
+ * held).
+ */
+static uint32_t poll_xsides(struct sv_cq *cq, uint32_t n, struct ibv_wc *wc,
+			    uint32_t prod)
+{
+	uint32_t got = 0;
+
+	if (cq->cons != prod || dring_avail_locked(cq))
+		return 0;
+	for (struct sv_qp *qp = cq->xqps; qp && got < n; qp = qp->xnext) {
+		/* acquire: pairs with the sender's CAS after the CQE */
+		uint32_t c = qp->xcons, xp = sv_xside_prod(
+			__atomic_load_n(&qp->xs->word, __ATOMIC_ACQUIRE));
+
+		if (xp - c > qp->xmask + 1)
+			xp = c + qp->xmask + 1;    /* never trust it */
+		for (; c != xp && got < n; c++) {
+			struct sv_cqe e = qp->xring[c & qp->xmask];
+
+			if ((int32_t)(SV_XCQE_STAMP(&e) - prod) > 0)
+				break;
+			e.tm_tag = 0;
+			/* it is this QP's, whatever the sender said */
+			e.qp_num = qp->ex.qp_base.qp_num;
+			cqe_to_wc(&e, &wc[got++]);
+		}
+		if (c != qp->xcons) {
+			qp->xcons = c;
+			/* release: the slots are read before a sender reuses
+			 * them */
+			__atomic_store_n(&qp->xhdr->xcons, c,
+					 __ATOMIC_RELEASE);
+		}
+	}
+	return got;
+}
+
 /* poll_cq with the lock held and the daemon ring's prod loaded: the
  * private ring merged in, then the daemon's completions below prod. */
 static int poll_cq_locked(struct sv_cq *cq, int n, struct ibv_wc *wc,
@@ -434,17 +477,24 @@ static int poll_cq_locked(struct sv_cq *cq, int n, struct ibv_wc *wc,
 	uint32_t avail, got = 0;
 
 	if (cq->dring) {
-		if (unlikely(xnews(cq)))
-			sv_direct_xdrain(cq);
-		if (dring_avail_locked(cq)) {
-			got = poll_merged(cq, (uint32_t)n, wc, prod);
+		if (unlikely(xnews(cq))) {
+			got = poll_xsides(cq, (uint32_t)n, wc, prod);
 			if (got == (uint32_t)n) {
 				cq_unlock(cq);
 				return n;
 			}
-			n -= (int)got;
-			wc += got;
+			if (xnews(cq))
+				sv_direct_xdrain(cq);
 		}
+		if (dring_avail_locked(cq))
+			got += poll_merged(cq, (uint32_t)n - got, wc + got,
+					   prod);
+		if (got == (uint32_t)n) {
+			cq_unlock(cq);
+			return n;
+		}
+		n -= (int)got;
+		wc += got;
 	}
 	avail = prod - cq->cons;
 	if (unlikely(avail > cq->entries))

@@ -52,6 +52,7 @@ struct sv_dpeer {
 	const struct sv_cq_ring *cq;
 	struct sv_xside *xs;       /* its completion side (read-write) */
 	uint32_t xent;             /* its ring's slots */
+	uint32_t xcons;            /* the owner's consumer there, as last read */
 	void *rq_map, *cq_map, *srq_map, *xs_map;
 	size_t rq_len, cq_len, srq_len, xs_len;
 };
@@ -184,6 +185,7 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 		return false;
 	}
 	p->xent = ox.entries;
+	p->xcons = __atomic_load_n(&p->rx->xcons, __ATOMIC_ACQUIRE);
 	/* may we write into the peer at all (the kernel's ptrace rule: Yama
 	 * may forbid it between processes of one uid)? Asked once, by a read
 	 * of one byte of its header where it says it is: an SRQ's WQE is
@@ -334,21 +336,28 @@ static unsigned int peer_side(const struct sv_dpeer *p, const struct dwr *x,
 
 /* Room in the completion ring, and in the receive CQ as a whole (else the
  * device overruns it where a NIC would): SV_DREF_MAX or SV_DREF_CQ. */
-static unsigned int room(const struct sv_dpeer *p, struct dsend *s)
+static unsigned int room(struct sv_dpeer *p, struct dsend *s)
 {
-	const struct sv_wq_ring *rx = p->rx;
-	uint32_t xcons, cc, used;
+	uint32_t cc, used;
+	bool fresh = false;
 
-	xcons = __atomic_load_n(&rx->xcons, __ATOMIC_ACQUIRE);
-	if (s->xprod - xcons >= p->xent)
-		return SV_DREF_CQ;
 	s->cp = __atomic_load_n(&p->cq->prod, __ATOMIC_ACQUIRE);
 	cc = __atomic_load_n(&p->cq->cons, __ATOMIC_ACQUIRE);
-	used = s->cp - cc + __atomic_load_n(&p->cq->dused, __ATOMIC_RELAXED) +
-	       (s->xprod - xcons);
-	if (s->cp - cc > p->cq_entries || used >= p->cq_entries)
-		return SV_DREF_CQ;
-	return SV_DREF_MAX;
+	/* the owner's consumer of the side as we last read it, which only
+	 * grows: a line it writes as it polls, read again only when what we
+	 * knew says full */
+	for (;;) {
+		used = s->cp - cc +
+		       __atomic_load_n(&p->cq->dused, __ATOMIC_RELAXED) +
+		       (s->xprod - p->xcons);
+		if (s->xprod - p->xcons < p->xent &&
+		    s->cp - cc <= p->cq_entries && used < p->cq_entries)
+			return SV_DREF_MAX;
+		if (fresh)
+			return SV_DREF_CQ;
+		p->xcons = __atomic_load_n(&p->rx->xcons, __ATOMIC_ACQUIRE);
+		fresh = true;
+	}
 }
 
 /* Where the message goes: the head WQE's buffers, as the device's
@@ -439,7 +448,7 @@ unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 		       uint64_t epoch, struct sv_xsend *xs,
 		       uint32_t *xprod_out, bool *limit, bool *want)
 {
-	const struct sv_dpeer *p = qp->dpeer;
+	struct sv_dpeer *p = qp->dpeer;
 	struct dsend s;
 	uint32_t lim;
 	unsigned int why, tries = 0;
