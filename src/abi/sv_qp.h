@@ -182,6 +182,13 @@ struct sv_wq_ring {
  * counter when it was written) where a tag-matching one has its tag; the
  * owner clears it as it takes the CQE. */
 #define SV_XCQE_STAMP(e) (*(uint32_t *)(void *)&(e)->tm_tag)
+/* ... and, in the tag's other half, its number in the side + 1 (xprod +
+ * 1), which the sender stores (release) once its CAS published it: the
+ * owner's poll looks at the slot, a line the sender writes anyway, rather
+ * than at the word, which then stays in the sender's cache for its CAS;
+ * the word stays the truth (a sender stopped between the two is found by
+ * a look at it now and then). */
+#define SV_XCQE_SEQ(e) (((uint32_t *)(void *)&(e)->tm_tag)[1])
 
 static inline struct sv_rq_xpub *sv_rq_xpub_of(struct sv_wq_ring *hdr)
 {

@@ -437,16 +437,15 @@ static uint32_t poll_xsides(struct sv_cq *cq, uint32_t n, struct ibv_wc *wc,
 			    uint32_t prod)
 {
 	uint32_t got = 0;
+	bool look = cq->xlook;
 
 	if (cq->cons != prod || dring_avail_locked(cq))
 		return 0;
+	/* (what this leaves is found by its slot, or by a later look) */
+	cq->xlook = false;
 	for (struct sv_qp *qp = cq->xqps; qp && got < n; qp = qp->xnext) {
-		/* acquire: pairs with the sender's CAS after the CQE */
-		uint32_t c = qp->xcons, xp = sv_xside_prod(
-			__atomic_load_n(&qp->xs->word, __ATOMIC_ACQUIRE));
+		uint32_t c = qp->xcons, xp = c + sv_direct_xavail(qp, look);
 
-		if (xp - c > qp->xmask + 1)
-			xp = c + qp->xmask + 1;    /* never trust it */
 		for (; c != xp && got < n; c++) {
 			struct sv_cqe e = qp->xring[c & qp->xmask];
 

@@ -112,16 +112,21 @@ static inline uintptr_t xsides(const struct sv_cq *cq)
 	return (uintptr_t)cq->xqps;
 }
 
-/* ... and did a sender put one there since poll took the last? */
-static inline bool xnews(const struct sv_cq *cq)
+/* ... and did a sender put one there since poll took the last? By the
+ * head slot's number (SV_XCQE_SEQ), and once in 256 looks by the words. */
+static inline bool xnews(struct sv_cq *cq)
 {
 	for (const struct sv_qp *qp = cq->xqps; unlikely(qp != NULL);
 	     qp = qp->xnext)
-		if (sv_xside_prod(__atomic_load_n(&qp->xs->word,
-						  __ATOMIC_RELAXED)) !=
-		    qp->xcons)
+		if (__atomic_load_n(&SV_XCQE_SEQ(&qp->xring[qp->xcons &
+							   qp->xmask]),
+				    __ATOMIC_ACQUIRE) == qp->xcons + 1)
 			return true;
-	return false;
+	if (cq->xlook)
+		return true;
+	if (!cq->xqps || (++cq->xlooks & 255))
+		return false;
+	return sv_direct_xwords(cq);
 }
 
 /* May the private ring's completion at dcons + i go now: has our consumer

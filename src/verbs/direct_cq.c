@@ -277,14 +277,36 @@ void sv_direct_rq_fini(struct sv_qp *qp)
 	xside_drop(qp);
 }
 
-bool sv_direct_xnews(const struct sv_cq *cq)
+bool sv_direct_xwords(struct sv_cq *cq)
 {
 	for (const struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext)
 		if (sv_xside_prod(__atomic_load_n(&qp->xs->word,
 						  __ATOMIC_RELAXED)) !=
 		    qp->xcons)
-			return true;
-	return false;
+			cq->xlook = true;
+	return cq->xlook;
+}
+
+uint32_t sv_direct_xavail(const struct sv_qp *qp, bool look)
+{
+	uint32_t c = qp->xcons, most = qp->xmask + 1, n = 0;
+
+	/* acquire: pairs with the sender's release store of the number,
+	 * after its CQE */
+	while (n < most &&
+	       __atomic_load_n(&SV_XCQE_SEQ(&qp->xring[(c + n) & qp->xmask]),
+			       __ATOMIC_ACQUIRE) == c + n + 1 &&
+	       c + n + 1)
+		n++;
+	if (look) {
+		/* acquire: pairs with the sender's CAS after the CQE */
+		uint32_t w = sv_xside_prod(__atomic_load_n(&qp->xs->word,
+							   __ATOMIC_ACQUIRE)) - c;
+
+		if (w > n)
+			n = w < most ? w : most;   /* never trust it */
+	}
+	return n;
 }
 
 /*
@@ -327,7 +349,8 @@ static void dring_insert(struct sv_cq *cq, const struct sv_cqe *e,
  * The completions senders put in the completion sides of cq's QPs, into
  * its private ring, in each side's order, with their stamps: from there
  * poll merges them with the device's ring as it merges our own direct
- * completions. Completions an event announced
+ * completions. Each side as its word says (sv_direct_xavail): a drain
+ * takes everything published. Completions an event announced
  * (DIRECT_NOTIFY's xannounced) count as announced here too. When the
  * private ring is full, the smallest stamp of what stays behind caps what
  * poll takes of the daemon's ring (xcap). CQ lock held.
@@ -336,22 +359,18 @@ void sv_direct_xdrain(struct sv_cq *cq)
 {
 	uint32_t prod;
 
-	if (!sv_direct_xnews(cq))
+	if (!cq->xqps)
 		return;
 	sv_spin_lock(&cq->dlock);
 	prod = __atomic_load_n(&cq->ring->prod, __ATOMIC_ACQUIRE);
 	cq->xcapped = false;
 	for (struct sv_qp *qp = cq->xqps; qp; qp = qp->xnext) {
 		struct sv_wq_ring *hdr = qp->xhdr;
-		/* acquire: pairs with the sender's CAS after the CQE */
-		uint32_t xp = sv_xside_prod(__atomic_load_n(&qp->xs->word,
-							    __ATOMIC_ACQUIRE));
+		uint32_t c = qp->xcons;
+		uint32_t xp = c + sv_direct_xavail(qp, true);
 		uint32_t ann = __atomic_load_n(&hdr->xannounced,
 					       __ATOMIC_ACQUIRE);
-		uint32_t c = qp->xcons;
 
-		if (xp - c > qp->xmask + 1)
-			xp = c + qp->xmask + 1;    /* never trust it */
 		for (; c != xp; c++) {
 			struct sv_cqe e = qp->xring[c & qp->xmask];
 			uint32_t st = sv_stamp_clamp(SV_XCQE_STAMP(&e), prod);
@@ -378,5 +397,8 @@ void sv_direct_xdrain(struct sv_cq *cq)
 		}
 	}
 	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
+	/* (what the private ring had no room for stays in the sides: the
+	 * next drain's, by their words) */
+	cq->xlook = cq->xcapped;
 	sv_spin_unlock(&cq->dlock);
 }

@@ -425,14 +425,18 @@ static void completion(const struct sv_qp *qp, const struct sv_dpeer *p,
 static bool publish(const struct sv_dpeer *p, const struct sv_cqe *e,
 		    const struct dsend *s)
 {
+	struct sv_cqe *slot = &p->xs->ring[s->xprod & (p->xent - 1)];
 	uint64_t w = s->xw;
 
-	memcpy(&p->xs->ring[s->xprod & (p->xent - 1)], e, sizeof(*e));
+	/* (its number 0 meanwhile: e's) */
+	memcpy(slot, e, sizeof(*e));
 	/* release: the CQE before the counter (the owner's poll acquires
 	 * it); the message came before, in the system call */
-	return __atomic_compare_exchange_n(&p->xs->word, &w, w + 1, false,
-					   __ATOMIC_RELEASE,
-					   __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&p->xs->word, &w, w + 1, false,
+					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		return false;
+	__atomic_store_n(&SV_XCQE_SEQ(slot), s->xprod + 1, __ATOMIC_RELEASE);
+	return true;
 }
 
 /*

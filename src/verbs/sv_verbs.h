@@ -333,6 +333,10 @@ struct sv_cq {
 	 * completions of their SENDs: poll moves those into the private
 	 * ring (sv_direct_xdrain). Linked by xnext; CQ lock and dlock. */
 	struct sv_qp *xqps;
+	/* polls that looked at the sides' slots alone, and whether the last
+	 * look at their words found more (xnews, CQ lock) */
+	uint32_t xlooks;
+	bool xlook;
 	uint32_t dheld;            /* slots held or filled, not polled */
 	/* dprod when an event last announced the private ring's completions
 	 * (a channel's CQ: those after it fire the next arm) */
@@ -578,9 +582,13 @@ void sv_direct_xside_set(struct sv_qp *qp, int fd);
 /* A receive queue of qp's own looks full by its cons: has it room for one
  * more by its completion side (the WQEs senders of this host took)? */
 bool sv_direct_rq_room(const struct sv_qp *qp, uint32_t max);
-/* Has a sender put a completion in one of cq's QPs' sides since poll
- * last took them (CQ lock held)? */
-bool sv_direct_xnews(const struct sv_cq *cq);
+/* Has a sender published a completion in one of cq's QPs' sides that
+ * its slot does not show yet (a look at the words; CQ lock held)? Sets
+ * cq->xlook. */
+bool sv_direct_xwords(struct sv_cq *cq);
+/* How many completions of qp's side from its xcons on poll may take: by
+ * their slots' numbers, and by the side's word when look (CQ lock). */
+uint32_t sv_direct_xavail(const struct sv_qp *qp, bool look);
 /* qp joins or leaves cq's list of QPs with a completion ring (cq.c) */
 void sv_cq_xadd(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_xdel(struct sv_cq *cq, struct sv_qp *qp);
