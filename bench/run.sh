@@ -189,7 +189,9 @@ step() {
 		record "$name" skipped "$(elapsed "$t0")" \
 			"$(sed -n 's/^skipped: //p' "$raw/$name.err" | head -n 3 | tr '\n' ' ')"
 	else
-		record "$name" failed "$(elapsed "$t0")" "exit status $rc"
+		# (what it said last, so that a failure in CI says why)
+		record "$name" failed "$(elapsed "$t0")" \
+			"exit status $rc: $(tail -n 3 "$raw/$name.err" 2>/dev/null | tr '\n' ' ')"
 	fi
 	return $rc
 }

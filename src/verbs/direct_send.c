@@ -180,7 +180,8 @@ bool sv_d_peer_fill(struct sv_context *ctx, struct sv_qp *qp,
 	p->xs = dpeer_part(ctx, qp, SV_DRECV_XSIDE, &ox, &p->xs_map,
 			   &p->xs_len);
 	if (!p->xs || !ox.entries || (ox.entries & (ox.entries - 1)) ||
-	    ox.bytes < sv_xside_bytes(ox.entries)) {
+	    ox.bytes < sv_xside_bytes(ox.entries) ||
+	    __atomic_load_n(&p->xs->word, __ATOMIC_ACQUIRE) >> 32) {
 		dpeer_drop(p);
 		return false;
 	}
@@ -229,8 +230,12 @@ static unsigned int head_wqe(struct sv_direct *d, const struct sv_dpeer *p,
 
 	/* (before the cons it gives: acquire) */
 	*xw = __atomic_load_n(&p->xs->word, __ATOMIC_ACQUIRE);
-	if (*xw >> 32)
-		return SV_DREF_PEER;   /* closed: the peer left RTR and RTS */
+	if (*xw >> 32) {
+		/* closed: the peer left RTR and RTS (connected again, it
+		 * has a new side: asked for once) */
+		*want = true;
+		return SV_DREF_PEER;
+	}
 	if (p->srqn) {
 		*word = &d->srq[p->srqn & (SV_DIRECT_SRQ_SLOTS - 1)].word;
 		*w = __atomic_load_n(*word, __ATOMIC_ACQUIRE);

@@ -383,6 +383,46 @@ static void test_send_cq_resized(void **state)
 /* An event on b's channel right now? (Deterministic: a direct SEND's
  * event is sent before its post returns; the daemon's before the sender's
  * completion.) */
+/* Both QPs to RESET and connected again (the same two QPs): the receiver's
+ * new connection has a new completion side, which the sender maps once it
+ * finds the old one closed; its SENDs go direct again, and land. */
+static void test_send_reconnected(void **state)
+{
+	struct ibv_qp_attr rst = { .qp_state = IBV_QPS_RESET };
+	struct vu_conn c = vu_conn_default();
+	struct pair p;
+
+	(void)state;
+	pair_make(&p, 0, false);
+	for (unsigned int round = 0; round < 3; round++) {
+		uint64_t before;
+
+		if (round) {
+			assert_int_equal(ibv_modify_qp(p.a.qp, &rst,
+						       IBV_QP_STATE), 0);
+			assert_int_equal(ibv_modify_qp(p.b.qp, &rst,
+						       IBV_QP_STATE), 0);
+			assert_int_equal(vu_connect_pair(p.a.qp, p.b.qp, &c),
+					 0);
+		}
+		before = direct_msgs();
+		for (uint64_t i = 0; i < 4; i++) {
+			uint8_t v = (uint8_t)(0x30 + round * 4 + i);
+
+			memset(p.abuf, v, 192);
+			post_recv2(&p, 100 * round + i, 0, 192);
+			post_send1(&p, i, IBV_WR_SEND, 0, 192, 0, 0, 0);
+			expect_send_ok(&p, i);
+			expect_recv(&p, wait_wc(p.b.rcq), 100 * round + i, i,
+				    IBV_WR_SEND, 192);
+			assert_int_equal(p.bbuf[0], v);
+			assert_int_equal(p.bbuf[192 / 3 + 64], v);
+		}
+		expect_direct(before, 4);
+	}
+	pair_free(&p);
+}
+
 static bool event_ready(struct pair *p)
 {
 	return vu_fd_readable(p->ch->fd, 0);
@@ -665,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_send_cq_overrun),
 		cmocka_unit_test(test_send_cq_resized),
 		cmocka_unit_test(test_send_channel_events),
+		cmocka_unit_test(test_send_reconnected),
 		cmocka_unit_test(test_recv_qp_destroyed_mid_send),
 		cmocka_unit_test(test_sender_killed_mid_copy),
 		cmocka_unit_test(test_recv_qp_err_before_publish),
