@@ -166,7 +166,7 @@ _Static_assert(sizeof(struct sv_direct_riov) == 16 * SV_DIRECT_RIOV,
  * its guard go is one whose copy did not land (a revocation fenced it, the
  * peer's memory faulted): the device adopts it for the receiving QP qpn
  * (its WR comes to the device after it, and is delivered into that WQE,
- * or the QP's flush completes it), unless that QP's completion ring says
+ * or the QP's flush completes it), unless that QP's completion side says
  * it landed after all (its producer reached xprod: a poster killed
  * between its copy and the clear). Any process of the uid can write a
  * record: the device believes one only where any of them could write
@@ -177,7 +177,8 @@ _Static_assert(sizeof(struct sv_direct_riov) == 16 * SV_DIRECT_RIOV,
 
 struct sv_direct_claim {
 	uint32_t qpn;              /* the receiving QP; 0: none */
-	uint32_t xprod;            /* its sxprod once the copy landed */
+	uint32_t xprod;            /* its side's xprod once the copy landed
+				    * (struct sv_xside) */
 	uint32_t srqn;             /* the SRQ it was taken from */
 	uint32_t num_sge;
 	uint64_t wr_id;
