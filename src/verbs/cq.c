@@ -456,13 +456,7 @@ static uint32_t poll_xsides(struct sv_cq *cq, uint32_t n, struct ibv_wc *wc,
 			e.qp_num = qp->ex.qp_base.qp_num;
 			cqe_to_wc(&e, &wc[got++]);
 		}
-		if (c != qp->xcons) {
-			qp->xcons = c;
-			/* release: the slots are read before a sender reuses
-			 * them */
-			__atomic_store_n(&qp->xhdr->xcons, c,
-					 __ATOMIC_RELEASE);
-		}
+		sv_direct_xtaken(qp, c);
 	}
 	return got;
 }

@@ -557,7 +557,7 @@ static bool run_alone(struct sv_direct *d, struct sv_qp *qp,
 	r->why = SV_DREF_FENCE;
 	if (recv) {
 		/* into the peer's receive queue: a system call of its own */
-		why = sv_d_send(d, qp, wr, x, g, slot, epoch, &qp->dcache->xs,
+		why = sv_d_send(d, qp, wr, x, g, slot, epoch,
 				&r->xprod, &r->xlimit, &r->want_peer);
 		if (why != SV_DREF_MAX) {
 			r->why = why;

@@ -287,6 +287,15 @@ bool sv_direct_xwords(struct sv_cq *cq)
 	return cq->xlook;
 }
 
+void sv_direct_xtaken(struct sv_qp *qp, uint32_t c)
+{
+	if (c == qp->xcons)
+		return;
+	qp->xcons = c;
+	/* release: the slots are read before a sender reuses them */
+	__atomic_store_n(&qp->xhdr->xcons, c, __ATOMIC_RELEASE);
+}
+
 uint32_t sv_direct_xavail(const struct sv_qp *qp, bool look)
 {
 	uint32_t c = qp->xcons, most = qp->xmask + 1, n = 0;
@@ -389,12 +398,7 @@ void sv_direct_xdrain(struct sv_cq *cq)
 			e.qp_num = qp->ex.qp_base.qp_num;
 			dring_insert(cq, &e, st, (int32_t)(ann - c) > 0);
 		}
-		if (c != qp->xcons) {
-			qp->xcons = c;
-			/* release: the slots are read before a sender reuses
-			 * them */
-			__atomic_store_n(&hdr->xcons, c, __ATOMIC_RELEASE);
-		}
+		sv_direct_xtaken(qp, c);
 	}
 	__atomic_store_n(&cq->ring->dused, cq->dheld, __ATOMIC_RELAXED);
 	/* (what the private ring had no room for stays in the sides: the

@@ -67,12 +67,6 @@ struct sv_direct {
 
 _Static_assert(sizeof(struct iovec) == 16, "the riov slots are iovecs");
 
-/* What one direct SEND writes after the message, in the order the peer
- * reads it (the local side of the system call's last iovecs). */
-struct sv_xsend {
-	struct sv_cqe cqe;         /* its stamp in it (SV_XCQE_STAMP) */
-};
-
 #define SV_DMAP_N 8
 
 struct sv_dmap {
@@ -96,7 +90,6 @@ struct sv_dcache {
 	struct iovec bl[SV_DIRECT_BATCH_IOV];
 	struct iovec br[SV_DIRECT_BATCH];
 	/* what a direct SEND writes after its message (sv_d_send) */
-	struct sv_xsend xs;
 };
 
 /* What one WR needs: the local iovecs, the remote range and the peer; and
@@ -205,7 +198,7 @@ void sv_d_cq_fire(struct sv_context *ctx, struct sv_cq *cq, uint32_t sn);
 unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 		       const struct ibv_send_wr *wr, const struct dwr *x,
 		       struct sv_direct_guard *g, struct sv_direct_riov *slot,
-		       uint64_t epoch, struct sv_xsend *xs,
+		       uint64_t epoch,
 		       uint32_t *xprod_out, bool *limit, bool *want);
 void sv_d_send_notify(struct sv_context *ctx, struct sv_qp *qp,
 		      uint32_t xprod, bool solicited, bool limit);

@@ -454,11 +454,12 @@ static bool publish(const struct sv_dpeer *p, const struct sv_cqe *e,
 unsigned int sv_d_send(struct sv_direct *d, struct sv_qp *qp,
 		       const struct ibv_send_wr *wr, const struct dwr *x,
 		       struct sv_direct_guard *g, struct sv_direct_riov *slot,
-		       uint64_t epoch, struct sv_xsend *xs,
+		       uint64_t epoch,
 		       uint32_t *xprod_out, bool *limit, bool *want)
 {
 	struct sv_dpeer *p = qp->dpeer;
 	struct dsend s;
+	struct sv_cqe e;
 	uint32_t lim;
 	unsigned int why, tries = 0;
 	ssize_t got;
@@ -482,7 +483,7 @@ again:
 				   wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM, &s);
 	if (why != SV_DREF_MAX)
 		return why;
-	completion(qp, p, wr, x, &xs->cqe, &s);
+	completion(qp, p, wr, x, &e, &s);
 	/* (a message of no bytes writes nothing the fence guards) */
 	if (s.nr && !sv_d_fenced(d, g, slot, s.riov, s.nr, epoch))
 		return SV_DREF_FENCE;
@@ -502,7 +503,7 @@ again:
 		if (got < 0 || (uint64_t)got != x->len)
 			return SV_DREF_FENCE;
 	}
-	if (!publish(p, &xs->cqe, &s))
+	if (!publish(p, &e, &s))
 		return SV_DREF_FENCE;   /* (the claim too) */
 	if (s.word) {
 		__atomic_store_n(&d->claim[qp->ex.qp_base.qp_num &

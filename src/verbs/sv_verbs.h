@@ -589,6 +589,8 @@ bool sv_direct_xwords(struct sv_cq *cq);
 /* How many completions of qp's side from its xcons on poll may take: by
  * their slots' numbers, and by the side's word when look (CQ lock). */
 uint32_t sv_direct_xavail(const struct sv_qp *qp, bool look);
+/* Poll took qp's side's completions up to c: its slots go back. */
+void sv_direct_xtaken(struct sv_qp *qp, uint32_t c);
 /* qp joins or leaves cq's list of QPs with a completion ring (cq.c) */
 void sv_cq_xadd(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_xdel(struct sv_cq *cq, struct sv_qp *qp);

@@ -563,6 +563,32 @@ static void stopped_sender(int fd, bool after)
 	_exit(0);
 }
 
+/* Every one of the NRECV receives completes flushed, once, in order. */
+static void expect_flushed(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[NRECV];
+
+	assert_int_equal(vu_poll(cq, wc, NRECV, WC_WAIT_MS), NRECV);
+	for (int i = 0; i < NRECV; i++) {
+		assert_int_equal(wc[i].wr_id, i);
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(vu_poll(cq, wc, 1, 100), 0);
+}
+
+/* The stopped sender resumed: it must exit 0 (its SEND failed; 17: it
+ * succeeded, which would mean it "what"). */
+static void resume_sender(pid_t pid, const char *what)
+{
+	int status;
+
+	assert_int_equal(kill(pid, SIGCONT), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail_msg("the sender says %d (17: its SEND %s)",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1, what);
+}
+
 /*
  * The receiver (this process) posts NRECV receives, starts the sender,
  * waits until it stops in its copy; then (STOP_KILL) kills it and moves
@@ -582,13 +608,12 @@ static void run_stopped_send(enum stop_case how)
 				   .recv_sge = 1 };
 	struct vu_conn c = vu_conn_default();
 	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
-	struct ibv_wc wc[NRECV + 1];
 	struct vu_addr peer;
 	struct rinfo me;
 	struct vu_ep ep;
 	struct ibv_mr *mr;
 	uint8_t *buf;
-	int sv[2], status, n;
+	int sv[2], status;
 	pid_t pid;
 	char go = 'g';
 
@@ -628,19 +653,8 @@ static void run_stopped_send(enum stop_case how)
 	if (how == STOP_AFTER_ERR) {
 		assert_int_equal(ibv_modify_qp(ep.qp, &at, IBV_QP_STATE), 0);
 		vu_sleep_ms(100);
-		assert_int_equal(kill(pid, SIGCONT), 0);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			fail_msg("the sender says %d (17: its SEND completed "
-				 "after the QP's error)", WIFEXITED(status) ?
-				 WEXITSTATUS(status) : -1);
-		n = vu_poll(ep.rcq, wc, NRECV, WC_WAIT_MS);
-		assert_int_equal(n, NRECV);
-		for (int i = 0; i < NRECV; i++) {
-			assert_int_equal(wc[i].wr_id, i);
-			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
-		}
-		assert_int_equal(vu_poll(ep.rcq, wc, 1, 100), 0);
+		resume_sender(pid, "completed after the QP's error");
+		expect_flushed(ep.rcq);
 		/* (what the copy wrote before the error may stay) */
 		memset(buf, 0x11, (size_t)NRECV * STOP_LEN);
 	} else if (how == STOP_KILL) {
@@ -649,25 +663,14 @@ static void run_stopped_send(enum stop_case how)
 		memset(buf, 0x11, (size_t)NRECV * STOP_LEN);
 		assert_int_equal(ibv_modify_qp(ep.qp, &at, IBV_QP_STATE), 0);
 		/* every receive flushed, once */
-		n = vu_poll(ep.rcq, wc, NRECV, WC_WAIT_MS);
-		assert_int_equal(n, NRECV);
-		for (int i = 0; i < NRECV; i++) {
-			assert_int_equal(wc[i].wr_id, i);
-			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
-		}
-		assert_int_equal(vu_poll(ep.rcq, wc, 1, 100), 0);
+		expect_flushed(ep.rcq);
 	} else {
 		/* the destroy returns with the sender stopped in its copy */
 		assert_int_equal(ibv_destroy_qp(ep.qp), 0);
 		ep.qp = NULL;
 		memset(buf, 0x11, (size_t)NRECV * STOP_LEN);
 		vu_sleep_ms(300);
-		assert_int_equal(kill(pid, SIGCONT), 0);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			fail_msg("the sender says %d (17: its SEND landed "
-				 "after the destroy)", WIFEXITED(status) ?
-				 WEXITSTATUS(status) : -1);
+		resume_sender(pid, "landed after the destroy");
 	}
 	for (size_t k = 0; k < (size_t)NRECV * STOP_LEN; k++)
 		if (buf[k] != 0x11)
